@@ -1,0 +1,126 @@
+//! Knobs of the control plane and the fixed node addresses.
+
+use crate::ids::ServerId;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// Every timing and sizing knob the nodes use. The harness fills it from a scenario file; all
+/// durations are milliseconds of simulated time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knobs {
+    /// Session and leader lease length at the authority.
+    pub lease_ms: u64,
+    /// A lease holder stops trusting its lease this long before `send time of the renewal +
+    /// lease_ms` (covers clock drift between holder and authority).
+    pub lease_margin_ms: u64,
+    /// How often servers renew their session and managers their leader lease.
+    pub renew_interval_ms: u64,
+    /// Timeout of one request between nodes.
+    pub rpc_timeout_ms: u64,
+    /// Timeout of an append at the store, as the server waits for it.
+    pub store_timeout_ms: u64,
+    /// How often the leader manager looks at the map and sessions.
+    pub manager_tick_ms: u64,
+    /// Attempts a frontend makes for one client operation before giving up.
+    pub frontend_attempts: u32,
+    /// First backoff of a frontend retry; doubles per attempt up to `frontend_backoff_ms_max`.
+    pub frontend_backoff_ms: u64,
+    /// Cap of the frontend backoff.
+    pub frontend_backoff_ms_max: u64,
+    /// Outgoing bandwidth of every node, bytes per second.
+    pub bandwidth_bytes_per_s: u64,
+    /// Duration of one fsync on the authority's and the store's disks.
+    pub disk_sync_ms: u64,
+    /// Split points of the initial ranges (`initial_ranges - 1` keys, increasing).
+    pub initial_split_points: Vec<Vec<u8>>,
+    /// Number of partition servers (`server-1..=servers`).
+    pub servers: u32,
+    /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
+    pub mutation: Option<Mutation>,
+}
+
+/// A named mutation: one safety mechanism switched off, so a checker must catch the result.
+/// Selected only with `partmap-sim --mutation NAME`; never on by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mutation {
+    /// The store appends whatever the fence says (a stale owner's delayed write lands).
+    StoreIgnoresFence,
+    /// The server admits appends whatever epoch the request carries and whatever its lease says.
+    ServerSkipsAuthorityCheck,
+}
+
+impl Mutation {
+    /// Every mutation with its CLI name.
+    pub const ALL: [(Mutation, &'static str); 2] = [
+        (Mutation::StoreIgnoresFence, "store-ignores-fence"),
+        (Mutation::ServerSkipsAuthorityCheck, "server-skips-authority-check"),
+    ];
+
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(m, _)| *m == self).map(|(_, n)| *n).expect("listed")
+    }
+
+    /// Parse a CLI name. Errors: a message listing the accepted names.
+    pub fn parse(name: &str) -> Result<Mutation, String> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(m, _)| *m).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|(_, n)| *n).collect();
+            format!("unknown mutation `{name}`; accepted: {}", names.join(", "))
+        })
+    }
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            lease_ms: 2000,
+            lease_margin_ms: 200,
+            renew_interval_ms: 400,
+            rpc_timeout_ms: 500,
+            store_timeout_ms: 1000,
+            manager_tick_ms: 200,
+            frontend_attempts: 8,
+            frontend_backoff_ms: 20,
+            frontend_backoff_ms_max: 640,
+            bandwidth_bytes_per_s: 100 * 1024 * 1024,
+            disk_sync_ms: 1,
+            initial_split_points: Vec::new(),
+            servers: 3,
+            mutation: None,
+        }
+    }
+}
+
+fn addr(net: u8, host: u32) -> SocketAddr {
+    assert!(host > 0 && host < 255, "host number {host} out of range");
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, net, host as u8)), 1)
+}
+
+/// `lock-1`, the coordination authority: 10.0.1.1:1.
+pub fn lock_addr() -> SocketAddr {
+    addr(1, 1)
+}
+
+/// `store-1`, the stream store: 10.0.2.1:1.
+pub fn store_addr() -> SocketAddr {
+    addr(2, 1)
+}
+
+/// `manager-N`: 10.0.3.N:1.
+pub fn manager_addr(n: u32) -> SocketAddr {
+    addr(3, n)
+}
+
+/// `server-N`: 10.0.4.N:1.
+pub fn server_addr(id: ServerId) -> SocketAddr {
+    addr(4, id.0)
+}
+
+/// `frontend-N`: 10.0.5.N:1.
+pub fn frontend_addr(n: u32) -> SocketAddr {
+    addr(5, n)
+}
+
+/// `client-N`: 10.0.6.(N+1):1 (`client-0` is the harness's probe client).
+pub fn client_addr(n: u32) -> SocketAddr {
+    addr(6, n + 1)
+}

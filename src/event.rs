@@ -1,0 +1,77 @@
+//! The structured events the system reports, one function per kind.
+//!
+//! Each is a `tracing` event at target `partmap` with a `kind` field and flat, primitive fields
+//! (numbers and strings), so the harness can collect them with a tracing layer into one stream
+//! that feeds the checkers, the trace hash and the readable trace. Keys are rendered with
+//! [`show_key`]; ranges, epochs and servers as plain numbers; "none" as 0.
+
+use crate::ids::{show_key, Epoch, OpId, RangeId, ServerId};
+use crate::map::{PartitionMap, RangeState};
+use tracing::info;
+
+/// A map mutation became durable at the authority: one `map_row` per row (retired included),
+/// then `map_commit`.
+pub fn map_commit(map: &PartitionMap, leader_epoch: u64) {
+    for row in map.rows.values() {
+        let state = match row.state {
+            RangeState::Preparing => "preparing",
+            RangeState::Active => "active",
+            RangeState::Paused => "paused",
+            RangeState::Retired => "retired",
+        };
+        info!(target: "partmap", kind = "map_row", version = map.version, range = row.id.0,
+            start = show_key(&row.start).as_str(),
+            end = row.end.as_ref().map_or("~".to_string(), |e| show_key(e)).as_str(),
+            owner = row.owner.map_or(0, |s| s.0), epoch = row.epoch.0, state);
+    }
+    info!(target: "partmap", kind = "map_commit", version = map.version, leader_epoch,
+        rows = map.rows.len(), last_epoch = map.last_epoch);
+}
+
+/// A manager candidate got (or renewed into a new term of) the leader lease.
+pub fn leader_elected(candidate: u32, leader_epoch: u64) {
+    info!(target: "partmap", kind = "leader", manager = candidate, leader_epoch);
+}
+
+/// A server fenced the stream, loaded it and serves `range` at `epoch` from now on.
+pub fn range_activated(server: ServerId, range: RangeId, epoch: Epoch, records: usize) {
+    info!(target: "partmap", kind = "activated", server = server.0, range = range.0, epoch = epoch.0, records);
+}
+
+/// A server stopped serving `range` (`reason`: session_expired, fenced, restart...).
+pub fn range_dropped(server: ServerId, range: RangeId, epoch: Epoch, reason: &str) {
+    info!(target: "partmap", kind = "dropped", server = server.0, range = range.0, epoch = epoch.0, reason);
+}
+
+/// A server passed the authority check for an append and admitted its effect.
+pub fn admitted(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8], id: OpId) {
+    info!(target: "partmap", kind = "admit", server = server.0, range = range.0, epoch = epoch.0,
+        key = show_key(key).as_str(), client = id.client, seq = id.seq);
+}
+
+/// The store made an append durable at `offset` of `stream`.
+pub fn effect(stream: RangeId, server: ServerId, epoch: Epoch, key: &[u8], id: OpId, offset: u64) {
+    info!(target: "partmap", kind = "effect", stream = stream.0, server = server.0, epoch = epoch.0,
+        key = show_key(key).as_str(), client = id.client, seq = id.seq, offset);
+}
+
+/// The store refused an append because the stream's fence is above its epoch.
+pub fn effect_fenced(stream: RangeId, server: ServerId, epoch: Epoch, fence: Epoch, id: OpId) {
+    info!(target: "partmap", kind = "fenced", stream = stream.0, server = server.0, epoch = epoch.0,
+        fence = fence.0, client = id.client, seq = id.seq);
+}
+
+/// The store raised the fence of `stream` to `epoch`; `length` records are sealed below it.
+pub fn fence_raised(stream: RangeId, epoch: Epoch, length: usize) {
+    info!(target: "partmap", kind = "fence", stream = stream.0, epoch = epoch.0, length);
+}
+
+/// A node recovered its durable state after a (re)start.
+pub fn recovered(node: &str, records: usize) {
+    info!(target: "partmap", kind = "recovered", node, records);
+}
+
+/// A server's session ended at the authority (it must drop everything and re-register).
+pub fn session_expired(server: ServerId, session: u64) {
+    info!(target: "partmap", kind = "session_expired", server = server.0, session);
+}

@@ -1,0 +1,170 @@
+//! Frontends (`frontend-N`): cache the map, route each request straight to the owning server,
+//! refresh and retry on stale routes.
+//!
+//! [`route`] and [`next_step`] are the decisions, pure; the node task does the I/O. A retry of
+//! an append reuses its idempotency id, so an append applies at most once whatever happens to
+//! the attempts. The number of attempts is bounded; when they run out the client is told the
+//! append definitely failed only if no attempt can have taken effect, and unknown otherwise.
+//! The cache is a routing hint: a stale one costs a retry, never correctness.
+
+use crate::config::{frontend_addr, lock_addr, server_addr, Knobs};
+use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
+use crate::map::{PartitionMap, RangeState};
+use crate::msg::{Msg, Outcome, Refusal};
+use crate::seam::{now_us, sleep_ms, Rpc};
+use madsim::rand::Rng;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Where to send a request for a key, from the cached map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The range holding the key.
+    pub range: RangeId,
+    /// Its owner.
+    pub owner: ServerId,
+    /// The owner's epoch.
+    pub epoch: Epoch,
+}
+
+/// The route for `key` in `map`, if the range holding it has an active owner.
+pub fn route(map: &PartitionMap, key: &[u8]) -> Option<Route> {
+    let row = map.lookup(key)?;
+    if row.state != RangeState::Active {
+        return None;
+    }
+    Some(Route { range: row.id, owner: row.owner?, epoch: row.epoch })
+}
+
+/// What to do after one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Refresh the cached map, then retry.
+    Refresh,
+    /// Wait (backoff), then retry.
+    Backoff,
+}
+
+/// The reaction to a refusal, and whether the refused attempt may have taken effect (never:
+/// a refusal comes before admission, or from the store's fence).
+pub fn next_step(refusal: &Refusal) -> Step {
+    match refusal {
+        Refusal::NotOwner | Refusal::StaleEpoch { .. } | Refusal::KeyOutOfRange | Refusal::Fenced { .. } | Refusal::LeaseExpired => Step::Refresh,
+        Refusal::NotReady | Refusal::InFlight => Step::Backoff,
+    }
+}
+
+/// Frontend state: the cached map.
+struct Frontend {
+    map: PartitionMap,
+    last_refresh_us: u64,
+}
+
+/// Run frontend `n` forever.
+pub async fn run(n: u32, knobs: Knobs) {
+    let rpc = Rpc::bind(frontend_addr(n), knobs.bandwidth_bytes_per_s).await;
+    let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0 }));
+    let knobs = Rc::new(knobs);
+    let rpc2 = rpc.clone();
+    rpc.serve(move |msg, _from| {
+        let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc2.clone());
+        async move {
+            match msg {
+                Msg::ClientAppend { key, id, bytes } => Some(append(&fe, &knobs, &rpc, key, id, bytes).await),
+                Msg::ClientRead { key } => Some(read(&fe, &knobs, &rpc, key).await),
+                other => panic!("frontend-{n}: unexpected message {other:?}"),
+            }
+        }
+    });
+    std::future::pending::<()>().await;
+}
+
+/// Fetch the map unless another request refreshed it in the last 10 ms.
+async fn refresh(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
+    if fe.borrow().last_refresh_us + 10_000 > now_us() && fe.borrow().last_refresh_us > 0 {
+        return;
+    }
+    fe.borrow_mut().last_refresh_us = now_us();
+    if let Ok(Msg::Map { map }) = rpc.call(lock_addr(), Msg::GetMap, knobs.rpc_timeout_ms).await {
+        let mut f = fe.borrow_mut();
+        if map.version >= f.map.version {
+            f.map = map;
+        }
+    }
+}
+
+async fn backoff(knobs: &Knobs, attempt: u32) {
+    let base = (knobs.frontend_backoff_ms << attempt.min(16)).min(knobs.frontend_backoff_ms_max);
+    let jitter = madsim::rand::thread_rng().gen_range(0..=base / 2);
+    sleep_ms(base / 2 + jitter).await;
+}
+
+async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>) -> Msg {
+    let mut maybe_applied = false;
+    let mut last = String::from("no attempt");
+    for attempt in 0..knobs.frontend_attempts {
+        let route = route(&fe.borrow().map, &key);
+        let Some(r) = route else {
+            last = "no active owner in the map".into();
+            refresh(fe, knobs, rpc).await;
+            if attempt > 0 {
+                backoff(knobs, attempt).await;
+            }
+            continue;
+        };
+        let req = Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone() };
+        match rpc.call(server_addr(r.owner), req, knobs.rpc_timeout_ms + knobs.store_timeout_ms).await {
+            Ok(Msg::Served { result: Ok(_) }) => return Msg::ClientResult { outcome: Outcome::Ok, value: Vec::new() },
+            Ok(Msg::Served { result: Err(refusal) }) => {
+                last = format!("{} refused: {refusal:?}", r.owner);
+                match next_step(&refusal) {
+                    Step::Refresh => refresh(fe, knobs, rpc).await,
+                    Step::Backoff => backoff(knobs, attempt).await,
+                }
+            }
+            Ok(Msg::ServedUnknown) => {
+                maybe_applied = true;
+                last = format!("{}: store outcome unknown", r.owner);
+                backoff(knobs, attempt).await;
+            }
+            _ => {
+                maybe_applied = true;
+                last = format!("{}: no answer", r.owner);
+                refresh(fe, knobs, rpc).await;
+            }
+        }
+    }
+    let reason = format!("{} attempts; last: {last}", knobs.frontend_attempts);
+    let outcome = if maybe_applied { Outcome::Unknown(reason) } else { Outcome::Failed(reason) };
+    Msg::ClientResult { outcome, value: Vec::new() }
+}
+
+async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key) -> Msg {
+    let mut last = String::from("no attempt");
+    for attempt in 0..knobs.frontend_attempts {
+        let route = route(&fe.borrow().map, &key);
+        let Some(r) = route else {
+            last = "no active owner in the map".into();
+            refresh(fe, knobs, rpc).await;
+            if attempt > 0 {
+                backoff(knobs, attempt).await;
+            }
+            continue;
+        };
+        match rpc.call(server_addr(r.owner), Msg::Read { range: r.range, epoch: r.epoch, key: key.clone() }, knobs.rpc_timeout_ms).await {
+            Ok(Msg::Served { result: Ok(value) }) => return Msg::ClientResult { outcome: Outcome::Ok, value },
+            Ok(Msg::Served { result: Err(refusal) }) => {
+                last = format!("{} refused: {refusal:?}", r.owner);
+                match next_step(&refusal) {
+                    Step::Refresh => refresh(fe, knobs, rpc).await,
+                    Step::Backoff => backoff(knobs, attempt).await,
+                }
+            }
+            _ => {
+                last = format!("{}: no answer", r.owner);
+                refresh(fe, knobs, rpc).await;
+            }
+        }
+    }
+    Msg::ClientResult { outcome: Outcome::Failed(format!("{} attempts; last: {last}", knobs.frontend_attempts)), value: Vec::new() }
+}

@@ -1,0 +1,68 @@
+//! Identifiers and small value types shared by every node.
+
+use std::fmt;
+
+/// A key: an arbitrary byte string, ordered bytewise.
+pub type Key = Vec<u8>;
+
+/// Identifier of a range (one row of the partition map). Allocated by the map, never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct RangeId(pub u64);
+
+/// An ownership epoch: every owner change of a range gets a new, larger one from the map's global
+/// counter. Epoch 0 means "never owned".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Epoch(pub u64);
+
+/// A partition server, `server-N` (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServerId(pub u32);
+
+/// The idempotency id of an append: `(client, seq)`. A retry reuses it, so it applies at most once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId {
+    /// Client number (1-based); the harness's probe client is 0.
+    pub client: u32,
+    /// Sequence number within the client, starting at 1.
+    pub seq: u64,
+}
+
+impl fmt::Display for RangeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
+
+impl fmt::Display for Epoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "e{}", self.0)
+    }
+}
+
+impl fmt::Display for ServerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "server-{}", self.0)
+    }
+}
+
+impl fmt::Display for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c{}.{}", self.client, self.seq)
+    }
+}
+
+/// Render a key for humans: printable ASCII as is, anything else as `\xNN`.
+pub fn show_key(key: &[u8]) -> String {
+    let mut s = String::with_capacity(key.len());
+    for &b in key {
+        if b.is_ascii_graphic() {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    if s.is_empty() {
+        s.push_str("\"\"");
+    }
+    s
+}

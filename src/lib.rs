@@ -1,0 +1,31 @@
+//! # partmap: the control plane of a range-partitioned storage service
+//!
+//! A reference implementation, built to run inside madsim's deterministic simulator (the build
+//! always uses `--cfg madsim`). The harness that runs it under faults and checks it lives in the
+//! `partmap-sim` package.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`map`] | the partition map table: rows, ops, tiling (pure) |
+//! | [`lock`] | coordination authority: leader lease, session leases, map compare-and-set |
+//! | [`store`] | durable stream store with fencing |
+//! | [`server`] | partition servers: authority check + admission, open by fence-and-load |
+//! | [`manager`] | partition manager: leader-only planner (bootstrap, assign, failover) |
+//! | [`frontend`] | routing with a cached map, refresh and retry with the same idempotency id |
+//! | [`seam`] | the only door to network, clock and disk |
+//! | [`event`] | the structured events the harness checks |
+//!
+//! Protocol decisions are plain functions and structs ([`map::PartitionMap::apply_batch`],
+//! [`manager::plan`], [`server::ServerCore`], [`frontend::route`]); node tasks are thin loops.
+
+pub mod config;
+pub mod event;
+pub mod frontend;
+pub mod ids;
+pub mod lock;
+pub mod manager;
+pub mod map;
+pub mod msg;
+pub mod seam;
+pub mod server;
+pub mod store;

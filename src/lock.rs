@@ -1,0 +1,217 @@
+//! The coordination authority (`lock-1`): the manager leader lease, server session leases, and
+//! the partition map table with compare-and-set. Linearizable because it is one process that
+//! applies one request at a time for anything durable; durable on its [`Disk`].
+//!
+//! Leases are not written to disk (renewals would cost an fsync each). After a restart the
+//! authority knows which sessions and which leader existed but not when they last renewed, so it
+//! treats every one of them as renewed at recovery time: nobody's lease can expire earlier than
+//! its holder believes. Idea: Chubby's grace period after master fail-over (Burrows, OSDI 2006).
+
+use crate::config::Knobs;
+use crate::event;
+use crate::ids::ServerId;
+use crate::map::PartitionMap;
+use crate::msg::{Msg, SessionView};
+use crate::seam::{now_us, Disk, Rpc};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// A durable record of the authority.
+#[derive(Clone, Debug)]
+pub enum LockRecord {
+    /// The whole map after a committed mutation (the last one wins on recovery).
+    Map(PartitionMap),
+    /// A leader term was granted.
+    LeaderTerm { candidate: u32, epoch: u64 },
+    /// A server session was started.
+    Session { server: ServerId, session: u64 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Lease {
+    holder: u32,
+    epoch: u64,
+    expires_us: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Session {
+    session: u64,
+    expires_us: u64,
+    live: bool,
+}
+
+/// The authority's state in memory; rebuilt from the disk on start.
+struct Authority {
+    knobs: Knobs,
+    map: PartitionMap,
+    leader: Option<Lease>,
+    last_leader_epoch: u64,
+    sessions: BTreeMap<ServerId, Session>,
+    last_session: u64,
+}
+
+impl Authority {
+    fn recover(knobs: Knobs, records: &[LockRecord], now: u64) -> Self {
+        let grace = now + knobs.lease_ms * 1000;
+        let mut a = Authority {
+            knobs,
+            map: PartitionMap::default(),
+            leader: None,
+            last_leader_epoch: 0,
+            sessions: BTreeMap::new(),
+            last_session: 0,
+        };
+        for rec in records {
+            match rec {
+                LockRecord::Map(m) => a.map = m.clone(),
+                LockRecord::LeaderTerm { candidate, epoch } => {
+                    a.last_leader_epoch = *epoch;
+                    a.leader = Some(Lease { holder: *candidate, epoch: *epoch, expires_us: grace });
+                }
+                LockRecord::Session { server, session } => {
+                    a.last_session = a.last_session.max(*session);
+                    a.sessions.insert(*server, Session { session: *session, expires_us: grace, live: true });
+                }
+            }
+        }
+        a
+    }
+
+    /// Expire every lease whose time has passed. Expiry is sticky: a session never comes back.
+    fn expire(&mut self, now: u64) {
+        for s in self.sessions.values_mut() {
+            if s.live && now > s.expires_us {
+                s.live = false;
+            }
+        }
+        if self.leader.is_some_and(|l| now > l.expires_us) {
+            self.leader = None;
+        }
+    }
+
+    fn session_views(&self) -> Vec<SessionView> {
+        self.sessions.iter().map(|(server, s)| SessionView { server: *server, session: s.session, live: s.live }).collect()
+    }
+}
+
+/// Run the authority node forever. `disk` survives restarts of the node (the harness owns it).
+pub async fn run(knobs: Knobs, disk: Disk<LockRecord>) {
+    let records = disk.read_all();
+    event::recovered("lock-1", records.len());
+    let state = Rc::new(RefCell::new(Authority::recover(knobs.clone(), &records, now_us())));
+    // Serializes everything that writes the disk, so a reply never reveals undurable state.
+    let durable = Rc::new(tokio::sync::Mutex::new(()));
+    let rpc = Rpc::bind(crate::config::lock_addr(), knobs.bandwidth_bytes_per_s).await;
+    rpc.serve(move |msg, _from| {
+        let (state, disk, durable) = (state.clone(), disk.clone(), durable.clone());
+        async move { handle(&state, &disk, &durable, msg).await }
+    });
+    std::future::pending::<()>().await;
+}
+
+async fn handle(
+    state: &RefCell<Authority>,
+    disk: &Disk<LockRecord>,
+    durable: &tokio::sync::Mutex<()>,
+    msg: Msg,
+) -> Option<Msg> {
+    let lease_us = state.borrow().knobs.lease_ms * 1000;
+    match msg {
+        Msg::RegisterServer { server } => {
+            let _g = durable.lock().await;
+            let session = {
+                let mut a = state.borrow_mut();
+                a.last_session += 1;
+                a.last_session
+            };
+            disk.append(LockRecord::Session { server, session });
+            disk.sync().await;
+            let mut a = state.borrow_mut();
+            let old = a.sessions.insert(server, Session { session, expires_us: now_us() + lease_us, live: true });
+            if let Some(old) = old.filter(|o| o.live) {
+                // The server restarted: its previous incarnation's memory, and authority, are gone.
+                event::session_expired(server, old.session);
+            }
+            Some(Msg::Registered { session })
+        }
+        Msg::RenewSession { server, session } => {
+            let now = now_us();
+            let mut a = state.borrow_mut();
+            a.expire(now);
+            let ok = match a.sessions.get_mut(&server) {
+                Some(s) if s.session == session && s.live => {
+                    s.expires_us = now + lease_us;
+                    true
+                }
+                _ => false,
+            };
+            Some(Msg::SessionRenewed { ok })
+        }
+        Msg::AcquireLeader { candidate } => {
+            {
+                let now = now_us();
+                let mut a = state.borrow_mut();
+                a.expire(now);
+                match a.leader {
+                    Some(l) if l.holder == candidate => {
+                        a.leader = Some(Lease { expires_us: now + lease_us, ..l });
+                        return Some(Msg::LeaderLease { epoch: Some(l.epoch), holder: Some(candidate) });
+                    }
+                    Some(l) => return Some(Msg::LeaderLease { epoch: None, holder: Some(l.holder) }),
+                    None => {}
+                }
+            }
+            let _g = durable.lock().await;
+            let epoch = {
+                let mut a = state.borrow_mut();
+                a.expire(now_us());
+                if let Some(l) = a.leader {
+                    // Someone else won while we waited for the disk.
+                    return Some(Msg::LeaderLease { epoch: None, holder: Some(l.holder) });
+                }
+                a.last_leader_epoch += 1;
+                a.last_leader_epoch
+            };
+            disk.append(LockRecord::LeaderTerm { candidate, epoch });
+            disk.sync().await;
+            state.borrow_mut().leader = Some(Lease { holder: candidate, epoch, expires_us: now_us() + lease_us });
+            event::leader_elected(candidate, epoch);
+            Some(Msg::LeaderLease { epoch: Some(epoch), holder: Some(candidate) })
+        }
+        Msg::GetMap => Some(Msg::Map { map: state.borrow().map.clone() }),
+        Msg::GetState => {
+            let mut a = state.borrow_mut();
+            a.expire(now_us());
+            Some(Msg::State { map: a.map.clone(), sessions: a.session_views() })
+        }
+        Msg::CasMap { expected_version, leader_epoch, ops } => {
+            let _g = durable.lock().await;
+            let next = {
+                let mut a = state.borrow_mut();
+                a.expire(now_us());
+                let current = a.leader.map(|l| l.epoch);
+                if current != Some(leader_epoch) {
+                    let error = format!("stale leader epoch {leader_epoch} (current {current:?})");
+                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(error) });
+                }
+                if a.map.version != expected_version {
+                    let error = format!("version {} expected, map is at {}", expected_version, a.map.version);
+                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(error) });
+                }
+                let mut next = a.map.clone();
+                if let Err(e) = next.apply_batch(&ops) {
+                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(e.to_string()) });
+                }
+                next
+            };
+            disk.append(LockRecord::Map(next.clone()));
+            disk.sync().await;
+            state.borrow_mut().map = next.clone();
+            event::map_commit(&next, leader_epoch);
+            Some(Msg::CasResult { map: next, error: None })
+        }
+        other => panic!("lock-1: unexpected message {other:?}"),
+    }
+}

@@ -1,0 +1,382 @@
+//! The partition map table as plain data and pure transitions.
+//!
+//! A row per range: `[start, end)` in byte order, owner, epoch, state. The non-retired rows tile
+//! the key space (the first starts at the empty key, the last is unbounded, no gap, no overlap)
+//! after every mutation, and epochs and the version only grow. The coordination authority
+//! (`lock`) holds the one copy that counts and applies [`MapOp`]s under compare-and-set; frontends
+//! and the manager hold snapshots, which are routing hints only.
+//!
+//! Idea: Bigtable's METADATA table and Azure Storage's partition map (Calder et al., SOSP 2011).
+
+use crate::ids::{show_key, Epoch, Key, RangeId, ServerId};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Lifecycle of a range row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RangeState {
+    /// An owner and epoch are chosen; the owner has not confirmed that it fenced and serves.
+    Preparing,
+    /// The owner serves the range at the row's epoch.
+    Active,
+    /// The owner stopped admitting writes (planned handoff in progress).
+    Paused,
+    /// Replaced by other rows (after a split or merge); never serves again.
+    Retired,
+}
+
+/// One row of the partition map.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeRow {
+    /// Stable id; also names the range's stream at the store.
+    pub id: RangeId,
+    /// Inclusive start key.
+    pub start: Key,
+    /// Exclusive end key; `None` = unbounded.
+    pub end: Option<Key>,
+    /// The write owner, if one was ever chosen.
+    pub owner: Option<ServerId>,
+    /// The owner's session at the authority when it was chosen: a later incarnation of the same
+    /// server (a restart) has another session and does not inherit the range.
+    pub owner_session: u64,
+    /// The epoch the owner serves at.
+    pub epoch: Epoch,
+    /// Lifecycle state.
+    pub state: RangeState,
+    /// Ranges whose sealed streams this one was made from (split/merge lineage); empty for
+    /// initial ranges.
+    pub sources: Vec<RangeId>,
+}
+
+impl RangeRow {
+    /// Whether `key` falls in `[start, end)`.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_ref().map_or(true, |e| key < e.as_slice())
+    }
+}
+
+/// A map mutation. The authority applies a batch of them atomically under compare-and-set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapOp {
+    /// Create the initial ranges on an empty map: `split_points` (strictly increasing, none
+    /// empty) cut the key space into `split_points.len() + 1` unowned `Preparing` rows.
+    Bootstrap { split_points: Vec<Key> },
+    /// Give `range` to `owner` at a new epoch (failover, initial assignment or a move); the row
+    /// becomes `Preparing` until the owner confirms with [`MapOp::Activate`].
+    Assign { range: RangeId, owner: ServerId, owner_session: u64 },
+    /// The owner of `range` at `epoch` fenced the stream and serves: `Preparing` → `Active`.
+    Activate { range: RangeId, epoch: Epoch },
+    /// Replace `range` by two `Active` children cut at `at`, owned by `owners.0` (left) and
+    /// `owners.1` (right) at new epochs; the parent is retired in the same step.
+    Split { range: RangeId, at: Key, owners: [(ServerId, u64); 2] },
+    /// Replace the adjacent `left` and `right` by one `Active` child owned by `owner` at a new
+    /// epoch; both parents are retired in the same step.
+    Merge { left: RangeId, right: RangeId, owner: (ServerId, u64) },
+}
+
+/// Why a [`MapOp`] was refused. The map is unchanged after an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// Bootstrap on a map that already has rows.
+    NotEmpty,
+    /// Split points not strictly increasing, or one is the empty key.
+    BadSplitPoints,
+    /// No such range.
+    UnknownRange(RangeId),
+    /// The range is retired (or otherwise in the wrong state for the op).
+    WrongState(RangeId, RangeState),
+    /// Activate named an epoch that is not the row's current one.
+    StaleEpoch { range: RangeId, row: Epoch, asked: Epoch },
+    /// Split point outside `(start, end)`.
+    BadSplitKey(RangeId),
+    /// Merge of ranges that are not neighbours (`left.end != right.start`).
+    NotAdjacent(RangeId, RangeId),
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// The partition map: rows plus the version and the global epoch and range-id counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartitionMap {
+    /// Bumped by every committed batch of ops.
+    pub version: u64,
+    /// The last epoch handed out (global across ranges, so children outrank parents).
+    pub last_epoch: u64,
+    /// The last range id handed out.
+    pub last_range_id: u64,
+    /// All rows, retired ones included (they are the lineage).
+    pub rows: BTreeMap<RangeId, RangeRow>,
+}
+
+impl PartitionMap {
+    /// Apply `ops` atomically and bump the version once. On error nothing changes.
+    pub fn apply_batch(&mut self, ops: &[MapOp]) -> Result<(), MapError> {
+        let mut next = self.clone();
+        for op in ops {
+            next.apply_one(op)?;
+        }
+        next.version += 1;
+        debug_assert!(next.check_tiling().is_ok(), "{:?}", next.check_tiling());
+        *self = next;
+        Ok(())
+    }
+
+    fn new_epoch(&mut self) -> Epoch {
+        self.last_epoch += 1;
+        Epoch(self.last_epoch)
+    }
+
+    fn new_row(&mut self, start: Key, end: Option<Key>, sources: Vec<RangeId>) -> RangeId {
+        self.last_range_id += 1;
+        let id = RangeId(self.last_range_id);
+        let row = RangeRow {
+            id,
+            start,
+            end,
+            owner: None,
+            owner_session: 0,
+            epoch: Epoch(0),
+            state: RangeState::Preparing,
+            sources,
+        };
+        self.rows.insert(id, row);
+        id
+    }
+
+    fn live_row(&mut self, range: RangeId) -> Result<&mut RangeRow, MapError> {
+        let row = self.rows.get_mut(&range).ok_or(MapError::UnknownRange(range))?;
+        if row.state == RangeState::Retired {
+            return Err(MapError::WrongState(range, row.state));
+        }
+        Ok(row)
+    }
+
+    fn apply_one(&mut self, op: &MapOp) -> Result<(), MapError> {
+        match op {
+            MapOp::Bootstrap { split_points } => {
+                if !self.rows.is_empty() {
+                    return Err(MapError::NotEmpty);
+                }
+                let increasing = split_points.windows(2).all(|w| w[0] < w[1]);
+                if !increasing || split_points.iter().any(|k| k.is_empty()) {
+                    return Err(MapError::BadSplitPoints);
+                }
+                let mut start = Vec::new();
+                for point in split_points {
+                    self.new_row(start, Some(point.clone()), Vec::new());
+                    start = point.clone();
+                }
+                self.new_row(start, None, Vec::new());
+            }
+            MapOp::Assign { range, owner, owner_session } => {
+                let epoch = self.new_epoch();
+                let row = self.live_row(*range)?;
+                assert!(epoch > row.epoch, "epochs only grow");
+                row.owner = Some(*owner);
+                row.owner_session = *owner_session;
+                row.epoch = epoch;
+                row.state = RangeState::Preparing;
+            }
+            MapOp::Activate { range, epoch } => {
+                let row = self.live_row(*range)?;
+                if row.epoch != *epoch {
+                    return Err(MapError::StaleEpoch { range: *range, row: row.epoch, asked: *epoch });
+                }
+                if row.state != RangeState::Preparing {
+                    return Err(MapError::WrongState(*range, row.state));
+                }
+                row.state = RangeState::Active;
+            }
+            MapOp::Split { range, at, owners } => {
+                let parent = self.live_row(*range)?.clone();
+                let inside = at > &parent.start && parent.end.as_ref().map_or(true, |e| at < e);
+                if !inside {
+                    return Err(MapError::BadSplitKey(*range));
+                }
+                self.rows.get_mut(range).expect("checked").state = RangeState::Retired;
+                let left = self.new_row(parent.start.clone(), Some(at.clone()), vec![*range]);
+                let right = self.new_row(at.clone(), parent.end.clone(), vec![*range]);
+                for (child, (owner, session)) in [left, right].into_iter().zip(owners) {
+                    let epoch = self.new_epoch();
+                    let row = self.rows.get_mut(&child).expect("just made");
+                    row.owner = Some(*owner);
+                    row.owner_session = *session;
+                    row.epoch = epoch;
+                    row.state = RangeState::Active;
+                }
+            }
+            MapOp::Merge { left, right, owner } => {
+                let l = self.live_row(*left)?.clone();
+                let r = self.live_row(*right)?.clone();
+                if l.end.as_ref() != Some(&r.start) {
+                    return Err(MapError::NotAdjacent(*left, *right));
+                }
+                self.rows.get_mut(left).expect("checked").state = RangeState::Retired;
+                self.rows.get_mut(right).expect("checked").state = RangeState::Retired;
+                let child = self.new_row(l.start, r.end, vec![*left, *right]);
+                let epoch = self.new_epoch();
+                let row = self.rows.get_mut(&child).expect("just made");
+                row.owner = Some(owner.0);
+                row.owner_session = owner.1;
+                row.epoch = epoch;
+                row.state = RangeState::Active;
+            }
+        }
+        Ok(())
+    }
+
+    /// The non-retired rows in key order.
+    pub fn live_rows(&self) -> Vec<&RangeRow> {
+        let mut rows: Vec<&RangeRow> =
+            self.rows.values().filter(|r| r.state != RangeState::Retired).collect();
+        rows.sort_by(|a, b| a.start.cmp(&b.start));
+        rows
+    }
+
+    /// The non-retired row whose `[start, end)` holds `key`.
+    pub fn lookup(&self, key: &[u8]) -> Option<&RangeRow> {
+        self.rows.values().find(|r| r.state != RangeState::Retired && r.contains(key))
+    }
+
+    /// Check that the non-retired rows tile the key space. An empty map tiles trivially.
+    ///
+    /// Errors: the first gap or overlap found, in key order, as a readable message.
+    pub fn check_tiling(&self) -> Result<(), String> {
+        let rows = self.live_rows();
+        let Some(first) = rows.first() else { return Ok(()) };
+        if !first.start.is_empty() {
+            return Err(format!("gap: nothing covers [\"\", {})", show_key(&first.start)));
+        }
+        for pair in rows.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            match &a.end {
+                None => return Err(format!("overlap: {} is unbounded but {} starts at {}", a.id, b.id, show_key(&b.start))),
+                Some(end) if end < &b.start => {
+                    return Err(format!("gap: nothing covers [{}, {}) between {} and {}", show_key(end), show_key(&b.start), a.id, b.id))
+                }
+                Some(end) if end > &b.start => {
+                    return Err(format!("overlap: {} ends at {} after {} starts at {}", a.id, show_key(end), b.id, show_key(&b.start)))
+                }
+                Some(_) => {}
+            }
+        }
+        let last = rows.last().expect("non-empty");
+        if let Some(end) = &last.end {
+            return Err(format!("gap: nothing covers [{}, unbounded) after {}", show_key(end), last.id));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn boot(points: &[&str]) -> PartitionMap {
+        let mut map = PartitionMap::default();
+        let split_points = points.iter().map(|p| p.as_bytes().to_vec()).collect();
+        map.apply_batch(&[MapOp::Bootstrap { split_points }]).unwrap();
+        map
+    }
+
+    #[test]
+    fn map_bootstrap_tiles_and_lookup_finds_owner() {
+        let map = boot(&["g", "p"]);
+        assert_eq!(map.live_rows().len(), 3);
+        map.check_tiling().unwrap();
+        assert_eq!(map.lookup(b"").unwrap().id, RangeId(1));
+        assert_eq!(map.lookup(b"g").unwrap().id, RangeId(2));
+        assert_eq!(map.lookup(b"zzz").unwrap().id, RangeId(3));
+        assert_eq!(map.version, 1);
+    }
+
+    #[test]
+    fn map_failed_batch_changes_nothing() {
+        let mut map = boot(&["m"]);
+        let before = map.clone();
+        let ops = [
+            MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 },
+            MapOp::Activate { range: RangeId(1), epoch: Epoch(99) },
+        ];
+        assert!(matches!(map.apply_batch(&ops), Err(MapError::StaleEpoch { .. })));
+        assert_eq!(map, before);
+    }
+
+    #[test]
+    fn map_tiling_flags_a_hole_left_by_retiring_parent_early() {
+        // HBASE-5986: the parent was retired before the children were visible.
+        let mut map = boot(&["m"]);
+        map.rows.get_mut(&RangeId(1)).unwrap().state = RangeState::Retired;
+        let err = map.check_tiling().unwrap_err();
+        assert!(err.starts_with("gap"), "{err}");
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Assign(usize, u32),
+        Activate(usize),
+        Split(usize, u8),
+        Merge(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0..16usize, 1..5u32).prop_map(|(r, s)| Step::Assign(r, s)),
+            (0..16usize).prop_map(Step::Activate),
+            (0..16usize, any::<u8>()).prop_map(|(r, b)| Step::Split(r, b)),
+            (0..16usize).prop_map(Step::Merge),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn map_any_sequence_keeps_tiling_and_monotone_epochs(steps in proptest::collection::vec(step(), 1..60)) {
+            let mut map = boot(&["d", "k", "s"]);
+            for s in steps {
+                let live: Vec<RangeRow> = map.live_rows().into_iter().cloned().collect();
+                let pick = |i: usize| &live[i % live.len()];
+                let op = match s {
+                    Step::Assign(i, srv) => MapOp::Assign { range: pick(i).id, owner: ServerId(srv), owner_session: 1 },
+                    Step::Activate(i) => MapOp::Activate { range: pick(i).id, epoch: pick(i).epoch },
+                    Step::Split(i, b) => {
+                        let row = pick(i);
+                        let mut at = row.start.clone();
+                        at.push(b);
+                        MapOp::Split { range: row.id, at, owners: [(ServerId(1), 1), (ServerId(2), 1)] }
+                    }
+                    Step::Merge(i) => {
+                        let j = i % live.len();
+                        let k = (j + 1) % live.len();
+                        MapOp::Merge { left: live[j].id, right: live[k].id, owner: (ServerId(3), 1) }
+                    }
+                };
+                let before = map.clone();
+                match map.apply_batch(&[op]) {
+                    Ok(()) => {
+                        prop_assert_eq!(map.version, before.version + 1);
+                        prop_assert!(map.last_epoch >= before.last_epoch);
+                        for (id, old) in &before.rows {
+                            let new = &map.rows[id];
+                            prop_assert!(new.epoch >= old.epoch, "epoch of {} went down", id);
+                            if old.state == RangeState::Retired {
+                                prop_assert_eq!(new, old);
+                            }
+                        }
+                        for row in map.rows.values() {
+                            for src in &row.sources {
+                                prop_assert!(row.epoch > map.rows[src].epoch, "child {} does not outrank parent {}", row.id, src);
+                            }
+                        }
+                    }
+                    Err(_) => prop_assert_eq!(&map, &before),
+                }
+                prop_assert!(map.check_tiling().is_ok(), "{:?}", map.check_tiling());
+            }
+        }
+    }
+}

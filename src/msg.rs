@@ -1,0 +1,152 @@
+//! Every message exchanged between nodes, as one enum.
+//!
+//! Messages are passed as typed values; [`Msg::wire_bytes`] gives the size the network seam
+//! charges against bandwidth (payload bytes; framing is added by the seam).
+
+use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
+use crate::map::{MapOp, PartitionMap, RangeRow};
+
+/// One appended record in a stream at the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Epoch of the owner that wrote it.
+    pub epoch: Epoch,
+    /// Idempotency id of the append.
+    pub id: OpId,
+    /// The object key.
+    pub key: Key,
+    /// The appended bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl Record {
+    /// Size of the record on the wire, in bytes.
+    pub fn wire_bytes(&self) -> u64 {
+        (24 + self.key.len() + self.bytes.len()) as u64
+    }
+}
+
+/// A server's session as the authority sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionView {
+    /// The server.
+    pub server: ServerId,
+    /// Session number (a new one per registration, i.e. per incarnation of the server).
+    pub session: u64,
+    /// Whether the lease is still valid at the authority.
+    pub live: bool,
+}
+
+/// Why a server refused a request before admitting it: the request had no effect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The server does not hold the range (never did, dropped it, or restarted).
+    NotOwner,
+    /// The request's epoch is older than the server's for this range: the map moved on.
+    StaleEpoch { current: Epoch },
+    /// The server holds the range but not yet active (still loading) or paused.
+    NotReady,
+    /// The server's session lease cannot be trusted by its own clock.
+    LeaseExpired,
+    /// The key is outside the range (the sender's map is stale).
+    KeyOutOfRange,
+    /// An append with this idempotency id is already in flight here; retry later.
+    InFlight,
+    /// The store refused the effect: a newer owner fenced the stream.
+    Fenced { fence: Epoch },
+}
+
+/// Outcome of one client operation, as the frontend reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Applied (append) or answered (read).
+    Ok,
+    /// Definitely not applied: every attempt was refused before admission.
+    Failed(String),
+    /// Unknown: some attempt may have taken effect.
+    Unknown(String),
+}
+
+/// All messages. Requests and their responses are listed together per service.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    // ---- coordination authority (`lock-1`) ----
+    /// Server → authority: start a session (a new one per incarnation).
+    RegisterServer { server: ServerId },
+    /// Authority → server: the new session.
+    Registered { session: u64 },
+    /// Server → authority: extend the session lease.
+    RenewSession { server: ServerId, session: u64 },
+    /// Authority → server: renewed (`ok`) or expired (the server must drop all its ranges).
+    SessionRenewed { ok: bool },
+    /// Manager candidate → authority: acquire or renew the leader lease.
+    AcquireLeader { candidate: u32 },
+    /// Authority → candidate: `epoch` is `Some` when the candidate holds the lease.
+    LeaderLease { epoch: Option<u64>, holder: Option<u32> },
+    /// Frontend → authority: send the map.
+    GetMap,
+    /// Authority → frontend: the map.
+    Map { map: PartitionMap },
+    /// Manager → authority: map plus session states.
+    GetState,
+    /// Authority → manager: the map and all sessions.
+    State { map: PartitionMap, sessions: Vec<SessionView> },
+    /// Manager → authority: apply `ops` atomically if the map is at `expected_version` and
+    /// `leader_epoch` is the current, unexpired leader lease.
+    CasMap { expected_version: u64, leader_epoch: u64, ops: Vec<MapOp> },
+    /// Authority → manager: the map after the attempt, and the refusal reason if any.
+    CasResult { map: PartitionMap, error: Option<String> },
+
+    // ---- store (`store-1`) ----
+    /// New owner → store: raise the stream's fence to `epoch` and return its sealed content.
+    Fence { stream: RangeId, epoch: Epoch },
+    /// Store → owner: the stream content up to the fence (`Err` = fence already above).
+    FenceResult { result: Result<Vec<Record>, Epoch> },
+    /// Owner → store: append a record to `stream` if the fence is not above its epoch.
+    StoreAppend { stream: RangeId, server: ServerId, record: Record },
+    /// Store → owner: `Ok(offset)` after the record is synced, or `Err(fence)`.
+    StoreAppended { result: Result<u64, Epoch> },
+
+    // ---- partition servers (`server-N`) ----
+    /// Manager → server: become the owner of `row` at `row.epoch` (fence, load, serve).
+    Open { row: RangeRow, leader_epoch: u64 },
+    /// Server → manager: opened (`Ok`) or why not.
+    Opened { result: Result<(), String> },
+    /// Frontend → server: append to `key` in `range` at `epoch`.
+    Append { range: RangeId, epoch: Epoch, key: Key, id: OpId, bytes: Vec<u8> },
+    /// Frontend → server: read `key` in `range` at `epoch`.
+    Read { range: RangeId, epoch: Epoch, key: Key },
+    /// Server → frontend: answer to `Append` (empty bytes) or `Read` (the object's bytes).
+    Served { result: Result<Vec<u8>, Refusal> },
+    /// Server → frontend: the append was admitted but its effect's outcome is unknown
+    /// (the store did not answer in time).
+    ServedUnknown,
+
+    // ---- frontends (`frontend-N`) ----
+    /// Client → frontend: append `bytes` to `key` with idempotency id `id`.
+    ClientAppend { key: Key, id: OpId, bytes: Vec<u8> },
+    /// Client → frontend: read `key` (strong).
+    ClientRead { key: Key },
+    /// Frontend → client: the outcome, and for a read the bytes.
+    ClientResult { outcome: Outcome, value: Vec<u8> },
+}
+
+impl Msg {
+    /// Payload size in bytes, for the bandwidth charge.
+    pub fn wire_bytes(&self) -> u64 {
+        let map_bytes = |m: &PartitionMap| {
+            m.rows.values().map(|r| 48 + r.start.len() + r.end.as_ref().map_or(0, |e| e.len())).sum::<usize>() as u64
+        };
+        match self {
+            Msg::Map { map } | Msg::CasResult { map, .. } => map_bytes(map),
+            Msg::State { map, sessions } => map_bytes(map) + 16 * sessions.len() as u64,
+            Msg::CasMap { ops, .. } => 32 * ops.len() as u64,
+            Msg::FenceResult { result: Ok(records) } => records.iter().map(Record::wire_bytes).sum(),
+            Msg::StoreAppend { record, .. } => record.wire_bytes(),
+            Msg::Append { key, bytes, .. } | Msg::ClientAppend { key, bytes, .. } => (24 + key.len() + bytes.len()) as u64,
+            Msg::Read { key, .. } | Msg::ClientRead { key } => (16 + key.len()) as u64,
+            Msg::Served { result: Ok(v) } | Msg::ClientResult { value: v, .. } => 8 + v.len() as u64,
+            _ => 16,
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The one seam between the control plane and the world: network, clock and disk.
+//!
+//! Every node reaches the network only through [`Rpc`], time only through [`now_us`] and
+//! [`sleep_ms`], and its disk only through [`Disk`]. Under `--cfg madsim` these run on madsim's
+//! seeded network and clock; the harness (`partmap-sim`) drives crashes of the [`Disk`]s.
+//!
+//! madsim charges no time for message size, and its file system is durable at once. So the seam
+//! adds what the design needs on top: a per-node outgoing link that charges `bytes / bandwidth`
+//! (a transfer of a large range shows up in pause lengths), and a disk whose writes are lost on
+//! crash unless synced.
+
+use crate::msg::Msg;
+use madsim::net::Endpoint;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Microseconds of simulated time since the run started.
+pub fn now_us() -> u64 {
+    madsim::time::TimeHandle::current().elapsed().as_micros() as u64
+}
+
+/// Milliseconds of simulated time since the run started.
+pub fn now_ms() -> u64 {
+    now_us() / 1000
+}
+
+/// Sleep for `ms` milliseconds of simulated time (madsim rounds anything below 1 ms up to 1 ms).
+pub async fn sleep_ms(ms: u64) {
+    madsim::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Sleep for `us` microseconds of simulated time (at least 1 ms, as madsim rounds up).
+pub async fn sleep_us(us: u64) {
+    madsim::time::sleep(Duration::from_micros(us)).await;
+}
+
+/// Tag of request messages; responses use [`TAG_RSP`].
+const TAG_REQ: u64 = 1;
+const TAG_RSP: u64 = 2;
+/// Bytes of framing charged on top of every message's payload.
+pub const HEADER_BYTES: u64 = 64;
+
+/// Why a call got no answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RpcError {
+    /// No response within the timeout: the request may or may not have taken effect.
+    Timeout,
+}
+
+type Handler = Rc<dyn Fn(Msg, SocketAddr) -> Pin<Box<dyn Future<Output = Option<Msg>>>>>;
+
+/// Request/response messaging for one node over madsim's network, with a bandwidth-limited
+/// outgoing link.
+///
+/// Messages travel as typed values (no serialization); their size for the bandwidth charge is
+/// [`Msg::wire_bytes`] plus [`HEADER_BYTES`]. A node binds one `Rpc` at `ip:1`, answers requests
+/// with [`Rpc::serve`] and sends its own with [`Rpc::call`].
+pub struct Rpc {
+    ep: Endpoint,
+    next_id: Cell<u64>,
+    waiters: RefCell<BTreeMap<u64, tokio::sync::oneshot::Sender<Msg>>>,
+    /// Outgoing link busy until this many microseconds (simulated, since start).
+    link_busy_until_us: Cell<u64>,
+    bandwidth_bytes_per_s: u64,
+}
+
+impl Rpc {
+    /// Bind at `addr` and start the response dispatcher. `bandwidth_bytes_per_s` must be > 0.
+    pub async fn bind(addr: SocketAddr, bandwidth_bytes_per_s: u64) -> Rc<Rpc> {
+        assert!(bandwidth_bytes_per_s > 0);
+        let ep = Endpoint::bind(addr).await.expect("bind: address in use");
+        let rpc = Rc::new(Rpc {
+            ep,
+            next_id: Cell::new(0),
+            waiters: RefCell::new(BTreeMap::new()),
+            link_busy_until_us: Cell::new(0),
+            bandwidth_bytes_per_s,
+        });
+        let me = rpc.clone();
+        madsim::task::spawn_local(async move {
+            loop {
+                let Ok((payload, _from)) = me.ep.recv_from_raw(TAG_RSP).await else { return };
+                let (id, msg) = *payload.downcast::<(u64, Msg)>().expect("response payload");
+                // A late response (its caller timed out) has no waiter and is dropped.
+                let waiter = me.waiters.borrow_mut().remove(&id);
+                if let Some(tx) = waiter {
+                    let _ = tx.send(msg);
+                }
+            }
+        });
+        rpc
+    }
+
+    /// Charge `bytes` on the outgoing link: queue behind earlier transfers, then wait out this
+    /// one's transmission time. Waits under 1 ms are not slept (madsim's timer granularity) but
+    /// still accumulate, so a run of small messages is charged once it adds up.
+    async fn charge(&self, bytes: u64) {
+        let now = now_us();
+        let tx_us = bytes * 1_000_000 / self.bandwidth_bytes_per_s;
+        let done = self.link_busy_until_us.get().max(now) + tx_us;
+        self.link_busy_until_us.set(done);
+        if done >= now + 1000 {
+            sleep_us(done - now).await;
+        }
+    }
+
+    async fn send(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
+        self.charge(msg.wire_bytes() + HEADER_BYTES).await;
+        // A send to an unreachable or clogged destination is silently lost, like a datagram.
+        let _ = self.ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+    }
+
+    /// Send `msg` to `dst` and wait up to `timeout_ms` for the answer.
+    ///
+    /// Errors: [`RpcError::Timeout`] when nothing came back in time (lost, partitioned, crashed or
+    /// slow peer); the request may still take effect later.
+    pub async fn call(&self, dst: SocketAddr, msg: Msg, timeout_ms: u64) -> Result<Msg, RpcError> {
+        let id = self.next_id.get() + 1;
+        self.next_id.set(id);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.waiters.borrow_mut().insert(id, tx);
+        let exchange = async {
+            self.send(dst, TAG_REQ, id, msg).await;
+            rx.await
+        };
+        match madsim::time::timeout(Duration::from_millis(timeout_ms), exchange).await {
+            Ok(Ok(rsp)) => Ok(rsp),
+            _ => {
+                self.waiters.borrow_mut().remove(&id);
+                Err(RpcError::Timeout)
+            }
+        }
+    }
+
+    /// Answer requests forever: each request runs `handler` in its own task; a `Some` result is
+    /// sent back to the caller, `None` sends nothing (the caller times out).
+    pub fn serve<F, Fut>(self: &Rc<Self>, handler: F)
+    where
+        F: Fn(Msg, SocketAddr) -> Fut + 'static,
+        Fut: Future<Output = Option<Msg>> + 'static,
+    {
+        let handler: Handler = Rc::new(move |m, from| Box::pin(handler(m, from)));
+        let me = self.clone();
+        madsim::task::spawn_local(async move {
+            loop {
+                let Ok((payload, from)) = me.ep.recv_from_raw(TAG_REQ).await else { return };
+                let (id, msg) = *payload.downcast::<(u64, Msg)>().expect("request payload");
+                let (me2, handler) = (me.clone(), handler.clone());
+                madsim::task::spawn_local(async move {
+                    if let Some(rsp) = handler(msg, from).await {
+                        me2.send(from, TAG_RSP, id, rsp).await;
+                    }
+                });
+            }
+        });
+    }
+}
+
+struct DiskInner<R> {
+    synced: Vec<R>,
+    pending: Vec<R>,
+    /// Bumped by every crash, so a sync that straddles a crash makes nothing durable.
+    generation: u64,
+    sync_ms: u64,
+    syncs: u64,
+}
+
+/// A node's disk: an append-only log of records with fsync semantics.
+///
+/// [`Disk::append`] buffers a record (the running process sees it at once); [`Disk::sync`] takes
+/// `sync_ms` of simulated time and then makes every record appended before the call durable.
+/// [`Disk::crash`] (called by the harness when it kills the node) drops everything not yet
+/// synced, so a restarted node's [`Disk::read_all`] sees only synced records.
+///
+/// Records are typed values rather than bytes: the model is about what survives a crash, and
+/// skipping serialization keeps sweeps fast.
+pub struct Disk<R> {
+    inner: Arc<Mutex<DiskInner<R>>>,
+}
+
+impl<R> Clone for Disk<R> {
+    fn clone(&self) -> Self {
+        Disk { inner: self.inner.clone() }
+    }
+}
+
+impl<R: Clone> Disk<R> {
+    /// An empty disk whose fsync takes `sync_ms` milliseconds.
+    pub fn new(sync_ms: u64) -> Self {
+        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), generation: 0, sync_ms, syncs: 0 };
+        Disk { inner: Arc::new(Mutex::new(inner)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, DiskInner<R>> {
+        self.inner.lock().expect("disk lock poisoned")
+    }
+
+    /// Buffer one record (not durable until a later [`Disk::sync`] completes).
+    pub fn append(&self, rec: R) {
+        self.lock().pending.push(rec);
+    }
+
+    /// Make every record appended before this call durable; takes `sync_ms` of simulated time.
+    pub async fn sync(&self) {
+        let (mark, generation, sync_ms) = {
+            let d = self.lock();
+            (d.pending.len(), d.generation, d.sync_ms)
+        };
+        if sync_ms > 0 {
+            sleep_ms(sync_ms).await;
+        }
+        let mut d = self.lock();
+        if d.generation != generation {
+            return; // crashed meanwhile: our records are gone, and the process with them
+        }
+        let n = mark.min(d.pending.len());
+        let durable: Vec<R> = d.pending.drain(..n).collect();
+        d.synced.extend(durable);
+        d.syncs += 1;
+    }
+
+    /// Every record the running process wrote, synced or not, in append order.
+    pub fn read_all(&self) -> Vec<R> {
+        let d = self.lock();
+        d.synced.iter().chain(d.pending.iter()).cloned().collect()
+    }
+
+    /// Drop every unsynced record: the harness calls this when it kills the owning node.
+    /// Returns how many records were lost.
+    pub fn crash(&self) -> usize {
+        let mut d = self.lock();
+        d.generation += 1;
+        let lost = d.pending.len();
+        d.pending.clear();
+        lost
+    }
+
+    /// Number of completed syncs (for reports).
+    pub fn syncs(&self) -> u64 {
+        self.lock().syncs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_crash_loses_only_unsynced_records() {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
+        rt.block_on(async {
+            let disk: Disk<u32> = Disk::new(2);
+            disk.append(1);
+            disk.sync().await;
+            disk.append(2);
+            assert_eq!(disk.read_all(), vec![1, 2], "the process sees its own unsynced write");
+            assert_eq!(disk.crash(), 1);
+            assert_eq!(disk.read_all(), vec![1]);
+        });
+    }
+
+    #[test]
+    fn disk_sync_straddling_a_crash_makes_nothing_durable() {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
+        rt.block_on(async {
+            let disk: Disk<u32> = Disk::new(5);
+            disk.append(7);
+            let d2 = disk.clone();
+            let h = madsim::task::spawn(async move { d2.sync().await });
+            sleep_ms(1).await;
+            disk.crash();
+            h.await.unwrap();
+            assert!(disk.read_all().is_empty());
+        });
+    }
+}

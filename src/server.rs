@@ -1,0 +1,309 @@
+//! Partition servers (`server-N`): serve their ranges, and enforce the epoch where it matters.
+//!
+//! [`ServerCore`] is the protocol state (no I/O, time passed in): which ranges this server holds,
+//! at which epoch and state, their content, and the session lease. The node task around it
+//! renews the session, opens ranges on the manager's command (fence at the store, load, serve)
+//! and answers appends and reads.
+//!
+//! The authority check (epoch, lease, state, key in range) and the admission of an append's
+//! effect happen in one synchronous step ([`ServerCore::admit`]), with no await between them;
+//! the effect then goes to the store, whose fence rejects it if a newer owner took over in the
+//! meantime. Idea: the "check then act" race of MongoDB SERVER-26885 is closed by admitting in
+//! the same step as the check and fencing where the write takes effect.
+
+use crate::config::{server_addr, store_addr, Knobs, Mutation};
+use crate::event;
+use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
+use crate::map::RangeRow;
+use crate::msg::{Msg, Record, Refusal};
+use crate::seam::{now_us, sleep_ms, Rpc};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// Whether a held range is being loaded or serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeldState {
+    /// Fencing and loading from the store; refuses requests with `NotReady`.
+    Loading,
+    /// Serving at its epoch.
+    Active,
+}
+
+/// A range this server holds.
+#[derive(Clone, Debug)]
+pub struct Held {
+    /// The map row it was opened from (bounds and epoch).
+    pub row: RangeRow,
+    /// Loading or active.
+    pub state: HeldState,
+    /// Object content by key (derived from the stream).
+    pub objects: BTreeMap<Key, Vec<u8>>,
+    /// Idempotency ids already in the stream.
+    pub applied: BTreeSet<OpId>,
+    /// Idempotency ids admitted and not yet answered by the store.
+    pub inflight: BTreeSet<OpId>,
+}
+
+/// The protocol state of one server incarnation. Lost on crash.
+#[derive(Debug)]
+pub struct ServerCore {
+    /// This server.
+    pub id: ServerId,
+    /// Current session at the authority, if registered.
+    pub session: Option<u64>,
+    /// The lease is trusted until this time (µs, local clock): the send time of the last
+    /// successful renewal + lease − margin.
+    pub lease_valid_until_us: u64,
+    /// Held ranges.
+    pub ranges: BTreeMap<RangeId, Held>,
+    /// Authority check disabled (mutation `server-skips-authority-check`).
+    pub skip_authority_check: bool,
+}
+
+impl ServerCore {
+    /// A fresh incarnation holding nothing.
+    pub fn new(id: ServerId) -> Self {
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false }
+    }
+
+    fn lease_valid(&self, now_us: u64) -> bool {
+        self.session.is_some() && now_us < self.lease_valid_until_us
+    }
+
+    /// The authority check shared by appends and reads. Returns the held range.
+    fn authorize(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<&Held, Refusal> {
+        let held = self.ranges.get(&range).ok_or(Refusal::NotOwner)?;
+        if self.skip_authority_check {
+            return Ok(held);
+        }
+        if epoch < held.row.epoch {
+            return Err(Refusal::StaleEpoch { current: held.row.epoch });
+        }
+        if epoch > held.row.epoch {
+            return Err(Refusal::NotOwner); // the map knows a newer owner than we do
+        }
+        if held.state != HeldState::Active {
+            return Err(Refusal::NotReady);
+        }
+        if !self.lease_valid(now_us) {
+            return Err(Refusal::LeaseExpired);
+        }
+        if !held.row.contains(key) {
+            return Err(Refusal::KeyOutOfRange);
+        }
+        Ok(held)
+    }
+
+    /// The guarded section of an append: authority check and admission in one step.
+    ///
+    /// Returns `Ok(true)` when admitted (the caller must send the effect to the store and then
+    /// call [`ServerCore::finish_append`]), `Ok(false)` when `id` is already applied (answer ok
+    /// without a new effect), or the refusal.
+    pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<bool, Refusal> {
+        let held = self.authorize(range, epoch, key, now_us)?;
+        if held.applied.contains(&id) {
+            return Ok(false);
+        }
+        if held.inflight.contains(&id) {
+            return Err(Refusal::InFlight);
+        }
+        let held = self.ranges.get_mut(&range).expect("authorized");
+        held.inflight.insert(id);
+        event::admitted(self.id, range, held.row.epoch, key, id);
+        Ok(true)
+    }
+
+    /// The store answered an admitted append (`Some(result)`) or did not (`None`).
+    ///
+    /// A stored record is applied to the content if the range is still held at that epoch (if
+    /// not, the record is in the stream and the next owner loads it). A fence above our epoch
+    /// means a newer owner exists: the range is dropped.
+    pub fn finish_append(&mut self, range: RangeId, record: &Record, result: Option<Result<u64, Epoch>>) {
+        let me = self.id;
+        let Some(held) = self.ranges.get_mut(&range) else { return };
+        if held.row.epoch != record.epoch {
+            return;
+        }
+        held.inflight.remove(&record.id);
+        match result {
+            Some(Ok(_)) => {
+                held.objects.entry(record.key.clone()).or_default().extend_from_slice(&record.bytes);
+                held.applied.insert(record.id);
+            }
+            Some(Err(fence)) if fence > held.row.epoch => {
+                event::range_dropped(me, range, held.row.epoch, "fenced");
+                self.ranges.remove(&range);
+            }
+            Some(Err(_)) | None => {}
+        }
+    }
+
+    /// A read: authority check, then the object's bytes (empty if absent).
+    pub fn read(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<Vec<u8>, Refusal> {
+        let held = self.authorize(range, epoch, key, now_us)?;
+        Ok(held.objects.get(key).cloned().unwrap_or_default())
+    }
+
+    /// Start opening `row`. Returns `Ok(true)` when the caller must fence and load, `Ok(false)`
+    /// when already active at that epoch.
+    ///
+    /// Errors: a newer epoch is already held or loading.
+    pub fn begin_open(&mut self, row: &RangeRow) -> Result<bool, String> {
+        if let Some(held) = self.ranges.get(&row.id) {
+            if held.row.epoch > row.epoch {
+                return Err(format!("{} held at newer {}", row.id, held.row.epoch));
+            }
+            if held.row.epoch == row.epoch {
+                return match held.state {
+                    HeldState::Active => Ok(false),
+                    HeldState::Loading => Err(format!("{} already loading", row.id)),
+                };
+            }
+        }
+        let held = Held {
+            row: row.clone(),
+            state: HeldState::Loading,
+            objects: BTreeMap::new(),
+            applied: BTreeSet::new(),
+            inflight: BTreeSet::new(),
+        };
+        self.ranges.insert(row.id, held);
+        Ok(true)
+    }
+
+    /// The store fenced the stream at `row.epoch` and returned its content (`Ok`) or refused
+    /// (`Err(reason)`). On success the range serves from now on.
+    pub fn finish_open(&mut self, row: &RangeRow, loaded: Result<Vec<Record>, String>) -> Result<(), String> {
+        let still_ours = self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
+        if !still_ours {
+            return Err(format!("{} changed while loading", row.id));
+        }
+        let records = match loaded {
+            Ok(records) => records,
+            Err(e) => {
+                self.ranges.remove(&row.id);
+                return Err(e);
+            }
+        };
+        let held = self.ranges.get_mut(&row.id).expect("checked");
+        for rec in &records {
+            if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
+                held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+            }
+        }
+        held.state = HeldState::Active;
+        event::range_activated(self.id, row.id, row.epoch, records.len());
+        Ok(())
+    }
+
+    /// The session is gone (expired at the authority): drop every range.
+    pub fn lose_session(&mut self, reason: &str) {
+        for (id, held) in std::mem::take(&mut self.ranges) {
+            event::range_dropped(self.id, id, held.row.epoch, reason);
+        }
+        self.session = None;
+        self.lease_valid_until_us = 0;
+    }
+}
+
+/// Run server `id` forever: session upkeep plus request handling.
+pub async fn run(id: ServerId, knobs: Knobs) {
+    let rpc = Rpc::bind(server_addr(id), knobs.bandwidth_bytes_per_s).await;
+    let mut core = ServerCore::new(id);
+    core.skip_authority_check = knobs.mutation == Some(Mutation::ServerSkipsAuthorityCheck);
+    let core = Rc::new(RefCell::new(core));
+    let knobs = Rc::new(knobs);
+    {
+        let (core, knobs, rpc2) = (core.clone(), knobs.clone(), rpc.clone());
+        rpc.serve(move |msg, _from| {
+            let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc2.clone());
+            async move { handle(&core, &knobs, &rpc, msg).await }
+        });
+    }
+    session_loop(&core, &knobs, &rpc).await;
+}
+
+/// Register, then renew every `renew_interval_ms`; on expiry drop everything and register anew.
+async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
+    let id = core.borrow().id;
+    loop {
+        let session = core.borrow().session;
+        match session {
+            None => {
+                let sent = now_us();
+                if let Ok(Msg::Registered { session }) = rpc.call(crate::config::lock_addr(), Msg::RegisterServer { server: id }, knobs.rpc_timeout_ms).await {
+                    let mut c = core.borrow_mut();
+                    c.session = Some(session);
+                    c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
+                    continue;
+                }
+            }
+            Some(session) => {
+                let sent = now_us();
+                let renew = Msg::RenewSession { server: id, session };
+                match rpc.call(crate::config::lock_addr(), renew, knobs.rpc_timeout_ms).await {
+                    Ok(Msg::SessionRenewed { ok: true }) => {
+                        let mut c = core.borrow_mut();
+                        if c.session == Some(session) {
+                            c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
+                        }
+                    }
+                    Ok(Msg::SessionRenewed { ok: false }) => {
+                        event::session_expired(id, session);
+                        core.borrow_mut().lose_session("session_expired");
+                        continue;
+                    }
+                    _ => {} // no answer: the lease runs out by itself
+                }
+            }
+        }
+        sleep_ms(knobs.renew_interval_ms).await;
+    }
+}
+
+async fn handle(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, msg: Msg) -> Option<Msg> {
+    let id = core.borrow().id;
+    match msg {
+        Msg::Append { range, epoch, key, id: op, bytes } => {
+            let admitted = core.borrow_mut().admit(range, epoch, &key, op, now_us());
+            match admitted {
+                Err(refusal) => Some(Msg::Served { result: Err(refusal) }),
+                Ok(false) => Some(Msg::Served { result: Ok(Vec::new()) }),
+                Ok(true) => {
+                    let record = Record { epoch, id: op, key, bytes };
+                    let req = Msg::StoreAppend { stream: range, server: id, record: record.clone() };
+                    let result = match rpc.call(store_addr(), req, knobs.store_timeout_ms).await {
+                        Ok(Msg::StoreAppended { result }) => Some(result),
+                        _ => None,
+                    };
+                    core.borrow_mut().finish_append(range, &record, result);
+                    match result {
+                        Some(Ok(_)) => Some(Msg::Served { result: Ok(Vec::new()) }),
+                        Some(Err(fence)) => Some(Msg::Served { result: Err(Refusal::Fenced { fence }) }),
+                        None => Some(Msg::ServedUnknown),
+                    }
+                }
+            }
+        }
+        Msg::Read { range, epoch, key } => Some(Msg::Served { result: core.borrow().read(range, epoch, &key, now_us()) }),
+        Msg::Open { row, leader_epoch: _ } => {
+            let begin = core.borrow_mut().begin_open(&row);
+            match begin {
+                Err(e) => Some(Msg::Opened { result: Err(e) }),
+                Ok(false) => Some(Msg::Opened { result: Ok(()) }),
+                Ok(true) => {
+                    let fence = Msg::Fence { stream: row.id, epoch: row.epoch };
+                    let loaded = match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
+                        Ok(Msg::FenceResult { result: Ok(records) }) => Ok(records),
+                        Ok(Msg::FenceResult { result: Err(fence) }) => Err(format!("fence of {} already at {}", row.id, fence)),
+                        _ => Err("store did not answer the fence".to_string()),
+                    };
+                    let result = core.borrow_mut().finish_open(&row, loaded);
+                    Some(Msg::Opened { result })
+                }
+            }
+        }
+        other => panic!("{id}: unexpected message {other:?}"),
+    }
+}

@@ -1,0 +1,139 @@
+//! The durable stream store (`store-1`): one append-only stream per range, and the fence that
+//! makes a stale owner's write fail where it takes effect.
+//!
+//! `append(stream, epoch, record)` fails if the stream's fence is above `epoch`;
+//! `fence(stream, epoch)` raises the fence (never lowers it) and returns the sealed content.
+//! Appends are synced to disk before they are acknowledged, and so is the fence. Idea: the
+//! fencing token of Kleppmann's "How to do distributed locking" (2016) and Azure Storage's
+//! stream layer sealing extents on partition reassignment (Calder et al., SOSP 2011).
+
+use crate::config::{Knobs, Mutation};
+use crate::event;
+use crate::ids::{Epoch, RangeId};
+use crate::msg::{Msg, Record};
+use crate::seam::{Disk, Rpc};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// A durable record of the store.
+#[derive(Clone, Debug)]
+pub enum StoreRecord {
+    /// The fence of `stream` was raised to `epoch`.
+    Fence { stream: RangeId, epoch: Epoch },
+    /// `record` was appended to `stream`.
+    Append { stream: RangeId, record: Record },
+}
+
+/// One stream: its fence and its records in append order.
+#[derive(Clone, Debug, Default)]
+pub struct Stream {
+    /// Appends below this epoch fail.
+    pub fence: Epoch,
+    /// The content.
+    pub records: Vec<Record>,
+}
+
+/// The store's streams, rebuilt from disk on start. Pure: the node task below does the I/O.
+#[derive(Clone, Debug, Default)]
+pub struct Streams {
+    /// Streams by id.
+    pub streams: BTreeMap<RangeId, Stream>,
+}
+
+impl Streams {
+    /// Replay durable records.
+    pub fn recover(records: &[StoreRecord]) -> Self {
+        let mut s = Streams::default();
+        for rec in records {
+            match rec {
+                StoreRecord::Fence { stream, epoch } => {
+                    let st = s.streams.entry(*stream).or_default();
+                    assert!(*epoch >= st.fence, "fence went down on disk");
+                    st.fence = *epoch;
+                }
+                StoreRecord::Append { stream, record } => s.streams.entry(*stream).or_default().records.push(record.clone()),
+            }
+        }
+        s
+    }
+
+    /// Raise the fence of `stream` to `epoch`. Returns whether it rose (false: already there).
+    ///
+    /// Errors: `Err(fence)` when the fence is already above `epoch`.
+    pub fn fence(&mut self, stream: RangeId, epoch: Epoch) -> Result<bool, Epoch> {
+        let st = self.streams.entry(stream).or_default();
+        if st.fence > epoch {
+            return Err(st.fence);
+        }
+        let rose = st.fence < epoch;
+        st.fence = epoch;
+        Ok(rose)
+    }
+
+    /// Append `record` to `stream` if the fence allows its epoch. Returns the record's offset.
+    ///
+    /// Errors: `Err(fence)` when the fence is above `record.epoch`.
+    pub fn append(&mut self, stream: RangeId, record: Record, ignore_fence: bool) -> Result<u64, Epoch> {
+        let st = self.streams.entry(stream).or_default();
+        if st.fence > record.epoch && !ignore_fence {
+            return Err(st.fence);
+        }
+        st.records.push(record);
+        Ok(st.records.len() as u64 - 1)
+    }
+}
+
+/// Run the store node forever. `disk` survives restarts (the harness owns it).
+pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
+    let records = disk.read_all();
+    event::recovered("store-1", records.len());
+    let state = Rc::new(RefCell::new(Streams::recover(&records)));
+    let rpc = Rpc::bind(crate::config::store_addr(), knobs.bandwidth_bytes_per_s).await;
+    let knobs = Rc::new(knobs);
+    rpc.serve(move |msg, _from| {
+        let (state, disk) = (state.clone(), disk.clone());
+        let ignore_fence = knobs.mutation == Some(Mutation::StoreIgnoresFence);
+        async move { handle(&state, &disk, msg, ignore_fence).await }
+    });
+    std::future::pending::<()>().await;
+}
+
+async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ignore_fence: bool) -> Option<Msg> {
+    match msg {
+        Msg::Fence { stream, epoch } => {
+            let raised = state.borrow_mut().fence(stream, epoch);
+            match raised {
+                Err(fence) => Some(Msg::FenceResult { result: Err(fence) }),
+                Ok(rose) => {
+                    if rose {
+                        disk.append(StoreRecord::Fence { stream, epoch });
+                    }
+                    // Also makes every record appended before the fence durable, so the content
+                    // returned below cannot be lost by a crash after we answer.
+                    disk.sync().await;
+                    let records = state.borrow().streams[&stream].records.clone();
+                    event::fence_raised(stream, epoch, records.len());
+                    Some(Msg::FenceResult { result: Ok(records) })
+                }
+            }
+        }
+        Msg::StoreAppend { stream, server, record } => {
+            let (epoch, id, key) = (record.epoch, record.id, record.key.clone());
+            let appended = state.borrow_mut().append(stream, record.clone(), ignore_fence);
+            match appended {
+                Err(fence) => {
+                    event::effect_fenced(stream, server, epoch, fence, id);
+                    Some(Msg::StoreAppended { result: Err(fence) })
+                }
+                Ok(offset) => {
+                    disk.append(StoreRecord::Append { stream, record });
+                    disk.sync().await;
+                    event::effect(stream, server, epoch, &key, id, offset);
+                    Some(Msg::StoreAppended { result: Ok(offset) })
+                }
+            }
+        }
+        other => panic!("store-1: unexpected message {other:?}"),
+    }
+}
