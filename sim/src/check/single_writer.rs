@@ -1,0 +1,135 @@
+//! `single_writer` (always):
+//! 1. per stream, the effects at the store carry non-decreasing epochs (in stream order);
+//! 2. each effect's epoch was given by the map to the server that wrote it;
+//! 3. no two servers hold valid authority over a key at the same instant: once a server
+//!    activated a range at epoch `e`, no other server admits an append for a key in it at an
+//!    older epoch.
+//!
+//! Read from the store's `effect`, the servers' `admit` / `activated` and the authority's
+//! `map_row` events.
+
+use super::secs;
+use crate::events::Event;
+use std::collections::BTreeMap;
+
+struct Activation {
+    server: u64,
+    epoch: u64,
+    t_us: u64,
+}
+
+fn contains(bounds: &(String, String), key: &str) -> bool {
+    let norm = |s: &str| if s == "\"\"" { String::new() } else { s.to_string() };
+    let (start, end) = (norm(&bounds.0), &bounds.1);
+    key.to_string() >= start && (end == "~" || key < end.as_str())
+}
+
+/// Check all three clauses. Errors: the first violation, with both sides.
+pub fn check(events: &[Event]) -> Result<(), String> {
+    // (range, epoch) -> owner, from the map.
+    let mut owner_of: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    let mut bounds: BTreeMap<u64, (String, String)> = BTreeMap::new();
+    // stream -> offset -> (epoch, server, t, id)
+    let mut streams: BTreeMap<u64, BTreeMap<u64, (u64, u64, u64, String)>> = BTreeMap::new();
+    let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
+    for ev in events {
+        match ev.kind.as_str() {
+            "map_row" => {
+                let (range, epoch, owner) = (ev.u("range"), ev.u("epoch"), ev.u("owner"));
+                bounds.insert(range, (ev.s("start").to_string(), ev.s("end").to_string()));
+                if epoch == 0 || owner == 0 {
+                    continue;
+                }
+                if let Some(prev) = owner_of.insert((range, epoch), owner) {
+                    if prev != owner {
+                        return Err(format!("epoch {epoch} of r{range} was given to server-{prev} and later to server-{owner} (map version {}, {})", ev.u("version"), secs(ev.t_us)));
+                    }
+                }
+            }
+            "activated" => {
+                let a = Activation { server: ev.u("server"), epoch: ev.u("epoch"), t_us: ev.t_us };
+                activations.insert(ev.u("range"), a);
+            }
+            "admit" => {
+                let (server, epoch, key) = (ev.u("server"), ev.u("epoch"), ev.s("key"));
+                for (range, a) in &activations {
+                    let covers = bounds.get(range).is_some_and(|b| contains(b, key));
+                    if covers && a.server != server && a.epoch > epoch {
+                        return Err(format!(
+                            "two servers with authority over key {key}: server-{server} admitted c{}.{} at epoch {epoch} (r{}) at {}, after server-{} activated r{range} at epoch {} at {}",
+                            ev.u("client"), ev.u("seq"), ev.u("range"), secs(ev.t_us), a.server, a.epoch, secs(a.t_us)
+                        ));
+                    }
+                }
+            }
+            "effect" => {
+                let (stream, epoch, server) = (ev.u("stream"), ev.u("epoch"), ev.u("server"));
+                let id = format!("c{}.{} on key {}", ev.u("client"), ev.u("seq"), ev.s("key"));
+                match owner_of.get(&(stream, epoch)) {
+                    Some(&owner) if owner == server => {}
+                    Some(&owner) => {
+                        return Err(format!("effect {id} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", secs(ev.t_us)));
+                    }
+                    None => return Err(format!("effect {id} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", secs(ev.t_us))),
+                }
+                streams.entry(stream).or_default().insert(ev.u("offset"), (epoch, server, ev.t_us, id));
+            }
+            _ => {}
+        }
+    }
+    for (stream, effects) in &streams {
+        let mut prev: Option<(&u64, &(u64, u64, u64, String))> = None;
+        for (offset, e) in effects {
+            if let Some((po, p)) = prev {
+                if e.0 < p.0 {
+                    return Err(format!(
+                        "stream r{stream}: epochs go down: offset {po} = {} by server-{} at epoch {} ({}), then offset {offset} = {} by server-{} at epoch {} ({})",
+                        p.3, p.1, p.0, secs(p.2), e.3, e.1, e.0, secs(e.2)
+                    ));
+                }
+            }
+            prev = Some((offset, e));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Val;
+
+    fn ev(kind: &str, t_us: u64, fields: &[(&'static str, Val)]) -> Event {
+        Event { t_us, kind: kind.into(), fields: fields.to_vec() }
+    }
+
+    fn row(range: u64, epoch: u64, owner: u64) -> Event {
+        ev("map_row", 0, &[("range", Val::U(range)), ("start", Val::S("\"\"".into())), ("end", Val::S("~".into())), ("owner", Val::U(owner)), ("epoch", Val::U(epoch))])
+    }
+
+    fn effect(offset: u64, epoch: u64, server: u64) -> Event {
+        ev("effect", offset, &[("stream", Val::U(1)), ("server", Val::U(server)), ("epoch", Val::U(epoch)), ("key", Val::S("k1".into())), ("offset", Val::U(offset))])
+    }
+
+    #[test]
+    fn single_writer_flags_a_stale_epoch_after_a_newer_one() {
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), effect(0, 1, 1), effect(1, 2, 2), effect(2, 1, 1)];
+        let err = check(&evs).unwrap_err();
+        assert!(err.contains("epochs go down"), "{err}");
+        check(&evs[..4]).unwrap();
+    }
+
+    #[test]
+    fn single_writer_flags_a_writer_the_map_did_not_choose() {
+        let evs = vec![row(1, 1, 1), effect(0, 1, 2)];
+        assert!(check(&evs).unwrap_err().contains("gave to server-1"));
+    }
+
+    #[test]
+    fn single_writer_flags_an_admission_after_a_newer_activation() {
+        let act = ev("activated", 5, &[("server", Val::U(2)), ("range", Val::U(1)), ("epoch", Val::U(2))]);
+        let admit = ev("admit", 6, &[("server", Val::U(1)), ("range", Val::U(1)), ("epoch", Val::U(1)), ("key", Val::S("k1".into()))]);
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), act, admit];
+        assert!(check(&evs).unwrap_err().contains("two servers with authority"));
+    }
+}

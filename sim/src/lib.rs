@@ -1,0 +1,24 @@
+//! # partmap-sim: the harness
+//!
+//! Runs the `partmap` control plane inside madsim's seeded network and clock, injects faults,
+//! and checks named properties. A run is a pure function of (scenario, seed, build).
+//!
+//! | module | what |
+//! |---|---|
+//! | [`scenario`] | the scenario file format (JSON) and its validation |
+//! | [`world`] | the world builder: named nodes, addresses, disks; kill, restart, cut links |
+//! | [`nemesis`] | fault schedules: explicit, or drawn from the seed with per-seed rates (swarm) |
+//! | [`workload`] | clients and their history; the heal-phase probe and final reads |
+//! | [`events`] | the tracing layer that collects the event stream; the trace hash |
+//! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
+//! | [`run`] | one seed, end to end |
+//! | [`sweep`] | many seeds, in parallel, with a summary |
+
+pub mod check;
+pub mod events;
+pub mod nemesis;
+pub mod run;
+pub mod scenario;
+pub mod sweep;
+pub mod workload;
+pub mod world;

@@ -1,0 +1,204 @@
+//! The nemesis: crashes and restarts, network partitions and heals, from an explicit schedule in
+//! the scenario or from a random schedule drawn from the seed.
+//!
+//! Swarm testing (Groce et al., ISSTA 2012): the fault rates themselves are drawn per seed from
+//! the scenario's ranges, so some seeds are quiet and some are storms, and faults that mask each
+//! other at one fixed mix get their turn at another.
+
+use crate::scenario::{FaultSpec, NodeKind, Scenario};
+use crate::world::{Role, World};
+use madsim::rand::Rng;
+use partmap::seam::sleep_ms;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// One fault to inject.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Kill the node, restart it after the duration.
+    Crash(String),
+    /// Cut every link to and from the node.
+    Isolate(String),
+    /// Cut the cluster between these nodes and all others.
+    Split(Vec<String>),
+    /// Drop messages from the first node to the second.
+    OneWay(String, String),
+}
+
+impl Fault {
+    /// The counter name: `crash_server`, `crash_manager`, `crash_store`, `crash_lock`,
+    /// `isolate`, `split`, `one_way`.
+    pub fn counter(&self, world: &World) -> &'static str {
+        match self {
+            Fault::Crash(n) => match world.nodes[n].role {
+                Role::Server => "crash_server",
+                Role::Manager => "crash_manager",
+                Role::Store => "crash_store",
+                Role::Lock => "crash_lock",
+                Role::Frontend => "crash_frontend",
+            },
+            Fault::Isolate(_) => "isolate",
+            Fault::Split(_) => "split",
+            Fault::OneWay(..) => "one_way",
+        }
+    }
+}
+
+/// A fault at a time, for a duration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Planned {
+    /// Start, ms of simulated time after the run began.
+    pub at_ms: u64,
+    /// How long until restart or heal, ms.
+    pub duration_ms: u64,
+    /// What.
+    pub fault: Fault,
+}
+
+/// The faults of one run, with the rates drawn for it.
+#[derive(Clone, Debug, Default)]
+pub struct FaultPlan {
+    /// Drawn crash rate, per simulated minute (0 without random faults).
+    pub crash_per_min: f64,
+    /// Drawn partition rate, per simulated minute.
+    pub partition_per_min: f64,
+    /// Every fault, sorted by start time.
+    pub faults: Vec<Planned>,
+}
+
+fn uniform_f(rng: &mut impl Rng, r: [f64; 2]) -> f64 {
+    if r[1] > r[0] { rng.gen_range(r[0]..=r[1]) } else { r[0] }
+}
+
+fn uniform_u(rng: &mut impl Rng, r: [u64; 2]) -> u64 {
+    if r[1] > r[0] { rng.gen_range(r[0]..=r[1]) } else { r[0] }
+}
+
+/// Times of a Poisson process of `per_min` events per minute over `[0, duration_ms)`.
+fn poisson_times(rng: &mut impl Rng, per_min: f64, duration_ms: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    if per_min <= 0.0 {
+        return out;
+    }
+    let mean_gap_ms = 60_000.0 / per_min;
+    let mut t = 0.0;
+    loop {
+        let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+        t += -u.ln() * mean_gap_ms;
+        if t >= duration_ms as f64 {
+            return out;
+        }
+        out.push(t as u64);
+    }
+}
+
+/// Draw the fault plan of a run: the scenario's explicit schedule plus, if it has random faults,
+/// rates drawn from its ranges and a Poisson schedule at those rates. `names_by_role` lists the
+/// faultable nodes.
+pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rng: &mut impl Rng) -> FaultPlan {
+    let duration_ms = scenario.workload.duration_s * 1000;
+    let mut plan = FaultPlan::default();
+    for tf in &scenario.faults.schedule {
+        let fault = match &tf.fault {
+            FaultSpec::Crash { node } => Fault::Crash(node.clone()),
+            FaultSpec::Isolate { node } => Fault::Isolate(node.clone()),
+            FaultSpec::Split { side } => Fault::Split(side.clone()),
+            FaultSpec::OneWay { from, to } => Fault::OneWay(from.clone(), to.clone()),
+        };
+        plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault });
+    }
+    if let Some(random) = &scenario.faults.random {
+        plan.crash_per_min = uniform_f(rng, random.crash_per_min);
+        plan.partition_per_min = uniform_f(rng, random.partition_per_min);
+        let targets: Vec<&String> = random
+            .crash_targets
+            .iter()
+            .flat_map(|k| {
+                let role = match k {
+                    NodeKind::Server => Role::Server,
+                    NodeKind::Manager => Role::Manager,
+                    NodeKind::Store => Role::Store,
+                    NodeKind::Lock => Role::Lock,
+                };
+                names_by_role.get(&role).into_iter().flatten()
+            })
+            .collect();
+        // Pick a role first, then a node of it, so the single store and authority get their
+        // share next to many servers.
+        let roles: Vec<Role> = names_by_role.keys().copied().filter(|r| targets.iter().any(|t| names_by_role[r].contains(t))).collect();
+        for at_ms in poisson_times(rng, plan.crash_per_min, duration_ms) {
+            if roles.is_empty() {
+                break;
+            }
+            let role = roles[rng.gen_range(0..roles.len())];
+            let names = &names_by_role[&role];
+            let node = names[rng.gen_range(0..names.len())].clone();
+            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.down_ms), fault: Fault::Crash(node) });
+        }
+        let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
+        for at_ms in poisson_times(rng, plan.partition_per_min, duration_ms) {
+            let fault = match rng.gen_range(0..3) {
+                0 => Fault::Isolate(all[rng.gen_range(0..all.len())].clone()),
+                1 => {
+                    let mut side: Vec<String> = all.iter().filter(|_| rng.gen_bool(0.5)).cloned().collect();
+                    if side.is_empty() || side.len() == all.len() {
+                        side = vec![all[rng.gen_range(0..all.len())].clone()];
+                    }
+                    Fault::Split(side)
+                }
+                _ => {
+                    let a = rng.gen_range(0..all.len());
+                    let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
+                    Fault::OneWay(all[a].clone(), all[b].clone())
+                }
+            };
+            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
+        }
+    }
+    plan.faults.sort_by_key(|p| p.at_ms);
+    plan
+}
+
+fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
+    match fault {
+        Fault::Crash(_) => Vec::new(),
+        Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
+        Fault::Split(side) => world.links_across(side),
+        Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
+    }
+}
+
+/// Inject every fault of `plan` at its time and undo it after its duration. Counts injected
+/// faults by kind into `counts` (a crash of a node that is already down is skipped).
+pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
+    for p in plan.faults.clone() {
+        let (world, counts) = (world.clone(), counts.clone());
+        madsim::task::spawn_local(async move {
+            sleep_ms(p.at_ms).await;
+            let counter = p.fault.counter(&world.borrow());
+            match &p.fault {
+                Fault::Crash(node) => {
+                    if !world.borrow_mut().kill(node) {
+                        return;
+                    }
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    sleep_ms(p.duration_ms).await;
+                    world.borrow_mut().restart(node);
+                }
+                fault => {
+                    let cut = links(&world.borrow(), fault);
+                    tracing::info!(target: "partmap_sim", kind = "partition", fault = counter, detail = format!("{fault:?}").as_str(), duration_ms = p.duration_ms);
+                    for (a, b) in &cut {
+                        world.borrow_mut().cut(a, b);
+                    }
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    sleep_ms(p.duration_ms).await;
+                    for (a, b) in &cut {
+                        world.borrow_mut().uncut(a, b);
+                    }
+                }
+            }
+        });
+    }
+}

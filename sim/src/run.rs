@@ -1,0 +1,280 @@
+//! One run: a pure function of (scenario, seed, build). Builds the world, draws the faults,
+//! runs the workload under the nemesis, heals, probes liveness, reads the final content, and
+//! checks every property.
+
+use crate::check::{self, Kind, Verdict};
+use crate::events::{trace_hash, Collector, Event, Printer};
+use crate::nemesis;
+use crate::scenario::{ExpectedOutcome, Scenario};
+use crate::workload::{self, ProbeReport};
+use crate::world::{Role, World};
+use madsim::runtime::{Handle, Runtime};
+use partmap::config::{client_addr, Knobs, Mutation};
+use partmap::seam::sleep_ms;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The seed.
+    pub seed: u64,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Where it came from (for the header and repro commands).
+    pub scenario_label: String,
+    /// A deliberately broken safety mechanism, if any.
+    pub mutation: Option<Mutation>,
+    /// Print every event as it happens (`--trace`).
+    pub trace: bool,
+    /// Print the header (seed and knobs) as soon as it is known.
+    pub echo_header: bool,
+}
+
+/// How a run ended. Exit codes: 0, 1, 2, 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Every property held.
+    Pass,
+    /// An `always` property was violated.
+    SafetyViolation,
+    /// An `eventually` property failed (and no safety property).
+    LivenessFailure,
+    /// The harness itself panicked.
+    HarnessCrash,
+}
+
+impl RunOutcome {
+    /// The process exit code for this outcome.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            RunOutcome::Pass => 0,
+            RunOutcome::SafetyViolation => 1,
+            RunOutcome::LivenessFailure => 2,
+            RunOutcome::HarnessCrash => 3,
+        }
+    }
+
+    /// Whether this outcome is what the scenario expects.
+    pub fn matches(self, expected: ExpectedOutcome) -> bool {
+        matches!(
+            (self, expected),
+            (RunOutcome::Pass, ExpectedOutcome::Pass)
+                | (RunOutcome::SafetyViolation, ExpectedOutcome::SafetyViolation)
+                | (RunOutcome::LivenessFailure, ExpectedOutcome::LivenessFailure)
+        )
+    }
+}
+
+/// Client operations of a run, by outcome (the probe client excluded).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct OpCounts {
+    /// Appends acknowledged.
+    pub appends_ok: u64,
+    /// Appends that definitely failed.
+    pub appends_failed: u64,
+    /// Appends with an unknown outcome.
+    pub appends_unknown: u64,
+    /// Reads answered.
+    pub reads_ok: u64,
+    /// Reads that failed.
+    pub reads_failed: u64,
+}
+
+impl OpCounts {
+    /// All operations.
+    pub fn total(&self) -> u64 {
+        self.appends_ok + self.appends_failed + self.appends_unknown + self.reads_ok + self.reads_failed
+    }
+}
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The seed.
+    pub seed: u64,
+    /// `name=value` lines: seed, scenario, every resolved knob, the drawn fault rates.
+    pub header: Vec<String>,
+    /// One verdict per property.
+    pub verdicts: Vec<Verdict>,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Client operations.
+    pub ops: OpCounts,
+    /// Simulated time of the whole run, ms.
+    pub sim_ms: u64,
+    /// Simulated ms from the heal until every range took an append.
+    pub recovery_ms: u64,
+    /// Hash of the event trace.
+    pub trace_hash: u64,
+    /// The events (for logs of failing seeds).
+    pub events: Vec<Event>,
+}
+
+impl RunReport {
+    /// The run's outcome from its verdicts.
+    pub fn outcome(&self) -> RunOutcome {
+        let failed = |k: Kind| self.verdicts.iter().any(|v| v.kind == k && v.violation.is_some());
+        if failed(Kind::Always) {
+            RunOutcome::SafetyViolation
+        } else if failed(Kind::Eventually) {
+            RunOutcome::LivenessFailure
+        } else {
+            RunOutcome::Pass
+        }
+    }
+}
+
+/// The knobs the nodes run with, as `name=value` lines.
+pub fn header(opts: &RunOptions, knobs: &Knobs) -> Vec<String> {
+    let s = &opts.scenario;
+    let t = &s.topology;
+    let w = &s.workload;
+    let mut h = vec![
+        format!("seed={}", opts.seed),
+        format!("scenario={}", opts.scenario_label),
+        format!("mutation={}", opts.mutation.map_or("none", |m| m.name())),
+        format!("topology: servers={} managers={} frontends={} clients={} initial_ranges={}", t.servers, t.managers, t.frontends, t.clients, t.initial_ranges),
+        format!(
+            "knobs: lease_ms={} lease_margin_ms={} renew_interval_ms={} rpc_timeout_ms={} store_timeout_ms={} manager_tick_ms={} frontend_attempts={} frontend_backoff_ms={}..{} bandwidth_bytes_per_s={} disk_sync_ms={} latency_ms={}..{}",
+            knobs.lease_ms, knobs.lease_margin_ms, knobs.renew_interval_ms, knobs.rpc_timeout_ms, knobs.store_timeout_ms, knobs.manager_tick_ms, knobs.frontend_attempts,
+            knobs.frontend_backoff_ms, knobs.frontend_backoff_ms_max, knobs.bandwidth_bytes_per_s, knobs.disk_sync_ms, s.knobs.latency_ms[0], s.knobs.latency_ms[1]
+        ),
+        format!("workload: duration_s={} ops_per_s={} read_fraction={} keys={} key_skew={} record_bytes={}", w.duration_s, w.ops_per_s, w.read_fraction, w.keys, w.key_skew, w.record_bytes),
+        format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
+    ];
+    h.retain(|l| !l.is_empty());
+    h
+}
+
+fn madsim_config(s: &Scenario) -> madsim::Config {
+    let mut cfg = madsim::Config::default();
+    let [lo, hi] = s.knobs.latency_ms;
+    let lo = std::time::Duration::from_millis(lo);
+    // madsim draws from `lo..hi`, which must not be empty.
+    let hi = std::time::Duration::from_millis(hi).max(lo + std::time::Duration::from_micros(1));
+    cfg.net.send_latency = lo..hi;
+    cfg
+}
+
+/// Turn a rendered key (`show_key`) back into bytes. Workload keys are printable ASCII.
+fn unshow_key(s: &str) -> Vec<u8> {
+    if s == "\"\"" { Vec::new() } else { s.as_bytes().to_vec() }
+}
+
+/// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
+/// catches them as harness crashes).
+pub fn run_seed(opts: &RunOptions) -> RunReport {
+    let log: crate::events::EventLog = Arc::new(Mutex::new(Vec::with_capacity(64 * 1024)));
+    let subscriber = tracing_subscriber::registry().with(Collector { log: log.clone() }).with(opts.trace.then_some(Printer));
+    let mut knobs = opts.scenario.node_knobs();
+    knobs.mutation = opts.mutation;
+    let mut header = header(opts, &knobs);
+    if opts.echo_header {
+        for l in &header {
+            println!("{l}");
+        }
+    }
+    let (probe, faults, drawn, sim_ms) = tracing::subscriber::with_default(subscriber, || {
+        let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
+        rt.block_on(simulate(opts.clone(), knobs.clone(), log.clone()))
+    });
+    let drawn_line = format!("faults: crash_per_min={:.2} partition_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2);
+    if opts.echo_header {
+        println!("{drawn_line}");
+    }
+    header.push(drawn_line);
+    let events = std::mem::take(&mut *log.lock().expect("event log"));
+    let mut ops = OpCounts::default();
+    for ev in events.iter().filter(|e| e.kind == "complete" && e.u("client") > 0) {
+        match (ev.s("op"), ev.s("outcome")) {
+            ("append", "ok") => ops.appends_ok += 1,
+            ("append", "fail") => ops.appends_failed += 1,
+            ("append", _) => ops.appends_unknown += 1,
+            ("read", "ok") => ops.reads_ok += 1,
+            _ => ops.reads_failed += 1,
+        }
+    }
+    let liveness = if !probe.live {
+        Some(format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail))
+    } else {
+        probe.finals.iter().find(|(_, v)| v.is_none()).map(|(k, _)| format!("final read of key {} failed", partmap::ids::show_key(k)))
+    };
+    let verdicts = vec![
+        Verdict { property: "single_writer", kind: Kind::Always, violation: check::single_writer::check(&events).err() },
+        Verdict { property: "no_lost_append", kind: Kind::Always, violation: check::no_lost_append::check(&events, &probe.finals).err() },
+        Verdict { property: "map_tiles", kind: Kind::Always, violation: check::map_tiles::check(&events).err() },
+        Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
+    ];
+    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), events }
+}
+
+type Simulated = (ProbeReport, BTreeMap<&'static str, u64>, (f64, f64, usize), u64);
+
+async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) -> Simulated {
+    let s = opts.scenario.clone();
+    let world = World::build(&s, &knobs);
+    let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
+    for node in world.nodes.values() {
+        by_role.entry(node.role).or_default().push(node.name.clone());
+    }
+    by_role.remove(&Role::Frontend);
+    let plan = nemesis::draw(&s, &by_role, &mut madsim::rand::thread_rng());
+    let world = Rc::new(RefCell::new(world));
+    let counts = Rc::new(RefCell::new(BTreeMap::new()));
+    nemesis::spawn(world.clone(), &plan, counts.clone());
+
+    let handle = Handle::current();
+    let finished = Arc::new(AtomicU32::new(0));
+    for n in 1..=s.topology.clients {
+        let (sc, k, fin) = (s.clone(), knobs.clone(), finished.clone());
+        handle
+            .create_node()
+            .name(format!("client-{n}"))
+            .ip(client_addr(n).ip())
+            .init(move || {
+                let (sc, k, fin) = (sc.clone(), k.clone(), fin.clone());
+                async move {
+                    workload::client(n, sc, k).await;
+                    fin.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .build();
+    }
+    sleep_ms(s.workload.duration_s * 1000).await;
+    world.borrow_mut().heal_all();
+    // Let every client's last operation complete before the final reads (bounded by the
+    // client timeout, which outlasts the frontends' retry budget).
+    while finished.load(Ordering::SeqCst) < s.topology.clients {
+        sleep_ms(100).await;
+    }
+    let keys: Vec<Vec<u8>> = {
+        let events = log.lock().expect("event log");
+        let mut keys: Vec<Vec<u8>> = events.iter().filter(|e| e.kind == "invoke" && e.s("op") == "append").map(|e| unshow_key(e.s("key"))).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    let report = Arc::new(Mutex::new(ProbeReport::default()));
+    {
+        let (sc, k, r) = (s.clone(), knobs.clone(), report.clone());
+        handle
+            .create_node()
+            .name("client-0")
+            .ip(client_addr(0).ip())
+            .init(move || workload::probe(sc.clone(), k.clone(), keys.clone(), r.clone()))
+            .build();
+    }
+    while !report.lock().expect("probe report").done {
+        sleep_ms(100).await;
+    }
+    let probe = report.lock().expect("probe report").clone();
+    let faults = counts.borrow().clone();
+    let sim_ms = partmap::seam::now_ms();
+    (probe, faults, (plan.crash_per_min, plan.partition_per_min, plan.faults.len()), sim_ms)
+}

@@ -1,0 +1,644 @@
+//! The scenario file: what cluster to build, which knobs its nodes run with, what load the
+//! clients offer, which faults the harness injects, and what outcome the run should have.
+//!
+//! A scenario is JSON (format documented in `scenarios/README.md`). Every section and field is
+//! optional except `description`; a missing one takes the default noted on it, which is also the
+//! value `scenarios/failover.json` writes out. Unknown fields are rejected so a typo cannot
+//! silently fall back to a default.
+//!
+//! [`Scenario::parse`] reports the first problem as one line, `<origin>: <path>: <problem>`, so
+//! a reader can go straight to the offending field.
+
+use serde::{Deserialize, Serialize};
+use std::fmt::Display;
+use std::path::Path;
+
+/// One scenario file. Source of the idea: etcd raft's testdata and RisingWave's simulation
+/// options, where scenarios are data rather than code.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    /// What the scenario exercises and why. Required and non-empty.
+    pub description: String,
+    /// Node counts and the initial range layout.
+    pub topology: Topology,
+    /// Timing and sizing knobs of the nodes and the simulated network.
+    pub knobs: KnobsSpec,
+    /// The load the clients offer.
+    pub workload: Workload,
+    /// Faults injected during the workload.
+    pub faults: Faults,
+    /// What happens after the faults stop.
+    pub heal: Heal,
+    /// The outcome the run is expected to have.
+    pub expect: Expect,
+}
+
+/// Node counts and the initial range layout.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Topology {
+    /// Partition servers, `server-1..=servers`. 1..=32, default 3.
+    pub servers: u32,
+    /// Managers (one leader, the rest standby), `manager-1..=managers`. 1..=3, default 2.
+    pub managers: u32,
+    /// Frontends, `frontend-1..=frontends`. 1..=8, default 2.
+    pub frontends: u32,
+    /// Client tasks offering the workload. 1..=64, default 4.
+    pub clients: u32,
+    /// Ranges the key space starts split into. 1..=256 and at most `workload.keys`, default 8.
+    pub initial_ranges: u32,
+}
+
+/// Timing and sizing knobs; all durations are milliseconds of simulated time.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct KnobsSpec {
+    /// Session and leader lease length at the authority. 100..=60000, default 2000.
+    pub lease_ms: u64,
+    /// A holder stops trusting its lease this long before it expires. Below `lease_ms`,
+    /// default 200.
+    pub lease_margin_ms: u64,
+    /// Lease renewal period. Above 0 and below `lease_ms - lease_margin_ms`, default 400.
+    pub renew_interval_ms: u64,
+    /// Timeout of one request between nodes. 1..=60000, default 500.
+    pub rpc_timeout_ms: u64,
+    /// Timeout of an append at the store. 1..=60000, default 1000.
+    pub store_timeout_ms: u64,
+    /// Period of the leader manager's look at the map and sessions. 1..=60000, default 200.
+    pub manager_tick_ms: u64,
+    /// Attempts of a frontend per client operation. 1..=100, default 8.
+    pub frontend_attempts: u32,
+    /// First frontend retry backoff, doubling per attempt. 1..=10000, default 20.
+    pub frontend_backoff_ms: u64,
+    /// Cap of the frontend backoff. `frontend_backoff_ms..=60000`, default 640.
+    pub frontend_backoff_ms_max: u64,
+    /// Outgoing bandwidth of every node, bytes per second. At least 1000, default 104857600.
+    pub bandwidth_bytes_per_s: u64,
+    /// Duration of one fsync at the authority and the store. 0..=1000, default 1.
+    pub disk_sync_ms: u64,
+    /// One-way network latency range `[min, max]`, each message drawn uniformly in it.
+    /// `min <= max`, both 0..=10000, default `[1, 5]`.
+    pub latency_ms: [u64; 2],
+}
+
+/// The load the clients offer.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Workload {
+    /// Length of the workload, seconds of simulated time. 1..=3600, default 60.
+    pub duration_s: u64,
+    /// Operations per second summed over all clients. Above 0 and at most 100000, default 100.
+    pub ops_per_s: f64,
+    /// Fraction of operations that are reads; the rest are appends. 0..=1, default 0.3.
+    pub read_fraction: f64,
+    /// Size of the key space, keys `k000000..`. 1..=1000000, default 1000.
+    pub keys: u32,
+    /// Key popularity skew: key index = `floor(keys * u^(1 + key_skew))` for uniform `u` in
+    /// `[0, 1)`; 0 is uniform, larger values favour low keys. 0..=5, default 1.0.
+    pub key_skew: f64,
+    /// Payload length of each append, bytes. 16..=1048576, default 16.
+    pub record_bytes: u32,
+}
+
+/// Faults injected during the workload: a random mix, an explicit schedule, or both.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Faults {
+    /// Random crashes and partitions; `null` turns them off. Default: [`RandomFaults::default`].
+    pub random: Option<RandomFaults>,
+    /// Faults at fixed times. Default empty.
+    pub schedule: Vec<TimedFault>,
+}
+
+/// A random fault mix. Each seed draws its own rates uniformly from the ranges (swarm testing:
+/// Groce et al., "Swarm Testing", ISSTA 2012), so some seeds are quiet and some are storms.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RandomFaults {
+    /// Range of the crash rate, crashes per minute. `0 <= a <= b <= 600`, default `[1.0, 6.0]`.
+    pub crash_per_min: [f64; 2],
+    /// Range of the partition rate, partitions per minute. `0 <= a <= b <= 600`,
+    /// default `[1.0, 6.0]`.
+    pub partition_per_min: [f64; 2],
+    /// How long a crashed node stays down, ms, drawn per crash. `1 <= a <= b <= 3600000`,
+    /// default `[200, 6000]`.
+    pub down_ms: [u64; 2],
+    /// How long a partition lasts, ms, drawn per partition. `1 <= a <= b <= 3600000`,
+    /// default `[200, 6000]`.
+    pub partition_ms: [u64; 2],
+    /// Kinds of node that may crash. No duplicates; non-empty unless `crash_per_min` is
+    /// `[0, 0]`. Default all four.
+    pub crash_targets: Vec<NodeKind>,
+}
+
+/// A kind of node that random faults may crash.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A partition server, `server-N`.
+    Server,
+    /// A manager, `manager-N`.
+    Manager,
+    /// The stream store, `store-1`.
+    Store,
+    /// The coordination authority, `lock-1`.
+    Lock,
+}
+
+/// One fault at a fixed time.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TimedFault {
+    /// Start of the fault, ms after the workload starts. Below `workload.duration_s * 1000`.
+    pub at_ms: u64,
+    /// The crashed node restarts, or the network heals, this long after `at_ms`.
+    /// 1..=3600000.
+    pub duration_ms: u64,
+    /// What goes wrong.
+    pub fault: FaultSpec,
+}
+
+/// What goes wrong in a [`TimedFault`]. Node names are those of [`Scenario::node_names`].
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultSpec {
+    /// The node stops (losing its memory, keeping its disk) and later restarts.
+    Crash { node: String },
+    /// Every message to and from the node is dropped.
+    Isolate { node: String },
+    /// The cluster is cut between the nodes of `side` and all other nodes. `side` is non-empty,
+    /// has no duplicates and leaves at least one node on the other side.
+    Split { side: Vec<String> },
+    /// Messages from `from` to `to` are dropped; the reverse direction still works.
+    OneWay { from: String, to: String },
+}
+
+/// What happens after the faults stop.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Heal {
+    /// After the workload, all nodes restart and the network heals; every key must then be
+    /// served again within this many seconds. 1..=600, default 30.
+    pub liveness_deadline_s: u64,
+}
+
+/// The outcome the run is expected to have.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Expect {
+    /// Default `pass`.
+    pub outcome: ExpectedOutcome,
+}
+
+/// How a run ends.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectedOutcome {
+    /// No checker reports a violation.
+    Pass,
+    /// A safety checker (an "always" property) reports a violation.
+    SafetyViolation,
+    /// The cluster does not recover within `heal.liveness_deadline_s`.
+    LivenessFailure,
+}
+
+impl Default for Scenario {
+    /// Every section at its default and an empty description (which validation rejects, so a
+    /// file must supply one).
+    fn default() -> Self {
+        Scenario {
+            description: String::new(),
+            topology: Topology::default(),
+            knobs: KnobsSpec::default(),
+            workload: Workload::default(),
+            faults: Faults::default(),
+            heal: Heal::default(),
+            expect: Expect::default(),
+        }
+    }
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Topology { servers: 3, managers: 2, frontends: 2, clients: 4, initial_ranges: 8 }
+    }
+}
+
+impl Default for KnobsSpec {
+    fn default() -> Self {
+        KnobsSpec {
+            lease_ms: 2000,
+            lease_margin_ms: 200,
+            renew_interval_ms: 400,
+            rpc_timeout_ms: 500,
+            store_timeout_ms: 1000,
+            manager_tick_ms: 200,
+            frontend_attempts: 8,
+            frontend_backoff_ms: 20,
+            frontend_backoff_ms_max: 640,
+            bandwidth_bytes_per_s: 100 * 1024 * 1024,
+            disk_sync_ms: 1,
+            latency_ms: [1, 5],
+        }
+    }
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            duration_s: 60,
+            ops_per_s: 100.0,
+            read_fraction: 0.3,
+            keys: 1000,
+            key_skew: 1.0,
+            record_bytes: 16,
+        }
+    }
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults { random: Some(RandomFaults::default()), schedule: Vec::new() }
+    }
+}
+
+impl Default for RandomFaults {
+    fn default() -> Self {
+        RandomFaults {
+            crash_per_min: [1.0, 6.0],
+            partition_per_min: [1.0, 6.0],
+            down_ms: [200, 6000],
+            partition_ms: [200, 6000],
+            crash_targets: vec![
+                NodeKind::Server,
+                NodeKind::Manager,
+                NodeKind::Store,
+                NodeKind::Lock,
+            ],
+        }
+    }
+}
+
+impl Default for Heal {
+    fn default() -> Self {
+        Heal { liveness_deadline_s: 30 }
+    }
+}
+
+impl Default for Expect {
+    fn default() -> Self {
+        Expect { outcome: ExpectedOutcome::Pass }
+    }
+}
+
+/// Longest fault or outage a scenario may ask for: one hour, in ms.
+const FAULT_MS_MAX: u64 = 3_600_000;
+
+impl Scenario {
+    /// Parse and validate a scenario. `origin` (usually the file name) prefixes every error.
+    ///
+    /// Errors are one line, `<origin>: <path>: <problem>`: JSON syntax errors give line and
+    /// column; unknown fields give the containing object's path, the field and the accepted
+    /// names; wrong types give the field's path; out-of-range values come from [`validate`].
+    ///
+    /// [`validate`]: Scenario::validate
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let scenario: Scenario = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| describe_json_error(origin, &e.path().to_string(), e.inner()))?;
+        // Trailing text after the top-level object is a mistake too (e.g. two objects pasted).
+        de.end().map_err(|e| describe_json_error(origin, ".", &e))?;
+        scenario.validate().map_err(|e| format!("{origin}: {e}"))?;
+        Ok(scenario)
+    }
+
+    /// Read and parse a scenario file. Errors: `<path>: cannot read: <io error>`, or those of
+    /// [`Scenario::parse`] with the path as origin.
+    pub fn load(path: &Path) -> Result<Scenario, String> {
+        let origin = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("{origin}: cannot read: {e}"))?;
+        Scenario::parse(&text, &origin)
+    }
+
+    /// Check every value against its accepted range and the cross-field rules. Errors: the
+    /// first problem found, as `<field path>: <problem>`.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.description.trim().is_empty() {
+            return Err("description: missing or empty; a scenario opens with what it exercises \
+                        and why"
+                .to_string());
+        }
+        self.validate_topology()?;
+        self.validate_knobs()?;
+        self.validate_workload()?;
+        self.validate_faults()?;
+        in_range("heal.liveness_deadline_s", self.heal.liveness_deadline_s, 1, 600)?;
+        Ok(())
+    }
+
+    fn validate_topology(&self) -> Result<(), String> {
+        let t = &self.topology;
+        in_range("topology.servers", t.servers, 1, 32)?;
+        in_range("topology.managers", t.managers, 1, 3)?;
+        in_range("topology.frontends", t.frontends, 1, 8)?;
+        in_range("topology.clients", t.clients, 1, 64)?;
+        in_range("topology.initial_ranges", t.initial_ranges, 1, 256)?;
+        if t.initial_ranges > self.workload.keys {
+            return Err(format!(
+                "topology.initial_ranges: must be at most workload.keys ({}), got {}",
+                self.workload.keys, t.initial_ranges
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_knobs(&self) -> Result<(), String> {
+        let k = &self.knobs;
+        in_range("knobs.lease_ms", k.lease_ms, 100, 60_000)?;
+        if k.lease_margin_ms >= k.lease_ms {
+            return Err(format!(
+                "knobs.lease_margin_ms: must be less than knobs.lease_ms ({}), got {}",
+                k.lease_ms, k.lease_margin_ms
+            ));
+        }
+        // A holder must get at least one renewal in before it stops trusting its lease.
+        let trusted_ms = k.lease_ms - k.lease_margin_ms;
+        if k.renew_interval_ms == 0 || k.renew_interval_ms >= trusted_ms {
+            return Err(format!(
+                "knobs.renew_interval_ms: must be above 0 and less than knobs.lease_ms - \
+                 knobs.lease_margin_ms ({trusted_ms}), got {}",
+                k.renew_interval_ms
+            ));
+        }
+        in_range("knobs.rpc_timeout_ms", k.rpc_timeout_ms, 1, 60_000)?;
+        in_range("knobs.store_timeout_ms", k.store_timeout_ms, 1, 60_000)?;
+        in_range("knobs.manager_tick_ms", k.manager_tick_ms, 1, 60_000)?;
+        in_range("knobs.frontend_attempts", k.frontend_attempts, 1, 100)?;
+        in_range("knobs.frontend_backoff_ms", k.frontend_backoff_ms, 1, 10_000)?;
+        in_range(
+            "knobs.frontend_backoff_ms_max",
+            k.frontend_backoff_ms_max,
+            k.frontend_backoff_ms,
+            60_000,
+        )?;
+        in_range("knobs.bandwidth_bytes_per_s", k.bandwidth_bytes_per_s, 1000, u64::MAX)?;
+        in_range("knobs.disk_sync_ms", k.disk_sync_ms, 0, 1000)?;
+        ordered_pair("knobs.latency_ms", k.latency_ms, 0, 10_000)?;
+        Ok(())
+    }
+
+    fn validate_workload(&self) -> Result<(), String> {
+        let w = &self.workload;
+        in_range("workload.duration_s", w.duration_s, 1, 3600)?;
+        if !(w.ops_per_s > 0.0 && w.ops_per_s <= 100_000.0) {
+            return Err(format!(
+                "workload.ops_per_s: must be above 0 and at most 100000, got {}",
+                w.ops_per_s
+            ));
+        }
+        in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
+        in_range("workload.keys", w.keys, 1, 1_000_000)?;
+        in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
+        in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
+        Ok(())
+    }
+
+    fn validate_faults(&self) -> Result<(), String> {
+        if let Some(r) = &self.faults.random {
+            ordered_pair("faults.random.crash_per_min", r.crash_per_min, 0.0, 600.0)?;
+            ordered_pair("faults.random.partition_per_min", r.partition_per_min, 0.0, 600.0)?;
+            ordered_pair("faults.random.down_ms", r.down_ms, 1, FAULT_MS_MAX)?;
+            ordered_pair("faults.random.partition_ms", r.partition_ms, 1, FAULT_MS_MAX)?;
+            for (i, kind) in r.crash_targets.iter().enumerate() {
+                if r.crash_targets[..i].contains(kind) {
+                    return Err(format!(
+                        "faults.random.crash_targets[{i}]: `{}` is listed twice",
+                        node_kind_name(*kind)
+                    ));
+                }
+            }
+            if r.crash_targets.is_empty() && r.crash_per_min[1] > 0.0 {
+                return Err("faults.random.crash_targets: empty, but faults.random.crash_per_min \
+                            allows crashes; list the kinds to crash or set crash_per_min to \
+                            [0, 0]"
+                    .to_string());
+            }
+        }
+        let names = self.node_names();
+        let end_ms = self.workload.duration_s.saturating_mul(1000);
+        for (i, timed) in self.faults.schedule.iter().enumerate() {
+            let path = format!("faults.schedule[{i}]");
+            if timed.at_ms >= end_ms {
+                return Err(format!(
+                    "{path}.at_ms: must be less than the workload's end, workload.duration_s * \
+                     1000 ({end_ms}), got {}",
+                    timed.at_ms
+                ));
+            }
+            in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
+            self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
+        }
+        Ok(())
+    }
+
+    fn validate_fault(
+        &self,
+        path: &str,
+        fault: &FaultSpec,
+        names: &[String],
+    ) -> Result<(), String> {
+        match fault {
+            FaultSpec::Crash { node } | FaultSpec::Isolate { node } => {
+                self.known_node(&format!("{path}.node"), node, names)
+            }
+            FaultSpec::Split { side } => {
+                if side.is_empty() {
+                    return Err(format!("{path}.side: must name at least one node"));
+                }
+                for (j, node) in side.iter().enumerate() {
+                    let node_path = format!("{path}.side[{j}]");
+                    self.known_node(&node_path, node, names)?;
+                    if side[..j].contains(node) {
+                        return Err(format!("{node_path}: `{node}` is listed twice"));
+                    }
+                }
+                if side.len() == names.len() {
+                    return Err(format!(
+                        "{path}.side: names every node, so nothing is cut; leave at least one \
+                         node on the other side"
+                    ));
+                }
+                Ok(())
+            }
+            FaultSpec::OneWay { from, to } => {
+                self.known_node(&format!("{path}.from"), from, names)?;
+                self.known_node(&format!("{path}.to"), to, names)?;
+                if from == to {
+                    return Err(format!("{path}.to: must differ from {path}.from (`{from}`)"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn known_node(&self, path: &str, node: &str, names: &[String]) -> Result<(), String> {
+        if names.iter().any(|n| n == node) {
+            return Ok(());
+        }
+        let t = &self.topology;
+        Err(format!(
+            "{path}: no node `{node}` (topology has lock-1, store-1, {}, {}, {})",
+            numbered("manager", t.managers),
+            numbered("server", t.servers),
+            numbered("frontend", t.frontends),
+        ))
+    }
+
+    /// The built-in default scenario, `scenarios/failover.json` compiled in. Panics only if the
+    /// shipped file is broken, which `tests/scenario_errors.rs` guards against.
+    pub fn default_failover() -> Scenario {
+        Scenario::parse(include_str!("../../scenarios/failover.json"), "scenarios/failover.json")
+            .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))
+    }
+
+    /// The knobs the nodes run with: `self.knobs`, `topology.servers`, and the split points of
+    /// `topology.initial_ranges` equal ranges over `workload.keys` keys. No mutation.
+    pub fn node_knobs(&self) -> partmap::config::Knobs {
+        let k = &self.knobs;
+        partmap::config::Knobs {
+            lease_ms: k.lease_ms,
+            lease_margin_ms: k.lease_margin_ms,
+            renew_interval_ms: k.renew_interval_ms,
+            rpc_timeout_ms: k.rpc_timeout_ms,
+            store_timeout_ms: k.store_timeout_ms,
+            manager_tick_ms: k.manager_tick_ms,
+            frontend_attempts: k.frontend_attempts,
+            frontend_backoff_ms: k.frontend_backoff_ms,
+            frontend_backoff_ms_max: k.frontend_backoff_ms_max,
+            bandwidth_bytes_per_s: k.bandwidth_bytes_per_s,
+            disk_sync_ms: k.disk_sync_ms,
+            initial_split_points: self.initial_split_points(),
+            servers: self.topology.servers,
+            mutation: None,
+        }
+    }
+
+    /// `key_name(keys * j / initial_ranges)` for `j` in `1..initial_ranges`, strictly increasing.
+    fn initial_split_points(&self) -> Vec<Vec<u8>> {
+        let keys = u64::from(self.workload.keys);
+        let ranges = u64::from(self.topology.initial_ranges);
+        let mut points: Vec<Vec<u8>> = Vec::new();
+        for j in 1..ranges {
+            let index = u32::try_from(keys * j / ranges).expect("below keys, which is a u32");
+            let point = key_name(index);
+            // With fewer keys than ranges two split points could coincide; keep one.
+            if points.last() != Some(&point) {
+                points.push(point);
+            }
+        }
+        assert!(points.windows(2).all(|w| w[0] < w[1]), "split points must strictly increase");
+        assert!(points.len() < self.topology.initial_ranges.max(1) as usize);
+        points
+    }
+
+    /// Every node of this topology: `lock-1`, `store-1`, `manager-1..M`, `server-1..N`,
+    /// `frontend-1..F`, in that order. Clients are not nodes and cannot be fault targets.
+    pub fn node_names(&self) -> Vec<String> {
+        let t = &self.topology;
+        let mut names = vec!["lock-1".to_string(), "store-1".to_string()];
+        names.extend((1..=t.managers).map(|n| format!("manager-{n}")));
+        names.extend((1..=t.servers).map(|n| format!("server-{n}")));
+        names.extend((1..=t.frontends).map(|n| format!("frontend-{n}")));
+        names
+    }
+}
+
+/// The name of key number `i`: `k` and six digits, e.g. `k000042`. Zero-padded so byte order
+/// equals numeric order; `i` must be below 1000000 (the largest `workload.keys`).
+pub fn key_name(i: u32) -> Vec<u8> {
+    assert!(i < 1_000_000, "key index {i} has more than six digits");
+    format!("k{i:06}").into_bytes()
+}
+
+/// `<origin>: <path>: <problem> (line L, column C)`, or for a syntax error
+/// `<origin>: [<path>: ]line L, column C: invalid JSON: <problem>`. serde_json appends the
+/// position to its message; it is moved so the path comes first.
+fn describe_json_error(origin: &str, path: &str, err: &serde_json::Error) -> String {
+    let (line, column) = (err.line(), err.column());
+    let message = err.to_string();
+    let message =
+        message.strip_suffix(&format!(" at line {line} column {column}")).unwrap_or(&message);
+    // serde_path_to_error writes `?` for a key it has not read yet (a syntax error inside an
+    // object); the containing object's path is what helps.
+    let path = path.trim_end_matches(".?");
+    let at_root = path == "." || path == "?" || path.is_empty();
+    match err.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof if at_root => {
+            format!("{origin}: line {line}, column {column}: invalid JSON: {message}")
+        }
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            // serde_json reports an over-long fixed-size array such as `[1, 2, 3]` for a
+            // `[min, max]` pair as trailing characters; say what most likely happened.
+            let hint = if message == "trailing characters" {
+                " (more elements than the array takes?)"
+            } else {
+                ""
+            };
+            format!("{origin}: {path}: line {line}, column {column}: invalid JSON: {message}{hint}")
+        }
+        serde_json::error::Category::Io => format!("{origin}: cannot read: {message}"),
+        serde_json::error::Category::Data if at_root => {
+            format!("{origin}: {message} (line {line}, column {column})")
+        }
+        serde_json::error::Category::Data => {
+            format!("{origin}: {path}: {message} (line {line}, column {column})")
+        }
+    }
+}
+
+/// `<path>: must be in lo..=hi, got v` unless `lo <= v <= hi`.
+fn in_range<T: PartialOrd + Display>(path: &str, value: T, lo: T, hi: T) -> Result<(), String> {
+    if lo <= value && value <= hi {
+        Ok(())
+    } else {
+        Err(format!("{path}: must be in {lo}..={hi}, got {value}"))
+    }
+}
+
+/// A `[min, max]` range: both ends within `lo..=hi` and `min <= max`.
+fn ordered_pair<T: PartialOrd + Display + Copy>(
+    path: &str,
+    pair: [T; 2],
+    lo: T,
+    hi: T,
+) -> Result<(), String> {
+    in_range(&format!("{path}[0]"), pair[0], lo, hi)?;
+    in_range(&format!("{path}[1]"), pair[1], lo, hi)?;
+    if pair[0] > pair[1] {
+        return Err(format!(
+            "{path}: must be [min, max] with min <= max, got [{}, {}]",
+            pair[0], pair[1]
+        ));
+    }
+    Ok(())
+}
+
+/// `kind-1` or `kind-1..kind-N`.
+fn numbered(kind: &str, count: u32) -> String {
+    if count == 1 {
+        format!("{kind}-1")
+    } else {
+        format!("{kind}-1..{kind}-{count}")
+    }
+}
+
+fn node_kind_name(kind: NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Server => "server",
+        NodeKind::Manager => "manager",
+        NodeKind::Store => "store",
+        NodeKind::Lock => "lock",
+    }
+}

@@ -1,0 +1,247 @@
+//! Many seeds of one scenario, run in parallel (one madsim runtime per seed per worker thread),
+//! with a progress bar, a summary table, a JSON summary under `reports/`, the log of every
+//! failing seed, and the exact command that reproduces each failure.
+
+use crate::run::{run_seed, RunOptions, RunOutcome};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// One seed's result, kept for the summary.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SeedResult {
+    /// The seed.
+    pub seed: u64,
+    /// Its outcome.
+    pub outcome: RunOutcome,
+    /// Whether that outcome is what the scenario expects.
+    pub as_expected: bool,
+    /// Violated properties with their evidence.
+    pub violations: Vec<(String, String)>,
+    /// Faults injected by kind.
+    pub faults: BTreeMap<String, u64>,
+    /// Client operations.
+    pub ops: crate::run::OpCounts,
+    /// Simulated ms.
+    pub sim_ms: u64,
+    /// Trace hash.
+    pub trace_hash: String,
+}
+
+/// The summary of a sweep (also written as JSON).
+#[derive(Debug, serde::Serialize)]
+pub struct Summary {
+    /// Scenario label.
+    pub scenario: String,
+    /// Mutation, if any.
+    pub mutation: Option<String>,
+    /// First seed.
+    pub first_seed: u64,
+    /// One past the last seed.
+    pub end_seed: u64,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Wall-clock seconds of the sweep (a measurement, never an input to a run).
+    pub wall_s: f64,
+    /// Seeds per wall-clock second.
+    pub seeds_per_s: f64,
+    /// Violations per property (seeds violating it).
+    pub violations: BTreeMap<String, u64>,
+    /// Faults injected per kind, summed over seeds.
+    pub faults: BTreeMap<String, u64>,
+    /// Seeds with at least one fault of each kind.
+    pub seeds_with_fault: BTreeMap<String, u64>,
+    /// Operations summed over seeds.
+    pub ops: crate::run::OpCounts,
+    /// Mean simulated seconds per seed.
+    pub sim_s_per_seed: f64,
+    /// Seeds whose outcome was not the expected one.
+    pub failing: Vec<SeedResult>,
+    /// Seeds that crashed the harness, with the panic message.
+    pub crashed: Vec<(u64, String)>,
+}
+
+impl Summary {
+    /// The exit code: 3 if the harness crashed on any seed, else 1 if any seed broke safety
+    /// unexpectedly, else 2 for a liveness failure, else 0.
+    pub fn exit_code(&self) -> i32 {
+        let any = |o: RunOutcome| self.failing.iter().any(|f| f.outcome == o);
+        if !self.crashed.is_empty() {
+            3
+        } else if any(RunOutcome::SafetyViolation) {
+            1
+        } else if any(RunOutcome::LivenessFailure) {
+            2
+        } else if !self.failing.is_empty() {
+            1 // a violation was expected and not found
+        } else {
+            0
+        }
+    }
+}
+
+/// The command that reproduces `seed`.
+pub fn repro_command(opts: &RunOptions, seed: u64) -> String {
+    let mut cmd = format!("cargo run --release -p partmap-sim -- run --seed {seed}");
+    if !opts.scenario_label.ends_with("(built-in)") {
+        let _ = write!(cmd, " --scenario {}", opts.scenario_label);
+    }
+    if let Some(m) = opts.mutation {
+        let _ = write!(cmd, " --mutation {}", m.name());
+    }
+    cmd
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into())
+}
+
+/// Run seeds `first..end` with `jobs` worker threads. `base` gives the scenario and mutation
+/// (its seed is ignored). Failing seeds' event logs go to `report_dir/failing/`, the JSON
+/// summary to `report_dir/sweep-<name>.json`.
+pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &PathBuf, progress: bool) -> Summary {
+    let started = Instant::now();
+    let next = AtomicU64::new(first);
+    let results: Mutex<Vec<SeedResult>> = Mutex::new(Vec::new());
+    let crashed: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let bar = if progress { indicatif::ProgressBar::new(end - first) } else { indicatif::ProgressBar::hidden() };
+    bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta} {msg}").expect("template"));
+    let failing_dir = report_dir.join("failing");
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::SeqCst);
+                if seed >= end {
+                    return;
+                }
+                let opts = RunOptions { seed, trace: false, echo_header: false, ..base.clone() };
+                match catch_unwind(AssertUnwindSafe(|| run_seed(&opts))) {
+                    Ok(report) => {
+                        let outcome = report.outcome();
+                        let as_expected = outcome.matches(opts.scenario.expect.outcome);
+                        let violations: Vec<(String, String)> =
+                            report.verdicts.iter().filter_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))).collect();
+                        if !as_expected {
+                            let _ = std::fs::create_dir_all(&failing_dir);
+                            let mut text = report.header.join("\n");
+                            text.push('\n');
+                            for ev in &report.events {
+                                text.push_str(&ev.render());
+                                text.push('\n');
+                            }
+                            for (p, e) in &violations {
+                                let _ = writeln!(text, "VIOLATION {p}: {e}");
+                            }
+                            let _ = writeln!(text, "repro: {}", repro_command(&opts, seed));
+                            let _ = std::fs::write(failing_dir.join(format!("{}-seed-{seed}.log", scenario_stem(&opts.scenario_label))), text);
+                            bar.set_message(format!("seed {seed} FAILED"));
+                        }
+                        let r = SeedResult {
+                            seed,
+                            outcome,
+                            as_expected,
+                            violations,
+                            faults: report.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                            ops: report.ops.clone(),
+                            sim_ms: report.sim_ms,
+                            trace_hash: format!("{:016x}", report.trace_hash),
+                        };
+                        results.lock().expect("results").push(r);
+                    }
+                    Err(p) => crashed.lock().expect("crashed").push((seed, panic_message(&*p))),
+                }
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut results = results.into_inner().expect("results");
+    results.sort_by_key(|r| r.seed);
+    let mut crashed = crashed.into_inner().expect("crashed");
+    crashed.sort();
+    let wall_s = started.elapsed().as_secs_f64();
+    let mut s = Summary {
+        scenario: base.scenario_label.clone(),
+        mutation: base.mutation.map(|m| m.name().to_string()),
+        first_seed: first,
+        end_seed: end,
+        jobs,
+        wall_s,
+        seeds_per_s: (end - first) as f64 / wall_s.max(1e-9),
+        violations: ["single_writer", "no_lost_append", "map_tiles", "liveness"].iter().map(|p| (p.to_string(), 0)).collect(),
+        faults: BTreeMap::new(),
+        seeds_with_fault: BTreeMap::new(),
+        ops: Default::default(),
+        sim_s_per_seed: 0.0,
+        failing: Vec::new(),
+        crashed,
+    };
+    for r in &results {
+        for (p, _) in &r.violations {
+            *s.violations.entry(p.clone()).or_default() += 1;
+        }
+        for (k, v) in &r.faults {
+            *s.faults.entry(k.clone()).or_default() += v;
+            *s.seeds_with_fault.entry(k.clone()).or_default() += 1;
+        }
+        s.ops.appends_ok += r.ops.appends_ok;
+        s.ops.appends_failed += r.ops.appends_failed;
+        s.ops.appends_unknown += r.ops.appends_unknown;
+        s.ops.reads_ok += r.ops.reads_ok;
+        s.ops.reads_failed += r.ops.reads_failed;
+        s.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
+    }
+    s.sim_s_per_seed /= results.len().max(1) as f64;
+    s.failing = results.into_iter().filter(|r| !r.as_expected).collect();
+    let _ = std::fs::create_dir_all(report_dir);
+    let json = serde_json::to_string_pretty(&s).expect("summary serializes");
+    let _ = std::fs::write(report_dir.join(format!("sweep-{}.json", scenario_stem(&base.scenario_label))), json);
+    s
+}
+
+/// `scenarios/failover.json` → `failover`.
+pub fn scenario_stem(label: &str) -> String {
+    let first = label.split_whitespace().next().unwrap_or(label);
+    std::path::Path::new(first).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// The human summary: table of properties, faults, operations, failing seeds with repro commands.
+pub fn render(s: &Summary, base: &RunOptions) -> String {
+    let n = (s.end_seed - s.first_seed).max(1);
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario={} mutation={} seeds={}..{} ({} seeds) jobs={}", s.scenario, s.mutation.as_deref().unwrap_or("none"), s.first_seed, s.end_seed, n, s.jobs);
+    let _ = writeln!(out, "wall={:.1}s seeds_per_s={:.1} sim_s_per_seed={:.1}", s.wall_s, s.seeds_per_s, s.sim_s_per_seed);
+    let _ = writeln!(out, "\n{:<16} {:<11} {:>10}", "property", "kind", "violations");
+    for (p, kind) in [("single_writer", "always"), ("no_lost_append", "always"), ("map_tiles", "always"), ("liveness", "eventually")] {
+        let _ = writeln!(out, "{:<16} {:<11} {:>10}", p, kind, s.violations.get(p).copied().unwrap_or(0));
+    }
+    let _ = writeln!(out, "\n{:<16} {:>8} {:>10} {:>12}", "fault", "total", "per seed", "seeds with");
+    for (k, v) in &s.faults {
+        let seeds = s.seeds_with_fault.get(k).copied().unwrap_or(0);
+        let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
+    }
+    let o = &s.ops;
+    let _ = writeln!(
+        out,
+        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}",
+        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed
+    );
+    for (seed, msg) in &s.crashed {
+        let _ = writeln!(out, "\nseed {seed}: HARNESS CRASH: {msg}\n  repro: {}", repro_command(base, *seed));
+    }
+    if s.failing.is_empty() && s.crashed.is_empty() {
+        let _ = writeln!(out, "\nall {n} seeds as expected ({:?})", base.scenario.expect.outcome);
+    }
+    for f in &s.failing {
+        let _ = writeln!(out, "\nseed {}: {:?} (expected {:?})", f.seed, f.outcome, base.scenario.expect.outcome);
+        for (p, e) in &f.violations {
+            let _ = writeln!(out, "  {p}: {e}");
+        }
+        let _ = writeln!(out, "  repro: {}", repro_command(base, f.seed));
+    }
+    out
+}

@@ -1,0 +1,196 @@
+//! The workload: clients that append unique records to keys drawn from a skewed distribution and
+//! read them back through the frontends, recording a history of `invoke` and `complete` events
+//! (simulated times, outcomes ok / fail / unknown); and the probe client of the heal phase.
+//!
+//! Every append's payload is its idempotency id, `c<client>.<seq>`, padded with `-` to the
+//! scenario's record size and ended by `;`, so the final content of a key says which appends it
+//! holds and in what order.
+
+use crate::scenario::{key_name, Scenario};
+use madsim::rand::Rng;
+use partmap::config::{client_addr, frontend_addr, lock_addr, Knobs};
+use partmap::ids::{show_key, OpId};
+use partmap::map::RangeState;
+use partmap::msg::{Msg, Outcome};
+use partmap::seam::{now_us, sleep_ms, sleep_us, Rpc};
+use std::sync::{Arc, Mutex};
+use tracing::info;
+
+/// The payload of append `id`: `c1.17---…;`, `len` bytes long (at least the id and `;`).
+pub fn payload(id: OpId, len: usize) -> Vec<u8> {
+    let mut v = format!("{id}").into_bytes();
+    while v.len() + 1 < len {
+        v.push(b'-');
+    }
+    v.push(b';');
+    v
+}
+
+/// Split a key's content back into the ids of the appends it holds, in order.
+///
+/// Errors: a piece that is not a payload of [`payload`]'s shape.
+pub fn parse_content(content: &[u8]) -> Result<Vec<OpId>, String> {
+    let text = std::str::from_utf8(content).map_err(|e| format!("content is not UTF-8: {e}"))?;
+    let mut out = Vec::new();
+    for piece in text.split_terminator(';') {
+        let id = piece.trim_end_matches('-');
+        let parsed = id.strip_prefix('c').and_then(|rest| rest.split_once('.')).and_then(|(c, s)| Some(OpId { client: c.parse().ok()?, seq: s.parse().ok()? }));
+        out.push(parsed.ok_or_else(|| format!("malformed record `{piece}`"))?);
+    }
+    Ok(out)
+}
+
+/// How long a client waits for its frontend: longer than the frontend's whole retry budget.
+pub fn client_timeout_ms(k: &Knobs) -> u64 {
+    k.frontend_attempts as u64 * (k.rpc_timeout_ms + k.store_timeout_ms + k.frontend_backoff_ms_max) + 1000
+}
+
+fn outcome_name(o: &Outcome) -> (&'static str, &str) {
+    match o {
+        Outcome::Ok => ("ok", ""),
+        Outcome::Failed(r) => ("fail", r.as_str()),
+        Outcome::Unknown(r) => ("unknown", r.as_str()),
+    }
+}
+
+/// One append through `frontend`, recorded as `invoke` + `complete`. Returns the outcome.
+pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: OpId, len: usize) -> Outcome {
+    let k = show_key(&key);
+    info!(target: "partmap_sim", kind = "invoke", op = "append", client = id.client, seq = id.seq, key = k.as_str());
+    let msg = Msg::ClientAppend { key, id, bytes: payload(id, len) };
+    let outcome = match rpc.call(frontend_addr(frontend), msg, client_timeout_ms(knobs)).await {
+        Ok(Msg::ClientResult { outcome, .. }) => outcome,
+        _ => Outcome::Unknown("frontend did not answer".into()),
+    };
+    let (name, reason) = outcome_name(&outcome);
+    info!(target: "partmap_sim", kind = "complete", op = "append", client = id.client, seq = id.seq, key = k.as_str(), outcome = name, reason);
+    outcome
+}
+
+/// One strong read through `frontend`, recorded as `invoke` + `complete` (with the content).
+pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>) -> (Outcome, Vec<u8>) {
+    let k = show_key(&key);
+    info!(target: "partmap_sim", kind = "invoke", op = "read", client, seq, key = k.as_str());
+    let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key }, client_timeout_ms(knobs)).await {
+        Ok(Msg::ClientResult { outcome, value }) => (outcome, value),
+        _ => (Outcome::Failed("frontend did not answer".into()), Vec::new()),
+    };
+    let (name, reason) = outcome_name(&outcome);
+    let text = String::from_utf8_lossy(&value);
+    info!(target: "partmap_sim", kind = "complete", op = "read", client, seq, key = k.as_str(), outcome = name, reason, value = text.as_ref());
+    (outcome, value)
+}
+
+/// Client `n` (1-based): until `duration_s`, issue operations at its share of the rate
+/// (exponential gaps, one at a time), reads with probability `read_fraction`, keys skewed.
+pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
+    let rpc = Rpc::bind(client_addr(n), knobs.bandwidth_bytes_per_s).await;
+    let w = &scenario.workload;
+    let frontend = (n - 1) % scenario.topology.frontends + 1;
+    let end_us = w.duration_s * 1_000_000;
+    let mean_gap_us = 1e6 * scenario.topology.clients as f64 / w.ops_per_s;
+    let mut next_us = now_us();
+    let mut seq = 0;
+    loop {
+        let (gap_us, is_read, u) = {
+            let mut rng = madsim::rand::thread_rng();
+            let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+            (-u.ln() * mean_gap_us, rng.gen_bool(w.read_fraction), rng.gen_range(0.0..1.0f64))
+        };
+        next_us += gap_us as u64;
+        if next_us >= end_us {
+            return;
+        }
+        let now = now_us();
+        if next_us > now {
+            sleep_us(next_us - now).await;
+        }
+        let index = ((w.keys as f64) * u.powf(1.0 + w.key_skew)) as u32;
+        let key = key_name(index.min(w.keys - 1));
+        seq += 1;
+        if is_read {
+            read(&rpc, &knobs, frontend, n, seq, key).await;
+        } else {
+            append(&rpc, &knobs, frontend, key, OpId { client: n, seq }, w.record_bytes as usize).await;
+        }
+    }
+}
+
+/// What the probe found in the heal phase.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeReport {
+    /// Whether every range became active and took an append before the deadline.
+    pub live: bool,
+    /// Why not, when not: the ranges still failing.
+    pub detail: String,
+    /// Simulated ms from the heal to the last range's first successful probe append.
+    pub recovery_ms: u64,
+    /// Final content of each key the history touched, `None` if its final read failed.
+    pub finals: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Set when the probe finished.
+    pub done: bool,
+}
+
+/// The probe client (`client-0`), started at the heal: until `deadline_ms` from now, check that
+/// every range in the map is active and that an append to each succeeds; then read the final
+/// content of every key in `keys`. Writes its findings into `report`.
+pub async fn probe(scenario: Scenario, knobs: Knobs, keys: Vec<Vec<u8>>, report: Arc<Mutex<ProbeReport>>) {
+    let rpc = Rpc::bind(client_addr(0), knobs.bandwidth_bytes_per_s).await;
+    let start = now_us();
+    let deadline_us = start + scenario.heal.liveness_deadline_s * 1_000_000;
+    let mut seq = 0;
+    let mut detail = String::from("map never read");
+    let mut proven: std::collections::BTreeSet<Vec<u8>> = Default::default();
+    let live = loop {
+        if now_us() >= deadline_us {
+            break false;
+        }
+        let Ok(Msg::Map { map }) = rpc.call(lock_addr(), Msg::GetMap, knobs.rpc_timeout_ms).await else {
+            detail = "the authority did not answer".into();
+            sleep_ms(200).await;
+            continue;
+        };
+        let rows = map.live_rows();
+        let inactive: Vec<String> = rows.iter().filter(|r| r.state != RangeState::Active).map(|r| format!("{}({:?})", r.id, r.state)).collect();
+        if rows.is_empty() || !inactive.is_empty() {
+            detail = format!("ranges not active: {}", if rows.is_empty() { "map empty".to_string() } else { inactive.join(", ") });
+            sleep_ms(200).await;
+            continue;
+        }
+        let mut failing = Vec::new();
+        for row in &rows {
+            if proven.contains(&row.start) {
+                continue;
+            }
+            seq += 1;
+            let frontend = (seq as u32 - 1) % scenario.topology.frontends + 1;
+            let outcome = append(&rpc, &knobs, frontend, row.start.clone(), OpId { client: 0, seq }, 16).await;
+            if outcome == Outcome::Ok {
+                proven.insert(row.start.clone());
+            } else {
+                failing.push(format!("{} [{}..): {:?}", row.id, show_key(&row.start), outcome));
+            }
+        }
+        if failing.is_empty() && rows.iter().all(|r| proven.contains(&r.start)) {
+            break true;
+        }
+        detail = format!("appends failing: {}", failing.join("; "));
+        sleep_ms(200).await;
+    };
+    let recovery_ms = (now_us() - start) / 1000;
+    let mut finals = Vec::new();
+    if live {
+        let mut all = keys;
+        all.extend(proven);
+        all.sort();
+        all.dedup();
+        for (i, key) in all.into_iter().enumerate() {
+            seq += 1;
+            let frontend = i as u32 % scenario.topology.frontends + 1;
+            let (outcome, value) = read(&rpc, &knobs, frontend, 0, seq, key.clone()).await;
+            finals.push((key, (outcome == Outcome::Ok).then_some(value)));
+        }
+    }
+    let mut r = report.lock().expect("probe report");
+    *r = ProbeReport { live, detail: if live { String::new() } else { detail }, recovery_ms, finals, done: true };
+}

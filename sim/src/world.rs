@@ -1,0 +1,179 @@
+//! The world builder: named nodes at fixed addresses, their disks, and the handles the nemesis
+//! uses to kill, restart and partition them.
+//!
+//! | node | address | disk | role |
+//! |---|---|---|---|
+//! | `lock-1` | 10.0.1.1:1 | yes | coordination authority |
+//! | `store-1` | 10.0.2.1:1 | yes | stream store |
+//! | `manager-N` | 10.0.3.N:1 | no | partition manager candidates |
+//! | `server-N` | 10.0.4.N:1 | no (state comes from the store) | partition servers |
+//! | `frontend-N` | 10.0.5.N:1 | no | routing frontends |
+//! | `client-N` | 10.0.6.(N+1):1 | no | workload clients; `client-0` is the harness's probe |
+//!
+//! Clients are never crashed or partitioned: they stand for the users of the service.
+
+use crate::scenario::Scenario;
+use madsim::net::NetSim;
+use madsim::runtime::{Handle, NodeHandle};
+use madsim::task::NodeId;
+use partmap::config::{self, Knobs};
+use partmap::ids::ServerId;
+use partmap::lock::LockRecord;
+use partmap::seam::Disk;
+use partmap::store::StoreRecord;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+/// What a node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// `lock-1`.
+    Lock,
+    /// `store-1`.
+    Store,
+    /// `manager-N`.
+    Manager,
+    /// `server-N`.
+    Server,
+    /// `frontend-N`.
+    Frontend,
+}
+
+/// One faultable node.
+pub struct Node {
+    /// `server-2`, `lock-1`, ...
+    pub name: String,
+    /// What it is, for the nemesis's choice of targets.
+    pub role: Role,
+    /// madsim's handle.
+    pub id: NodeId,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Called when the node is killed: drops its unsynced disk writes; returns how many.
+    crash_disk: Option<Box<dyn Fn() -> usize>>,
+}
+
+/// All faultable nodes of a run, by name (sorted, so iteration is deterministic).
+pub struct World {
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, Node>,
+    /// Links currently cut, directed `(from, to)`, with how many faults cut each.
+    cuts: BTreeMap<(String, String), u32>,
+    /// Names of nodes currently down.
+    pub down: std::collections::BTreeSet<String>,
+}
+
+impl World {
+    /// Create every node of `scenario` in the current runtime, running the control plane with
+    /// `knobs`.
+    pub fn build(scenario: &Scenario, knobs: &Knobs) -> World {
+        let handle = Handle::current();
+        let mut nodes = BTreeMap::new();
+        let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> usize>>| {
+            nodes.insert(name.clone(), Node { name, role, id: node.id(), addr, crash_disk });
+        };
+        let lock_disk: Disk<LockRecord> = Disk::new(knobs.disk_sync_ms);
+        let store_disk: Disk<StoreRecord> = Disk::new(knobs.disk_sync_ms);
+        {
+            let (k, d) = (knobs.clone(), lock_disk.clone());
+            let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || partmap::lock::run(k.clone(), d.clone())).build();
+            let d = lock_disk.clone();
+            add("lock-1".into(), Role::Lock, config::lock_addr(), node, Some(Box::new(move || d.crash())));
+        }
+        {
+            let (k, d) = (knobs.clone(), store_disk.clone());
+            let node = handle.create_node().name("store-1").ip(config::store_addr().ip()).init(move || partmap::store::run(k.clone(), d.clone())).build();
+            let d = store_disk.clone();
+            add("store-1".into(), Role::Store, config::store_addr(), node, Some(Box::new(move || d.crash())));
+        }
+        for n in 1..=scenario.topology.servers {
+            let k = knobs.clone();
+            let name = format!("server-{n}");
+            let addr = config::server_addr(ServerId(n));
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::server::run(ServerId(n), k.clone())).build();
+            add(name, Role::Server, addr, node, None);
+        }
+        for n in 1..=scenario.topology.managers {
+            let k = knobs.clone();
+            let name = format!("manager-{n}");
+            let addr = config::manager_addr(n);
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::manager::run(n, k.clone())).build();
+            add(name, Role::Manager, addr, node, None);
+        }
+        for n in 1..=scenario.topology.frontends {
+            let k = knobs.clone();
+            let name = format!("frontend-{n}");
+            let addr = config::frontend_addr(n);
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::frontend::run(n, k.clone())).build();
+            add(name, Role::Frontend, addr, node, None);
+        }
+        World { nodes, cuts: BTreeMap::new(), down: Default::default() }
+    }
+
+    /// Kill `name` (memory lost, unsynced disk writes lost). Returns false if already down.
+    pub fn kill(&mut self, name: &str) -> bool {
+        if !self.down.insert(name.to_string()) {
+            return false;
+        }
+        let node = &self.nodes[name];
+        Handle::current().kill(node.id);
+        let lost = node.crash_disk.as_ref().map_or(0, |f| f());
+        tracing::info!(target: "partmap_sim", kind = "crash", node = name, unsynced_lost = lost);
+        true
+    }
+
+    /// Restart `name` if it is down (its task starts afresh from its disk).
+    pub fn restart(&mut self, name: &str) {
+        if self.down.remove(name) {
+            Handle::current().restart(self.nodes[name].id);
+            tracing::info!(target: "partmap_sim", kind = "restart", node = name);
+        }
+    }
+
+    /// Cut the directed link `from → to` (counted: overlapping faults each need their heal).
+    pub fn cut(&mut self, from: &str, to: &str) {
+        let n = self.cuts.entry((from.to_string(), to.to_string())).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            NetSim::current().clog_link(self.nodes[from].id, self.nodes[to].id);
+        }
+    }
+
+    /// Undo one [`World::cut`] of `from → to`.
+    pub fn uncut(&mut self, from: &str, to: &str) {
+        let key = (from.to_string(), to.to_string());
+        let Some(n) = self.cuts.get_mut(&key) else { return };
+        *n -= 1;
+        if *n == 0 {
+            self.cuts.remove(&key);
+            NetSim::current().unclog_link(self.nodes[from].id, self.nodes[to].id);
+        }
+    }
+
+    /// Every directed link between `side` and the rest (both directions), plus links to the
+    /// clients' side of the world are left alone.
+    pub fn links_across(&self, side: &[String]) -> Vec<(String, String)> {
+        let mut links = Vec::new();
+        for a in side {
+            for b in self.nodes.keys().filter(|b| !side.contains(b)) {
+                links.push((a.clone(), b.clone()));
+                links.push((b.clone(), a.clone()));
+            }
+        }
+        links
+    }
+
+    /// The heal phase: every link restored and every node up.
+    pub fn heal_all(&mut self) {
+        let cuts: Vec<(String, String)> = self.cuts.keys().cloned().collect();
+        for (a, b) in cuts {
+            NetSim::current().unclog_link(self.nodes[&a].id, self.nodes[&b].id);
+        }
+        self.cuts.clear();
+        let down: Vec<String> = self.down.iter().cloned().collect();
+        for name in down {
+            self.restart(&name);
+        }
+        tracing::info!(target: "partmap_sim", kind = "heal");
+    }
+}
