@@ -231,6 +231,11 @@ impl<R: Clone> Disk<R> {
         d.synced.iter().chain(d.pending.iter()).cloned().collect()
     }
 
+    /// Only the synced records: what a restart would see.
+    pub fn read_durable(&self) -> Vec<R> {
+        self.lock().synced.clone()
+    }
+
     /// Drop every unsynced record: the harness calls this when it kills the owning node.
     /// Returns how many records were lost.
     pub fn crash(&self) -> usize {

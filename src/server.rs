@@ -119,23 +119,37 @@ impl ServerCore {
     /// A stored record is applied to the content if the range is still held at that epoch (if
     /// not, the record is in the stream and the next owner loads it). A fence above our epoch
     /// means a newer owner exists: the range is dropped.
-    pub fn finish_append(&mut self, range: RangeId, record: &Record, result: Option<Result<u64, Epoch>>) {
+    ///
+    /// No answer (`None`) means the record may or may not be in the stream: the content here can
+    /// no longer be trusted to match it. Returns the row to resync in that case: the range
+    /// refuses requests (`NotReady`) until [`ServerCore::finish_open`] reloads it.
+    pub fn finish_append(&mut self, range: RangeId, record: &Record, result: Option<Result<u64, Epoch>>) -> Option<RangeRow> {
         let me = self.id;
-        let Some(held) = self.ranges.get_mut(&range) else { return };
+        let held = self.ranges.get_mut(&range)?;
         if held.row.epoch != record.epoch {
-            return;
+            return None;
         }
         held.inflight.remove(&record.id);
         match result {
             Some(Ok(_)) => {
-                held.objects.entry(record.key.clone()).or_default().extend_from_slice(&record.bytes);
-                held.applied.insert(record.id);
+                if held.applied.insert(record.id) {
+                    held.objects.entry(record.key.clone()).or_default().extend_from_slice(&record.bytes);
+                }
+                None
             }
             Some(Err(fence)) if fence > held.row.epoch => {
                 event::range_dropped(me, range, held.row.epoch, "fenced");
                 self.ranges.remove(&range);
+                None
             }
-            Some(Err(_)) | None => {}
+            Some(Err(_)) => None,
+            None if held.state == HeldState::Active => {
+                held.state = HeldState::Loading;
+                held.objects.clear();
+                held.applied.clear();
+                Some(held.row.clone())
+            }
+            None => None, // a resync is already under way
         }
     }
 
@@ -262,7 +276,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
     }
 }
 
-async fn handle(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, msg: Msg) -> Option<Msg> {
+async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, msg: Msg) -> Option<Msg> {
     let id = core.borrow().id;
     match msg {
         Msg::Append { range, epoch, key, id: op, bytes } => {
@@ -277,7 +291,11 @@ async fn handle(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, msg: Msg) 
                         Ok(Msg::StoreAppended { result }) => Some(result),
                         _ => None,
                     };
-                    core.borrow_mut().finish_append(range, &record, result);
+                    let resync = core.borrow_mut().finish_append(range, &record, result);
+                    if let Some(row) = resync {
+                        let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
+                        madsim::task::spawn_local(async move { resync_loop(&core, &knobs, &rpc, row).await });
+                    }
                     match result {
                         Some(Ok(_)) => Some(Msg::Served { result: Ok(Vec::new()) }),
                         Some(Err(fence)) => Some(Msg::Served { result: Err(Refusal::Fenced { fence }) }),
@@ -293,17 +311,59 @@ async fn handle(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, msg: Msg) 
                 Err(e) => Some(Msg::Opened { result: Err(e) }),
                 Ok(false) => Some(Msg::Opened { result: Ok(()) }),
                 Ok(true) => {
-                    let fence = Msg::Fence { stream: row.id, epoch: row.epoch };
-                    let loaded = match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
-                        Ok(Msg::FenceResult { result: Ok(records) }) => Ok(records),
-                        Ok(Msg::FenceResult { result: Err(fence) }) => Err(format!("fence of {} already at {}", row.id, fence)),
-                        _ => Err("store did not answer the fence".to_string()),
-                    };
+                    let loaded = fence_and_load(rpc, knobs, &row).await.map_err(|e| e.to_string());
                     let result = core.borrow_mut().finish_open(&row, loaded);
                     Some(Msg::Opened { result })
                 }
             }
         }
         other => panic!("{id}: unexpected message {other:?}"),
+    }
+}
+
+/// Why a stream could not be fenced and loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoadError {
+    /// The fence is already above our epoch: a newer owner exists.
+    Fenced(Epoch),
+    /// The store did not answer in time.
+    NoAnswer,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Fenced(e) => write!(f, "fence already at {e}"),
+            LoadError::NoAnswer => write!(f, "store did not answer the fence"),
+        }
+    }
+}
+
+/// Raise the stream's fence to the row's epoch (or find it there) and fetch its content.
+async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
+    let fence = Msg::Fence { stream: row.id, epoch: row.epoch };
+    match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
+        Ok(Msg::FenceResult { result: Ok(records) }) => Ok(records),
+        Ok(Msg::FenceResult { result: Err(fence) }) => Err(LoadError::Fenced(fence)),
+        _ => Err(LoadError::NoAnswer),
+    }
+}
+
+/// Reload a range whose content may have diverged from its stream (an append's outcome at the
+/// store is unknown), retrying while the store does not answer, for as long as the range is
+/// still ours at that epoch.
+async fn resync_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: RangeRow) {
+    loop {
+        let loaded = fence_and_load(rpc, knobs, &row).await;
+        let still_loading = core.borrow().ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
+        if !still_loading {
+            return;
+        }
+        if loaded == Err(LoadError::NoAnswer) {
+            sleep_ms(knobs.renew_interval_ms).await;
+            continue;
+        }
+        let _ = core.borrow_mut().finish_open(&row, loaded.map_err(|e| e.to_string()));
+        return;
     }
 }

@@ -1,7 +1,8 @@
 //! The durable stream store (`store-1`): one append-only stream per range, and the fence that
 //! makes a stale owner's write fail where it takes effect.
 //!
-//! `append(stream, epoch, record)` fails if the stream's fence is above `epoch`;
+//! `append(stream, epoch, record)` fails if the stream's fence is above `epoch`, and is
+//! idempotent per stream: a record whose id is already there is not appended twice;
 //! `fence(stream, epoch)` raises the fence (never lowers it) and returns the sealed content.
 //! Appends are synced to disk before they are acknowledged, and so is the fence. Idea: the
 //! fencing token of Kleppmann's "How to do distributed locking" (2016) and Azure Storage's
@@ -9,7 +10,7 @@
 
 use crate::config::{Knobs, Mutation};
 use crate::event;
-use crate::ids::{Epoch, RangeId};
+use crate::ids::{Epoch, OpId, RangeId};
 use crate::msg::{Msg, Record};
 use crate::seam::{Disk, Rpc};
 use std::cell::RefCell;
@@ -32,6 +33,8 @@ pub struct Stream {
     pub fence: Epoch,
     /// The content.
     pub records: Vec<Record>,
+    /// Offset of each idempotency id in `records`.
+    pub ids: BTreeMap<OpId, u64>,
 }
 
 /// The store's streams, rebuilt from disk on start. Pure: the node task below does the I/O.
@@ -52,7 +55,11 @@ impl Streams {
                     assert!(*epoch >= st.fence, "fence went down on disk");
                     st.fence = *epoch;
                 }
-                StoreRecord::Append { stream, record } => s.streams.entry(*stream).or_default().records.push(record.clone()),
+                StoreRecord::Append { stream, record } => {
+                    let st = s.streams.entry(*stream).or_default();
+                    st.ids.insert(record.id, st.records.len() as u64);
+                    st.records.push(record.clone());
+                }
             }
         }
         s
@@ -71,16 +78,23 @@ impl Streams {
         Ok(rose)
     }
 
-    /// Append `record` to `stream` if the fence allows its epoch. Returns the record's offset.
+    /// Append `record` to `stream` if the fence allows its epoch. Returns the record's offset
+    /// and whether it is new: an id already in the stream is not appended again (a retry after
+    /// an unknown outcome), its first offset is returned instead.
     ///
     /// Errors: `Err(fence)` when the fence is above `record.epoch`.
-    pub fn append(&mut self, stream: RangeId, record: Record, ignore_fence: bool) -> Result<u64, Epoch> {
+    pub fn append(&mut self, stream: RangeId, record: Record, ignore_fence: bool) -> Result<(u64, bool), Epoch> {
         let st = self.streams.entry(stream).or_default();
         if st.fence > record.epoch && !ignore_fence {
             return Err(st.fence);
         }
+        if let Some(&offset) = st.ids.get(&record.id) {
+            return Ok((offset, false));
+        }
+        let offset = st.records.len() as u64;
+        st.ids.insert(record.id, offset);
         st.records.push(record);
-        Ok(st.records.len() as u64 - 1)
+        Ok((offset, true))
     }
 }
 
@@ -126,7 +140,12 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
                     event::effect_fenced(stream, server, epoch, fence, id);
                     Some(Msg::StoreAppended { result: Err(fence) })
                 }
-                Ok(offset) => {
+                Ok((offset, false)) => {
+                    // Already there; it may not be synced yet, so sync before answering.
+                    disk.sync().await;
+                    Some(Msg::StoreAppended { result: Ok(offset) })
+                }
+                Ok((offset, true)) => {
                     disk.append(StoreRecord::Append { stream, record });
                     disk.sync().await;
                     event::effect(stream, server, epoch, &key, id, offset);

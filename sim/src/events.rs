@@ -152,25 +152,36 @@ impl<S: Subscriber> Layer<S> for Collector {
     }
 }
 
-/// FNV-1a over every event's time, kind and fields: equal for equal runs, and different as soon
-/// as one event, value or timestamp differs.
-pub fn trace_hash(events: &[Event]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a offset basis: the hash of an empty trace.
+pub const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Fold one event (time, kind, fields) into a running FNV-1a hash.
+pub fn hash_event(mut h: u64, ev: &Event) -> u64 {
     let mut eat = |bytes: &[u8]| {
         for b in bytes {
             h ^= *b as u64;
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
     };
-    for ev in events {
-        eat(&ev.t_us.to_le_bytes());
-        eat(ev.kind.as_bytes());
-        for (n, v) in &ev.fields {
-            eat(n.as_bytes());
-            eat(v.to_string().as_bytes());
+    eat(&ev.t_us.to_le_bytes());
+    eat(ev.kind.as_bytes());
+    for (n, v) in &ev.fields {
+        eat(n.as_bytes());
+        match v {
+            Val::U(x) => eat(&x.to_le_bytes()),
+            Val::I(x) => eat(&x.to_le_bytes()),
+            Val::F(x) => eat(&x.to_bits().to_le_bytes()),
+            Val::B(x) => eat(&[*x as u8]),
+            Val::S(x) => eat(x.as_bytes()),
         }
     }
     h
+}
+
+/// The trace hash of a whole event list: equal for equal runs, and different as soon as one
+/// event, value or timestamp differs.
+pub fn trace_hash(events: &[Event]) -> u64 {
+    events.iter().fold(HASH_START, hash_event)
 }
 
 /// The `--trace` output: each event printed as it happens, with its simulated time.

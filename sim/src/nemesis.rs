@@ -124,16 +124,12 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                 names_by_role.get(&role).into_iter().flatten()
             })
             .collect();
-        // Pick a role first, then a node of it, so the single store and authority get their
-        // share next to many servers.
-        let roles: Vec<Role> = names_by_role.keys().copied().filter(|r| targets.iter().any(|t| names_by_role[r].contains(t))).collect();
+        // Every target node is equally likely, so servers (the most numerous) crash most.
         for at_ms in poisson_times(rng, plan.crash_per_min, duration_ms) {
-            if roles.is_empty() {
+            if targets.is_empty() {
                 break;
             }
-            let role = roles[rng.gen_range(0..roles.len())];
-            let names = &names_by_role[&role];
-            let node = names[rng.gen_range(0..names.len())].clone();
+            let node = targets[rng.gen_range(0..targets.len())].clone();
             plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.down_ms), fault: Fault::Crash(node) });
         }
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();

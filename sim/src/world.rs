@@ -61,6 +61,8 @@ pub struct World {
     cuts: BTreeMap<(String, String), u32>,
     /// Names of nodes currently down.
     pub down: std::collections::BTreeSet<String>,
+    /// The store's disk: after the heal, its synced streams are the final content.
+    pub store_disk: Disk<StoreRecord>,
 }
 
 impl World {
@@ -107,7 +109,7 @@ impl World {
             let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::frontend::run(n, k.clone())).build();
             add(name, Role::Frontend, addr, node, None);
         }
-        World { nodes, cuts: BTreeMap::new(), down: Default::default() }
+        World { nodes, cuts: BTreeMap::new(), down: Default::default(), store_disk }
     }
 
     /// Kill `name` (memory lost, unsynced disk writes lost). Returns false if already down.
