@@ -75,3 +75,9 @@ pub fn recovered(node: &str, records: usize) {
 pub fn session_expired(server: ServerId, session: u64) {
     info!(target: "partmap", kind = "session_expired", server = server.0, session);
 }
+
+/// A server's session renewal was answered: `ok` = extended, and the lease is now trusted until
+/// `valid_until_ms` (local clock).
+pub fn lease_renewed(server: ServerId, session: u64, ok: bool, valid_until_ms: u64) {
+    info!(target: "partmap", kind = "renewed", server = server.0, session, ok, valid_until_ms);
+}

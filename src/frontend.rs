@@ -62,7 +62,7 @@ struct Frontend {
 
 /// Run frontend `n` forever.
 pub async fn run(n: u32, knobs: Knobs) {
-    let rpc = Rpc::bind(frontend_addr(n), knobs.bandwidth_bytes_per_s).await;
+    let rpc = Rpc::bind(frontend_addr(n), &knobs).await;
     let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0 }));
     let knobs = Rc::new(knobs);
     let rpc2 = rpc.clone();

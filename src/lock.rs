@@ -26,6 +26,9 @@ pub enum LockRecord {
     LeaderTerm { candidate: u32, epoch: u64 },
     /// A server session was started.
     Session { server: ServerId, session: u64 },
+    /// A server session expired. Durable before anyone learns of it, so that a restarted
+    /// authority does not bring the session back after its ranges went to other servers.
+    SessionExpired { server: ServerId, session: u64 },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +53,8 @@ struct Authority {
     last_leader_epoch: u64,
     sessions: BTreeMap<ServerId, Session>,
     last_session: u64,
+    /// Session expiries not yet on disk.
+    unpersisted: Vec<LockRecord>,
 }
 
 impl Authority {
@@ -62,6 +67,7 @@ impl Authority {
             last_leader_epoch: 0,
             sessions: BTreeMap::new(),
             last_session: 0,
+            unpersisted: Vec::new(),
         };
         for rec in records {
             match rec {
@@ -74,16 +80,23 @@ impl Authority {
                     a.last_session = a.last_session.max(*session);
                     a.sessions.insert(*server, Session { session: *session, expires_us: grace, live: true });
                 }
+                LockRecord::SessionExpired { server, session } => {
+                    if let Some(s) = a.sessions.get_mut(server).filter(|s| s.session == *session) {
+                        s.live = false;
+                    }
+                }
             }
         }
         a
     }
 
     /// Expire every lease whose time has passed. Expiry is sticky: a session never comes back.
+    /// The expiries go to `unpersisted`, to be made durable before the manager learns of them.
     fn expire(&mut self, now: u64) {
-        for s in self.sessions.values_mut() {
+        for (server, s) in self.sessions.iter_mut() {
             if s.live && now > s.expires_us {
                 s.live = false;
+                self.unpersisted.push(LockRecord::SessionExpired { server: *server, session: s.session });
             }
         }
         if self.leader.is_some_and(|l| now > l.expires_us) {
@@ -103,7 +116,7 @@ pub async fn run(knobs: Knobs, disk: Disk<LockRecord>) {
     let state = Rc::new(RefCell::new(Authority::recover(knobs.clone(), &records, now_us())));
     // Serializes everything that writes the disk, so a reply never reveals undurable state.
     let durable = Rc::new(tokio::sync::Mutex::new(()));
-    let rpc = Rpc::bind(crate::config::lock_addr(), knobs.bandwidth_bytes_per_s).await;
+    let rpc = Rpc::bind(crate::config::lock_addr(), &knobs).await;
     rpc.serve(move |msg, _from| {
         let (state, disk, durable) = (state.clone(), disk.clone(), durable.clone());
         async move { handle(&state, &disk, &durable, msg).await }
@@ -182,8 +195,21 @@ async fn handle(
         }
         Msg::GetMap => Some(Msg::Map { map: state.borrow().map.clone() }),
         Msg::GetState => {
-            let mut a = state.borrow_mut();
-            a.expire(now_us());
+            // The manager acts on expiries it sees here (it gives the ranges away), so they
+            // must survive a restart of the authority first.
+            let _g = durable.lock().await;
+            let expired = {
+                let mut a = state.borrow_mut();
+                a.expire(now_us());
+                std::mem::take(&mut a.unpersisted)
+            };
+            if !expired.is_empty() {
+                for rec in expired {
+                    disk.append(rec);
+                }
+                disk.sync().await;
+            }
+            let a = state.borrow();
             Some(Msg::State { map: a.map.clone(), sessions: a.session_views() })
         }
         Msg::CasMap { expected_version, leader_epoch, ops } => {

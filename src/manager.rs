@@ -59,7 +59,7 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], split_points: &[Vec<u8
 
 /// Run manager candidate `n` forever.
 pub async fn run(n: u32, knobs: Knobs) {
-    let rpc = Rpc::bind(manager_addr(n), knobs.bandwidth_bytes_per_s).await;
+    let rpc = Rpc::bind(manager_addr(n), &knobs).await;
     let knobs = Rc::new(knobs);
     loop {
         let sent = now_us();

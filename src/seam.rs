@@ -62,7 +62,9 @@ type Handler = Rc<dyn Fn(Msg, SocketAddr) -> Pin<Box<dyn Future<Output = Option<
 /// [`Msg::wire_bytes`] plus [`HEADER_BYTES`]. A node binds one `Rpc` at `ip:1`, answers requests
 /// with [`Rpc::serve`] and sends its own with [`Rpc::call`].
 pub struct Rpc {
-    ep: Endpoint,
+    ep: Rc<Endpoint>,
+    me: std::net::IpAddr,
+    held: HeldLinks,
     next_id: Cell<u64>,
     waiters: RefCell<BTreeMap<u64, tokio::sync::oneshot::Sender<Msg>>>,
     /// Outgoing link busy until this many microseconds (simulated, since start).
@@ -71,12 +73,16 @@ pub struct Rpc {
 }
 
 impl Rpc {
-    /// Bind at `addr` and start the response dispatcher. `bandwidth_bytes_per_s` must be > 0.
-    pub async fn bind(addr: SocketAddr, bandwidth_bytes_per_s: u64) -> Rc<Rpc> {
+    /// Bind at `addr` and start the response dispatcher; the outgoing link runs at
+    /// `knobs.bandwidth_bytes_per_s` (> 0) and obeys `knobs.held_links`.
+    pub async fn bind(addr: SocketAddr, knobs: &crate::config::Knobs) -> Rc<Rpc> {
+        let bandwidth_bytes_per_s = knobs.bandwidth_bytes_per_s;
         assert!(bandwidth_bytes_per_s > 0);
-        let ep = Endpoint::bind(addr).await.expect("bind: address in use");
+        let ep = Rc::new(Endpoint::bind(addr).await.expect("bind: address in use"));
         let rpc = Rc::new(Rpc {
             ep,
+            me: addr.ip(),
+            held: knobs.held_links.clone(),
             next_id: Cell::new(0),
             waiters: RefCell::new(BTreeMap::new()),
             link_busy_until_us: Cell::new(0),
@@ -112,6 +118,19 @@ impl Rpc {
 
     async fn send(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
         self.charge(msg.wire_bytes() + HEADER_BYTES).await;
+        let link = (self.me, dst.ip());
+        if self.held.is_held(link) {
+            // The message is on its way but stuck: it arrives once the link is released,
+            // whatever became of the sender's wait for it.
+            let (ep, held) = (self.ep.clone(), self.held.clone());
+            madsim::task::spawn_local(async move {
+                while held.is_held(link) {
+                    sleep_ms(10).await;
+                }
+                let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+            });
+            return;
+        }
         // A send to an unreachable or clogged destination is silently lost, like a datagram.
         let _ = self.ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
     }
@@ -159,6 +178,46 @@ impl Rpc {
                 });
             }
         });
+    }
+}
+
+/// Directed links whose messages are held (delayed, not dropped) until released: the harness's
+/// "delay" fault, e.g. a write that reaches the store only after a cutover. Shared by every node
+/// of a run; each hold is counted, so overlapping faults each need their release.
+#[derive(Clone, Debug, Default)]
+pub struct HeldLinks(Arc<Mutex<BTreeMap<(std::net::IpAddr, std::net::IpAddr), u32>>>);
+
+impl PartialEq for HeldLinks {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl HeldLinks {
+    /// Whether messages `from → to` are held now.
+    pub fn is_held(&self, link: (std::net::IpAddr, std::net::IpAddr)) -> bool {
+        self.0.lock().expect("held links").contains_key(&link)
+    }
+
+    /// Start holding messages on `link` (counted).
+    pub fn hold(&self, link: (std::net::IpAddr, std::net::IpAddr)) {
+        *self.0.lock().expect("held links").entry(link).or_insert(0) += 1;
+    }
+
+    /// Undo one [`HeldLinks::hold`]; when none is left, held messages go on their way.
+    pub fn release(&self, link: (std::net::IpAddr, std::net::IpAddr)) {
+        let mut held = self.0.lock().expect("held links");
+        if let Some(n) = held.get_mut(&link) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&link);
+            }
+        }
+    }
+
+    /// Release every link.
+    pub fn release_all(&self) {
+        self.0.lock().expect("held links").clear();
     }
 }
 

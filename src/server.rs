@@ -223,7 +223,7 @@ impl ServerCore {
 
 /// Run server `id` forever: session upkeep plus request handling.
 pub async fn run(id: ServerId, knobs: Knobs) {
-    let rpc = Rpc::bind(server_addr(id), knobs.bandwidth_bytes_per_s).await;
+    let rpc = Rpc::bind(server_addr(id), &knobs).await;
     let mut core = ServerCore::new(id);
     core.skip_authority_check = knobs.mutation == Some(Mutation::ServerSkipsAuthorityCheck);
     let core = Rc::new(RefCell::new(core));
@@ -250,6 +250,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
                     let mut c = core.borrow_mut();
                     c.session = Some(session);
                     c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
+                    event::lease_renewed(id, session, true, c.lease_valid_until_us / 1000);
                     continue;
                 }
             }
@@ -261,6 +262,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
                         let mut c = core.borrow_mut();
                         if c.session == Some(session) {
                             c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
+                            event::lease_renewed(id, session, true, c.lease_valid_until_us / 1000);
                         }
                     }
                     Ok(Msg::SessionRenewed { ok: false }) => {

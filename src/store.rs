@@ -103,7 +103,7 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
     let records = disk.read_all();
     event::recovered("store-1", records.len());
     let state = Rc::new(RefCell::new(Streams::recover(&records)));
-    let rpc = Rpc::bind(crate::config::store_addr(), knobs.bandwidth_bytes_per_s).await;
+    let rpc = Rpc::bind(crate::config::store_addr(), &knobs).await;
     let knobs = Rc::new(knobs);
     rpc.serve(move |msg, _from| {
         let (state, disk) = (state.clone(), disk.clone());

@@ -152,27 +152,32 @@ impl<S: Subscriber> Layer<S> for Collector {
     }
 }
 
-/// FNV-1a offset basis: the hash of an empty trace.
+/// The hash of an empty trace.
 pub const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// Fold one event (time, kind, fields) into a running FNV-1a hash.
+/// Fold one event (time, kind, fields) into a running hash. Word-at-a-time multiply-rotate
+/// (FxHash's step): stable across platforms and builds, and cheap enough for every event.
 pub fn hash_event(mut h: u64, ev: &Event) -> u64 {
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= *b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
+    let mut word = |w: u64| h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    let bytes = |b: &[u8], word: &mut dyn FnMut(u64)| {
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        word(u64::from_le_bytes(last) ^ ((b.len() as u64) << 56));
     };
-    eat(&ev.t_us.to_le_bytes());
-    eat(ev.kind.as_bytes());
+    word(ev.t_us);
+    bytes(ev.kind.as_bytes(), &mut word);
     for (n, v) in &ev.fields {
-        eat(n.as_bytes());
+        bytes(n.as_bytes(), &mut word);
         match v {
-            Val::U(x) => eat(&x.to_le_bytes()),
-            Val::I(x) => eat(&x.to_le_bytes()),
-            Val::F(x) => eat(&x.to_bits().to_le_bytes()),
-            Val::B(x) => eat(&[*x as u8]),
-            Val::S(x) => eat(x.as_bytes()),
+            Val::U(x) => word(*x),
+            Val::I(x) => word(*x as u64),
+            Val::F(x) => word(x.to_bits()),
+            Val::B(x) => word(*x as u64),
+            Val::S(x) => bytes(x.as_bytes(), &mut word),
         }
     }
     h

@@ -1,5 +1,8 @@
 //! `partmap-sim`: run one seed, or sweep many.
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions};

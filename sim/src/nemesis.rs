@@ -24,6 +24,10 @@ pub enum Fault {
     Split(Vec<String>),
     /// Drop messages from the first node to the second.
     OneWay(String, String),
+    /// Hold messages from the first node to the second; deliver them after the duration.
+    Delay(String, String),
+    /// Freeze the node's process, resume it after the duration.
+    Pause(String),
 }
 
 impl Fault {
@@ -41,6 +45,8 @@ impl Fault {
             Fault::Isolate(_) => "isolate",
             Fault::Split(_) => "split",
             Fault::OneWay(..) => "one_way",
+            Fault::Delay(..) => "delay",
+            Fault::Pause(_) => "pause",
         }
     }
 }
@@ -63,6 +69,8 @@ pub struct FaultPlan {
     pub crash_per_min: f64,
     /// Drawn partition rate, per simulated minute.
     pub partition_per_min: f64,
+    /// Drawn process-pause rate, per simulated minute.
+    pub pause_per_min: f64,
     /// Every fault, sorted by start time.
     pub faults: Vec<Planned>,
 }
@@ -105,6 +113,8 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             FaultSpec::Isolate { node } => Fault::Isolate(node.clone()),
             FaultSpec::Split { side } => Fault::Split(side.clone()),
             FaultSpec::OneWay { from, to } => Fault::OneWay(from.clone(), to.clone()),
+            FaultSpec::Delay { from, to } => Fault::Delay(from.clone(), to.clone()),
+            FaultSpec::Pause { node } => Fault::Pause(node.clone()),
         };
         plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault });
     }
@@ -134,7 +144,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         }
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
         for at_ms in poisson_times(rng, plan.partition_per_min, duration_ms) {
-            let fault = match rng.gen_range(0..3) {
+            let fault = match rng.gen_range(0..4) {
                 0 => Fault::Isolate(all[rng.gen_range(0..all.len())].clone()),
                 1 => {
                     let mut side: Vec<String> = all.iter().filter(|_| rng.gen_bool(0.5)).cloned().collect();
@@ -143,13 +153,26 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                     }
                     Fault::Split(side)
                 }
-                _ => {
+                2 => {
                     let a = rng.gen_range(0..all.len());
                     let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
                     Fault::OneWay(all[a].clone(), all[b].clone())
                 }
+                _ => {
+                    let a = rng.gen_range(0..all.len());
+                    let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
+                    Fault::Delay(all[a].clone(), all[b].clone())
+                }
             };
             plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
+        }
+    }
+    if let Some(random) = &scenario.faults.random {
+        plan.pause_per_min = uniform_f(rng, random.pause_per_min);
+        let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
+        for at_ms in poisson_times(rng, plan.pause_per_min, duration_ms) {
+            let node = all[rng.gen_range(0..all.len())].clone();
+            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.pause_ms), fault: Fault::Pause(node) });
         }
     }
     plan.faults.sort_by_key(|p| p.at_ms);
@@ -158,7 +181,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
 
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
@@ -181,6 +204,20 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
+                }
+                Fault::Delay(from, to) => {
+                    world.borrow_mut().hold(from, to);
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    sleep_ms(p.duration_ms).await;
+                    world.borrow_mut().release(from, to);
+                }
+                Fault::Pause(node) => {
+                    if !world.borrow_mut().pause(node) {
+                        return;
+                    }
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    sleep_ms(p.duration_ms).await;
+                    world.borrow_mut().resume(node);
                 }
                 fault => {
                     let cut = links(&world.borrow(), fault);

@@ -178,7 +178,7 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
-    let log: crate::events::EventLog = Arc::new(Mutex::new(Vec::with_capacity(64 * 1024)));
+    let log: crate::events::EventLog = Arc::new(Mutex::new(Vec::with_capacity(16 * 1024)));
     let subscriber = tracing_subscriber::registry().with(Collector { log: log.clone() }).with(opts.trace.then_some(Printer));
     let mut knobs = opts.scenario.node_knobs();
     knobs.mutation = opts.mutation;
@@ -188,12 +188,11 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
             println!("{l}");
         }
     }
-    let t0 = std::time::Instant::now();
     let (probe, finals, faults, drawn, sim_ms) = tracing::subscriber::with_default(subscriber, || {
         let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
-        rt.block_on(simulate(opts.clone(), knobs.clone(), log.clone()))
+        rt.block_on(simulate(opts.clone(), knobs.clone()))
     });
-    let drawn_line = format!("faults: crash_per_min={:.2} partition_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2);
+    let drawn_line = format!("faults: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2, drawn.3);
     if opts.echo_header {
         println!("{drawn_line}");
     }
@@ -210,22 +209,18 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         }
     }
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
-    let t1 = std::time::Instant::now();
     let verdicts = vec![
         Verdict { property: "single_writer", kind: Kind::Always, violation: check::single_writer::check(&events).err() },
         Verdict { property: "no_lost_append", kind: Kind::Always, violation: check::no_lost_append::check(&events, &finals).err() },
         Verdict { property: "map_tiles", kind: Kind::Always, violation: check::map_tiles::check(&events).err() },
         Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
     ];
-    let t2 = std::time::Instant::now();
-    let h = trace_hash(&events);
-    if std::env::var("PM_PROF").is_ok() { eprintln!("sim {:?} check {:?} hash {:?} events {}", t1-t0, t2-t1, t2.elapsed(), events.len()); }
     RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), events }
 }
 
-type Simulated = (ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, (f64, f64, usize), u64);
+type Simulated = (ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, (f64, f64, f64, usize), u64);
 
-async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) -> Simulated {
+async fn simulate(opts: RunOptions, knobs: Knobs) -> Simulated {
     let s = opts.scenario.clone();
     let world = World::build(&s, &knobs);
     let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
@@ -279,6 +274,5 @@ async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) 
     let finals = final_content(&world.borrow().store_disk);
     let faults = counts.borrow().clone();
     let sim_ms = partmap::seam::now_ms();
-    if std::env::var("PM_PROF").is_ok() { eprintln!("msgs {}", madsim::net::NetSim::current().stat().msg_count); }
-    (probe, finals, faults, (plan.crash_per_min, plan.partition_per_min, plan.faults.len()), sim_ms)
+    (probe, finals, faults, (plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.faults.len()), sim_ms)
 }

@@ -130,6 +130,12 @@ pub struct RandomFaults {
     /// Kinds of node that may crash. No duplicates; non-empty unless `crash_per_min` is
     /// `[0, 0]`. Default all four.
     pub crash_targets: Vec<NodeKind>,
+    /// Range of the process-pause rate, pauses per minute. `0 <= a <= b <= 600`,
+    /// default `[0.5, 3.0]`. Any node but a client may be paused.
+    pub pause_per_min: [f64; 2],
+    /// How long a paused node stays frozen, ms, drawn per pause. `1 <= a <= b <= 3600000`,
+    /// default `[200, 5000]` (the upper end outlasts the default lease).
+    pub pause_ms: [u64; 2],
 }
 
 /// A kind of node that random faults may crash.
@@ -172,6 +178,12 @@ pub enum FaultSpec {
     Split { side: Vec<String> },
     /// Messages from `from` to `to` are dropped; the reverse direction still works.
     OneWay { from: String, to: String },
+    /// Messages from `from` to `to` are held, not dropped, until the fault ends; then they are
+    /// delivered: a write that reaches the store after a cutover.
+    Delay { from: String, to: String },
+    /// The node's process is frozen (no task runs; messages to it queue up), then resumes
+    /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
+    Pause { node: String },
 }
 
 /// What happens after the faults stop.
@@ -270,6 +282,8 @@ impl Default for RandomFaults {
             partition_per_min: [1.0, 6.0],
             down_ms: [200, 6000],
             partition_ms: [200, 6000],
+            pause_per_min: [0.5, 3.0],
+            pause_ms: [200, 5000],
             crash_targets: vec![
                 NodeKind::Server,
                 NodeKind::Manager,
@@ -411,6 +425,8 @@ impl Scenario {
             ordered_pair("faults.random.partition_per_min", r.partition_per_min, 0.0, 600.0)?;
             ordered_pair("faults.random.down_ms", r.down_ms, 1, FAULT_MS_MAX)?;
             ordered_pair("faults.random.partition_ms", r.partition_ms, 1, FAULT_MS_MAX)?;
+            ordered_pair("faults.random.pause_per_min", r.pause_per_min, 0.0, 600.0)?;
+            ordered_pair("faults.random.pause_ms", r.pause_ms, 1, FAULT_MS_MAX)?;
             for (i, kind) in r.crash_targets.iter().enumerate() {
                 if r.crash_targets[..i].contains(kind) {
                     return Err(format!(
@@ -450,7 +466,7 @@ impl Scenario {
         names: &[String],
     ) -> Result<(), String> {
         match fault {
-            FaultSpec::Crash { node } | FaultSpec::Isolate { node } => {
+            FaultSpec::Crash { node } | FaultSpec::Isolate { node } | FaultSpec::Pause { node } => {
                 self.known_node(&format!("{path}.node"), node, names)
             }
             FaultSpec::Split { side } => {
@@ -472,7 +488,7 @@ impl Scenario {
                 }
                 Ok(())
             }
-            FaultSpec::OneWay { from, to } => {
+            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } => {
                 self.known_node(&format!("{path}.from"), from, names)?;
                 self.known_node(&format!("{path}.to"), to, names)?;
                 if from == to {
@@ -522,6 +538,7 @@ impl Scenario {
             initial_split_points: self.initial_split_points(),
             servers: self.topology.servers,
             mutation: None,
+            held_links: Default::default(),
         }
     }
 

@@ -61,6 +61,10 @@ pub struct World {
     cuts: BTreeMap<(String, String), u32>,
     /// Names of nodes currently down.
     pub down: std::collections::BTreeSet<String>,
+    /// Names of nodes currently paused.
+    pub paused: std::collections::BTreeSet<String>,
+    /// Links whose messages are held (shared with every node's network seam).
+    pub held: partmap::seam::HeldLinks,
     /// The store's disk: after the heal, its synced streams are the final content.
     pub store_disk: Disk<StoreRecord>,
 }
@@ -109,7 +113,7 @@ impl World {
             let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::frontend::run(n, k.clone())).build();
             add(name, Role::Frontend, addr, node, None);
         }
-        World { nodes, cuts: BTreeMap::new(), down: Default::default(), store_disk }
+        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, held: knobs.held_links.clone() }
     }
 
     /// Kill `name` (memory lost, unsynced disk writes lost). Returns false if already down.
@@ -117,11 +121,42 @@ impl World {
         if !self.down.insert(name.to_string()) {
             return false;
         }
+        self.paused.remove(name); // a killed process is no longer paused; its restart runs
         let node = &self.nodes[name];
         Handle::current().kill(node.id);
         let lost = node.crash_disk.as_ref().map_or(0, |f| f());
         tracing::info!(target: "partmap_sim", kind = "crash", node = name, unsynced_lost = lost);
         true
+    }
+
+    /// Hold messages `from → to` until [`World::release`] (counted).
+    pub fn hold(&mut self, from: &str, to: &str) {
+        self.held.hold((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()));
+        tracing::info!(target: "partmap_sim", kind = "hold", from, to);
+    }
+
+    /// Undo one [`World::hold`]: held messages go on their way once no hold is left.
+    pub fn release(&mut self, from: &str, to: &str) {
+        self.held.release((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()));
+    }
+
+    /// Freeze `name`'s process (its tasks stop; its memory stays). Returns false if it is down
+    /// or already paused.
+    pub fn pause(&mut self, name: &str) -> bool {
+        if self.down.contains(name) || !self.paused.insert(name.to_string()) {
+            return false;
+        }
+        Handle::current().pause(self.nodes[name].id);
+        tracing::info!(target: "partmap_sim", kind = "pause", node = name);
+        true
+    }
+
+    /// Let a paused `name` run again.
+    pub fn resume(&mut self, name: &str) {
+        if self.paused.remove(name) {
+            Handle::current().resume(self.nodes[name].id);
+            tracing::info!(target: "partmap_sim", kind = "resume", node = name);
+        }
     }
 
     /// Restart `name` if it is down (its task starts afresh from its disk).
@@ -172,6 +207,11 @@ impl World {
             NetSim::current().unclog_link(self.nodes[&a].id, self.nodes[&b].id);
         }
         self.cuts.clear();
+        self.held.release_all();
+        let paused: Vec<String> = self.paused.iter().cloned().collect();
+        for name in paused {
+            self.resume(&name);
+        }
         let down: Vec<String> = self.down.iter().cloned().collect();
         for name in down {
             self.restart(&name);
