@@ -175,6 +175,21 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
     content.into_iter().collect()
 }
 
+/// How many of the most-appended keys the probe reads back through the frontends at the end.
+const FINAL_READ_KEYS: usize = 16;
+
+/// The `n` keys with the most append invocations (ties: key order). Workload keys are printable
+/// ASCII, so their rendered form is their bytes.
+fn busiest_keys(events: &[Event], n: usize) -> Vec<Vec<u8>> {
+    let mut count: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind == "invoke" && e.s("op") == "append") {
+        *count.entry(e.s("key")).or_default() += 1;
+    }
+    let mut by_count: Vec<(u64, &str)> = count.into_iter().map(|(k, c)| (c, k)).collect();
+    by_count.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    by_count.into_iter().take(n).map(|(_, k)| k.as_bytes().to_vec()).collect()
+}
+
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
@@ -190,7 +205,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     }
     let (probe, finals, faults, drawn, sim_ms) = tracing::subscriber::with_default(subscriber, || {
         let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
-        rt.block_on(simulate(opts.clone(), knobs.clone()))
+        rt.block_on(simulate(opts.clone(), knobs.clone(), log.clone()))
     });
     let drawn_line = format!("faults: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2, drawn.3);
     if opts.echo_header {
@@ -220,7 +235,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
 
 type Simulated = (ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, (f64, f64, f64, usize), u64);
 
-async fn simulate(opts: RunOptions, knobs: Knobs) -> Simulated {
+async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) -> Simulated {
     let s = opts.scenario.clone();
     let world = World::build(&s, &knobs);
     let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
@@ -259,6 +274,7 @@ async fn simulate(opts: RunOptions, knobs: Knobs) -> Simulated {
     while finished.load(Ordering::SeqCst) < s.topology.clients {
         sleep_ms(100).await;
     }
+    let final_keys = busiest_keys(&log.lock().expect("event log"), FINAL_READ_KEYS);
     let report = Arc::new(Mutex::new(ProbeReport::default()));
     {
         let (sc, k, r) = (s.clone(), knobs.clone(), report.clone());
@@ -266,7 +282,7 @@ async fn simulate(opts: RunOptions, knobs: Knobs) -> Simulated {
             .create_node()
             .name("client-0")
             .ip(client_addr(0).ip())
-            .init(move || workload::probe(sc.clone(), k.clone(), r.clone()))
+            .init(move || workload::probe(sc.clone(), k.clone(), final_keys.clone(), r.clone()))
             .build();
         clients.push(node.id());
     }

@@ -138,9 +138,10 @@ pub struct ProbeReport {
 }
 
 /// The probe client (`client-0`), started at the heal: until the liveness deadline, check that
-/// every range in the map is active and that an append to each succeeds through a frontend.
-/// Writes its findings into `report`.
-pub async fn probe(scenario: Scenario, knobs: Knobs, report: Arc<Mutex<ProbeReport>>) {
+/// every range in the map is active and that an append to each succeeds through a frontend; then
+/// read `final_keys` and every probed key through the frontends (recorded in the history, for
+/// `no_lost_append` to compare with the final content). Writes its findings into `report`.
+pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, report: Arc<Mutex<ProbeReport>>) {
     let rpc = Rpc::bind(client_addr(0), &knobs).await;
     let start = now_us();
     let deadline_us = start + scenario.heal.liveness_deadline_s * 1_000_000;
@@ -184,6 +185,15 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, report: Arc<Mutex<ProbeRepo
         sleep_ms(200).await;
     };
     let recovery_ms = (now_us() - start) / 1000;
+    if live {
+        let mut keys: Vec<Vec<u8>> = final_keys.into_iter().chain(proven).collect();
+        keys.sort();
+        keys.dedup();
+        for (i, key) in keys.into_iter().enumerate() {
+            seq += 1;
+            read(&rpc, &knobs, i as u32 % scenario.topology.frontends + 1, 0, seq, key).await;
+        }
+    }
     let mut r = report.lock().expect("probe report");
     *r = ProbeReport { live, detail: if live { String::new() } else { detail }, recovery_ms, done: true };
 }

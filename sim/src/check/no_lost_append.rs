@@ -2,7 +2,8 @@
 //! every acknowledged append is there exactly once; nothing that definitely failed is there; an
 //! append with an unknown outcome is there at most once; nothing is there that no client ever
 //! appended; and if one append was acknowledged before another was invoked, on the same key,
-//! it comes first.
+//! it comes first. And the final reads the probe makes through the frontends after the heal
+//! (`client 0`) return exactly the final content of their key.
 
 use super::secs;
 use crate::events::Event;
@@ -41,6 +42,19 @@ pub fn check(events: &[Event], finals: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Stri
     let mut judged: BTreeMap<String, Vec<OpId>> = BTreeMap::new();
     for key in ops.values().map(|op| op.key.clone()) {
         judged.entry(key).or_default();
+    }
+    let final_of: BTreeMap<String, &Vec<u8>> = finals.iter().map(|(k, c)| (show_key(k), c)).collect();
+    for ev in events.iter().filter(|e| e.kind == "complete" && e.s("op") == "read" && e.u("client") == 0 && e.s("outcome") == "ok") {
+        let key = ev.s("key");
+        let empty = Vec::new();
+        let content = final_of.get(key).copied().unwrap_or(&empty);
+        let (len, hash) = (content.len() as u64, crate::workload::content_hash(content));
+        if ev.u("value_len") != len || ev.u("value_hash") != hash {
+            return Err(format!(
+                "key {key}: the final read at {} returned {} bytes (hash {:016x}) but the final content is {len} bytes (hash {hash:016x})",
+                secs(ev.t_us), ev.u("value_len"), ev.u("value_hash")
+            ));
+        }
     }
     for (key, content) in finals {
         let k = show_key(key);
