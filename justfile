@@ -1,6 +1,7 @@
-# partmap: the everyday commands. `just --list` shows them.
+# partmap: the everyday commands. `just --list` shows them; each is one cargo command you can
+# also type yourself.
 
-# Sweep the default scenario (the main job). Example: just sweep 0..2000 2
+# Sweep a scenario (the main job). Example: just sweep 0..2000 2
 sweep seeds="0..2000" jobs="2" scenario="scenarios/failover.json":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario {{scenario}}
 
@@ -8,21 +9,21 @@ sweep seeds="0..2000" jobs="2" scenario="scenarios/failover.json":
 repro seed scenario="scenarios/failover.json" *args="":
     cargo run --release -p partmap-sim -- run --seed {{seed}} --scenario {{scenario}} --trace {{args}}
 
-# Unit, property, golden and simulation tests.
+# Unit, property, golden and simulation tests (the README's test command).
 test:
-    cargo test --workspace
+    cargo test --workspace --release
 
 # What CI runs.
 ci:
     bash .ci/run
 
-# Speed benchmark: a fixed seed range of the default scenario at 1 and 2 jobs, plus madsim's raw
-# message rate on this machine for comparison. Writes reports/bench-*.json.
+# Speed benchmark: madsim's raw message rate on this machine, then a fixed seed range of the
+# default scenario at 1 and 2 jobs (summaries in reports/bench-jobs1/ and reports/bench-jobs2/).
 bench:
-    cargo build --release -p partmap-sim --example madsim_baseline
     cargo run --release -p partmap-sim --example madsim_baseline
-    /usr/bin/time -v target/release/partmap-sim sweep --seeds 0..200 --jobs 1 --report-dir reports/bench-jobs1 2>&1 | grep -E "seeds_per_s|Maximum resident"
-    /usr/bin/time -v target/release/partmap-sim sweep --seeds 0..200 --jobs 2 --report-dir reports/bench-jobs2 2>&1 | grep -E "seeds_per_s|Maximum resident"
+    cargo build --release -p partmap-sim
+    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --seeds 0..100 --jobs 1 --report-dir reports/bench-jobs1 2>&1 | grep -E "seeds_per_s|Maximum resident"
+    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --seeds 0..200 --jobs 2 --report-dir reports/bench-jobs2 2>&1 | grep -E "seeds_per_s|Maximum resident"
 
 # Show that the checkers catch a broken build: the store ignoring the fence, on the golden scenario.
 mutant:

@@ -13,8 +13,9 @@ use std::process::ExitCode;
 
 /// Deterministic simulation of a range-partitioned storage control plane.
 ///
-/// Exit codes: 0 every property held (or the scenario's expected outcome happened), 1 a safety
-/// property was violated, 2 a liveness property failed, 3 the harness crashed, 64 bad usage.
+/// Exit codes: 0 every seed ended as its scenario expects (by default: every property held),
+/// 1 a safety property was violated (or an expected violation did not happen), 2 a liveness
+/// property failed, 3 the harness crashed or could not write its reports, 64 bad usage.
 #[derive(Parser)]
 #[command(name = "partmap-sim", version)]
 struct Cli {
@@ -27,8 +28,8 @@ enum Command {
     /// Run one seed: prints seed=N and every knob first, a verdict per property and the trace
     /// hash last.
     Run {
-        /// The seed.
-        #[arg(long)]
+        /// The seed (a non-negative integer).
+        #[arg(long, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/failover.json.
         #[arg(long)]
@@ -43,14 +44,14 @@ enum Command {
     /// Run seeds A..B (B excluded) in parallel and summarize.
     Sweep {
         /// Seed range `A..B`.
-        #[arg(long, value_parser = parse_seeds)]
+        #[arg(long, value_parser = parse_seeds, allow_negative_numbers = true)]
         seeds: (u64, u64),
         /// Scenario file (JSON); default: the built-in copy of scenarios/failover.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// Worker threads (each runs whole seeds).
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
         /// Switch off one safety mechanism (to prove a checker catches it).
         #[arg(long, value_parser = Mutation::parse)]
         mutation: Option<Mutation>,
@@ -78,7 +79,15 @@ fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let usage = e.use_stderr();
+            let _ = e.print();
+            // --help and --version are not errors; everything else is bad usage.
+            return if usage { ExitCode::from(64) } else { ExitCode::SUCCESS };
+        }
+    };
     match cli.command {
         Command::Run { seed, scenario, trace, mutation } => {
             let (scenario, scenario_label) = match load(scenario) {
@@ -120,7 +129,7 @@ fn main() -> ExitCode {
                 }
             };
             let base = RunOptions { seed: seeds.0, scenario, scenario_label, mutation, trace: false, echo_header: false };
-            let summary = sweep::sweep(&base, seeds.0, seeds.1, jobs, &report_dir, true);
+            let summary = sweep::sweep(&base, seeds.0, seeds.1, jobs as usize, &report_dir, true);
             print!("{}", sweep::render(&summary, &base));
             ExitCode::from(summary.exit_code() as u8)
         }

@@ -30,6 +30,20 @@ pub enum Fault {
     Pause(String),
 }
 
+impl std::fmt::Display for Fault {
+    /// `isolate server-2`, `split lock-1,server-1 | rest`, `one_way server-1->lock-1`, ...
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Crash(n) => write!(f, "crash {n}"),
+            Fault::Isolate(n) => write!(f, "isolate {n}"),
+            Fault::Split(side) => write!(f, "split {} | rest", side.join(",")),
+            Fault::OneWay(a, b) => write!(f, "one_way {a}->{b}"),
+            Fault::Delay(a, b) => write!(f, "delay {a}->{b}"),
+            Fault::Pause(n) => write!(f, "pause {n}"),
+        }
+    }
+}
+
 impl Fault {
     /// The counter name: `crash_server`, `crash_manager`, `crash_store`, `crash_lock`,
     /// `isolate`, `split`, `one_way`.
@@ -206,10 +220,12 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     world.borrow_mut().restart(node);
                 }
                 Fault::Delay(from, to) => {
+                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
                     world.borrow_mut().hold(from, to);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().release(from, to);
+                    tracing::info!(target: "partmap_sim", kind = "fault_end", fault = p.fault.to_string().as_str());
                 }
                 Fault::Pause(node) => {
                     if !world.borrow_mut().pause(node) {
@@ -221,7 +237,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                 }
                 fault => {
                     let cut = links(&world.borrow(), fault);
-                    tracing::info!(target: "partmap_sim", kind = "partition", fault = counter, detail = format!("{fault:?}").as_str(), duration_ms = p.duration_ms);
+                    tracing::info!(target: "partmap_sim", kind = "fault", fault = fault.to_string().as_str(), duration_ms = p.duration_ms);
                     for (a, b) in &cut {
                         world.borrow_mut().cut(a, b);
                     }
@@ -230,6 +246,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     for (a, b) in &cut {
                         world.borrow_mut().uncut(a, b);
                     }
+                    tracing::info!(target: "partmap_sim", kind = "fault_end", fault = fault.to_string().as_str());
                 }
             }
         });

@@ -175,6 +175,11 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
     content.into_iter().collect()
 }
 
+/// The fault rates drawn for a seed, as a header line.
+fn drawn_line(drawn: (f64, f64, f64, usize)) -> String {
+    format!("faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2, drawn.3)
+}
+
 /// How many of the most-appended keys the probe reads back through the frontends at the end.
 const FINAL_READ_KEYS: usize = 16;
 
@@ -207,11 +212,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
         rt.block_on(simulate(opts.clone(), knobs.clone(), log.clone()))
     });
-    let drawn_line = format!("faults: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2, drawn.3);
-    if opts.echo_header {
-        println!("{drawn_line}");
-    }
-    header.push(drawn_line);
+    header.push(drawn_line(drawn));
     let events = std::mem::take(&mut *log.lock().expect("event log"));
     let mut ops = OpCounts::default();
     for ev in events.iter().filter(|e| e.kind == "complete" && e.u("client") > 0) {
@@ -244,6 +245,10 @@ async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) 
     }
     by_role.remove(&Role::Frontend);
     let plan = nemesis::draw(&s, &by_role, &mut madsim::rand::thread_rng());
+    if opts.echo_header {
+        // Before any node runs, so the header precedes the trace.
+        println!("{}", drawn_line((plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.faults.len())));
+    }
     let world = Rc::new(RefCell::new(world));
     let counts = Rc::new(RefCell::new(BTreeMap::new()));
     nemesis::spawn(world.clone(), &plan, counts.clone());

@@ -63,14 +63,18 @@ pub struct Summary {
     pub failing: Vec<SeedResult>,
     /// Seeds that crashed the harness, with the panic message.
     pub crashed: Vec<(u64, String)>,
+    /// Where the JSON summary went.
+    pub json_path: String,
+    /// Report files that could not be written, with the error.
+    pub report_errors: Vec<String>,
 }
 
 impl Summary {
-    /// The exit code: 3 if the harness crashed on any seed, else 1 if any seed broke safety
+    /// The exit code: 3 if the harness crashed on any seed or could not write a report, else 1 if any seed broke safety
     /// unexpectedly, else 2 for a liveness failure, else 0.
     pub fn exit_code(&self) -> i32 {
         let any = |o: RunOutcome| self.failing.iter().any(|f| f.outcome == o);
-        if !self.crashed.is_empty() {
+        if !self.crashed.is_empty() || !self.report_errors.is_empty() {
             3
         } else if any(RunOutcome::SafetyViolation) {
             1
@@ -108,9 +112,22 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
     let next = AtomicU64::new(first);
     let results: Mutex<Vec<SeedResult>> = Mutex::new(Vec::new());
     let crashed: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
-    let bar = if progress { indicatif::ProgressBar::new(end - first) } else { indicatif::ProgressBar::hidden() };
+    use std::io::IsTerminal;
+    let progress_on_tty = progress && std::io::stderr().is_terminal();
+    let done_count = AtomicU64::new(0);
+    let bar = if progress_on_tty { indicatif::ProgressBar::new(end - first) } else { indicatif::ProgressBar::hidden() };
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta} {msg}").expect("template"));
     let failing_dir = report_dir.join("failing");
+    let stem = report_stem(base);
+    let report_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    // Logs of an earlier sweep of the same scenario would be mistaken for this one's.
+    if let Ok(entries) = std::fs::read_dir(&failing_dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&format!("{stem}-seed-")) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
@@ -126,7 +143,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                         let violations: Vec<(String, String)> =
                             report.verdicts.iter().filter_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))).collect();
                         if !as_expected {
-                            let _ = std::fs::create_dir_all(&failing_dir);
+                            let path = failing_dir.join(format!("{stem}-seed-{seed}.log"));
                             let mut text = report.header.join("\n");
                             text.push('\n');
                             for ev in &report.events {
@@ -137,7 +154,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                                 let _ = writeln!(text, "VIOLATION {p}: {e}");
                             }
                             let _ = writeln!(text, "repro: {}", repro_command(&opts, seed));
-                            let _ = std::fs::write(failing_dir.join(format!("{}-seed-{seed}.log", scenario_stem(&opts.scenario_label))), text);
+                            if let Err(e) = std::fs::create_dir_all(&failing_dir).and_then(|_| std::fs::write(&path, text)) {
+                                report_errors.lock().expect("report errors").push(format!("{}: {e}", path.display()));
+                            }
                             bar.set_message(format!("seed {seed} FAILED"));
                         }
                         let r = SeedResult {
@@ -155,6 +174,13 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                     Err(p) => crashed.lock().expect("crashed").push((seed, panic_message(&*p))),
                 }
                 bar.inc(1);
+                if !progress_on_tty {
+                    let done = done_count.fetch_add(1, Ordering::SeqCst) + 1;
+                    let total = end - first;
+                    if progress && (done * 10 / total != (done - 1) * 10 / total || done == total) {
+                        eprintln!("{done}/{total} seeds");
+                    }
+                }
             });
         }
     });
@@ -179,6 +205,8 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         sim_s_per_seed: 0.0,
         failing: Vec::new(),
         crashed,
+        json_path: String::new(),
+        report_errors: Vec::new(),
     };
     for r in &results {
         for (p, _) in &r.violations {
@@ -197,10 +225,23 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
     }
     s.sim_s_per_seed /= results.len().max(1) as f64;
     s.failing = results.into_iter().filter(|r| !r.as_expected).collect();
-    let _ = std::fs::create_dir_all(report_dir);
+    s.report_errors = report_errors.into_inner().expect("report errors");
+    let json_path = report_dir.join(format!("sweep-{stem}.json"));
+    s.json_path = json_path.display().to_string();
     let json = serde_json::to_string_pretty(&s).expect("summary serializes");
-    let _ = std::fs::write(report_dir.join(format!("sweep-{}.json", scenario_stem(&base.scenario_label))), json);
+    if let Err(e) = std::fs::create_dir_all(report_dir).and_then(|_| std::fs::write(&json_path, json)) {
+        s.report_errors.push(format!("{}: {e}", json_path.display()));
+    }
     s
+}
+
+/// The name reports of this sweep go under: the scenario's file stem, plus the mutation if any.
+fn report_stem(base: &RunOptions) -> String {
+    let stem = scenario_stem(&base.scenario_label);
+    match base.mutation {
+        Some(m) => format!("{stem}-{}", m.name()),
+        None => stem,
+    }
 }
 
 /// `scenarios/failover.json` → `failover`.
@@ -230,10 +271,17 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
         "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}",
         o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed
     );
+    let _ = writeln!(out, "\nsummary: {}", s.json_path);
+    if !s.failing.is_empty() {
+        let _ = writeln!(out, "failing seeds' logs: {}", std::path::Path::new(&s.json_path).with_file_name("failing").display());
+    }
+    for e in &s.report_errors {
+        let _ = writeln!(out, "ERROR: could not write report {e}");
+    }
     for (seed, msg) in &s.crashed {
         let _ = writeln!(out, "\nseed {seed}: HARNESS CRASH: {msg}\n  repro: {}", repro_command(base, *seed));
     }
-    if s.failing.is_empty() && s.crashed.is_empty() {
+    if s.failing.is_empty() && s.crashed.is_empty() && s.report_errors.is_empty() {
         let _ = writeln!(out, "\nall {n} seeds as expected ({:?})", base.scenario.expect.outcome);
     }
     for f in &s.failing {

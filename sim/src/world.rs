@@ -125,14 +125,13 @@ impl World {
         let node = &self.nodes[name];
         Handle::current().kill(node.id);
         let lost = node.crash_disk.as_ref().map_or(0, |f| f());
-        tracing::info!(target: "partmap_sim", kind = "crash", node = name, unsynced_lost = lost);
+        tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("crash {name}").as_str(), unsynced_lost = lost);
         true
     }
 
     /// Hold messages `from → to` until [`World::release`] (counted).
     pub fn hold(&mut self, from: &str, to: &str) {
         self.held.hold((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()));
-        tracing::info!(target: "partmap_sim", kind = "hold", from, to);
     }
 
     /// Undo one [`World::hold`]: held messages go on their way once no hold is left.
@@ -147,7 +146,7 @@ impl World {
             return false;
         }
         Handle::current().pause(self.nodes[name].id);
-        tracing::info!(target: "partmap_sim", kind = "pause", node = name);
+        tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("pause {name}").as_str());
         true
     }
 
@@ -155,7 +154,7 @@ impl World {
     pub fn resume(&mut self, name: &str) {
         if self.paused.remove(name) {
             Handle::current().resume(self.nodes[name].id);
-            tracing::info!(target: "partmap_sim", kind = "resume", node = name);
+            tracing::info!(target: "partmap_sim", kind = "fault_end", fault = format!("pause {name}").as_str());
         }
     }
 
@@ -163,7 +162,7 @@ impl World {
     pub fn restart(&mut self, name: &str) {
         if self.down.remove(name) {
             Handle::current().restart(self.nodes[name].id);
-            tracing::info!(target: "partmap_sim", kind = "restart", node = name);
+            tracing::info!(target: "partmap_sim", kind = "fault_end", fault = format!("crash {name}").as_str());
         }
     }
 
@@ -216,6 +215,6 @@ impl World {
         for name in down {
             self.restart(&name);
         }
-        tracing::info!(target: "partmap_sim", kind = "heal");
+        tracing::info!(target: "partmap_sim", kind = "heal", note = "all links restored, paused nodes resumed, crashed nodes restarted");
     }
 }
