@@ -55,6 +55,9 @@ pub struct Summary {
     pub faults: BTreeMap<String, u64>,
     /// Seeds with at least one fault of each kind.
     pub seeds_with_fault: BTreeMap<String, u64>,
+    /// Seeds with at least one server crash and at least one network fault (isolate, split,
+    /// one_way or delay).
+    pub seeds_with_server_crash_and_partition: u64,
     /// Operations summed over seeds.
     pub ops: crate::run::OpCounts,
     /// Mean simulated seconds per seed.
@@ -201,6 +204,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         violations: ["single_writer", "no_lost_append", "map_tiles", "liveness"].iter().map(|p| (p.to_string(), 0)).collect(),
         faults: BTreeMap::new(),
         seeds_with_fault: BTreeMap::new(),
+        seeds_with_server_crash_and_partition: 0,
         ops: Default::default(),
         sim_s_per_seed: 0.0,
         failing: Vec::new(),
@@ -209,6 +213,10 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         report_errors: Vec::new(),
     };
     for r in &results {
+        let partitioned = ["isolate", "split", "one_way", "delay"].iter().any(|k| r.faults.contains_key(*k));
+        if partitioned && r.faults.contains_key("crash_server") {
+            s.seeds_with_server_crash_and_partition += 1;
+        }
         for (p, _) in &r.violations {
             *s.violations.entry(p.clone()).or_default() += 1;
         }
@@ -265,6 +273,8 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
         let seeds = s.seeds_with_fault.get(k).copied().unwrap_or(0);
         let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
     }
+    let both = s.seeds_with_server_crash_and_partition;
+    let _ = writeln!(out, "seeds with a server crash and a network fault: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
     let o = &s.ops;
     let _ = writeln!(
         out,
