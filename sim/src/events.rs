@@ -92,10 +92,13 @@ fn ours(meta: &Metadata<'_>) -> bool {
     meta.target().starts_with("partmap")
 }
 
-/// The tracing layer that fills an [`EventLog`].
+/// The tracing layer that fills an [`EventLog`], and with `print` also streams each event as it
+/// happens (the `--trace` output).
 pub struct Collector {
     /// Where events go.
     pub log: EventLog,
+    /// Print every event to stdout with its simulated time.
+    pub print: bool,
 }
 
 struct Visitor {
@@ -148,6 +151,9 @@ impl<S: Subscriber> Layer<S> for Collector {
         let mut v = Visitor { kind: String::new(), fields: Vec::with_capacity(8) };
         event.record(&mut v);
         let ev = Event { t_us: sim_now_us(), kind: v.kind, fields: v.fields };
+        if self.print {
+            println!("{}", ev.render());
+        }
         self.log.lock().expect("event log").push(ev);
     }
 }
@@ -187,28 +193,4 @@ pub fn hash_event(mut h: u64, ev: &Event) -> u64 {
 /// event, value or timestamp differs.
 pub fn trace_hash(events: &[Event]) -> u64 {
     events.iter().fold(HASH_START, hash_event)
-}
-
-/// The `--trace` output: each event printed as it happens, with its simulated time.
-pub struct Printer;
-
-impl<S: Subscriber> Layer<S> for Printer {
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        if ours(meta) {
-            Interest::always()
-        } else {
-            Interest::never()
-        }
-    }
-
-    fn enabled(&self, meta: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
-        ours(meta)
-    }
-
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let mut v = Visitor { kind: String::new(), fields: Vec::new() };
-        event.record(&mut v);
-        let ev = Event { t_us: sim_now_us(), kind: v.kind, fields: v.fields };
-        println!("{}", ev.render());
-    }
 }

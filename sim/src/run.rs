@@ -3,7 +3,7 @@
 //! checks every property.
 
 use crate::check::{self, Kind, Verdict};
-use crate::events::{trace_hash, Collector, Event, Printer};
+use crate::events::{trace_hash, Collector, Event};
 use crate::nemesis;
 use crate::scenario::{ExpectedOutcome, Scenario};
 use crate::workload::{self, ProbeReport};
@@ -199,7 +199,7 @@ fn busiest_keys(events: &[Event], n: usize) -> Vec<Vec<u8>> {
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
     let log: crate::events::EventLog = Arc::new(Mutex::new(Vec::with_capacity(16 * 1024)));
-    let subscriber = tracing_subscriber::registry().with(Collector { log: log.clone() }).with(opts.trace.then_some(Printer));
+    let subscriber = tracing_subscriber::registry().with(Collector { log: log.clone(), print: opts.trace });
     let mut knobs = opts.scenario.node_knobs();
     knobs.mutation = opts.mutation;
     let mut header = header(opts, &knobs);
