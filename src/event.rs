@@ -81,3 +81,8 @@ pub fn session_expired(server: ServerId, session: u64) {
 pub fn lease_renewed(server: ServerId, session: u64, ok: bool, valid_until_ms: u64) {
     info!(target: "partmap", kind = "renewed", server = server.0, session, ok, valid_until_ms);
 }
+
+/// A server passed the authority check for a (strong) read and answered it.
+pub fn read_served(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8]) {
+    info!(target: "partmap", kind = "read_served", server = server.0, range = range.0, epoch = epoch.0, key = show_key(key).as_str());
+}

@@ -196,21 +196,25 @@ async fn handle(
         Msg::GetMap => Some(Msg::Map { map: state.borrow().map.clone() }),
         Msg::GetState => {
             // The manager acts on expiries it sees here (it gives the ranges away), so they
-            // must survive a restart of the authority first.
+            // must survive a restart of the authority first. Other requests may expire more
+            // sessions while we wait for the disk: repeat until the reply can be built with
+            // nothing unsaved, and build it with no await in between.
             let _g = durable.lock().await;
-            let expired = {
-                let mut a = state.borrow_mut();
-                a.expire(now_us());
-                std::mem::take(&mut a.unpersisted)
-            };
-            if !expired.is_empty() {
+            loop {
+                let expired = {
+                    let mut a = state.borrow_mut();
+                    a.expire(now_us());
+                    std::mem::take(&mut a.unpersisted)
+                };
+                if expired.is_empty() {
+                    let a = state.borrow();
+                    return Some(Msg::State { map: a.map.clone(), sessions: a.session_views() });
+                }
                 for rec in expired {
                     disk.append(rec);
                 }
                 disk.sync().await;
             }
-            let a = state.borrow();
-            Some(Msg::State { map: a.map.clone(), sessions: a.session_views() })
         }
         Msg::CasMap { expected_version, leader_epoch, ops } => {
             let _g = durable.lock().await;

@@ -79,11 +79,14 @@ impl Rpc {
         let bandwidth_bytes_per_s = knobs.bandwidth_bytes_per_s;
         assert!(bandwidth_bytes_per_s > 0);
         let ep = Rc::new(Endpoint::bind(addr).await.expect("bind: address in use"));
+        // Request ids start at a random point (from the seeded RNG), so replies addressed to an
+        // earlier incarnation of this node (held in the network) cannot match this one's calls.
+        let first_id: u64 = madsim::rand::random::<u64>() >> 1;
         let rpc = Rc::new(Rpc {
             ep,
             me: addr.ip(),
             held: knobs.held_links.clone(),
-            next_id: Cell::new(0),
+            next_id: Cell::new(first_id),
             waiters: RefCell::new(BTreeMap::new()),
             link_busy_until_us: Cell::new(0),
             bandwidth_bytes_per_s,
@@ -225,6 +228,10 @@ impl HeldLinks {
 struct DiskInner<R> {
     synced: Vec<R>,
     pending: Vec<R>,
+    /// Records ever appended (synced + pending + lost in crashes), for sync marks.
+    appended_total: u64,
+    /// Records ever made durable or lost: `appended_total - pending.len()`.
+    settled_total: u64,
     /// Bumped by every crash, so a sync that straddles a crash makes nothing durable.
     generation: u64,
     sync_ms: u64,
@@ -253,7 +260,7 @@ impl<R> Clone for Disk<R> {
 impl<R: Clone> Disk<R> {
     /// An empty disk whose fsync takes `sync_ms` milliseconds.
     pub fn new(sync_ms: u64) -> Self {
-        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), generation: 0, sync_ms, syncs: 0 };
+        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, syncs: 0 };
         Disk { inner: Arc::new(Mutex::new(inner)) }
     }
 
@@ -263,14 +270,18 @@ impl<R: Clone> Disk<R> {
 
     /// Buffer one record (not durable until a later [`Disk::sync`] completes).
     pub fn append(&self, rec: R) {
-        self.lock().pending.push(rec);
+        let mut d = self.lock();
+        d.pending.push(rec);
+        d.appended_total += 1;
     }
 
     /// Make every record appended before this call durable; takes `sync_ms` of simulated time.
     pub async fn sync(&self) {
+        // The mark is absolute: concurrent syncs that finish first must not make this one
+        // cover records appended after it began.
         let (mark, generation, sync_ms) = {
             let d = self.lock();
-            (d.pending.len(), d.generation, d.sync_ms)
+            (d.appended_total, d.generation, d.sync_ms)
         };
         if sync_ms > 0 {
             sleep_ms(sync_ms).await;
@@ -279,9 +290,10 @@ impl<R: Clone> Disk<R> {
         if d.generation != generation {
             return; // crashed meanwhile: our records are gone, and the process with them
         }
-        let n = mark.min(d.pending.len());
+        let n = (mark.saturating_sub(d.settled_total) as usize).min(d.pending.len());
         let durable: Vec<R> = d.pending.drain(..n).collect();
         d.synced.extend(durable);
+        d.settled_total += n as u64;
         d.syncs += 1;
     }
 
@@ -303,6 +315,7 @@ impl<R: Clone> Disk<R> {
         d.generation += 1;
         let lost = d.pending.len();
         d.pending.clear();
+        d.settled_total += lost as u64;
         lost
     }
 
@@ -327,6 +340,29 @@ mod tests {
             assert_eq!(disk.read_all(), vec![1, 2], "the process sees its own unsynced write");
             assert_eq!(disk.crash(), 1);
             assert_eq!(disk.read_all(), vec![1]);
+        });
+    }
+
+    /// Found in review: with concurrent syncs, a sync that finished second made a record
+    /// appended after it began durable.
+    #[test]
+    fn disk_concurrent_syncs_cover_only_what_was_appended_before_each() {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
+        rt.block_on(async {
+            let disk: Disk<u32> = Disk::new(4);
+            disk.append(1);
+            let d1 = disk.clone();
+            let s1 = madsim::task::spawn(async move { d1.sync().await });
+            sleep_ms(1).await;
+            disk.append(2);
+            let d2 = disk.clone();
+            let s2 = madsim::task::spawn(async move { d2.sync().await });
+            sleep_ms(1).await;
+            disk.append(3); // after both syncs began
+            s1.await.unwrap();
+            s2.await.unwrap();
+            disk.crash();
+            assert_eq!(disk.read_all(), vec![1, 2]);
         });
     }
 

@@ -186,6 +186,7 @@ impl ServerCore {
     /// A read: authority check, then the object's bytes (empty if absent).
     pub fn read(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<Vec<u8>, Refusal> {
         let held = self.authorize(range, epoch, key, now_us)?;
+        event::read_served(self.id, range, held.row.epoch, key);
         Ok(held.objects.get(key).cloned().unwrap_or_default())
     }
 

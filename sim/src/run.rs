@@ -228,7 +228,9 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let verdicts = vec![
         Verdict { property: "single_writer", kind: Kind::Always, violation: check::single_writer::check(&events).err() },
         Verdict { property: "no_lost_append", kind: Kind::Always, violation: check::no_lost_append::check(&events, &finals).err() },
+        Verdict { property: "reads_consistent", kind: Kind::Always, violation: check::reads_consistent::check(&events, &finals).err() },
         Verdict { property: "map_tiles", kind: Kind::Always, violation: check::map_tiles::check(&events).err() },
+        Verdict { property: "manager_exclusive", kind: Kind::Always, violation: check::manager_exclusive::check(&events).err() },
         Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
     ];
     RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), events }

@@ -11,6 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+/// Every property with its kind, in report order.
+pub const PROPERTIES: [(&str, &str); 6] = [
+    ("single_writer", "always"),
+    ("no_lost_append", "always"),
+    ("reads_consistent", "always"),
+    ("map_tiles", "always"),
+    ("manager_exclusive", "always"),
+    ("liveness", "eventually"),
+];
+
 /// One seed's result, kept for the summary.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SeedResult {
@@ -201,7 +211,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         jobs,
         wall_s,
         seeds_per_s: (end - first) as f64 / wall_s.max(1e-9),
-        violations: ["single_writer", "no_lost_append", "map_tiles", "liveness"].iter().map(|p| (p.to_string(), 0)).collect(),
+        violations: PROPERTIES.iter().map(|(p, _)| p).map(|p| (p.to_string(), 0)).collect(),
         faults: BTreeMap::new(),
         seeds_with_fault: BTreeMap::new(),
         seeds_with_server_crash_and_partition: 0,
@@ -264,9 +274,9 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "scenario={} mutation={} seeds={}..{} ({} seeds) jobs={}", s.scenario, s.mutation.as_deref().unwrap_or("none"), s.first_seed, s.end_seed, n, s.jobs);
     let _ = writeln!(out, "wall={:.1}s seeds_per_s={:.1} sim_s_per_seed={:.1}", s.wall_s, s.seeds_per_s, s.sim_s_per_seed);
-    let _ = writeln!(out, "\n{:<16} {:<11} {:>10}", "property", "kind", "violations");
-    for (p, kind) in [("single_writer", "always"), ("no_lost_append", "always"), ("map_tiles", "always"), ("liveness", "eventually")] {
-        let _ = writeln!(out, "{:<16} {:<11} {:>10}", p, kind, s.violations.get(p).copied().unwrap_or(0));
+    let _ = writeln!(out, "\n{:<18} {:<11} {:>10}", "property", "kind", "violations");
+    for (p, kind) in PROPERTIES {
+        let _ = writeln!(out, "{:<18} {:<11} {:>10}", p, kind, s.violations.get(p).copied().unwrap_or(0));
     }
     let _ = writeln!(out, "\n{:<16} {:>8} {:>10} {:>12}", "fault", "total", "per seed", "seeds with");
     for (k, v) in &s.faults {

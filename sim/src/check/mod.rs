@@ -6,11 +6,15 @@
 //! |---|---|---|
 //! | `single_writer` | always | [`single_writer`] |
 //! | `no_lost_append` | always | [`no_lost_append`] |
+//! | `reads_consistent` | always | [`reads_consistent`] (strong reads) |
 //! | `map_tiles` | always | [`map_tiles`] |
+//! | `manager_exclusive` | always | [`manager_exclusive`] |
 //! | `liveness` | eventually | checked by the probe in [`crate::workload::probe`] |
 
+pub mod manager_exclusive;
 pub mod map_tiles;
 pub mod no_lost_append;
+pub mod reads_consistent;
 pub mod single_writer;
 
 use crate::events::Event;

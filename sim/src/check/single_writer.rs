@@ -2,8 +2,10 @@
 //! 1. per stream, the effects at the store carry non-decreasing epochs (in stream order);
 //! 2. each effect's epoch was given by the map to the server that wrote it;
 //! 3. no two servers hold valid authority over a key at the same instant: once a server
-//!    activated a range at epoch `e`, no other server admits an append for a key in it at an
-//!    older epoch.
+//!    activated a range at epoch `e`, no other server admits an append, or answers a read, for a
+//!    key in it at an older epoch;
+//! 4. no effect lands in a stream below a fence raised before it: an effect at an offset at or
+//!    past a fence's sealed length carries at least that fence's epoch.
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the authority's
 //! `map_row` events.
@@ -32,6 +34,8 @@ pub fn check(events: &[Event]) -> Result<(), String> {
     // stream -> offset -> (epoch, server, t, id)
     let mut streams: BTreeMap<u64, BTreeMap<u64, (u64, u64, u64, String)>> = BTreeMap::new();
     let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
+    // stream -> fences as (sealed length, epoch, time)
+    let mut fences: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
     for ev in events {
         match ev.kind.as_str() {
             "map_row" => {
@@ -50,18 +54,20 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 let a = Activation { server: ev.u("server"), epoch: ev.u("epoch"), t_us: ev.t_us };
                 activations.insert(ev.u("range"), a);
             }
-            "admit" => {
+            "admit" | "read_served" => {
                 let (server, epoch, key) = (ev.u("server"), ev.u("epoch"), ev.s("key"));
                 for (range, a) in &activations {
                     let covers = bounds.get(range).is_some_and(|b| contains(b, key));
                     if covers && a.server != server && a.epoch > epoch {
+                        let what = if ev.kind == "admit" { format!("admitted c{}.{}", ev.u("client"), ev.u("seq")) } else { "answered a read".to_string() };
                         return Err(format!(
-                            "two servers with authority over key {key}: server-{server} admitted c{}.{} at epoch {epoch} (r{}) at {}, after server-{} activated r{range} at epoch {} at {}",
-                            ev.u("client"), ev.u("seq"), ev.u("range"), secs(ev.t_us), a.server, a.epoch, secs(a.t_us)
+                            "two servers with authority over key {key}: server-{server} {what} at epoch {epoch} (r{}) at {}, after server-{} activated r{range} at epoch {} at {}",
+                            ev.u("range"), secs(ev.t_us), a.server, a.epoch, secs(a.t_us)
                         ));
                     }
                 }
             }
+            "fence" => fences.entry(ev.u("stream")).or_default().push((ev.u("length"), ev.u("epoch"), ev.t_us)),
             "effect" => {
                 let (stream, epoch, server) = (ev.u("stream"), ev.u("epoch"), ev.u("server"));
                 let id = format!("c{}.{} on key {}", ev.u("client"), ev.u("seq"), ev.s("key"));
@@ -78,6 +84,14 @@ pub fn check(events: &[Event]) -> Result<(), String> {
         }
     }
     for (stream, effects) in &streams {
+        for &(length, fence, t_fence) in fences.get(stream).map_or(&[][..], |v| v.as_slice()) {
+            if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.0 < fence) {
+                return Err(format!(
+                    "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
+                    e.3, e.1, e.0, secs(e.2), secs(t_fence)
+                ));
+            }
+        }
         let mut prev: Option<(&u64, &(u64, u64, u64, String))> = None;
         for (offset, e) in effects {
             if let Some((po, p)) = prev {
@@ -117,6 +131,13 @@ mod tests {
         let err = check(&evs).unwrap_err();
         assert!(err.contains("epochs go down"), "{err}");
         check(&evs[..4]).unwrap();
+    }
+
+    #[test]
+    fn single_writer_flags_an_effect_below_the_fence_even_without_a_later_write() {
+        let fence = ev("fence", 5, &[("stream", Val::U(1)), ("epoch", Val::U(2)), ("length", Val::U(1))]);
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), effect(0, 1, 1), fence, effect(1, 1, 1)];
+        assert!(check(&evs).unwrap_err().contains("past the fence"));
     }
 
     #[test]
