@@ -21,9 +21,11 @@ fn index(content: &[u8]) -> Result<KeyFinal, String> {
     let mut prefixes = BTreeSet::from([(0, content_hash(&[]))]);
     let mut end_of = BTreeMap::new();
     let mut end = 0usize;
+    let mut hash = content_hash(&[]);
     for (id, piece) in ids.into_iter().zip(content.split_inclusive(|b| *b == b';')) {
         end += piece.len();
-        prefixes.insert((end as u64, content_hash(&content[..end])));
+        hash = crate::workload::content_hash_extend(hash, piece);
+        prefixes.insert((end as u64, hash));
         end_of.insert(id, end as u64);
     }
     Ok(KeyFinal { prefixes, end_of })

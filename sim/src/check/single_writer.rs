@@ -20,10 +20,11 @@ struct Activation {
     t_us: u64,
 }
 
+/// Whether rendered `key` falls in rendered `[start, end)` (`""` = the empty key, `~` = no end).
 fn contains(bounds: &(String, String), key: &str) -> bool {
-    let norm = |s: &str| if s == "\"\"" { String::new() } else { s.to_string() };
-    let (start, end) = (norm(&bounds.0), &bounds.1);
-    key.to_string() >= start && (end == "~" || key < end.as_str())
+    let start = if bounds.0 == "\"\"" { "" } else { bounds.0.as_str() };
+    let key = if key == "\"\"" { "" } else { key };
+    key >= start && (bounds.1 == "~" || key < bounds.1.as_str())
 }
 
 /// Check all three clauses. Errors: the first violation, with both sides.
