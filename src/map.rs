@@ -68,9 +68,14 @@ pub enum MapOp {
     Activate { range: RangeId, epoch: Epoch },
     /// Replace `range` by two `Active` children cut at `at`, owned by `owners.0` (left) and
     /// `owners.1` (right) at new epochs; the parent is retired in the same step.
+    ///
+    /// Only the map transition: nothing issues it yet. The split flow (children `Preparing`, the
+    /// parent paused and fenced, children loading the parent's sealed stream by key range, then
+    /// this one atomic step) is future work; until then a child would start empty.
     Split { range: RangeId, at: Key, owners: [(ServerId, u64); 2] },
     /// Replace the adjacent `left` and `right` by one `Active` child owned by `owner` at a new
-    /// epoch; both parents are retired in the same step.
+    /// epoch; both parents are retired in the same step. Only the map transition, like
+    /// [`MapOp::Split`].
     Merge { left: RangeId, right: RangeId, owner: (ServerId, u64) },
 }
 

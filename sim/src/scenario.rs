@@ -190,8 +190,9 @@ pub enum FaultSpec {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Heal {
-    /// After the workload, all nodes restart and the network heals; every key must then be
-    /// served again within this many seconds. 1..=600, default 30.
+    /// After the workload, crashed nodes restart, paused ones resume and the network heals; every
+    /// range must then be active and take an append within this many seconds. 1..=600,
+    /// default 30.
     pub liveness_deadline_s: u64,
 }
 
