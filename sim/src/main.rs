@@ -98,7 +98,13 @@ fn main() -> ExitCode {
                 }
             };
             let opts = RunOptions { seed, scenario, scenario_label, mutation, trace, echo_header: true };
-            let report = run_seed(&opts);
+            let report = match std::panic::catch_unwind(|| run_seed(&opts)) {
+                Ok(report) => report,
+                Err(_) => {
+                    eprintln!("HARNESS CRASH on seed {seed} (the panic message is above)");
+                    return ExitCode::from(3);
+                }
+            };
             let o = &report.ops;
             println!("faults injected: {}", if report.faults.is_empty() { "none".to_string() } else { report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") });
             println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed);
