@@ -36,8 +36,8 @@ pub struct Knobs {
     pub servers: u32,
     /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
     pub mutation: Option<Mutation>,
-    /// Links whose messages the harness currently holds back (shared by all nodes of a run).
-    pub held_links: crate::seam::HeldLinks,
+    /// Faults the harness currently puts on links (shared by all nodes of a run).
+    pub link_faults: crate::seam::LinkFaults,
 }
 
 /// A named mutation: one safety mechanism switched off, so a checker must catch the result.
@@ -88,7 +88,7 @@ impl Default for Knobs {
             initial_split_points: Vec::new(),
             servers: 3,
             mutation: None,
-            held_links: Default::default(),
+            link_faults: Default::default(),
         }
     }
 }

@@ -64,7 +64,7 @@ type Handler = Rc<dyn Fn(Msg, SocketAddr) -> Pin<Box<dyn Future<Output = Option<
 pub struct Rpc {
     ep: Rc<Endpoint>,
     me: std::net::IpAddr,
-    held: HeldLinks,
+    link_faults: LinkFaults,
     next_id: Cell<u64>,
     waiters: RefCell<BTreeMap<u64, tokio::sync::oneshot::Sender<Msg>>>,
     /// Outgoing link busy until this many microseconds (simulated, since start).
@@ -74,7 +74,7 @@ pub struct Rpc {
 
 impl Rpc {
     /// Bind at `addr` and start the response dispatcher; the outgoing link runs at
-    /// `knobs.bandwidth_bytes_per_s` (> 0) and obeys `knobs.held_links`.
+    /// `knobs.bandwidth_bytes_per_s` (> 0) and obeys `knobs.link_faults`.
     pub async fn bind(addr: SocketAddr, knobs: &crate::config::Knobs) -> Rc<Rpc> {
         let bandwidth_bytes_per_s = knobs.bandwidth_bytes_per_s;
         assert!(bandwidth_bytes_per_s > 0);
@@ -85,7 +85,7 @@ impl Rpc {
         let rpc = Rc::new(Rpc {
             ep,
             me: addr.ip(),
-            held: knobs.held_links.clone(),
+            link_faults: knobs.link_faults.clone(),
             next_id: Cell::new(first_id),
             waiters: RefCell::new(BTreeMap::new()),
             link_busy_until_us: Cell::new(0),
@@ -122,12 +122,19 @@ impl Rpc {
     async fn send(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
         self.charge(msg.wire_bytes() + HEADER_BYTES).await;
         let link = (self.me, dst.ip());
-        if self.held.is_held(link) {
+        if self.link_faults.has(link, LinkFault::Duplicate) {
+            let (ep, copy) = (self.ep.clone(), msg.clone());
+            madsim::task::spawn_local(async move {
+                sleep_ms(madsim::rand::random::<u64>() % 10).await;
+                let _ = ep.send_to_raw(dst, tag, Box::new((id, copy))).await;
+            });
+        }
+        if self.link_faults.has(link, LinkFault::Hold) {
             // The message is on its way but stuck: it arrives once the link is released,
             // whatever became of the sender's wait for it.
-            let (ep, held) = (self.ep.clone(), self.held.clone());
+            let (ep, faults) = (self.ep.clone(), self.link_faults.clone());
             madsim::task::spawn_local(async move {
-                while held.is_held(link) {
+                while faults.has(link, LinkFault::Hold) {
                     sleep_ms(10).await;
                 }
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
@@ -184,44 +191,55 @@ impl Rpc {
     }
 }
 
-/// Directed links whose messages are held (delayed, not dropped) until released: the harness's
-/// "delay" fault, e.g. a write that reaches the store only after a cutover. Shared by every node
-/// of a run; each hold is counted, so overlapping faults each need their release.
-#[derive(Clone, Debug, Default)]
-pub struct HeldLinks(Arc<Mutex<BTreeMap<(std::net::IpAddr, std::net::IpAddr), u32>>>);
+/// A fault on a directed link between two nodes, set by the harness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LinkFault {
+    /// Messages are held (delayed, not dropped) until the fault is removed: e.g. a write that
+    /// reaches the store only after a cutover.
+    Hold,
+    /// Every message is delivered twice, the copy a little later.
+    Duplicate,
+}
 
-impl PartialEq for HeldLinks {
-    /// Equal when the same links are held now.
+type Link = (std::net::IpAddr, std::net::IpAddr);
+
+/// The link faults in force, shared by every node of a run. Each is counted, so overlapping
+/// faults each need their removal.
+#[derive(Clone, Debug, Default)]
+pub struct LinkFaults(Arc<Mutex<BTreeMap<(Link, LinkFault), u32>>>);
+
+impl PartialEq for LinkFaults {
+    /// Equal when the same faults are in force now.
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || *self.0.lock().expect("held links") == *other.0.lock().expect("held links")
+        Arc::ptr_eq(&self.0, &other.0) || *self.0.lock().expect("link faults") == *other.0.lock().expect("link faults")
     }
 }
 
-impl HeldLinks {
-    /// Whether messages `from → to` are held now.
-    pub fn is_held(&self, link: (std::net::IpAddr, std::net::IpAddr)) -> bool {
-        self.0.lock().expect("held links").contains_key(&link)
+impl LinkFaults {
+    /// Whether `fault` is in force on `link` (`from`, `to`).
+    pub fn has(&self, link: Link, fault: LinkFault) -> bool {
+        self.0.lock().expect("link faults").contains_key(&(link, fault))
     }
 
-    /// Start holding messages on `link` (counted).
-    pub fn hold(&self, link: (std::net::IpAddr, std::net::IpAddr)) {
-        *self.0.lock().expect("held links").entry(link).or_insert(0) += 1;
+    /// Put `fault` in force on `link` (counted).
+    pub fn add(&self, link: Link, fault: LinkFault) {
+        *self.0.lock().expect("link faults").entry((link, fault)).or_insert(0) += 1;
     }
 
-    /// Undo one [`HeldLinks::hold`]; when none is left, held messages go on their way.
-    pub fn release(&self, link: (std::net::IpAddr, std::net::IpAddr)) {
-        let mut held = self.0.lock().expect("held links");
-        if let Some(n) = held.get_mut(&link) {
+    /// Undo one [`LinkFaults::add`]; held messages go on their way once no hold is left.
+    pub fn remove(&self, link: Link, fault: LinkFault) {
+        let mut faults = self.0.lock().expect("link faults");
+        if let Some(n) = faults.get_mut(&(link, fault)) {
             *n -= 1;
             if *n == 0 {
-                held.remove(&link);
+                faults.remove(&(link, fault));
             }
         }
     }
 
-    /// Release every link.
-    pub fn release_all(&self) {
-        self.0.lock().expect("held links").clear();
+    /// Remove every fault.
+    pub fn clear(&self) {
+        self.0.lock().expect("link faults").clear();
     }
 }
 

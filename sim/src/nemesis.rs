@@ -8,7 +8,7 @@
 use crate::scenario::{FaultSpec, NodeKind, Scenario};
 use crate::world::{Role, World};
 use madsim::rand::Rng;
-use partmap::seam::sleep_ms;
+use partmap::seam::{sleep_ms, LinkFault};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -26,6 +26,8 @@ pub enum Fault {
     OneWay(String, String),
     /// Hold messages from the first node to the second; deliver them after the duration.
     Delay(String, String),
+    /// Deliver every message from the first node to the second twice.
+    Duplicate(String, String),
     /// Freeze the node's process, resume it after the duration.
     Pause(String),
 }
@@ -39,6 +41,7 @@ impl std::fmt::Display for Fault {
             Fault::Split(side) => write!(f, "split {} | rest", side.join(",")),
             Fault::OneWay(a, b) => write!(f, "one_way {a}->{b}"),
             Fault::Delay(a, b) => write!(f, "delay {a}->{b}"),
+            Fault::Duplicate(a, b) => write!(f, "duplicate {a}->{b}"),
             Fault::Pause(n) => write!(f, "pause {n}"),
         }
     }
@@ -60,6 +63,7 @@ impl Fault {
             Fault::Split(_) => "split",
             Fault::OneWay(..) => "one_way",
             Fault::Delay(..) => "delay",
+            Fault::Duplicate(..) => "duplicate",
             Fault::Pause(_) => "pause",
         }
     }
@@ -128,6 +132,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             FaultSpec::Split { side } => Fault::Split(side.clone()),
             FaultSpec::OneWay { from, to } => Fault::OneWay(from.clone(), to.clone()),
             FaultSpec::Delay { from, to } => Fault::Delay(from.clone(), to.clone()),
+            FaultSpec::Duplicate { from, to } => Fault::Duplicate(from.clone(), to.clone()),
             FaultSpec::Pause { node } => Fault::Pause(node.clone()),
         };
         plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault });
@@ -158,7 +163,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         }
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
         for at_ms in poisson_times(rng, plan.partition_per_min, duration_ms) {
-            let fault = match rng.gen_range(0..4) {
+            let fault = match rng.gen_range(0..5) {
                 0 => Fault::Isolate(all[rng.gen_range(0..all.len())].clone()),
                 1 => {
                     let mut side: Vec<String> = all.iter().filter(|_| rng.gen_bool(0.5)).cloned().collect();
@@ -172,10 +177,15 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                     let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
                     Fault::OneWay(all[a].clone(), all[b].clone())
                 }
-                _ => {
+                3 => {
                     let a = rng.gen_range(0..all.len());
                     let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
                     Fault::Delay(all[a].clone(), all[b].clone())
+                }
+                _ => {
+                    let a = rng.gen_range(0..all.len());
+                    let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
+                    Fault::Duplicate(all[a].clone(), all[b].clone())
                 }
             };
             plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
@@ -195,7 +205,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
 
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
@@ -219,12 +229,13 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
                 }
-                Fault::Delay(from, to) => {
+                Fault::Delay(from, to) | Fault::Duplicate(from, to) => {
+                    let kind = if matches!(p.fault, Fault::Delay(..)) { LinkFault::Hold } else { LinkFault::Duplicate };
                     tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
-                    world.borrow_mut().hold(from, to);
+                    world.borrow_mut().fault_link(from, to, kind);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
-                    world.borrow_mut().release(from, to);
+                    world.borrow_mut().unfault_link(from, to, kind);
                     tracing::info!(target: "partmap_sim", kind = "fault_end", fault = p.fault.to_string().as_str());
                 }
                 Fault::Pause(node) => {

@@ -181,6 +181,9 @@ pub enum FaultSpec {
     /// Messages from `from` to `to` are held, not dropped, until the fault ends; then they are
     /// delivered: a write that reaches the store after a cutover.
     Delay { from: String, to: String },
+    /// Every message from `from` to `to` is delivered twice (the copy up to 10 ms later) until
+    /// the fault ends.
+    Duplicate { from: String, to: String },
     /// The node's process is frozen (no task runs; messages to it queue up), then resumes
     /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
     Pause { node: String },
@@ -489,7 +492,7 @@ impl Scenario {
                 }
                 Ok(())
             }
-            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } => {
+            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } => {
                 self.known_node(&format!("{path}.from"), from, names)?;
                 self.known_node(&format!("{path}.to"), to, names)?;
                 if from == to {
@@ -539,7 +542,7 @@ impl Scenario {
             initial_split_points: self.initial_split_points(),
             servers: self.topology.servers,
             mutation: None,
-            held_links: Default::default(),
+            link_faults: Default::default(),
         }
     }
 

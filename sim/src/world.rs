@@ -19,7 +19,7 @@ use madsim::task::NodeId;
 use partmap::config::{self, Knobs};
 use partmap::ids::ServerId;
 use partmap::lock::LockRecord;
-use partmap::seam::Disk;
+use partmap::seam::{Disk, LinkFault};
 use partmap::store::StoreRecord;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -63,8 +63,8 @@ pub struct World {
     pub down: std::collections::BTreeSet<String>,
     /// Names of nodes currently paused.
     pub paused: std::collections::BTreeSet<String>,
-    /// Links whose messages are held (shared with every node's network seam).
-    pub held: partmap::seam::HeldLinks,
+    /// Faults on links (shared with every node's network seam).
+    pub link_faults: partmap::seam::LinkFaults,
     /// The store's disk: after the heal, its synced streams are the final content.
     pub store_disk: Disk<StoreRecord>,
 }
@@ -113,7 +113,7 @@ impl World {
             let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::frontend::run(n, k.clone())).build();
             add(name, Role::Frontend, addr, node, None);
         }
-        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, held: knobs.held_links.clone() }
+        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, link_faults: knobs.link_faults.clone() }
     }
 
     /// Kill `name` (memory lost, unsynced disk writes lost). Returns false if already down.
@@ -129,14 +129,14 @@ impl World {
         true
     }
 
-    /// Hold messages `from → to` until [`World::release`] (counted).
-    pub fn hold(&mut self, from: &str, to: &str) {
-        self.held.hold((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()));
+    /// Put `fault` on the link `from → to` until [`World::unfault_link`] (counted).
+    pub fn fault_link(&mut self, from: &str, to: &str, fault: LinkFault) {
+        self.link_faults.add((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), fault);
     }
 
-    /// Undo one [`World::hold`]: held messages go on their way once no hold is left.
-    pub fn release(&mut self, from: &str, to: &str) {
-        self.held.release((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()));
+    /// Undo one [`World::fault_link`]; held messages go on their way once no hold is left.
+    pub fn unfault_link(&mut self, from: &str, to: &str, fault: LinkFault) {
+        self.link_faults.remove((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), fault);
     }
 
     /// Freeze `name`'s process (its tasks stop; its memory stays). Returns false if it is down
@@ -206,7 +206,7 @@ impl World {
             NetSim::current().unclog_link(self.nodes[&a].id, self.nodes[&b].id);
         }
         self.cuts.clear();
-        self.held.release_all();
+        self.link_faults.clear();
         let paused: Vec<String> = self.paused.iter().cloned().collect();
         for name in paused {
             self.resume(&name);
