@@ -89,7 +89,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_un
     let mut tasks = Vec::new();
     for row in p.opens {
         let (rpc, knobs) = (rpc.clone(), knobs.clone());
-        tasks.push(madsim::task::spawn_local(async move {
+        tasks.push(crate::seam::spawn(async move {
             let owner = row.owner.expect("preparing rows have an owner");
             let open = Msg::Open { row: row.clone(), leader_epoch };
             match rpc.call(server_addr(owner), open, knobs.store_timeout_ms + knobs.rpc_timeout_ms).await {

@@ -20,24 +20,78 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Microseconds of simulated time since the run started.
-pub fn now_us() -> u64 {
-    madsim::time::TimeHandle::current().elapsed().as_micros() as u64
+thread_local! {
+    /// The clock rate of the node whose task is being polled (1.0 outside any node).
+    static CLOCK_RATE: Cell<f64> = const { Cell::new(1.0) };
 }
 
-/// Milliseconds of simulated time since the run started.
+/// A future that runs with its node's clock rate: every [`now_us`], [`sleep_ms`] and timeout
+/// inside it reads the node's local, drifting clock.
+struct Clocked<F> {
+    rate: f64,
+    inner: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for Clocked<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let prev = CLOCK_RATE.with(|r| r.replace(self.rate));
+        let out = self.inner.as_mut().poll(cx);
+        CLOCK_RATE.with(|r| r.set(prev));
+        out
+    }
+}
+
+/// Run `future` (a node's task) on a local clock that runs at `rate` times simulated time
+/// (`1.0 + drift_ppm / 1e6`). Tasks it spawns through [`spawn`] inherit the rate.
+pub fn clocked<F: Future>(rate: f64, future: F) -> impl Future<Output = F::Output> {
+    assert!(rate > 0.5 && rate < 2.0, "clock rate {rate} out of bounds");
+    Clocked { rate, inner: Box::pin(future) }
+}
+
+/// Spawn a task of the current node; it keeps the node's clock rate.
+pub fn spawn<F: Future + 'static>(future: F) -> madsim::task::JoinHandle<F::Output> {
+    let rate = CLOCK_RATE.with(|r| r.get());
+    madsim::task::spawn_local(Clocked { rate, inner: Box::pin(future) })
+}
+
+fn rate() -> f64 {
+    CLOCK_RATE.with(|r| r.get())
+}
+
+/// Microseconds since the run started, by the current node's local clock (simulated time
+/// scaled by its drift; exact simulated time for a node without drift).
+pub fn now_us() -> u64 {
+    let global = madsim::time::TimeHandle::current().elapsed().as_micros() as u64;
+    let r = rate();
+    if r == 1.0 { global } else { (global as f64 * r) as u64 }
+}
+
+/// Milliseconds since the run started, by the current node's local clock.
 pub fn now_ms() -> u64 {
     now_us() / 1000
 }
 
-/// Sleep for `ms` milliseconds of simulated time (madsim rounds anything below 1 ms up to 1 ms).
-pub async fn sleep_ms(ms: u64) {
-    madsim::time::sleep(Duration::from_millis(ms)).await;
+/// `local_us` of the current node's clock in simulated time.
+fn to_global(local_us: u64) -> Duration {
+    let r = rate();
+    Duration::from_micros(if r == 1.0 { local_us } else { (local_us as f64 / r) as u64 })
 }
 
-/// Sleep for `us` microseconds of simulated time (at least 1 ms, as madsim rounds up).
+/// Sleep for `ms` milliseconds of the node's local clock (madsim rounds anything below 1 ms up
+/// to 1 ms).
+pub async fn sleep_ms(ms: u64) {
+    madsim::time::sleep(to_global(ms * 1000)).await;
+}
+
+/// Sleep for `us` microseconds of the node's local clock (at least 1 ms, as madsim rounds up).
 pub async fn sleep_us(us: u64) {
-    madsim::time::sleep(Duration::from_micros(us)).await;
+    madsim::time::sleep(to_global(us)).await;
+}
+
+/// Run `future` for at most `ms` milliseconds of the node's local clock; `None` on timeout.
+pub async fn timeout_ms<F: Future>(ms: u64, future: F) -> Option<F::Output> {
+    madsim::time::timeout(to_global(ms * 1000), future).await.ok()
 }
 
 /// Tag of request messages; responses use [`TAG_RSP`].
@@ -92,7 +146,7 @@ impl Rpc {
             bandwidth_bytes_per_s,
         });
         let me = rpc.clone();
-        madsim::task::spawn_local(async move {
+        spawn(async move {
             loop {
                 let Ok((payload, _from)) = me.ep.recv_from_raw(TAG_RSP).await else { return };
                 let (id, msg) = *payload.downcast::<(u64, Msg)>().expect("response payload");
@@ -124,7 +178,7 @@ impl Rpc {
         let link = (self.me, dst.ip());
         if self.link_faults.has(link, LinkFault::Duplicate) {
             let (ep, copy) = (self.ep.clone(), msg.clone());
-            madsim::task::spawn_local(async move {
+            spawn(async move {
                 sleep_ms(madsim::rand::random::<u64>() % 10).await;
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, copy))).await;
             });
@@ -133,7 +187,7 @@ impl Rpc {
             // The message is on its way but stuck: it arrives once the link is released,
             // whatever became of the sender's wait for it.
             let (ep, faults) = (self.ep.clone(), self.link_faults.clone());
-            madsim::task::spawn_local(async move {
+            spawn(async move {
                 while faults.has(link, LinkFault::Hold) {
                     sleep_ms(10).await;
                 }
@@ -158,7 +212,7 @@ impl Rpc {
             self.send(dst, TAG_REQ, id, msg).await;
             rx.await
         };
-        match madsim::time::timeout(Duration::from_millis(timeout_ms), exchange).await {
+        match madsim::time::timeout(to_global(timeout_ms * 1000), exchange).await {
             Ok(Ok(rsp)) => Ok(rsp),
             _ => {
                 self.waiters.borrow_mut().remove(&id);
@@ -176,12 +230,12 @@ impl Rpc {
     {
         let handler: Handler = Rc::new(move |m, from| Box::pin(handler(m, from)));
         let me = self.clone();
-        madsim::task::spawn_local(async move {
+        spawn(async move {
             loop {
                 let Ok((payload, from)) = me.ep.recv_from_raw(TAG_REQ).await else { return };
                 let (id, msg) = *payload.downcast::<(u64, Msg)>().expect("request payload");
                 let (me2, handler) = (me.clone(), handler.clone());
-                madsim::task::spawn_local(async move {
+                spawn(async move {
                     if let Some(rsp) = handler(msg, from).await {
                         me2.send(from, TAG_RSP, id, rsp).await;
                     }

@@ -340,7 +340,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                     let resync = core.borrow_mut().finish_append(range, &record, result);
                     if let Some(row) = resync {
                         let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
-                        madsim::task::spawn_local(async move { resync_loop(&core, &knobs, &rpc, row).await });
+                        crate::seam::spawn(async move { resync_loop(&core, &knobs, &rpc, row).await });
                     }
                     match result {
                         Some(Ok(_)) => {
@@ -352,7 +352,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                                 let resync = core.borrow_mut().suspect(range, epoch);
                                 if let Some(row) = resync {
                                     let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
-                                    madsim::task::spawn_local(async move { resync_loop(&core, &knobs, &rpc, row).await });
+                                    crate::seam::spawn(async move { resync_loop(&core, &knobs, &rpc, row).await });
                                 }
                                 Some(Msg::ServedUnknown)
                             }
@@ -397,7 +397,7 @@ async fn wait_applied(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId,
             notified.await;
         }
     };
-    madsim::time::timeout(std::time::Duration::from_millis(knobs.store_timeout_ms), wait).await.unwrap_or(false)
+    crate::seam::timeout_ms(knobs.store_timeout_ms, wait).await.unwrap_or(false)
 }
 
 /// Why a stream could not be fenced and loaded.

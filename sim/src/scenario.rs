@@ -80,6 +80,11 @@ pub struct KnobsSpec {
     /// One-way network latency range `[min, max]`, each message drawn uniformly in it.
     /// `min <= max`, both 0..=10000, default `[1, 5]`.
     pub latency_ms: [u64; 2],
+    /// Bound of clock drift, parts per million: each node's clock runs at a rate drawn per seed
+    /// in `1 ± clock_drift_ppm / 1e6`, and leases are measured on it. 0..=500000, default 0.
+    /// The lease margin covers drift up to about `lease_margin_ms / (2 * lease_ms)` (50000 ppm
+    /// at the defaults); beyond that `single_writer` must catch two owners at once.
+    pub clock_drift_ppm: u64,
 }
 
 /// The load the clients offer.
@@ -256,6 +261,7 @@ impl Default for KnobsSpec {
             bandwidth_bytes_per_s: 100 * 1024 * 1024,
             disk_sync_ms: 1,
             latency_ms: [1, 5],
+            clock_drift_ppm: 0,
         }
     }
 }
@@ -404,6 +410,7 @@ impl Scenario {
         in_range("knobs.bandwidth_bytes_per_s", k.bandwidth_bytes_per_s, 1000, u64::MAX)?;
         in_range("knobs.disk_sync_ms", k.disk_sync_ms, 0, 1000)?;
         ordered_pair("knobs.latency_ms", k.latency_ms, 0, 10_000)?;
+        in_range("knobs.clock_drift_ppm", k.clock_drift_ppm, 0, 500_000)?;
         Ok(())
     }
 

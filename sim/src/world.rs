@@ -19,7 +19,8 @@ use madsim::task::NodeId;
 use partmap::config::{self, Knobs};
 use partmap::ids::ServerId;
 use partmap::lock::LockRecord;
-use partmap::seam::{Disk, LinkFault};
+use madsim::rand::Rng;
+use partmap::seam::{clocked, Disk, LinkFault};
 use partmap::store::StoreRecord;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -75,42 +76,56 @@ impl World {
     pub fn build(scenario: &Scenario, knobs: &Knobs) -> World {
         let handle = Handle::current();
         let mut nodes = BTreeMap::new();
+        // Each node's clock rate, drawn from the seed (only when the scenario asks for drift, so
+        // runs without drift draw nothing and stay exactly as they were).
+        let ppm = scenario.knobs.clock_drift_ppm as f64;
+        let rate = |name: &str| -> f64 {
+            if ppm == 0.0 {
+                return 1.0;
+            }
+            let drift: f64 = madsim::rand::thread_rng().gen_range(-ppm..=ppm);
+            tracing::info!(target: "partmap_sim", kind = "clock", node = name, drift_ppm = drift as i64);
+            1.0 + drift / 1e6
+        };
         let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> usize>>| {
             nodes.insert(name.clone(), Node { name, role, id: node.id(), addr, crash_disk });
         };
         let lock_disk: Disk<LockRecord> = Disk::new(knobs.disk_sync_ms);
         let store_disk: Disk<StoreRecord> = Disk::new(knobs.disk_sync_ms);
         {
-            let (k, d) = (knobs.clone(), lock_disk.clone());
-            let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || partmap::lock::run(k.clone(), d.clone())).build();
+            let (k, d, r) = (knobs.clone(), lock_disk.clone(), rate("lock-1"));
+            let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || clocked(r, partmap::lock::run(k.clone(), d.clone()))).build();
             let d = lock_disk.clone();
             add("lock-1".into(), Role::Lock, config::lock_addr(), node, Some(Box::new(move || d.crash())));
         }
         {
-            let (k, d) = (knobs.clone(), store_disk.clone());
-            let node = handle.create_node().name("store-1").ip(config::store_addr().ip()).init(move || partmap::store::run(k.clone(), d.clone())).build();
+            let (k, d, r) = (knobs.clone(), store_disk.clone(), rate("store-1"));
+            let node = handle.create_node().name("store-1").ip(config::store_addr().ip()).init(move || clocked(r, partmap::store::run(k.clone(), d.clone()))).build();
             let d = store_disk.clone();
             add("store-1".into(), Role::Store, config::store_addr(), node, Some(Box::new(move || d.crash())));
         }
         for n in 1..=scenario.topology.servers {
             let k = knobs.clone();
             let name = format!("server-{n}");
+            let r = rate(&name);
             let addr = config::server_addr(ServerId(n));
-            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::server::run(ServerId(n), k.clone())).build();
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::server::run(ServerId(n), k.clone()))).build();
             add(name, Role::Server, addr, node, None);
         }
         for n in 1..=scenario.topology.managers {
             let k = knobs.clone();
             let name = format!("manager-{n}");
+            let r = rate(&name);
             let addr = config::manager_addr(n);
-            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::manager::run(n, k.clone())).build();
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::manager::run(n, k.clone()))).build();
             add(name, Role::Manager, addr, node, None);
         }
         for n in 1..=scenario.topology.frontends {
             let k = knobs.clone();
             let name = format!("frontend-{n}");
+            let r = rate(&name);
             let addr = config::frontend_addr(n);
-            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || partmap::frontend::run(n, k.clone())).build();
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::frontend::run(n, k.clone()))).build();
             add(name, Role::Frontend, addr, node, None);
         }
         World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, link_faults: knobs.link_faults.clone() }

@@ -37,3 +37,29 @@ fn golden_stale_write_lands_when_the_store_ignores_the_fence() {
         assert!(stale && evidence.contains("server-1 at epoch 1"), "{evidence}");
     }
 }
+
+/// Clock drift inside what the lease margin covers: every seed holds every property.
+#[test]
+fn golden_clock_drift_within_bound_keeps_a_single_writer() {
+    let base = scenario("clock-drift-within-bound.json");
+    let dir = std::env::temp_dir().join(format!("partmap-golden-{}", std::process::id()));
+    let summary = partmap_sim::sweep::sweep(&base, 0, 30, 2, &dir, false);
+    assert!(summary.failing.is_empty() && summary.crashed.is_empty(), "{}", partmap_sim::sweep::render(&summary, &base));
+}
+
+/// Clock drift six times what the margin covers: some seeds must show two servers serving the
+/// same keys at once, and single_writer must say so.
+#[test]
+fn golden_clock_drift_beyond_bound_is_caught_by_single_writer() {
+    let base = scenario("clock-drift-beyond-bound.json");
+    let mut caught = 0;
+    for seed in 0..40 {
+        let report = run_seed(&RunOptions { seed, ..base.clone() });
+        assert_ne!(report.outcome(), RunOutcome::LivenessFailure, "seed {seed}");
+        if let Some(evidence) = report.verdicts.iter().find(|v| v.property == "single_writer").and_then(|v| v.violation.as_deref()) {
+            assert!(evidence.contains("two servers with authority"), "seed {seed}: {evidence}");
+            caught += 1;
+        }
+    }
+    assert!(caught >= 2, "drift beyond the bound was caught on only {caught} of 40 seeds");
+}
