@@ -307,6 +307,8 @@ struct DiskInner<R> {
     /// Bumped by every crash, so a sync that straddles a crash makes nothing durable.
     generation: u64,
     sync_ms: u64,
+    /// Extra time every sync takes while the harness slows this disk down (0: healthy).
+    slow_extra_ms: u64,
     syncs: u64,
 }
 
@@ -332,7 +334,7 @@ impl<R> Clone for Disk<R> {
 impl<R: Clone> Disk<R> {
     /// An empty disk whose fsync takes `sync_ms` milliseconds.
     pub fn new(sync_ms: u64) -> Self {
-        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, syncs: 0 };
+        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, slow_extra_ms: 0, syncs: 0 };
         Disk { inner: Arc::new(Mutex::new(inner)) }
     }
 
@@ -353,7 +355,7 @@ impl<R: Clone> Disk<R> {
         // cover records appended after it began.
         let (mark, generation, sync_ms) = {
             let d = self.lock();
-            (d.appended_total, d.generation, d.sync_ms)
+            (d.appended_total, d.generation, d.sync_ms + d.slow_extra_ms)
         };
         if sync_ms > 0 {
             sleep_ms(sync_ms).await;
@@ -389,6 +391,11 @@ impl<R: Clone> Disk<R> {
         d.pending.clear();
         d.settled_total += lost as u64;
         lost
+    }
+
+    /// Make every sync take `extra_ms` longer (the harness's slow-disk fault); 0 restores it.
+    pub fn set_slow(&self, extra_ms: u64) {
+        self.lock().slow_extra_ms = extra_ms;
     }
 
     /// Number of completed syncs (for reports).

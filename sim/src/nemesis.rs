@@ -30,6 +30,8 @@ pub enum Fault {
     Duplicate(String, String),
     /// Freeze the node's process, resume it after the duration.
     Pause(String),
+    /// Slow every fsync of the node's disk by this many ms for the duration.
+    SlowDisk(String, u64),
 }
 
 impl std::fmt::Display for Fault {
@@ -43,6 +45,7 @@ impl std::fmt::Display for Fault {
             Fault::Delay(a, b) => write!(f, "delay {a}->{b}"),
             Fault::Duplicate(a, b) => write!(f, "duplicate {a}->{b}"),
             Fault::Pause(n) => write!(f, "pause {n}"),
+            Fault::SlowDisk(n, ms) => write!(f, "slow_disk {n} +{ms}ms"),
         }
     }
 }
@@ -65,6 +68,7 @@ impl Fault {
             Fault::Delay(..) => "delay",
             Fault::Duplicate(..) => "duplicate",
             Fault::Pause(_) => "pause",
+            Fault::SlowDisk(..) => "slow_disk",
         }
     }
 }
@@ -89,6 +93,8 @@ pub struct FaultPlan {
     pub partition_per_min: f64,
     /// Drawn process-pause rate, per simulated minute.
     pub pause_per_min: f64,
+    /// Drawn slow-disk rate, per simulated minute.
+    pub slow_disk_per_min: f64,
     /// Every fault, sorted by start time.
     pub faults: Vec<Planned>,
 }
@@ -134,6 +140,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             FaultSpec::Delay { from, to } => Fault::Delay(from.clone(), to.clone()),
             FaultSpec::Duplicate { from, to } => Fault::Duplicate(from.clone(), to.clone()),
             FaultSpec::Pause { node } => Fault::Pause(node.clone()),
+            FaultSpec::SlowDisk { node, extra_ms } => Fault::SlowDisk(node.clone(), *extra_ms),
         };
         plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault });
     }
@@ -199,13 +206,21 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.pause_ms), fault: Fault::Pause(node) });
         }
     }
+    if let Some(random) = &scenario.faults.random {
+        plan.slow_disk_per_min = uniform_f(rng, random.slow_disk_per_min);
+        for at_ms in poisson_times(rng, plan.slow_disk_per_min, duration_ms) {
+            let node = if rng.gen_bool(0.5) { "store-1" } else { "lock-1" };
+            let extra_ms = uniform_u(rng, random.slow_disk_extra_ms);
+            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
+        }
+    }
     plan.faults.sort_by_key(|p| p.at_ms);
     plan
 }
 
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
@@ -236,6 +251,14 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().unfault_link(from, to, kind);
+                    tracing::info!(target: "partmap_sim", kind = "fault_end", fault = p.fault.to_string().as_str());
+                }
+                Fault::SlowDisk(node, extra_ms) => {
+                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    world.borrow_mut().slow_disk(node, *extra_ms);
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    sleep_ms(p.duration_ms).await;
+                    world.borrow_mut().slow_disk(node, 0);
                     tracing::info!(target: "partmap_sim", kind = "fault_end", fault = p.fault.to_string().as_str());
                 }
                 Fault::Pause(node) => {

@@ -141,6 +141,12 @@ pub struct RandomFaults {
     /// How long a paused node stays frozen, ms, drawn per pause. `1 <= a <= b <= 3600000`,
     /// default `[200, 5000]` (the upper end outlasts the default lease).
     pub pause_ms: [u64; 2],
+    /// Range of the slow-disk rate, episodes per minute, on the authority's or the store's disk.
+    /// `0 <= a <= b <= 600`, default `[0.5, 2.0]`.
+    pub slow_disk_per_min: [f64; 2],
+    /// How much longer each fsync takes during an episode, ms. `1 <= a <= b <= 60000`,
+    /// default `[20, 1500]` (the upper end outlasts the store timeout).
+    pub slow_disk_extra_ms: [u64; 2],
 }
 
 /// A kind of node that random faults may crash.
@@ -189,6 +195,9 @@ pub enum FaultSpec {
     /// Every message from `from` to `to` is delivered twice (the copy up to 10 ms later) until
     /// the fault ends.
     Duplicate { from: String, to: String },
+    /// Every fsync on the node's disk (`lock-1` or `store-1`) takes `extra_ms` longer until the
+    /// fault ends: a slow disk.
+    SlowDisk { node: String, extra_ms: u64 },
     /// The node's process is frozen (no task runs; messages to it queue up), then resumes
     /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
     Pause { node: String },
@@ -294,6 +303,8 @@ impl Default for RandomFaults {
             partition_ms: [200, 6000],
             pause_per_min: [0.5, 3.0],
             pause_ms: [200, 5000],
+            slow_disk_per_min: [0.5, 2.0],
+            slow_disk_extra_ms: [20, 1500],
             crash_targets: vec![
                 NodeKind::Server,
                 NodeKind::Manager,
@@ -438,6 +449,8 @@ impl Scenario {
             ordered_pair("faults.random.partition_ms", r.partition_ms, 1, FAULT_MS_MAX)?;
             ordered_pair("faults.random.pause_per_min", r.pause_per_min, 0.0, 600.0)?;
             ordered_pair("faults.random.pause_ms", r.pause_ms, 1, FAULT_MS_MAX)?;
+            ordered_pair("faults.random.slow_disk_per_min", r.slow_disk_per_min, 0.0, 600.0)?;
+            ordered_pair("faults.random.slow_disk_extra_ms", r.slow_disk_extra_ms, 1, 60_000)?;
             for (i, kind) in r.crash_targets.iter().enumerate() {
                 if r.crash_targets[..i].contains(kind) {
                     return Err(format!(
@@ -477,6 +490,12 @@ impl Scenario {
         names: &[String],
     ) -> Result<(), String> {
         match fault {
+            FaultSpec::SlowDisk { node, extra_ms } => {
+                if node != "lock-1" && node != "store-1" {
+                    return Err(format!("{path}.node: `{node}` has no disk; slow_disk applies to lock-1 or store-1"));
+                }
+                in_range(&format!("{path}.extra_ms"), *extra_ms, 1, 60_000)
+            }
             FaultSpec::Crash { node } | FaultSpec::Isolate { node } | FaultSpec::Pause { node } => {
                 self.known_node(&format!("{path}.node"), node, names)
             }

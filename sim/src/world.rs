@@ -66,6 +66,8 @@ pub struct World {
     pub paused: std::collections::BTreeSet<String>,
     /// Faults on links (shared with every node's network seam).
     pub link_faults: partmap::seam::LinkFaults,
+    /// The authority's disk.
+    pub lock_disk: Disk<LockRecord>,
     /// The store's disk: after the heal, its synced streams are the final content.
     pub store_disk: Disk<StoreRecord>,
 }
@@ -128,7 +130,7 @@ impl World {
             let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::frontend::run(n, k.clone()))).build();
             add(name, Role::Frontend, addr, node, None);
         }
-        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, link_faults: knobs.link_faults.clone() }
+        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, lock_disk, link_faults: knobs.link_faults.clone() }
     }
 
     /// Kill `name` (memory lost, unsynced disk writes lost). Returns false if already down.
@@ -152,6 +154,16 @@ impl World {
     /// Undo one [`World::fault_link`]; held messages go on their way once no hold is left.
     pub fn unfault_link(&mut self, from: &str, to: &str, fault: LinkFault) {
         self.link_faults.remove((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), fault);
+    }
+
+    /// Make every fsync of `name`'s disk (`lock-1` or `store-1`) take `extra_ms` longer; 0
+    /// restores it.
+    pub fn slow_disk(&mut self, name: &str, extra_ms: u64) {
+        match name {
+            "lock-1" => self.lock_disk.set_slow(extra_ms),
+            "store-1" => self.store_disk.set_slow(extra_ms),
+            other => panic!("{other} has no disk (the scenario validation rejects this)"),
+        }
     }
 
     /// Freeze `name`'s process (its tasks stop; its memory stays). Returns false if it is down
@@ -222,6 +234,8 @@ impl World {
         }
         self.cuts.clear();
         self.link_faults.clear();
+        self.lock_disk.set_slow(0);
+        self.store_disk.set_slow(0);
         let paused: Vec<String> = self.paused.iter().cloned().collect();
         for name in paused {
             self.resume(&name);
