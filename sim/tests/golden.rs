@@ -63,3 +63,33 @@ fn golden_clock_drift_beyond_bound_is_caught_by_single_writer() {
     }
     assert!(caught >= 2, "drift beyond the bound was caught on only {caught} of 40 seeds");
 }
+
+/// HBASE-2231 and Jepsen's etcd 3.4.3 analysis: an owner frozen past its lease must, on waking,
+/// refuse the requests queued for it; the properties hold.
+#[test]
+fn golden_paused_owner_refuses_to_serve_after_waking() {
+    for seed in 1..=3 {
+        let report = run_seed(&RunOptions { seed, ..scenario("paused-owner.json") });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
+        assert_eq!(report.faults.get("pause"), Some(&1));
+        // The failover did happen while server-1 slept.
+        let moved = report.events.iter().any(|e| e.kind == "activated" && e.u("server") != 1 && e.t_us > 20_000_000 && e.t_us < 26_000_000);
+        assert!(moved, "seed {seed}: no range changed owner during the pause");
+    }
+}
+
+/// The same pause with the server's authority check switched off: the woken owner admits stale
+/// writes, the store's fence refuses them, and single_writer reports the overlap.
+#[test]
+fn golden_paused_owner_without_authority_check_is_fenced_and_caught() {
+    let mut fenced = 0;
+    for seed in 1..=3 {
+        let opts = RunOptions { seed, mutation: Some(Mutation::ServerSkipsAuthorityCheck), ..scenario("paused-owner.json") };
+        let report = run_seed(&opts);
+        assert_eq!(report.outcome(), RunOutcome::SafetyViolation, "seed {seed}");
+        let evidence = report.verdicts.iter().find(|v| v.property == "single_writer").and_then(|v| v.violation.clone()).expect("caught");
+        assert!(evidence.contains("server-1"), "{evidence}");
+        fenced += report.events.iter().filter(|e| e.kind == "fenced" && e.u("server") == 1 && e.t_us > 26_000_000).count();
+    }
+    assert!(fenced > 0, "the woken owner's writes never reached the store's fence");
+}
