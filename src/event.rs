@@ -86,3 +86,8 @@ pub fn lease_renewed(server: ServerId, session: u64, ok: bool, valid_until_ms: u
 pub fn read_served(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8]) {
     info!(target: "partmap", kind = "read_served", server = server.0, range = range.0, epoch = epoch.0, key = show_key(key).as_str());
 }
+
+/// The authority expired a server's session (made durable; the manager may now move its ranges).
+pub fn session_expired_at_authority(server: ServerId, session: u64) {
+    info!(target: "partmap", kind = "lease_expired", server = server.0, session);
+}

@@ -210,10 +210,15 @@ async fn handle(
                     let a = state.borrow();
                     return Some(Msg::State { map: a.map.clone(), sessions: a.session_views() });
                 }
-                for rec in expired {
-                    disk.append(rec);
+                for rec in &expired {
+                    disk.append(rec.clone());
                 }
                 disk.sync().await;
+                for rec in expired {
+                    if let LockRecord::SessionExpired { server, session } = rec {
+                        event::session_expired_at_authority(server, session);
+                    }
+                }
             }
         }
         Msg::CasMap { expected_version, leader_epoch, ops } => {

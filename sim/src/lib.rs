@@ -10,11 +10,13 @@
 //! | [`nemesis`] | fault schedules: explicit, or drawn from the seed with per-seed rates (swarm) |
 //! | [`workload`] | clients and their history; the heal-phase probe and final reads |
 //! | [`events`] | the tracing layer that collects the event stream; the trace hash |
+//! | [`coverage`] | which fault met which step of a flow, per run and per sweep |
 //! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
 //! | [`run`] | one seed, end to end |
 //! | [`sweep`] | many seeds, in parallel, with a summary |
 
 pub mod check;
+pub mod coverage;
 pub mod events;
 pub mod nemesis;
 pub mod run;

@@ -109,6 +109,8 @@ fn main() -> ExitCode {
             println!("faults injected: {}", if report.faults.is_empty() { "none".to_string() } else { report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") });
             println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed);
             println!("sim_ms={} recovery_after_heal_ms={} events={}", report.sim_ms, report.recovery_ms, report.events.len());
+            let hit: Vec<String> = report.coverage.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("coverage: {}", if hit.is_empty() { "none".to_string() } else { hit.join(" ") });
             for v in &report.verdicts {
                 match &v.violation {
                     None => println!("property {}: pass", v.property),

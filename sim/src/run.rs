@@ -112,6 +112,8 @@ pub struct RunReport {
     pub recovery_ms: u64,
     /// Hash of the event trace.
     pub trace_hash: u64,
+    /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
+    pub coverage: BTreeMap<&'static str, u64>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
 }
@@ -233,7 +235,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         Verdict { property: "manager_exclusive", kind: Kind::Always, violation: check::manager_exclusive::check(&events).err() },
         Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
     ];
-    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), events }
+    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), events }
 }
 
 type Simulated = (ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, (f64, f64, f64, usize), u64);

@@ -38,6 +38,8 @@ pub struct SeedResult {
     pub ops: crate::run::OpCounts,
     /// Simulated ms.
     pub sim_ms: u64,
+    /// Coverage situations hit, with counts.
+    pub coverage: BTreeMap<String, u64>,
     /// Trace hash.
     pub trace_hash: String,
 }
@@ -68,6 +70,8 @@ pub struct Summary {
     /// Seeds with at least one server crash and at least one network fault (isolate, split,
     /// one_way or delay).
     pub seeds_with_server_crash_and_partition: u64,
+    /// Seeds that hit each coverage situation (every situation listed, zeros included).
+    pub coverage_seeds: BTreeMap<String, u64>,
     /// Operations summed over seeds.
     pub ops: crate::run::OpCounts,
     /// Mean simulated seconds per seed.
@@ -180,6 +184,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             faults: report.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                             ops: report.ops.clone(),
                             sim_ms: report.sim_ms,
+                            coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                             trace_hash: format!("{:016x}", report.trace_hash),
                         };
                         results.lock().expect("results").push(r);
@@ -215,6 +220,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         faults: BTreeMap::new(),
         seeds_with_fault: BTreeMap::new(),
         seeds_with_server_crash_and_partition: 0,
+        coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
         ops: Default::default(),
         sim_s_per_seed: 0.0,
         failing: Vec::new(),
@@ -226,6 +232,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         let partitioned = ["isolate", "split", "one_way", "delay"].iter().any(|k| r.faults.contains_key(*k));
         if partitioned && r.faults.contains_key("crash_server") {
             s.seeds_with_server_crash_and_partition += 1;
+        }
+        for k in r.coverage.keys() {
+            *s.coverage_seeds.entry(k.clone()).or_default() += 1;
         }
         for (p, _) in &r.violations {
             *s.violations.entry(p.clone()).or_default() += 1;
@@ -282,6 +291,15 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
     for (k, v) in &s.faults {
         let seeds = s.seeds_with_fault.get(k).copied().unwrap_or(0);
         let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
+    }
+    let _ = writeln!(out, "\n{:<30} {:>12}  {}", "coverage", "seeds with", "situation");
+    for (k, what) in crate::coverage::SITUATIONS {
+        let seeds = s.coverage_seeds.get(k).copied().unwrap_or(0);
+        let _ = writeln!(out, "{:<30} {:>6} ({:>3.0}%)  {}", k, seeds, 100.0 * seeds as f64 / n as f64, what);
+    }
+    let never: Vec<&str> = crate::coverage::SITUATIONS.iter().map(|(k, _)| *k).filter(|k| s.coverage_seeds.get(*k).copied().unwrap_or(0) == 0).collect();
+    if !never.is_empty() {
+        let _ = writeln!(out, "never hit: {}", never.join(", "));
     }
     let both = s.seeds_with_server_crash_and_partition;
     let _ = writeln!(out, "seeds with a server crash and a network fault: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);

@@ -21,6 +21,7 @@ fn golden_stale_write_after_failover_is_fenced_at_the_store() {
         // The held appends did arrive, with server-1's old epoch, and the fence refused them.
         let refused = report.events.iter().filter(|e| e.kind == "fenced" && e.u("server") == 1).count();
         assert!(refused > 0, "seed {seed}: no stale write reached the store");
+        assert!(report.coverage.get("delayed_write_after_fence").is_some_and(|n| *n > 0), "seed {seed}: {:?}", report.coverage);
         assert!(report.faults.get("delay") == Some(&1) && report.faults.get("crash_manager") == Some(&2));
     }
 }
@@ -72,6 +73,7 @@ fn golden_paused_owner_refuses_to_serve_after_waking() {
         let report = run_seed(&RunOptions { seed, ..scenario("paused-owner.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         assert_eq!(report.faults.get("pause"), Some(&1));
+        assert_eq!(report.coverage.get("pause_owner_past_lease"), Some(&1), "seed {seed}: {:?}", report.coverage);
         // The failover did happen while server-1 slept.
         let moved = report.events.iter().any(|e| e.kind == "activated" && e.u("server") != 1 && e.t_us > 20_000_000 && e.t_us < 26_000_000);
         assert!(moved, "seed {seed}: no range changed owner during the pause");

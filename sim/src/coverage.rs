@@ -1,0 +1,141 @@
+//! Coverage: which fault met which step of a flow, counted per run from the event stream, so a
+//! sweep can say which combinations it exercised and which it never hit.
+//!
+//! The situations are read off the events after the run (no hooks in the system): the map's
+//! `Preparing` rows say a failover is in flight, `activated` / `dropped` say which server holds
+//! which range, and the nemesis's `fault` / `fault_end` events say what is broken.
+
+use crate::events::Event;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Every situation, with what it means. Report order.
+pub const SITUATIONS: [(&str, &str); 12] = [
+    ("crash_owner", "a server crashed while holding ranges"),
+    ("crash_owner_while_opening", "a server crashed while a range assigned to it was still preparing"),
+    ("crash_store_during_failover", "the store crashed while a failover was in flight"),
+    ("crash_lock_during_failover", "the authority crashed while a failover was in flight"),
+    ("crash_manager_during_failover", "a manager crashed while a failover was in flight"),
+    ("partition_owner", "a network fault cut a server holding ranges"),
+    ("pause_owner_past_lease", "a paused owner's session expired while it was frozen"),
+    ("stale_write_fenced", "the store's fence refused a write from an old owner"),
+    ("delayed_write_after_fence", "a write held in the network reached the store after a newer owner fenced it"),
+    ("duplicate_on_store_link", "messages from an owner to the store were duplicated"),
+    ("slow_disk_during_failover", "a disk was slow while a failover was in flight"),
+    ("reload_after_unknown_outcome", "a server reloaded a range after losing track of an append's outcome"),
+];
+
+fn server_of(name: &str) -> Option<u64> {
+    name.strip_prefix("server-").and_then(|n| n.parse().ok())
+}
+
+/// Count each situation in one run's events.
+pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
+    let mut hit: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut bump = |s: &'static str| *hit.entry(s).or_default() += 1;
+    let mut rows: BTreeMap<u64, (String, u64)> = BTreeMap::new(); // range -> (state, owner)
+    let mut preparing: BTreeMap<u64, u64> = BTreeMap::new(); // range -> owner
+    let mut holds: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new(); // server -> ranges
+    let mut activated: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
+    let mut active: BTreeSet<String> = BTreeSet::new();
+    let mut paused: BTreeSet<u64> = BTreeSet::new();
+    let mut released_to_store: BTreeMap<u64, u64> = BTreeMap::new(); // server -> release time
+    for ev in events {
+        match ev.kind.as_str() {
+            "map_row" => {
+                rows.insert(ev.u("range"), (ev.s("state").to_string(), ev.u("owner")));
+            }
+            "map_commit" => {
+                preparing = rows.iter().filter(|(_, (s, _))| s == "preparing").map(|(r, (_, o))| (*r, *o)).collect();
+                rows.clear();
+            }
+            "activated" => {
+                let key = (ev.u("server"), ev.u("range"), ev.u("epoch"));
+                if !activated.insert(key) {
+                    bump("reload_after_unknown_outcome");
+                }
+                holds.entry(key.0).or_default().insert(key.1);
+            }
+            "dropped" => {
+                holds.entry(ev.u("server")).or_default().remove(&ev.u("range"));
+            }
+            "lease_expired" => {
+                let s = ev.u("server");
+                if paused.contains(&s) && holds.get(&s).is_some_and(|h| !h.is_empty()) {
+                    bump("pause_owner_past_lease");
+                }
+            }
+            "fenced" => {
+                bump("stale_write_fenced");
+                let s = ev.u("server");
+                let during = active.contains(&format!("delay server-{s}->store-1"));
+                let just_after = released_to_store.get(&s).is_some_and(|t| ev.t_us <= t + 100_000);
+                if during || just_after {
+                    bump("delayed_write_after_fence");
+                }
+            }
+            "fault" => {
+                let f = ev.s("fault").to_string();
+                let failover = !preparing.is_empty();
+                let (verb, rest) = f.split_once(' ').unwrap_or((f.as_str(), ""));
+                let holders: Vec<u64> = holds.iter().filter(|(_, h)| !h.is_empty()).map(|(s, _)| *s).collect();
+                match verb {
+                    "crash" => {
+                        if let Some(s) = server_of(rest) {
+                            if holders.contains(&s) {
+                                bump("crash_owner");
+                            }
+                            if preparing.values().any(|o| *o == s) {
+                                bump("crash_owner_while_opening");
+                            }
+                            holds.remove(&s);
+                        } else if failover {
+                            match rest {
+                                "store-1" => bump("crash_store_during_failover"),
+                                "lock-1" => bump("crash_lock_during_failover"),
+                                _ => bump("crash_manager_during_failover"),
+                            }
+                        }
+                    }
+                    "pause" => {
+                        if let Some(s) = server_of(rest) {
+                            paused.insert(s);
+                        }
+                    }
+                    "isolate" | "split" | "one_way" | "delay" => {
+                        if holders.iter().any(|s| rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| n == format!("server-{s}"))) {
+                            bump("partition_owner");
+                        }
+                    }
+                    "duplicate" => {
+                        if let Some((from, to)) = rest.split_once("->") {
+                            if to == "store-1" && server_of(from).is_some_and(|s| holders.contains(&s)) {
+                                bump("duplicate_on_store_link");
+                            }
+                        }
+                    }
+                    "slow_disk" if failover => bump("slow_disk_during_failover"),
+                    _ => {}
+                }
+                active.insert(f);
+            }
+            "fault_end" => {
+                let f = ev.s("fault");
+                if let Some(rest) = f.strip_prefix("pause ") {
+                    if let Some(s) = server_of(rest) {
+                        paused.remove(&s);
+                    }
+                }
+                if let Some((from, to)) = f.strip_prefix("delay ").and_then(|r| r.split_once("->")) {
+                    if to == "store-1" {
+                        if let Some(s) = server_of(from) {
+                            released_to_store.insert(s, ev.t_us);
+                        }
+                    }
+                }
+                active.remove(f);
+            }
+            _ => {}
+        }
+    }
+    hit
+}
