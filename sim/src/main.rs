@@ -79,6 +79,12 @@ fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
 }
 
 fn main() -> ExitCode {
+    // Die quietly when the reader of our output goes away (`partmap-sim run ... | head`), as
+    // command-line tools do, instead of panicking on the broken pipe.
+    // SAFETY: restoring the default disposition of one signal at startup, before any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

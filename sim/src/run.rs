@@ -132,16 +132,20 @@ impl RunReport {
     }
 }
 
-/// The knobs the nodes run with, as `name=value` lines.
-pub fn header(opts: &RunOptions, knobs: &Knobs) -> Vec<String> {
-    let s = &opts.scenario;
+/// The knobs the nodes run with, as `name=value` lines. `s` is the scenario as run (its
+/// topology drawn, for a swarm scenario).
+pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
     let t = &s.topology;
     let w = &s.workload;
     let mut h = vec![
         format!("seed={}", opts.seed),
         format!("scenario={}", opts.scenario_label),
         format!("mutation={}", opts.mutation.map_or("none", |m| m.name())),
-        format!("topology: servers={} managers={} frontends={} clients={} initial_ranges={}", t.servers, t.managers, t.frontends, t.clients, t.initial_ranges),
+        format!(
+            "topology{}: servers={} managers={} frontends={} clients={} initial_ranges={}",
+            if opts.scenario.swarm.is_some() { " (drawn)" } else { "" },
+            t.servers, t.managers, t.frontends, t.clients, t.initial_ranges
+        ),
         format!(
             "knobs: lease_ms={} lease_margin_ms={} renew_interval_ms={} rpc_timeout_ms={} store_timeout_ms={} manager_tick_ms={} frontend_attempts={} frontend_backoff_ms={}..{} bandwidth_bytes_per_s={} disk_sync_ms={} latency_ms={}..{} clock_drift_ppm={}",
             knobs.lease_ms, knobs.lease_margin_ms, knobs.renew_interval_ms, knobs.rpc_timeout_ms, knobs.store_timeout_ms, knobs.manager_tick_ms, knobs.frontend_attempts,
@@ -178,8 +182,11 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
 }
 
 /// The fault rates drawn for a seed, as a header line.
-fn drawn_line(drawn: (f64, f64, f64, usize)) -> String {
-    format!("faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} planned={}", drawn.0, drawn.1, drawn.2, drawn.3)
+fn drawn_line(plan: &nemesis::FaultPlan) -> String {
+    format!(
+        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} planned={}",
+        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.faults.len()
+    )
 }
 
 /// How many of the most-appended keys the probe reads back through the frontends at the end.
@@ -202,19 +209,10 @@ fn busiest_keys(events: &[Event], n: usize) -> Vec<Vec<u8>> {
 pub fn run_seed(opts: &RunOptions) -> RunReport {
     let log: crate::events::EventLog = Arc::new(Mutex::new(Vec::with_capacity(16 * 1024)));
     let subscriber = tracing_subscriber::registry().with(Collector { log: log.clone(), print: opts.trace });
-    let mut knobs = opts.scenario.node_knobs();
-    knobs.mutation = opts.mutation;
-    let mut header = header(opts, &knobs);
-    if opts.echo_header {
-        for l in &header {
-            println!("{l}");
-        }
-    }
-    let (probe, finals, faults, drawn, sim_ms) = tracing::subscriber::with_default(subscriber, || {
+    let (header, probe, finals, faults, sim_ms) = tracing::subscriber::with_default(subscriber, || {
         let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
-        rt.block_on(simulate(opts.clone(), knobs.clone(), log.clone()))
+        rt.block_on(simulate(opts.clone(), log.clone()))
     });
-    header.push(drawn_line(drawn));
     let events = std::mem::take(&mut *log.lock().expect("event log"));
     let mut ops = OpCounts::default();
     for ev in events.iter().filter(|e| e.kind == "complete" && e.u("client") > 0) {
@@ -238,10 +236,20 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), events }
 }
 
-type Simulated = (ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, (f64, f64, f64, usize), u64);
+type Simulated = (Vec<String>, ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, u64);
 
-async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) -> Simulated {
-    let s = opts.scenario.clone();
+async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
+    // The seed decides everything from here on: first the topology (swarm scenarios), then the
+    // clocks and the faults. The header is printed before any node runs.
+    let s = opts.scenario.draw_swarm(&mut madsim::rand::thread_rng());
+    let mut knobs = s.node_knobs();
+    knobs.mutation = opts.mutation;
+    let mut header = header(&opts, &s, &knobs);
+    if opts.echo_header {
+        for l in &header {
+            println!("{l}");
+        }
+    }
     let world = World::build(&s, &knobs);
     let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
     for node in world.nodes.values() {
@@ -249,9 +257,10 @@ async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) 
     }
     by_role.remove(&Role::Frontend);
     let plan = nemesis::draw(&s, &by_role, &mut madsim::rand::thread_rng());
+    header.push(drawn_line(&plan));
     if opts.echo_header {
         // Before any node runs, so the header precedes the trace.
-        println!("{}", drawn_line((plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.faults.len())));
+        println!("{}", header.last().expect("just pushed"));
     }
     let world = Rc::new(RefCell::new(world));
     let counts = Rc::new(RefCell::new(BTreeMap::new()));
@@ -308,5 +317,5 @@ async fn simulate(opts: RunOptions, knobs: Knobs, log: crate::events::EventLog) 
         handle.kill(id);
     }
     sleep_ms(1).await;
-    (probe, finals, faults, (plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.faults.len()), sim_ms)
+    (header, probe, finals, faults, sim_ms)
 }

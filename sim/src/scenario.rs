@@ -32,6 +32,23 @@ pub struct Scenario {
     pub heal: Heal,
     /// The outcome the run is expected to have.
     pub expect: Expect,
+    /// Swarm testing of the topology: when present, each seed draws its servers, frontends and
+    /// initial ranges from these ranges (the `topology` values for them are then ignored).
+    pub swarm: Option<Swarm>,
+}
+
+/// Ranges `[min, max]` from which each seed draws its topology (swarm testing, Groce et al.,
+/// ISSTA 2012). A swarm scenario cannot have an explicit fault schedule, which names nodes that
+/// might not exist.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Swarm {
+    /// Partition servers. `1 <= min <= max <= 32`.
+    pub servers: [u32; 2],
+    /// Frontends. `1 <= min <= max <= 8`.
+    pub frontends: [u32; 2],
+    /// Initial ranges. `1 <= min <= max <= 256`, `max <= workload.keys`.
+    pub initial_ranges: [u32; 2],
 }
 
 /// Node counts and the initial range layout.
@@ -245,6 +262,7 @@ impl Default for Scenario {
             faults: Faults::default(),
             heal: Heal::default(),
             expect: Expect::default(),
+            swarm: None,
         }
     }
 }
@@ -370,6 +388,17 @@ impl Scenario {
         self.validate_workload()?;
         self.validate_faults()?;
         in_range("heal.liveness_deadline_s", self.heal.liveness_deadline_s, 1, 600)?;
+        if let Some(sw) = &self.swarm {
+            ordered_pair("swarm.servers", sw.servers, 1, 32)?;
+            ordered_pair("swarm.frontends", sw.frontends, 1, 8)?;
+            ordered_pair("swarm.initial_ranges", sw.initial_ranges, 1, 256)?;
+            if sw.initial_ranges[1] > self.workload.keys {
+                return Err(format!("swarm.initial_ranges: the maximum must be at most workload.keys ({}), got {}", self.workload.keys, sw.initial_ranges[1]));
+            }
+            if !self.faults.schedule.is_empty() {
+                return Err("faults.schedule: a swarm scenario draws its topology per seed, so an explicit schedule could name nodes that do not exist; use random faults or drop `swarm`".to_string());
+            }
+        }
         Ok(())
     }
 
@@ -588,6 +617,19 @@ impl Scenario {
         assert!(points.windows(2).all(|w| w[0] < w[1]), "split points must strictly increase");
         assert!(points.len() < self.topology.initial_ranges.max(1) as usize);
         points
+    }
+
+    /// This scenario with its topology drawn from `swarm` (if any) using `rng`; the result has
+    /// no `swarm` section. Without one, an unchanged copy (and nothing is drawn).
+    pub fn draw_swarm(&self, rng: &mut impl madsim::rand::Rng) -> Scenario {
+        let mut s = self.clone();
+        if let Some(sw) = s.swarm.take() {
+            let mut pick = |r: [u32; 2]| rng.gen_range(r[0]..=r[1]);
+            s.topology.servers = pick(sw.servers);
+            s.topology.frontends = pick(sw.frontends);
+            s.topology.initial_ranges = pick(sw.initial_ranges);
+        }
+        s
     }
 
     /// Every node of this topology: `lock-1`, `store-1`, `manager-1..M`, `server-1..N`,

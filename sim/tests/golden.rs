@@ -95,3 +95,21 @@ fn golden_paused_owner_without_authority_check_is_fenced_and_caught() {
     }
     assert!(fenced > 0, "the woken owner's writes never reached the store's fence");
 }
+
+/// Swarm: each seed draws its own topology within the scenario's ranges, deterministically,
+/// and every property holds.
+#[test]
+fn swarm_draws_topology_per_seed_and_holds() {
+    let base = scenario("swarm.json");
+    let mut servers = std::collections::BTreeSet::new();
+    for seed in 0..12 {
+        let report = run_seed(&RunOptions { seed, ..base.clone() });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
+        let topology = report.header.iter().find(|l| l.starts_with("topology (drawn)")).expect("drawn topology in the header").clone();
+        let n: u32 = topology.split("servers=").nth(1).and_then(|r| r.split(' ').next()).and_then(|v| v.parse().ok()).expect("servers=N");
+        assert!((3..=7).contains(&n), "{topology}");
+        servers.insert(n);
+        assert_eq!(run_seed(&RunOptions { seed, ..base.clone() }).trace_hash, report.trace_hash, "seed {seed} not deterministic");
+    }
+    assert!(servers.len() >= 3, "12 seeds drew only {servers:?} servers");
+}

@@ -398,3 +398,22 @@ fn scenario_rejects_extreme_numbers_without_panic() {
     // A number beyond f64 is a JSON-level error, still reported, not a panic.
     rejected(r#"{"description": "d", "workload": {"ops_per_s": 1e999}}"#);
 }
+
+#[test]
+fn scenario_rejects_swarm_range_reversed_and_swarm_with_schedule() {
+    let reversed = r#"{ "description": "x", "swarm": { "servers": [5, 3], "frontends": [1, 2], "initial_ranges": [4, 8] } }"#;
+    assert_mentions(&rejected(reversed), &["swarm.servers"]);
+    let with_schedule = r#"{ "description": "x", "swarm": { "servers": [3, 5], "frontends": [1, 2], "initial_ranges": [4, 8] },
+        "faults": { "schedule": [ { "at_ms": 1000, "duration_ms": 10, "fault": { "kind": "crash", "node": "server-1" } } ] } }"#;
+    assert_mentions(&rejected(with_schedule), &["faults.schedule", "swarm"]);
+}
+
+#[test]
+fn scenario_shipped_files_all_load() {
+    for entry in std::fs::read_dir(repo_file("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
