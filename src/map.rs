@@ -51,7 +51,7 @@ pub struct RangeRow {
 impl RangeRow {
     /// Whether `key` falls in `[start, end)`.
     pub fn contains(&self, key: &[u8]) -> bool {
-        key >= self.start.as_slice() && self.end.as_ref().map_or(true, |e| key < e.as_slice())
+        key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
     }
 }
 
@@ -198,7 +198,7 @@ impl PartitionMap {
             }
             MapOp::Split { range, at, owners } => {
                 let parent = self.live_row(*range)?.clone();
-                let inside = at > &parent.start && parent.end.as_ref().map_or(true, |e| at < e);
+                let inside = at > &parent.start && parent.end.as_ref().is_none_or(|e| at < e);
                 if !inside {
                     return Err(MapError::BadSplitKey(*range));
                 }

@@ -101,11 +101,10 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                             paused.insert(s);
                         }
                     }
-                    "isolate" | "split" | "one_way" | "delay" => {
-                        if holders.iter().any(|s| rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| n == format!("server-{s}"))) {
+                    "isolate" | "split" | "one_way" | "delay"
+                        if holders.iter().any(|s| rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| n == format!("server-{s}"))) => {
                             bump("partition_owner");
                         }
-                    }
                     "duplicate" => {
                         if let Some((from, to)) = rest.split_once("->") {
                             if to == "store-1" && server_of(from).is_some_and(|s| holders.contains(&s)) {

@@ -292,7 +292,7 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
         let seeds = s.seeds_with_fault.get(k).copied().unwrap_or(0);
         let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
     }
-    let _ = writeln!(out, "\n{:<30} {:>12}  {}", "coverage", "seeds with", "situation");
+    let _ = writeln!(out, "\n{:<30} {:>12}  situation", "coverage", "seeds with");
     for (k, what) in crate::coverage::SITUATIONS {
         let seeds = s.coverage_seeds.get(k).copied().unwrap_or(0);
         let _ = writeln!(out, "{:<30} {:>6} ({:>3.0}%)  {}", k, seeds, 100.0 * seeds as f64 / n as f64, what);

@@ -14,6 +14,15 @@ use super::secs;
 use crate::events::Event;
 use std::collections::BTreeMap;
 
+/// One effect at the store, as the checker keeps it.
+struct Effect {
+    epoch: u64,
+    server: u64,
+    t_us: u64,
+    /// `c1.7 on key k000042`, for messages.
+    what: String,
+}
+
 struct Activation {
     server: u64,
     epoch: u64,
@@ -32,8 +41,8 @@ pub fn check(events: &[Event]) -> Result<(), String> {
     // (range, epoch) -> owner, from the map.
     let mut owner_of: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut bounds: BTreeMap<u64, (String, String)> = BTreeMap::new();
-    // stream -> offset -> (epoch, server, t, id)
-    let mut streams: BTreeMap<u64, BTreeMap<u64, (u64, u64, u64, String)>> = BTreeMap::new();
+    // stream -> offset -> effect
+    let mut streams: BTreeMap<u64, BTreeMap<u64, Effect>> = BTreeMap::new();
     let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
     // stream -> fences as (sealed length, epoch, time)
     let mut fences: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
@@ -79,27 +88,27 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                     }
                     None => return Err(format!("effect {id} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", secs(ev.t_us))),
                 }
-                streams.entry(stream).or_default().insert(ev.u("offset"), (epoch, server, ev.t_us, id));
+                streams.entry(stream).or_default().insert(ev.u("offset"), Effect { epoch, server, t_us: ev.t_us, what: id });
             }
             _ => {}
         }
     }
     for (stream, effects) in &streams {
         for &(length, fence, t_fence) in fences.get(stream).map_or(&[][..], |v| v.as_slice()) {
-            if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.0 < fence) {
+            if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.epoch < fence) {
                 return Err(format!(
                     "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
-                    e.3, e.1, e.0, secs(e.2), secs(t_fence)
+                    e.what, e.server, e.epoch, secs(e.t_us), secs(t_fence)
                 ));
             }
         }
-        let mut prev: Option<(&u64, &(u64, u64, u64, String))> = None;
+        let mut prev: Option<(&u64, &Effect)> = None;
         for (offset, e) in effects {
             if let Some((po, p)) = prev {
-                if e.0 < p.0 {
+                if e.epoch < p.epoch {
                     return Err(format!(
                         "stream r{stream}: epochs go down: offset {po} = {} by server-{} at epoch {} ({}), then offset {offset} = {} by server-{} at epoch {} ({})",
-                        p.3, p.1, p.0, secs(p.2), e.3, e.1, e.0, secs(e.2)
+                        p.what, p.server, p.epoch, secs(p.t_us), e.what, e.server, e.epoch, secs(e.t_us)
                     ));
                 }
             }
