@@ -309,7 +309,6 @@ struct DiskInner<R> {
     sync_ms: u64,
     /// Extra time every sync takes while the harness slows this disk down (0: healthy).
     slow_extra_ms: u64,
-    syncs: u64,
 }
 
 /// A node's disk: an append-only log of records with fsync semantics.
@@ -334,7 +333,7 @@ impl<R> Clone for Disk<R> {
 impl<R: Clone> Disk<R> {
     /// An empty disk whose fsync takes `sync_ms` milliseconds.
     pub fn new(sync_ms: u64) -> Self {
-        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, slow_extra_ms: 0, syncs: 0 };
+        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, slow_extra_ms: 0 };
         Disk { inner: Arc::new(Mutex::new(inner)) }
     }
 
@@ -368,7 +367,6 @@ impl<R: Clone> Disk<R> {
         let durable: Vec<R> = d.pending.drain(..n).collect();
         d.synced.extend(durable);
         d.settled_total += n as u64;
-        d.syncs += 1;
     }
 
     /// Every record the running process wrote, synced or not, in append order.
@@ -398,10 +396,6 @@ impl<R: Clone> Disk<R> {
         self.lock().slow_extra_ms = extra_ms;
     }
 
-    /// Number of completed syncs (for reports).
-    pub fn syncs(&self) -> u64 {
-        self.lock().syncs
-    }
 }
 
 #[cfg(test)]

@@ -213,8 +213,8 @@ impl World {
         }
     }
 
-    /// Every directed link between `side` and the rest (both directions), plus links to the
-    /// clients' side of the world are left alone.
+    /// Every directed link between the nodes of `side` and the other faultable nodes, both
+    /// directions. Links to clients are never among them.
     pub fn links_across(&self, side: &[String]) -> Vec<(String, String)> {
         let mut links = Vec::new();
         for a in side {

@@ -17,7 +17,6 @@ pub mod no_lost_append;
 pub mod reads_consistent;
 pub mod single_writer;
 
-use crate::events::Event;
 
 /// Whether a property must hold at every step or eventually.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,9 +41,4 @@ pub struct Verdict {
 /// Render a simulated time in µs as seconds.
 pub fn secs(t_us: u64) -> String {
     format!("{}.{:06}s", t_us / 1_000_000, t_us % 1_000_000)
-}
-
-/// The events of one kind, in order.
-pub fn of_kind<'a>(events: &'a [Event], kind: &'a str) -> impl Iterator<Item = (usize, &'a Event)> + 'a {
-    events.iter().enumerate().filter(move |(_, e)| e.kind == kind)
 }
