@@ -99,11 +99,22 @@ async fn backoff(knobs: &Knobs, attempt: u32) {
     sleep_ms(base / 2 + jitter).await;
 }
 
-async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>) -> Msg {
+/// Send one client operation to the owner of `key`, refreshing the map and retrying up to
+/// `frontend_attempts` times. `request` builds the server request for a route; `timeout_ms`
+/// bounds each attempt. Returns the server's answer (`Ok`), or the last reason and whether any
+/// attempt may have taken effect (no answer, or the store's outcome unknown).
+async fn forward(
+    fe: &RefCell<Frontend>,
+    knobs: &Knobs,
+    rpc: &Rpc,
+    key: &[u8],
+    timeout_ms: u64,
+    request: impl Fn(Route) -> Msg,
+) -> Result<Vec<u8>, (String, bool)> {
     let mut maybe_applied = false;
     let mut last = String::from("no attempt");
     for attempt in 0..knobs.frontend_attempts {
-        let route = route(&fe.borrow().map, &key);
+        let route = route(&fe.borrow().map, key);
         let Some(r) = route else {
             last = "no active owner in the map".into();
             refresh(fe, knobs, rpc).await;
@@ -112,9 +123,8 @@ async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: 
             }
             continue;
         };
-        let req = Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone() };
-        match rpc.call(server_addr(r.owner), req, knobs.rpc_timeout_ms + knobs.store_timeout_ms).await {
-            Ok(Msg::Served { result: Ok(_) }) => return Msg::ClientResult { outcome: Outcome::Ok, value: Vec::new() },
+        match rpc.call(server_addr(r.owner), request(r), timeout_ms).await {
+            Ok(Msg::Served { result: Ok(value) }) => return Ok(value),
             Ok(Msg::Served { result: Err(refusal) }) => {
                 last = format!("{} refused: {refusal:?}", r.owner);
                 match next_step(&refusal) {
@@ -134,37 +144,24 @@ async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: 
             }
         }
     }
-    let reason = format!("{} attempts; last: {last}", knobs.frontend_attempts);
-    let outcome = if maybe_applied { Outcome::Unknown(reason) } else { Outcome::Failed(reason) };
+    Err((format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied))
+}
+
+async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>) -> Msg {
+    let request = |r: Route| Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone() };
+    let outcome = match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms + knobs.store_timeout_ms, request).await {
+        Ok(_) => Outcome::Ok,
+        Err((reason, true)) => Outcome::Unknown(reason),
+        Err((reason, false)) => Outcome::Failed(reason),
+    };
     Msg::ClientResult { outcome, value: Vec::new() }
 }
 
+/// A read has no effect, so when the attempts run out it simply failed.
 async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key) -> Msg {
-    let mut last = String::from("no attempt");
-    for attempt in 0..knobs.frontend_attempts {
-        let route = route(&fe.borrow().map, &key);
-        let Some(r) = route else {
-            last = "no active owner in the map".into();
-            refresh(fe, knobs, rpc).await;
-            if attempt > 0 {
-                backoff(knobs, attempt).await;
-            }
-            continue;
-        };
-        match rpc.call(server_addr(r.owner), Msg::Read { range: r.range, epoch: r.epoch, key: key.clone() }, knobs.rpc_timeout_ms).await {
-            Ok(Msg::Served { result: Ok(value) }) => return Msg::ClientResult { outcome: Outcome::Ok, value },
-            Ok(Msg::Served { result: Err(refusal) }) => {
-                last = format!("{} refused: {refusal:?}", r.owner);
-                match next_step(&refusal) {
-                    Step::Refresh => refresh(fe, knobs, rpc).await,
-                    Step::Backoff => backoff(knobs, attempt).await,
-                }
-            }
-            _ => {
-                last = format!("{}: no answer", r.owner);
-                refresh(fe, knobs, rpc).await;
-            }
-        }
+    let request = |r: Route| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone() };
+    match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms, request).await {
+        Ok(value) => Msg::ClientResult { outcome: Outcome::Ok, value },
+        Err((reason, _)) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },
     }
-    Msg::ClientResult { outcome: Outcome::Failed(format!("{} attempts; last: {last}", knobs.frontend_attempts)), value: Vec::new() }
 }

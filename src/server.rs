@@ -338,10 +338,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                         _ => None,
                     };
                     let resync = core.borrow_mut().finish_append(range, &record, result);
-                    if let Some(row) = resync {
-                        let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
-                        crate::seam::spawn(async move { resync_loop(&core, &knobs, &rpc, row).await });
-                    }
+                    spawn_resync(core, knobs, rpc, resync);
                     match result {
                         Some(Ok(_)) => {
                             // Answer only once the append is visible to reads here (earlier
@@ -350,10 +347,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                                 Some(Msg::Served { result: Ok(Vec::new()) })
                             } else {
                                 let resync = core.borrow_mut().suspect(range, epoch);
-                                if let Some(row) = resync {
-                                    let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
-                                    crate::seam::spawn(async move { resync_loop(&core, &knobs, &rpc, row).await });
-                                }
+                                spawn_resync(core, knobs, rpc, resync);
                                 Some(Msg::ServedUnknown)
                             }
                         }
@@ -425,6 +419,14 @@ async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<
         Ok(Msg::FenceResult { result: Ok(records) }) => Ok(records),
         Ok(Msg::FenceResult { result: Err(fence) }) => Err(LoadError::Fenced(fence)),
         _ => Err(LoadError::NoAnswer),
+    }
+}
+
+/// Start reloading `row` in the background, if there is one to reload.
+fn spawn_resync(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, row: Option<RangeRow>) {
+    if let Some(row) = row {
+        let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
+        crate::seam::spawn(async move { resync_loop(&core, &knobs, &rpc, row).await });
     }
 }
 
