@@ -34,6 +34,17 @@ pub struct Knobs {
     pub initial_split_points: Vec<Vec<u8>>,
     /// Number of partition servers (`server-1..=servers`).
     pub servers: u32,
+    /// How planned moves copy a range.
+    pub strategy: crate::map::Strategy,
+    /// Pre-copy stops once a round copied at most this many payload bytes.
+    pub precopy_threshold_bytes: u64,
+    /// Pre-copy stops after this many rounds (at least 1), whatever the tail.
+    pub precopy_max_rounds: u32,
+    /// Move ranges from the server with the most to the one with the fewest when they differ
+    /// by two or more.
+    pub balance: bool,
+    /// Planned moves in flight at once (0: the manager starts none).
+    pub max_concurrent_moves: u32,
     /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
     pub mutation: Option<Mutation>,
     /// Faults the harness currently puts on links (shared by all nodes of a run).
@@ -87,6 +98,11 @@ impl Default for Knobs {
             disk_sync_ms: 1,
             initial_split_points: Vec::new(),
             servers: 3,
+            strategy: crate::map::Strategy::PreCopy,
+            precopy_threshold_bytes: 4096,
+            precopy_max_rounds: 4,
+            balance: false,
+            max_concurrent_moves: 1,
             mutation: None,
             link_faults: Default::default(),
         }
@@ -121,6 +137,11 @@ pub fn server_addr(id: ServerId) -> SocketAddr {
 /// `frontend-N`: 10.0.5.N:1.
 pub fn frontend_addr(n: u32) -> SocketAddr {
     addr(5, n)
+}
+
+/// The harness's `operator` (sends drain and move requests to the authority): 10.0.7.1:1.
+pub fn operator_addr() -> SocketAddr {
+    addr(7, 1)
 }
 
 /// `client-N`: 10.0.6.(N+1):1 (`client-0` is the harness's probe client).

@@ -6,12 +6,23 @@
 //! [`show_key`]; ranges, epochs and servers as plain numbers; "none" as 0.
 
 use crate::ids::{show_key, Epoch, OpId, RangeId, ServerId};
-use crate::map::{PartitionMap, RangeState};
+use crate::map::{PartitionMap, RangeState, TransferPhase};
+use crate::msg::StreamDigest;
 use tracing::info;
 
 /// A map mutation became durable at the authority: one `map_row` per row (retired included),
-/// then `map_commit`.
+/// one `map_transfer` per entry of the transfer journal, then `map_commit`. `leader_epoch` is 0
+/// for an operator's request.
 pub fn map_commit(map: &PartitionMap, leader_epoch: u64) {
+    for t in map.transfers.values() {
+        let (phase, error) = match &t.phase {
+            TransferPhase::Copying => ("copying", ""),
+            TransferPhase::Paused => ("paused", ""),
+            TransferPhase::Aborted(e) => ("aborted", e.as_str()),
+        };
+        info!(target: "partmap", kind = "map_transfer", version = map.version, range = t.range.0, from = t.from.0 .0,
+            from_epoch = t.from_epoch.0, to = t.to.0 .0, epoch = t.epoch.0, strategy = t.strategy.name(), phase, error);
+    }
     for row in map.rows.values() {
         let state = match row.state {
             RangeState::Preparing => "preparing",
@@ -24,7 +35,8 @@ pub fn map_commit(map: &PartitionMap, leader_epoch: u64) {
             end = row.end.as_ref().map_or("~".to_string(), |e| show_key(e)).as_str(),
             owner = row.owner.map_or(0, |s| s.0), epoch = row.epoch.0, state);
     }
-    info!(target: "partmap", kind = "map_commit", version = map.version, leader_epoch,
+    let by = if leader_epoch == 0 { "operator" } else { "leader" };
+    info!(target: "partmap", kind = "map_commit", version = map.version, leader_epoch, by,
         rows = map.rows.len(), last_epoch = map.last_epoch);
 }
 
@@ -50,9 +62,44 @@ pub fn admitted(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8], id: 
 }
 
 /// The store made an append durable at `offset` of `stream`.
-pub fn effect(stream: RangeId, server: ServerId, epoch: Epoch, key: &[u8], id: OpId, offset: u64) {
+pub fn effect(stream: RangeId, server: ServerId, epoch: Epoch, key: &[u8], id: OpId, offset: u64, bytes: usize) {
     info!(target: "partmap", kind = "effect", stream = stream.0, server = server.0, epoch = epoch.0,
-        key = show_key(key).as_str(), client = id.client, seq = id.seq, offset);
+        key = show_key(key).as_str(), client = id.client, seq = id.seq, offset, bytes);
+}
+
+/// A server refused a request for `range` at `epoch` because the range moved to `to` at
+/// `new_epoch` (the refusal names them).
+pub fn redirected(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8], to: ServerId, new_epoch: Epoch) {
+    info!(target: "partmap", kind = "redirected", server = server.0, range = range.0, epoch = epoch.0,
+        key = show_key(key).as_str(), to = to.0, new_epoch = new_epoch.0);
+}
+
+/// The source of a move stopped admitting appends to `range` (the pause starts).
+pub fn range_paused(server: ServerId, range: RangeId, epoch: Epoch) {
+    info!(target: "partmap", kind = "paused", server = server.0, range = range.0, epoch = epoch.0);
+}
+
+/// The paused source of a move drained every admitted effect; `digest` is its final length.
+pub fn drained(server: ServerId, range: RangeId, epoch: Epoch, digest: &StreamDigest) {
+    info!(target: "partmap", kind = "drained", server = server.0, range = range.0, epoch = epoch.0,
+        records = digest.records, bytes = digest.bytes, checksum = digest.checksum);
+}
+
+/// A move target finished pre-copy round `round` of `range`, copying `bytes` payload bytes.
+pub fn precopied(server: ServerId, range: RangeId, epoch: Epoch, round: u32, bytes: u64) {
+    info!(target: "partmap", kind = "precopied", server = server.0, range = range.0, epoch = epoch.0, round, bytes);
+}
+
+/// A move target's copy did not match the source's digest (it will not serve).
+pub fn move_diverged(server: ServerId, range: RangeId, epoch: Epoch, error: &str) {
+    info!(target: "partmap", kind = "diverged", server = server.0, range = range.0, epoch = epoch.0, error);
+}
+
+/// A move target verified its copy, fenced the stream and serves `range` at `epoch`:
+/// `precopy_bytes` were copied before the pause, `tail_bytes` during it, `bytes` in all.
+pub fn handoff(server: ServerId, range: RangeId, epoch: Epoch, strategy: &str, precopy_bytes: u64, tail_bytes: u64, bytes: u64) {
+    info!(target: "partmap", kind = "handoff", server = server.0, range = range.0, epoch = epoch.0, strategy,
+        precopy_bytes, tail_bytes, bytes);
 }
 
 /// The store refused an append because the stream's fence is above its epoch.

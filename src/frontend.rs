@@ -1,5 +1,5 @@
 //! Frontends (`frontend-N`): cache the map, route each request straight to the owning server,
-//! refresh and retry on stale routes.
+//! refresh and retry on stale routes (or follow the new owner a refusal names).
 //!
 //! [`route`] and [`next_step`] are the decisions, pure; the node task does the I/O. A retry of
 //! an append reuses its idempotency id, so an append applies at most once whatever happens to
@@ -43,12 +43,16 @@ pub enum Step {
     Refresh,
     /// Wait (backoff), then retry.
     Backoff,
+    /// Retry at once at the server and epoch the refusal named (the range moved there).
+    Follow(Route),
 }
 
 /// The reaction to a refusal, and whether the refused attempt may have taken effect (never:
 /// a refusal comes before admission, or from the store's fence).
-pub fn next_step(refusal: &Refusal) -> Step {
+pub fn next_step(route: Route, refusal: &Refusal) -> Step {
     match refusal {
+        Refusal::Moved { owner, epoch } if *epoch > route.epoch => Step::Follow(Route { owner: *owner, epoch: *epoch, ..route }),
+        Refusal::Moved { .. } => Step::Refresh,
         Refusal::NotOwner | Refusal::StaleEpoch { .. } | Refusal::KeyOutOfRange | Refusal::Fenced { .. } | Refusal::LeaseExpired => Step::Refresh,
         Refusal::NotReady | Refusal::InFlight => Step::Backoff,
     }
@@ -113,8 +117,9 @@ async fn forward(
 ) -> Result<Vec<u8>, (String, bool)> {
     let mut maybe_applied = false;
     let mut last = String::from("no attempt");
+    let mut hint: Option<Route> = None;
     for attempt in 0..knobs.frontend_attempts {
-        let route = route(&fe.borrow().map, key);
+        let route = hint.take().or_else(|| route(&fe.borrow().map, key));
         let Some(r) = route else {
             last = "no active owner in the map".into();
             refresh(fe, knobs, rpc).await;
@@ -127,9 +132,10 @@ async fn forward(
             Ok(Msg::Served { result: Ok(value) }) => return Ok(value),
             Ok(Msg::Served { result: Err(refusal) }) => {
                 last = format!("{} refused: {refusal:?}", r.owner);
-                match next_step(&refusal) {
+                match next_step(r, &refusal) {
                     Step::Refresh => refresh(fe, knobs, rpc).await,
                     Step::Backoff => backoff(knobs, attempt).await,
+                    Step::Follow(to) => hint = Some(to),
                 }
             }
             Ok(Msg::ServedUnknown) => {

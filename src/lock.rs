@@ -247,6 +247,25 @@ async fn handle(
             event::map_commit(&next, leader_epoch);
             Some(Msg::CasResult { map: next, error: None })
         }
+        Msg::Admin { ops } => {
+            let _g = durable.lock().await;
+            let next = {
+                let a = state.borrow();
+                if let Some(op) = ops.iter().find(|op| !op.is_operator_request()) {
+                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(format!("not an operator request: {op:?}")) });
+                }
+                let mut next = a.map.clone();
+                if let Err(e) = next.apply_batch(&ops) {
+                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(e.to_string()) });
+                }
+                next
+            };
+            disk.append(LockRecord::Map(next.clone()));
+            disk.sync().await;
+            state.borrow_mut().map = next.clone();
+            event::map_commit(&next, 0);
+            Some(Msg::CasResult { map: next, error: None })
+        }
         other => panic!("lock-1: unexpected message {other:?}"),
     }
 }

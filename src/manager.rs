@@ -8,8 +8,8 @@
 
 use crate::config::{lock_addr, manager_addr, server_addr, Knobs};
 use crate::ids::{RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, RangeState};
-use crate::msg::{Msg, SessionView};
+use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Strategy, Transfer, TransferPhase};
+use crate::msg::{FinishError, Msg, SessionView};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -21,18 +21,28 @@ pub struct Plan {
     pub ops: Vec<MapOp>,
     /// `Preparing` rows whose owner is live: tell the owner to open them.
     pub opens: Vec<RangeRow>,
+    /// Planned moves in the journal to drive one step further (only when `ops` is empty).
+    pub moves: Vec<Transfer>,
 }
 
-/// Decide the next step from the map and the session table.
+/// Decide the next step from the map and the session table. `knobs` gives the initial split
+/// points and the move policy.
 ///
-/// - An empty map is bootstrapped with `split_points`.
+/// - An empty map is bootstrapped with the initial split points.
 /// - A live range with no owner, or whose owner's session (the one it was assigned under) is not
-///   live, is assigned to the live server holding the fewest ranges (ties: lowest id), at a new
-///   epoch. Nothing is assigned while no server is live.
+///   live, is assigned to the live server holding the fewest ranges (ties: lowest id; draining
+///   servers only if nothing else is live), at a new epoch. Nothing is assigned while no server
+///   is live. An assignment supersedes a move of that range in flight.
 /// - A `Preparing` range whose owner's session is live is to be opened by that owner.
-pub fn plan(map: &PartitionMap, sessions: &[SessionView], split_points: &[Vec<u8>]) -> Plan {
+/// - A move whose target's session is gone is aborted; an aborted move is rolled back by
+///   assigning the range to its source again (at a new epoch: the target may have fenced).
+/// - Otherwise, when every range is active, new moves start (up to `max_concurrent_moves` in
+///   flight): operator requests first, then ranges of draining servers, then (with `balance`)
+///   one range from the server with the most ranges to the one with the fewest when they differ
+///   by two or more. Moves in flight are driven one step.
+pub fn plan(map: &PartitionMap, sessions: &[SessionView], knobs: &Knobs) -> Plan {
     if map.rows.is_empty() {
-        return Plan { ops: vec![MapOp::Bootstrap { split_points: split_points.to_vec() }], opens: Vec::new() };
+        return Plan { ops: vec![MapOp::Bootstrap { split_points: knobs.initial_split_points.clone() }], ..Plan::default() };
     }
     let live: BTreeMap<ServerId, u64> = sessions.iter().filter(|s| s.live).map(|s| (s.server, s.session)).collect();
     let owner_live = |row: &RangeRow| row.owner.is_some_and(|o| live.get(&o) == Some(&row.owner_session));
@@ -42,17 +52,64 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], split_points: &[Vec<u8
             *load.get_mut(&row.owner.expect("live owner")).expect("live") += 1;
         }
     }
+    let all_draining = live.keys().all(|s| map.draining.contains(s));
+    let eligible = |s: &ServerId| all_draining || !map.draining.contains(s);
     let mut out = Plan::default();
     for row in map.live_rows() {
         if owner_live(row) {
             if row.state == RangeState::Preparing {
                 out.opens.push(row.clone());
             }
+            if let Some(t) = map.transfers.get(&row.id) {
+                if matches!(t.phase, TransferPhase::Aborted(_)) {
+                    out.ops.push(MapOp::Assign { range: row.id, owner: t.from.0, owner_session: t.from.1 });
+                } else if live.get(&t.to.0) != Some(&t.to.1) {
+                    out.ops.push(MapOp::AbortMove { range: row.id, error: format!("target {} (session {}) lost", t.to.0, t.to.1) });
+                }
+            }
             continue;
         }
-        let Some((&target, _)) = load.iter().min_by_key(|(s, n)| (**n, **s)) else { break };
+        let Some((&target, _)) = load.iter().filter(|(s, _)| eligible(s)).min_by_key(|(s, n)| (**n, **s)) else { break };
         *load.get_mut(&target).expect("present") += 1;
         out.ops.push(MapOp::Assign { range: row.id, owner: target, owner_session: live[&target] });
+    }
+    if !out.ops.is_empty() || !out.opens.is_empty() {
+        return out;
+    }
+    out.moves = map.transfers.values().cloned().collect();
+    let mut room = (knobs.max_concurrent_moves as usize).saturating_sub(map.transfers.len());
+    let idle = |row: &RangeRow| row.state == RangeState::Active && !map.transfers.contains_key(&row.id);
+    let begin = |range: RangeId, to: ServerId, out: &mut Plan, room: &mut usize| {
+        if *room > 0 {
+            *room -= 1;
+            out.ops.push(MapOp::BeginMove { range, to: (to, live[&to]), strategy: knobs.strategy });
+        }
+    };
+    for (range, to) in &map.move_requests {
+        let Some(row) = map.rows.get(range).filter(|r| idle(r)) else { continue };
+        if live.contains_key(to) && eligible(to) && row.owner != Some(*to) {
+            begin(*range, *to, &mut out, &mut room);
+        }
+    }
+    let least = |load: &BTreeMap<ServerId, usize>, not: ServerId| load.iter().filter(|(s, _)| eligible(s) && **s != not).min_by_key(|(s, n)| (**n, **s)).map(|(s, _)| *s);
+    for row in map.live_rows() {
+        let Some(owner) = row.owner.filter(|o| map.draining.contains(o) && !all_draining) else { continue };
+        if idle(row) && !map.move_requests.contains_key(&row.id) {
+            if let Some(to) = least(&load, owner) {
+                *load.get_mut(&to).expect("live") += 1;
+                begin(row.id, to, &mut out, &mut room);
+            }
+        }
+    }
+    if knobs.balance && room > 0 && out.ops.is_empty() {
+        let most = load.iter().filter(|(s, _)| eligible(s)).max_by_key(|(s, n)| (**n, std::cmp::Reverse(**s)));
+        if let Some((&from, &n)) = most {
+            if let Some(to) = least(&load, from).filter(|to| load[to] + 2 <= n) {
+                if let Some(row) = map.live_rows().into_iter().find(|r| r.owner == Some(from) && idle(r)) {
+                    begin(row.id, to, &mut out, &mut room);
+                }
+            }
+        }
     }
     out
 }
@@ -72,11 +129,11 @@ pub async fn run(n: u32, knobs: Knobs) {
     }
 }
 
-/// One round as leader: read, plan, commit, open. Stops early once the lease is no longer
-/// trusted; anything it writes carries `leader_epoch`, which the authority checks.
+/// One round as leader: read, plan, commit, open, drive moves. Stops early once the lease is
+/// no longer trusted; anything it writes carries `leader_epoch`, which the authority checks.
 async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_until_us: u64) {
     let Ok(Msg::State { map, sessions }) = rpc.call(lock_addr(), Msg::GetState, knobs.rpc_timeout_ms).await else { return };
-    let p = plan(&map, &sessions, &knobs.initial_split_points);
+    let p = plan(&map, &sessions, knobs);
     if now_us() >= valid_until_us {
         return;
     }
@@ -104,17 +161,90 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_un
             activate.push(MapOp::Activate { range, epoch });
         }
     }
-    if activate.is_empty() || now_us() >= valid_until_us {
-        return;
-    }
+    let mut leader = Leader { rpc, knobs, leader_epoch, valid_until_us, version: map.version };
     // Activations are committed one by one: one that went stale must not block the rest.
-    let mut version = map.version;
     for op in activate {
-        let cas = Msg::CasMap { expected_version: version, leader_epoch, ops: vec![op] };
-        match rpc.call(lock_addr(), cas, knobs.rpc_timeout_ms).await {
-            Ok(Msg::CasResult { map, .. }) => version = map.version,
-            _ => return,
+        if !leader.commit(op).await {
+            return;
         }
+    }
+    for t in p.moves {
+        let Some(row) = map.rows.get(&t.range) else { continue };
+        if !leader.drive(&t, row).await {
+            return;
+        }
+    }
+}
+
+/// The leader's side of a round that writes: commits carry the lease epoch and chain the map
+/// version.
+struct Leader<'a> {
+    rpc: &'a Rpc,
+    knobs: &'a Knobs,
+    leader_epoch: u64,
+    valid_until_us: u64,
+    version: u64,
+}
+
+impl Leader<'_> {
+    /// Commit one op. Returns whether the round may go on (the authority answered and the
+    /// lease is still trusted); a refused op is not an error, the next round re-plans.
+    async fn commit(&mut self, op: MapOp) -> bool {
+        if now_us() >= self.valid_until_us {
+            return false;
+        }
+        let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, ops: vec![op] };
+        match self.rpc.call(lock_addr(), cas, self.knobs.rpc_timeout_ms).await {
+            Ok(Msg::CasResult { map, error }) => {
+                self.version = map.version;
+                error.is_none()
+            }
+            _ => false,
+        }
+    }
+
+    /// Drive the planned move `t` of `row` one step: a pre-copy round at the target, or the
+    /// cutover (journal the pause, pause the source and take its digest, have the target fence,
+    /// copy the tail and verify, then commit or journal the abort, and release the source).
+    /// Every step is safe to repeat, so a new leader finishes what a deposed one started.
+    /// Returns whether the round may go on.
+    async fn drive(&mut self, t: &Transfer, row: &RangeRow) -> bool {
+        let (rpc, knobs) = (self.rpc, self.knobs);
+        let target = RangeRow { owner: Some(t.to.0), owner_session: t.to.1, epoch: t.epoch, state: RangeState::Preparing, ..row.clone() };
+        if t.phase == TransferPhase::Copying {
+            if t.strategy == Strategy::PreCopy {
+                let round = Msg::PreCopy { row: target.clone(), threshold_bytes: knobs.precopy_threshold_bytes, max_rounds: knobs.precopy_max_rounds };
+                let timeout = knobs.store_timeout_ms + knobs.rpc_timeout_ms;
+                match rpc.call(server_addr(t.to.0), round, timeout).await {
+                    Ok(Msg::PreCopied { result: Ok(p) }) if p.ready => {}
+                    _ => return true, // another round next time
+                }
+            }
+            if !self.commit(MapOp::PauseMove { range: t.range }).await {
+                return false;
+            }
+        } else if t.phase != TransferPhase::Paused {
+            return true;
+        }
+        let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
+        let digest = match rpc.call(server_addr(t.from.0), Msg::Pause { range: t.range, epoch: t.from_epoch }, drain_ms).await {
+            Ok(Msg::PausedAt { result: Ok(d) }) => d,
+            Ok(Msg::PausedAt { result: Err(error) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await,
+            _ => return true, // no answer: try again next round (its session decides if it is gone)
+        };
+        let finish = Msg::FinishMove { row: target, digest, strategy: t.strategy };
+        let copy_ms = knobs.store_timeout_ms + knobs.rpc_timeout_ms + digest.bytes * 1000 / knobs.bandwidth_bytes_per_s;
+        match rpc.call(server_addr(t.to.0), finish, copy_ms).await {
+            Ok(Msg::MoveFinished { result: Ok(()) }) => {}
+            Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await,
+            _ => return true,
+        }
+        if !self.commit(MapOp::CommitMove { range: t.range }).await {
+            return false;
+        }
+        let release = Msg::Release { range: t.range, epoch: t.from_epoch, to: t.to.0, new_epoch: t.epoch };
+        let _ = rpc.call(server_addr(t.from.0), release, knobs.rpc_timeout_ms).await;
+        true
     }
 }
 
@@ -140,14 +270,14 @@ mod tests {
 
     #[test]
     fn plan_bootstraps_empty_map() {
-        let p = plan(&PartitionMap::default(), &[], &[b"m".to_vec()]);
+        let p = plan(&PartitionMap::default(), &[], &Knobs { initial_split_points: vec![b"m".to_vec()], ..Knobs::default() });
         assert_eq!(p.ops, vec![MapOp::Bootstrap { split_points: vec![b"m".to_vec()] }]);
     }
 
     #[test]
     fn plan_spreads_initial_ranges_evenly() {
         let map = booted(8);
-        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, true), (3, 3, true)]), &[]);
+        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, true), (3, 3, true)]), &Knobs::default());
         let mut per: BTreeMap<ServerId, usize> = BTreeMap::new();
         for op in &p.ops {
             let MapOp::Assign { owner, .. } = op else { panic!("{op:?}") };
@@ -165,7 +295,7 @@ mod tests {
         let acts: Vec<MapOp> = map.rows.values().map(|r| MapOp::Activate { range: r.id, epoch: r.epoch }).collect();
         map.apply_batch(&acts).unwrap();
         // server-1 (session 1) live; server-2 (session 2) expired; server-3 live and empty.
-        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false), (3, 3, true)]), &[]);
+        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false), (3, 3, true)]), &Knobs::default());
         let moved: Vec<RangeId> = p.ops.iter().map(|op| match op { MapOp::Assign { range, owner, .. } => { assert_ne!(*owner, ServerId(2)); *range } _ => panic!() }).collect();
         assert_eq!(moved, owned_by(&map, ServerId(2)));
         assert!(p.opens.is_empty());
@@ -176,7 +306,58 @@ mod tests {
         let mut map = booted(1);
         map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
         // Same server, new session (it restarted): the old assignment is void.
-        let p = plan(&map, &sessions(&[(1, 5, true)]), &[]);
+        let p = plan(&map, &sessions(&[(1, 5, true)]), &Knobs::default());
         assert_eq!(p.ops, vec![MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 5 }]);
+    }
+
+    fn active(owners: &[u32]) -> PartitionMap {
+        let mut map = booted(owners.len());
+        let ops: Vec<MapOp> = owners.iter().enumerate().map(|(i, &o)| MapOp::Assign { range: RangeId(i as u64 + 1), owner: ServerId(o), owner_session: o as u64 }).collect();
+        map.apply_batch(&ops).unwrap();
+        let acts: Vec<MapOp> = map.rows.values().map(|r| MapOp::Activate { range: r.id, epoch: r.epoch }).collect();
+        map.apply_batch(&acts).unwrap();
+        map
+    }
+
+    #[test]
+    fn plan_balances_from_the_most_to_the_least_loaded_server() {
+        let map = active(&[1, 1, 1, 1, 2]);
+        let live = sessions(&[(1, 1, true), (2, 2, true), (3, 3, true)]);
+        assert!(plan(&map, &live, &Knobs::default()).ops.is_empty(), "balance is off by default");
+        let knobs = Knobs { balance: true, ..Knobs::default() };
+        let p = plan(&map, &live, &knobs);
+        assert_eq!(p.ops, vec![MapOp::BeginMove { range: RangeId(1), to: (ServerId(3), 3), strategy: Strategy::PreCopy }]);
+        // Within one range of each other: nothing to do.
+        let even = active(&[1, 1, 2, 2, 3]);
+        assert!(plan(&even, &live, &knobs).ops.is_empty());
+    }
+
+    #[test]
+    fn plan_drains_a_server_and_assigns_it_nothing() {
+        let mut map = active(&[1, 2, 1]);
+        map.apply_batch(&[MapOp::Drain { server: ServerId(1), on: true }]).unwrap();
+        let live = sessions(&[(1, 1, true), (2, 2, true), (3, 3, true)]);
+        let knobs = Knobs { max_concurrent_moves: 4, ..Knobs::default() };
+        let p = plan(&map, &live, &knobs);
+        let targets: Vec<(RangeId, ServerId)> = p.ops.iter().map(|op| match op { MapOp::BeginMove { range, to, .. } => (*range, to.0), _ => panic!("{op:?}") }).collect();
+        assert_eq!(targets, vec![(RangeId(1), ServerId(3)), (RangeId(3), ServerId(2))]);
+        // server-2 fails: its range goes to server-3, not to the draining server-1.
+        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false), (3, 3, true)]), &knobs);
+        assert_eq!(p.ops, vec![MapOp::Assign { range: RangeId(2), owner: ServerId(3), owner_session: 3 }]);
+    }
+
+    #[test]
+    fn plan_aborts_a_move_whose_target_is_lost_and_rolls_back_an_aborted_one() {
+        let mut map = active(&[1]);
+        map.apply_batch(&[MapOp::BeginMove { range: RangeId(1), to: (ServerId(2), 2), strategy: Strategy::StopAndCopy }]).unwrap();
+        let both = sessions(&[(1, 1, true), (2, 2, true)]);
+        let p = plan(&map, &both, &Knobs::default());
+        assert!(p.ops.is_empty());
+        assert_eq!(p.moves.len(), 1, "driven while both are live");
+        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false)]), &Knobs::default());
+        assert!(matches!(&p.ops[..], [MapOp::AbortMove { range: RangeId(1), .. }]), "{:?}", p.ops);
+        map.apply_batch(&[MapOp::PauseMove { range: RangeId(1) }, MapOp::AbortMove { range: RangeId(1), error: "diverged".into() }]).unwrap();
+        let p = plan(&map, &both, &Knobs::default());
+        assert_eq!(p.ops, vec![MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]);
     }
 }

@@ -9,7 +9,7 @@
 //! Idea: Bigtable's METADATA table and Azure Storage's partition map (Calder et al., SOSP 2011).
 
 use crate::ids::{show_key, Epoch, Key, RangeId, ServerId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Lifecycle of a range row.
@@ -55,6 +55,67 @@ impl RangeRow {
     }
 }
 
+/// How a planned move copies a range's stream to the new owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Strategy {
+    /// Pause the old owner first, then copy everything: the pause grows with the range's size.
+    StopAndCopy,
+    /// Copy in rounds while the old owner serves, until the tail is small; then pause and copy
+    /// only the tail. Idea: pre-copy live migration of VMs (Clark et al., NSDI 2005).
+    PreCopy,
+}
+
+impl Strategy {
+    /// Every strategy with its scenario name.
+    pub const ALL: [(Strategy, &'static str); 2] = [(Strategy::StopAndCopy, "stop-and-copy"), (Strategy::PreCopy, "pre-copy")];
+
+    /// The scenario name.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(s, _)| *s == self).map(|(_, n)| *n).expect("listed")
+    }
+
+    /// Parse a scenario name. Errors: a message listing the accepted names.
+    pub fn parse(name: &str) -> Result<Strategy, String> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|(_, n)| *n).collect();
+            format!("unknown strategy `{name}`; accepted: {}", names.join(", "))
+        })
+    }
+}
+
+/// Where a planned move stands, as journaled at the authority.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransferPhase {
+    /// The intent is journaled and the new epoch allocated; the source still serves while the
+    /// target copies (pre-copy) or waits (stop-and-copy).
+    Copying,
+    /// The source was told to stop admitting appends; the next step is its final length and
+    /// checksum, then the target's verified copy and fence.
+    Paused,
+    /// The copy did not verify (or a party was lost while paused): the range stays paused at
+    /// the source until the leader rolls it back by reopening it there at a new epoch.
+    Aborted(String),
+}
+
+/// One planned move A→B in the transfer journal (a row per range in flight).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The range being moved.
+    pub range: RangeId,
+    /// The source A and its session.
+    pub from: (ServerId, u64),
+    /// The epoch A serves at.
+    pub from_epoch: Epoch,
+    /// The target B and its session.
+    pub to: (ServerId, u64),
+    /// The new epoch B fences the stream at, allocated when the move was journaled.
+    pub epoch: Epoch,
+    /// How the stream is copied.
+    pub strategy: Strategy,
+    /// Where it stands.
+    pub phase: TransferPhase,
+}
+
 /// A map mutation. The authority applies a batch of them atomically under compare-and-set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MapOp {
@@ -77,6 +138,32 @@ pub enum MapOp {
     /// epoch; both parents are retired in the same step. Only the map transition, like
     /// [`MapOp::Split`].
     Merge { left: RangeId, right: RangeId, owner: (ServerId, u64) },
+    /// Journal a planned move of the `Active` `range` to `to` (a server and its session) with
+    /// `strategy`: a new epoch is allocated for the target; the row is unchanged (its owner
+    /// still serves). Consumes an operator's move request for the range.
+    BeginMove { range: RangeId, to: (ServerId, u64), strategy: Strategy },
+    /// The move of `range` enters its pause: the row becomes `Paused`.
+    PauseMove { range: RangeId },
+    /// The target verified its copy and fenced the stream: the row gets the target and the
+    /// transfer's epoch, `Active`, and the journal entry goes.
+    CommitMove { range: RangeId },
+    /// The move of `range` failed with `error`. While copying, the entry simply goes (the
+    /// source never stopped serving); while paused, it stays as `Aborted` and the row stays
+    /// `Paused` until an [`MapOp::Assign`] rolls it back.
+    AbortMove { range: RangeId, error: String },
+    /// Operator request: move `range` to `to` when possible (replaces an earlier request).
+    RequestMove { range: RangeId, to: ServerId },
+    /// Operator request: move every range off `server` and assign it nothing new (`on`), or
+    /// stop doing so.
+    Drain { server: ServerId, on: bool },
+}
+
+impl MapOp {
+    /// Whether an operator may issue this op directly (no leader lease needed): requests only,
+    /// which the leader acts on.
+    pub fn is_operator_request(&self) -> bool {
+        matches!(self, MapOp::RequestMove { .. } | MapOp::Drain { .. })
+    }
 }
 
 /// Why a [`MapOp`] was refused. The map is unchanged after an error.
@@ -96,6 +183,10 @@ pub enum MapError {
     BadSplitKey(RangeId),
     /// Merge of ranges that are not neighbours (`left.end != right.start`).
     NotAdjacent(RangeId, RangeId),
+    /// A move op on a range with no transfer in the journal.
+    NoTransfer(RangeId),
+    /// A move op that does not fit the transfer's phase (or a second move of one range).
+    WrongPhase(RangeId),
 }
 
 impl fmt::Display for MapError {
@@ -115,6 +206,12 @@ pub struct PartitionMap {
     pub last_range_id: u64,
     /// All rows, retired ones included (they are the lineage).
     pub rows: BTreeMap<RangeId, RangeRow>,
+    /// The transfer journal: planned moves in flight (or aborted, awaiting rollback), by range.
+    pub transfers: BTreeMap<RangeId, Transfer>,
+    /// Operator move requests not yet started: range → target.
+    pub move_requests: BTreeMap<RangeId, ServerId>,
+    /// Servers being drained by operator request.
+    pub draining: BTreeSet<ServerId>,
 }
 
 impl PartitionMap {
@@ -178,6 +275,10 @@ impl PartitionMap {
                 self.new_row(start, None, Vec::new());
             }
             MapOp::Assign { range, owner, owner_session } => {
+                // A new owner supersedes any move in flight (failover, or the rollback of an
+                // aborted move): its fence outranks the transfer's epoch.
+                self.transfers.remove(range);
+                self.move_requests.remove(range);
                 let epoch = self.new_epoch();
                 let row = self.live_row(*range)?;
                 assert!(epoch > row.epoch, "epochs only grow");
@@ -191,12 +292,17 @@ impl PartitionMap {
                 if row.epoch != *epoch {
                     return Err(MapError::StaleEpoch { range: *range, row: row.epoch, asked: *epoch });
                 }
-                if row.state != RangeState::Preparing {
+                // Found by the move proptest: activating a never-assigned row made an ownerless
+                // active row.
+                if row.state != RangeState::Preparing || row.owner.is_none() {
                     return Err(MapError::WrongState(*range, row.state));
                 }
                 row.state = RangeState::Active;
             }
             MapOp::Split { range, at, owners } => {
+                if self.transfers.contains_key(range) {
+                    return Err(MapError::WrongPhase(*range));
+                }
                 let parent = self.live_row(*range)?.clone();
                 let inside = at > &parent.start && parent.end.as_ref().is_none_or(|e| at < e);
                 if !inside {
@@ -215,6 +321,9 @@ impl PartitionMap {
                 }
             }
             MapOp::Merge { left, right, owner } => {
+                if self.transfers.contains_key(left) || self.transfers.contains_key(right) {
+                    return Err(MapError::WrongPhase(*left));
+                }
                 let l = self.live_row(*left)?.clone();
                 let r = self.live_row(*right)?.clone();
                 if l.end.as_ref() != Some(&r.start) {
@@ -229,6 +338,70 @@ impl PartitionMap {
                 row.owner_session = owner.1;
                 row.epoch = epoch;
                 row.state = RangeState::Active;
+            }
+            MapOp::BeginMove { range, to, strategy } => {
+                let row = self.live_row(*range)?.clone();
+                if row.state != RangeState::Active {
+                    return Err(MapError::WrongState(*range, row.state));
+                }
+                if self.transfers.contains_key(range) {
+                    return Err(MapError::WrongPhase(*range));
+                }
+                let epoch = self.new_epoch();
+                let Some(owner) = row.owner else { return Err(MapError::WrongState(*range, row.state)) };
+                let from = (owner, row.owner_session);
+                let t = Transfer { range: *range, from, from_epoch: row.epoch, to: *to, epoch, strategy: *strategy, phase: TransferPhase::Copying };
+                self.transfers.insert(*range, t);
+                self.move_requests.remove(range);
+            }
+            MapOp::PauseMove { range } => {
+                let t = self.transfers.get_mut(range).ok_or(MapError::NoTransfer(*range))?;
+                if t.phase != TransferPhase::Copying {
+                    return Err(MapError::WrongPhase(*range));
+                }
+                t.phase = TransferPhase::Paused;
+                let from_epoch = t.from_epoch;
+                let row = self.live_row(*range)?;
+                if row.state != RangeState::Active || row.epoch != from_epoch {
+                    return Err(MapError::WrongState(*range, row.state));
+                }
+                row.state = RangeState::Paused;
+            }
+            MapOp::CommitMove { range } => {
+                let t = self.transfers.remove(range).ok_or(MapError::NoTransfer(*range))?;
+                if t.phase != TransferPhase::Paused {
+                    return Err(MapError::WrongPhase(*range));
+                }
+                let row = self.live_row(*range)?;
+                if row.state != RangeState::Paused || row.epoch != t.from_epoch {
+                    return Err(MapError::WrongState(*range, row.state));
+                }
+                assert!(t.epoch > row.epoch, "epochs only grow");
+                row.owner = Some(t.to.0);
+                row.owner_session = t.to.1;
+                row.epoch = t.epoch;
+                row.state = RangeState::Active;
+            }
+            MapOp::AbortMove { range, error } => {
+                let t = self.transfers.get_mut(range).ok_or(MapError::NoTransfer(*range))?;
+                match t.phase {
+                    TransferPhase::Copying => {
+                        self.transfers.remove(range);
+                    }
+                    TransferPhase::Paused => t.phase = TransferPhase::Aborted(error.clone()),
+                    TransferPhase::Aborted(_) => return Err(MapError::WrongPhase(*range)),
+                }
+            }
+            MapOp::RequestMove { range, to } => {
+                self.live_row(*range)?;
+                self.move_requests.insert(*range, *to);
+            }
+            MapOp::Drain { server, on } => {
+                if *on {
+                    self.draining.insert(*server);
+                } else {
+                    self.draining.remove(server);
+                }
             }
         }
         Ok(())
@@ -279,7 +452,7 @@ impl PartitionMap {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Epoch, MapError, MapOp, PartitionMap, RangeId, RangeRow, RangeState, ServerId, TransferPhase};
     use proptest::prelude::*;
 
     fn boot(points: &[&str]) -> PartitionMap {
@@ -321,20 +494,57 @@ mod tests {
         assert!(err.starts_with("gap"), "{err}");
     }
 
+    /// The worked move: journal, pause, commit; the row changes owner and epoch only at the
+    /// commit, and an abort while paused leaves it paused until an assignment rolls it back.
+    #[test]
+    fn map_move_commits_at_the_new_epoch_and_abort_keeps_the_range_paused() {
+        let mut map = boot(&[]);
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+        map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
+        let begin = MapOp::BeginMove { range: RangeId(1), to: (ServerId(2), 2), strategy: super::Strategy::PreCopy };
+        map.apply_batch(&[begin.clone()]).unwrap();
+        assert_eq!(map.transfers[&RangeId(1)].epoch, Epoch(2));
+        assert_eq!(map.rows[&RangeId(1)].epoch, Epoch(1), "the source serves until the commit");
+        assert_eq!(map.apply_batch(&[begin]), Err(MapError::WrongPhase(RangeId(1))));
+        assert_eq!(map.apply_batch(&[MapOp::CommitMove { range: RangeId(1) }]), Err(MapError::WrongPhase(RangeId(1))), "commit before the pause");
+        let mut aborted = map.clone();
+        map.apply_batch(&[MapOp::PauseMove { range: RangeId(1) }]).unwrap();
+        map.apply_batch(&[MapOp::CommitMove { range: RangeId(1) }]).unwrap();
+        let row = &map.rows[&RangeId(1)];
+        assert_eq!((row.owner, row.epoch, row.state), (Some(ServerId(2)), Epoch(2), RangeState::Active));
+        assert!(map.transfers.is_empty());
+
+        aborted.apply_batch(&[MapOp::PauseMove { range: RangeId(1) }]).unwrap();
+        aborted.apply_batch(&[MapOp::AbortMove { range: RangeId(1), error: "checksum".into() }]).unwrap();
+        assert_eq!(aborted.rows[&RangeId(1)].state, RangeState::Paused);
+        assert_eq!(aborted.transfers[&RangeId(1)].phase, TransferPhase::Aborted("checksum".into()));
+        aborted.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+        assert_eq!(aborted.rows[&RangeId(1)].epoch, Epoch(3), "the rollback outranks the aborted transfer's epoch");
+        assert!(aborted.transfers.is_empty());
+    }
+
     #[derive(Clone, Debug)]
     enum Step {
         Assign(usize, u32),
         Activate(usize),
         Split(usize, u8),
         Merge(usize),
+        BeginMove(usize, u32),
+        PauseMove(usize),
+        CommitMove(usize),
+        AbortMove(usize),
     }
 
-    fn step() -> impl Strategy<Value = Step> {
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         prop_oneof![
             (0..16usize, 1..5u32).prop_map(|(r, s)| Step::Assign(r, s)),
             (0..16usize).prop_map(Step::Activate),
             (0..16usize, any::<u8>()).prop_map(|(r, b)| Step::Split(r, b)),
             (0..16usize).prop_map(Step::Merge),
+            (0..16usize, 1..5u32).prop_map(|(r, s)| Step::BeginMove(r, s)),
+            (0..16usize).prop_map(Step::PauseMove),
+            (0..16usize).prop_map(Step::CommitMove),
+            (0..16usize).prop_map(Step::AbortMove),
         ]
     }
 
@@ -359,6 +569,10 @@ mod tests {
                         let k = (j + 1) % live.len();
                         MapOp::Merge { left: live[j].id, right: live[k].id, owner: (ServerId(3), 1) }
                     }
+                    Step::BeginMove(i, srv) => MapOp::BeginMove { range: pick(i).id, to: (ServerId(srv), 1), strategy: super::Strategy::PreCopy },
+                    Step::PauseMove(i) => MapOp::PauseMove { range: pick(i).id },
+                    Step::CommitMove(i) => MapOp::CommitMove { range: pick(i).id },
+                    Step::AbortMove(i) => MapOp::AbortMove { range: pick(i).id, error: "test".into() },
                 };
                 let before = map.clone();
                 match map.apply_batch(&[op]) {
@@ -371,6 +585,11 @@ mod tests {
                             if old.state == RangeState::Retired {
                                 prop_assert_eq!(new, old);
                             }
+                        }
+                        for t in map.transfers.values() {
+                            let row = &map.rows[&t.range];
+                            prop_assert!(t.epoch > row.epoch, "transfer epoch {} not above the row's {}", t.epoch, row.epoch);
+                            prop_assert_ne!(row.state, RangeState::Retired);
                         }
                         for row in map.rows.values() {
                             for src in &row.sources {

@@ -4,7 +4,7 @@
 //! charges against bandwidth (payload bytes; framing is added by the seam).
 
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow};
+use crate::map::{MapOp, PartitionMap, RangeRow, Strategy};
 
 /// One appended record in a stream at the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +24,71 @@ impl Record {
     pub fn wire_bytes(&self) -> u64 {
         (24 + self.key.len() + self.bytes.len()) as u64
     }
+}
+
+/// A summary of a stream prefix: how many records, how many payload bytes, and a checksum over
+/// them in stream order. The source of a move reports it when paused; the target checks its copy
+/// against it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamDigest {
+    /// Records.
+    pub records: u64,
+    /// Payload bytes (the appended bytes, keys and framing excluded).
+    pub bytes: u64,
+    /// FNV-1a (64-bit) over every record's id, key and bytes, in order.
+    pub checksum: u64,
+}
+
+impl Default for StreamDigest {
+    fn default() -> Self {
+        StreamDigest { records: 0, bytes: 0, checksum: 0xcbf2_9ce4_8422_2325 }
+    }
+}
+
+impl StreamDigest {
+    /// The digest of `records`.
+    pub fn of(records: &[Record]) -> Self {
+        let mut d = StreamDigest::default();
+        for r in records {
+            d.add(r);
+        }
+        d
+    }
+
+    /// Extend the digest by the next record of the stream.
+    pub fn add(&mut self, r: &Record) {
+        let fnv = |h: u64, b: &[u8]| b.iter().fold(h, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3));
+        let mut h = fnv(self.checksum, &r.id.client.to_le_bytes());
+        h = fnv(h, &r.id.seq.to_le_bytes());
+        h = fnv(h, &(r.key.len() as u64).to_le_bytes());
+        h = fnv(h, &r.key);
+        h = fnv(h, &(r.bytes.len() as u64).to_le_bytes());
+        self.checksum = fnv(h, &r.bytes);
+        self.records += 1;
+        self.bytes += r.bytes.len() as u64;
+    }
+}
+
+/// How far a move's target has pre-copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyProgress {
+    /// Copy rounds done.
+    pub rounds: u32,
+    /// Payload bytes copied so far.
+    pub bytes: u64,
+    /// Whether pre-copy is done (the last round was under the threshold, or the round limit
+    /// was reached): the source may be paused.
+    pub ready: bool,
+}
+
+/// Why a move target did not finish a move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinishError {
+    /// The copy does not match the source's digest: the move must abort.
+    Diverged(String),
+    /// Not now (the store did not answer, a finish is already running, wrong session...): the
+    /// leader may try again, or abort if the target is gone.
+    NotNow(String),
 }
 
 /// A server's session as the authority sees it.
@@ -54,6 +119,9 @@ pub enum Refusal {
     InFlight,
     /// The store refused the effect: a newer owner fenced the stream.
     Fenced { fence: Epoch },
+    /// The range moved away from this server: `owner` serves it at `epoch` (a hint; the map
+    /// is the authority).
+    Moved { owner: ServerId, epoch: Epoch },
 }
 
 /// Outcome of one client operation, as the frontend reports it.
@@ -96,12 +164,22 @@ pub enum Msg {
     CasMap { expected_version: u64, leader_epoch: u64, ops: Vec<MapOp> },
     /// Authority → manager: the map after the attempt, and the refusal reason if any.
     CasResult { map: PartitionMap, error: Option<String> },
+    /// Operator → authority: apply operator requests (see [`MapOp::is_operator_request`]);
+    /// answered with `CasResult`.
+    Admin { ops: Vec<MapOp> },
 
     // ---- store (`store-1`) ----
-    /// New owner → store: raise the stream's fence to `epoch` and return its sealed content.
-    Fence { stream: RangeId, epoch: Epoch },
-    /// Store → owner: the stream content up to the fence (`Err` = fence already above).
+    /// New owner → store: raise the stream's fence to `epoch` and return its sealed content
+    /// from offset `from` on (the records before it the caller already has).
+    Fence { stream: RangeId, epoch: Epoch, from: u64 },
+    /// Store → owner: the stream content from `from` up to the fence (`Err` = fence already
+    /// above).
     FenceResult { result: Result<Vec<Record>, Epoch> },
+    /// Move target → store: the records of `stream` from offset `from` on, without fencing
+    /// (a pre-copy round while the source still serves).
+    ReadStream { stream: RangeId, from: u64 },
+    /// Store → move target: the records read.
+    StreamRead { records: Vec<Record> },
     /// Owner → store: append a record to `stream` if the fence is not above its epoch.
     StoreAppend { stream: RangeId, server: ServerId, record: Record },
     /// Store → owner: `Ok(offset)` after the record is synced, or `Err(fence)`.
@@ -112,6 +190,25 @@ pub enum Msg {
     Open { row: RangeRow, leader_epoch: u64 },
     /// Server → manager: opened (`Ok`) or why not.
     Opened { result: Result<(), String> },
+    /// Manager → move target: run a pre-copy round of `row` (the target's row: the new epoch
+    /// and its session) unless pre-copy is done.
+    PreCopy { row: RangeRow, threshold_bytes: u64, max_rounds: u32 },
+    /// Move target → manager: how far it got.
+    PreCopied { result: Result<CopyProgress, String> },
+    /// Manager → move source: stop admitting appends to `range` at `epoch`, wait for every
+    /// admitted effect, and report the final digest.
+    Pause { range: RangeId, epoch: Epoch },
+    /// Move source → manager: the digest of everything in the range at the pause, or why not.
+    PausedAt { result: Result<StreamDigest, String> },
+    /// Manager → move target: fence the stream at `row.epoch`, copy the tail, check the copy
+    /// against `digest` (the source's), and serve.
+    FinishMove { row: RangeRow, digest: StreamDigest, strategy: Strategy },
+    /// Move target → manager: serving (`Ok`), or why not.
+    MoveFinished { result: Result<(), FinishError> },
+    /// Manager → move source: the move committed; drop `range` and point requests at `to`.
+    Release { range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch },
+    /// Move source → manager: done.
+    Released,
     /// Frontend → server: append to `key` in `range` at `epoch`.
     Append { range: RangeId, epoch: Epoch, key: Key, id: OpId, bytes: Vec<u8> },
     /// Frontend → server: read `key` in `range` at `epoch`.
@@ -141,7 +238,7 @@ impl Msg {
             Msg::Map { map } | Msg::CasResult { map, .. } => map_bytes(map),
             Msg::State { map, sessions } => map_bytes(map) + 16 * sessions.len() as u64,
             Msg::CasMap { ops, .. } => 32 * ops.len() as u64,
-            Msg::FenceResult { result: Ok(records) } => records.iter().map(Record::wire_bytes).sum(),
+            Msg::FenceResult { result: Ok(records) } | Msg::StreamRead { records } => records.iter().map(Record::wire_bytes).sum(),
             Msg::StoreAppend { record, .. } => record.wire_bytes(),
             Msg::Append { key, bytes, .. } | Msg::ClientAppend { key, bytes, .. } => (24 + key.len() + bytes.len()) as u64,
             Msg::Read { key, .. } | Msg::ClientRead { key } => (16 + key.len()) as u64,

@@ -173,9 +173,14 @@ impl Rpc {
         }
     }
 
-    async fn send(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
+    async fn send(&self, dst: SocketAddr, tag: u64, id: u64, mut msg: Msg) {
         self.charge(msg.wire_bytes() + HEADER_BYTES).await;
         let link = (self.me, dst.ip());
+        if let Msg::StreamRead { records } = &mut msg {
+            if let Some(byte) = records.last_mut().and_then(|r| r.bytes.first_mut()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
+                *byte ^= 0x20; // one flipped bit in the copy: only the final checksum can tell
+            }
+        }
         if self.link_faults.has(link, LinkFault::Duplicate) {
             let (ep, copy) = (self.ep.clone(), msg.clone());
             spawn(async move {
@@ -253,6 +258,9 @@ pub enum LinkFault {
     Hold,
     /// Every message is delivered twice, the copy a little later.
     Duplicate,
+    /// One bit of every pre-copy chunk (`StreamRead`) is flipped in transit: the copies diverge,
+    /// and the move's final checksum must catch it.
+    Corrupt,
 }
 
 type Link = (std::net::IpAddr, std::net::IpAddr);

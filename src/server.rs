@@ -14,8 +14,8 @@
 use crate::config::{server_addr, store_addr, Knobs, Mutation};
 use crate::event;
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::RangeRow;
-use crate::msg::{Msg, Record, Refusal};
+use crate::map::{RangeRow, Strategy};
+use crate::msg::{CopyProgress, FinishError, Msg, Record, Refusal, StreamDigest};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,8 +48,14 @@ pub struct Held {
     /// Records the store acknowledged beyond a gap (acks can overtake each other on the
     /// network); applied as soon as the gap fills, so the content keeps the stream's order.
     pub acked: BTreeMap<u64, Record>,
-    /// Woken whenever records are applied, for appends waiting to be visible before answering.
+    /// Woken whenever records are applied or an admitted effect finishes, for appends waiting
+    /// to be visible before answering and for a pause waiting for the drain.
     pub progress: Rc<tokio::sync::Notify>,
+    /// Paused for a planned move: admits nothing and answers no reads (the range may be
+    /// serving elsewhere soon), until released or reopened at a newer epoch.
+    pub paused: bool,
+    /// Digest of the stream up to `next_offset`, as applied here.
+    pub digest: StreamDigest,
 }
 
 impl Held {
@@ -57,12 +63,34 @@ impl Held {
     /// the appends waiting to become visible.
     fn apply_acked(&mut self) {
         while let Some(rec) = self.acked.remove(&self.next_offset) {
+            self.digest.add(&rec);
             if self.applied.insert(rec.id) {
                 self.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
             }
             self.next_offset += 1;
         }
         self.progress.notify_waiters();
+    }
+}
+
+/// A move target's copy of a range's stream, built by pre-copy rounds before the source pauses.
+#[derive(Clone, Debug)]
+pub struct CopyState {
+    /// The target row (the transfer's epoch and this server's session).
+    pub row: RangeRow,
+    /// The records copied so far, from offset 0.
+    pub records: Vec<Record>,
+    /// Rounds done.
+    pub rounds: u32,
+    /// Payload bytes copied by the last round.
+    pub last_round_bytes: u64,
+    /// A round is waiting for the store.
+    pub busy: bool,
+}
+
+impl CopyState {
+    fn bytes(&self) -> u64 {
+        self.records.iter().map(|r| r.bytes.len() as u64).sum()
     }
 }
 
@@ -80,12 +108,16 @@ pub struct ServerCore {
     pub ranges: BTreeMap<RangeId, Held>,
     /// Authority check disabled (mutation `server-skips-authority-check`).
     pub skip_authority_check: bool,
+    /// Copies in progress, as the target of planned moves.
+    pub copies: BTreeMap<RangeId, CopyState>,
+    /// Ranges moved away from here: the new owner and epoch, for the hint in refusals.
+    pub moved: BTreeMap<RangeId, (ServerId, Epoch)>,
 }
 
 impl ServerCore {
     /// A fresh incarnation holding nothing.
     pub fn new(id: ServerId) -> Self {
-        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false }
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, copies: BTreeMap::new(), moved: BTreeMap::new() }
     }
 
     fn lease_valid(&self, now_us: u64) -> bool {
@@ -94,7 +126,11 @@ impl ServerCore {
 
     /// The authority check shared by appends and reads. Returns the held range.
     fn authorize(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<&Held, Refusal> {
-        let held = self.ranges.get(&range).ok_or(Refusal::NotOwner)?;
+        let Some(held) = self.ranges.get(&range) else {
+            let Some(&(owner, moved_to)) = self.moved.get(&range) else { return Err(Refusal::NotOwner) };
+            event::redirected(self.id, range, epoch, key, owner, moved_to);
+            return Err(Refusal::Moved { owner, epoch: moved_to });
+        };
         if self.skip_authority_check {
             return Ok(held);
         }
@@ -104,7 +140,7 @@ impl ServerCore {
         if epoch > held.row.epoch {
             return Err(Refusal::NotOwner); // the map knows a newer owner than we do
         }
-        if held.state != HeldState::Active {
+        if held.state != HeldState::Active || held.paused {
             return Err(Refusal::NotReady);
         }
         if !self.lease_valid(now_us) {
@@ -151,6 +187,7 @@ impl ServerCore {
             return None;
         }
         held.inflight.remove(&record.id);
+        held.progress.notify_waiters();
         match result {
             Some(Ok(offset)) => {
                 if offset >= held.next_offset {
@@ -219,8 +256,11 @@ impl ServerCore {
             next_offset: 0,
             acked: BTreeMap::new(),
             progress: Rc::new(tokio::sync::Notify::new()),
+            paused: false,
+            digest: StreamDigest::default(),
         };
         self.ranges.insert(row.id, held);
+        self.moved.remove(&row.id);
         Ok(true)
     }
 
@@ -241,6 +281,7 @@ impl ServerCore {
         let held = self.ranges.get_mut(&row.id).expect("checked");
         held.objects.clear();
         held.applied.clear();
+        held.digest = StreamDigest::of(&records);
         for rec in &records {
             if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
                 held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
@@ -255,8 +296,91 @@ impl ServerCore {
         Ok(())
     }
 
+    /// Pause `range` at `epoch` for a planned move: from now on it admits nothing and answers
+    /// no reads. Idempotent. Errors: the range is not held at that epoch.
+    pub fn pause(&mut self, range: RangeId, epoch: Epoch) -> Result<(), String> {
+        let me = self.id;
+        let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
+        if !held.paused {
+            held.paused = true;
+            event::range_paused(me, range, epoch);
+        }
+        Ok(())
+    }
+
+    /// The digest of a paused range once every admitted effect finished and the content
+    /// matches the stream (`None`: not drained yet). Errors: no longer held paused at `epoch`.
+    pub fn drained(&self, range: RangeId, epoch: Epoch) -> Result<Option<StreamDigest>, String> {
+        let held = self.ranges.get(&range).filter(|h| h.row.epoch == epoch && h.paused).ok_or_else(|| format!("{} no longer holds {range} paused at {epoch}", self.id))?;
+        let done = held.inflight.is_empty() && held.acked.is_empty() && held.state == HeldState::Active;
+        Ok(done.then_some(held.digest))
+    }
+
+    /// The move committed: drop the paused `range` at `epoch` and remember where it went.
+    pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
+        if self.ranges.get(&range).is_some_and(|h| h.row.epoch == epoch) {
+            self.ranges.remove(&range);
+            event::range_dropped(self.id, range, epoch, "moved");
+        }
+        if self.ranges.get(&range).is_none_or(|h| h.row.epoch < new_epoch) {
+            self.moved.insert(range, (to, new_epoch));
+        }
+    }
+
+    /// Start a pre-copy round of `row` (this server is the move's target). Returns the
+    /// progress when no round is due (pre-copy done, or a round already running), or the
+    /// offset to read the stream from.
+    ///
+    /// Errors: `row` was assigned to another session of this server.
+    pub fn begin_copy_round(&mut self, row: &RangeRow, threshold_bytes: u64, max_rounds: u32) -> Result<Result<u64, CopyProgress>, String> {
+        if self.session != Some(row.owner_session) {
+            return Err(format!("{} move target session {}, this server has {:?}", row.id, row.owner_session, self.session));
+        }
+        let copy = self.copies.entry(row.id).or_insert_with(|| CopyState { row: row.clone(), records: Vec::new(), rounds: 0, last_round_bytes: 0, busy: false });
+        if copy.row.epoch != row.epoch {
+            *copy = CopyState { row: row.clone(), records: Vec::new(), rounds: 0, last_round_bytes: 0, busy: false };
+        }
+        let ready = copy.rounds >= 1 && (copy.last_round_bytes <= threshold_bytes || copy.rounds >= max_rounds.max(1));
+        if ready || copy.busy {
+            return Ok(Err(CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), ready }));
+        }
+        copy.busy = true;
+        Ok(Ok(copy.records.len() as u64))
+    }
+
+    /// A pre-copy round read `records` from offset `from` (`None`: the store did not answer).
+    pub fn finish_copy_round(&mut self, row: &RangeRow, from: u64, records: Option<Vec<Record>>) -> CopyProgress {
+        let me = self.id;
+        let Some(copy) = self.copies.get_mut(&row.id).filter(|c| c.row.epoch == row.epoch) else {
+            return CopyProgress { rounds: 0, bytes: 0, ready: false };
+        };
+        copy.busy = false;
+        if let Some(records) = records.filter(|_| copy.records.len() as u64 == from) {
+            let round: u64 = records.iter().map(|r| r.bytes.len() as u64).sum();
+            copy.records.extend(records);
+            copy.rounds += 1;
+            copy.last_round_bytes = round;
+            event::precopied(me, row.id, row.epoch, copy.rounds, round);
+        }
+        CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), ready: false }
+    }
+
+    /// Start finishing a move to this server: `Ok(None)` when already serving `row` (a
+    /// repeated request), else the records pre-copied so far (the range is now held, loading).
+    ///
+    /// Errors: `row` was assigned to another session, or a newer epoch is held, or the finish
+    /// is already running.
+    pub fn begin_finish(&mut self, row: &RangeRow) -> Result<Option<Vec<Record>>, String> {
+        if !self.begin_open(row)? {
+            return Ok(None);
+        }
+        let copy = self.copies.remove(&row.id).filter(|c| c.row.epoch == row.epoch && !c.busy);
+        Ok(Some(copy.map_or(Vec::new(), |c| c.records)))
+    }
+
     /// The session is gone (expired at the authority): drop every range.
     pub fn lose_session(&mut self, reason: &str) {
+        self.copies.clear();
         for (id, held) in std::mem::take(&mut self.ranges) {
             event::range_dropped(self.id, id, held.row.epoch, reason);
         }
@@ -364,14 +488,97 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 Err(e) => Some(Msg::Opened { result: Err(e) }),
                 Ok(false) => Some(Msg::Opened { result: Ok(()) }),
                 Ok(true) => {
-                    let loaded = fence_and_load(rpc, knobs, &row).await.map_err(|e| e.to_string());
+                    let loaded = fence_and_load(rpc, knobs, &row, 0).await.map_err(|e| e.to_string());
                     let result = core.borrow_mut().finish_open(&row, loaded);
                     Some(Msg::Opened { result })
                 }
             }
         }
+        Msg::PreCopy { row, threshold_bytes, max_rounds } => {
+            let begin = core.borrow_mut().begin_copy_round(&row, threshold_bytes, max_rounds);
+            let result = match begin {
+                Err(e) => Err(e),
+                Ok(Err(progress)) => Ok(progress),
+                Ok(Ok(from)) => {
+                    let read = Msg::ReadStream { stream: row.id, from };
+                    let records = match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
+                        Ok(Msg::StreamRead { records }) => Some(records),
+                        _ => None,
+                    };
+                    Ok(core.borrow_mut().finish_copy_round(&row, from, records))
+                }
+            };
+            Some(Msg::PreCopied { result })
+        }
+        Msg::Pause { range, epoch } => {
+            if let Err(e) = core.borrow_mut().pause(range, epoch) {
+                return Some(Msg::PausedAt { result: Err(e) });
+            }
+            Some(Msg::PausedAt { result: drain(core, knobs, range, epoch).await })
+        }
+        Msg::FinishMove { row, digest, strategy } => Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy).await }),
+        Msg::Release { range, epoch, to, new_epoch } => {
+            core.borrow_mut().release(range, epoch, to, new_epoch);
+            Some(Msg::Released)
+        }
         other => panic!("{id}: unexpected message {other:?}"),
     }
+}
+
+/// Wait until the paused `range` at `epoch` has no admitted effect left and its content
+/// matches the stream (reloading first if an outcome was unknown), for at most twice the store
+/// timeout. Returns its digest: the final length and checksum of the source of a move.
+///
+/// Errors: the range was dropped or reopened meanwhile, or the drain did not finish in time.
+async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch: Epoch) -> Result<StreamDigest, String> {
+    let id = core.borrow().id;
+    let wait = async {
+        loop {
+            let progress = {
+                let c = core.borrow();
+                if let Some(digest) = c.drained(range, epoch)? {
+                    return Ok(digest);
+                }
+                c.ranges[&range].progress.clone()
+            };
+            progress.notified().await;
+        }
+    };
+    let digest = crate::seam::timeout_ms(2 * knobs.store_timeout_ms, wait).await.unwrap_or_else(|| Err(format!("{id}: {range} did not drain in time")))?;
+    event::drained(id, range, epoch, &digest);
+    Ok(digest)
+}
+
+/// The target's side of a move's cutover: fence the stream at the transfer's epoch (so nothing
+/// more from the source can land), copy the tail past what pre-copy brought, check the whole
+/// copy against the source's digest, and serve.
+async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy) -> Result<(), FinishError> {
+    let id = core.borrow().id;
+    let begin = core.borrow_mut().begin_finish(row).map_err(FinishError::NotNow)?;
+    let Some(mut records) = begin else { return Ok(()) };
+    let precopied: u64 = records.iter().map(|r| r.bytes.len() as u64).sum();
+    let tail = match fence_and_load(rpc, knobs, row, records.len() as u64).await {
+        Ok(tail) => tail,
+        Err(e) => {
+            let _ = core.borrow_mut().finish_open(row, Err(e.to_string()));
+            return Err(FinishError::NotNow(e.to_string()));
+        }
+    };
+    let tail_bytes: u64 = tail.iter().map(|r| r.bytes.len() as u64).sum();
+    records.extend(tail);
+    let copied = StreamDigest::of(&records);
+    if copied != digest {
+        let why = format!(
+            "copy of {} does not match the source: {} records, {} bytes, checksum {:016x} here; {} records, {} bytes, checksum {:016x} at the source",
+            row.id, copied.records, copied.bytes, copied.checksum, digest.records, digest.bytes, digest.checksum
+        );
+        let _ = core.borrow_mut().finish_open(row, Err(why.clone()));
+        event::move_diverged(id, row.id, row.epoch, &why);
+        return Err(FinishError::Diverged(why));
+    }
+    core.borrow_mut().finish_open(row, Ok(records)).map_err(FinishError::NotNow)?;
+    event::handoff(id, row.id, row.epoch, strategy.name(), precopied, tail_bytes, digest.bytes);
+    Ok(())
 }
 
 /// Wait until `op` is applied to the content of `range` at `epoch`, for at most the store
@@ -412,9 +619,10 @@ impl std::fmt::Display for LoadError {
     }
 }
 
-/// Raise the stream's fence to the row's epoch (or find it there) and fetch its content.
-async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
-    let fence = Msg::Fence { stream: row.id, epoch: row.epoch };
+/// Raise the stream's fence to the row's epoch (or find it there) and fetch its content from
+/// offset `from` on.
+async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<Vec<Record>, LoadError> {
+    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
     match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
         Ok(Msg::FenceResult { result: Ok(records) }) => Ok(records),
         Ok(Msg::FenceResult { result: Err(fence) }) => Err(LoadError::Fenced(fence)),
@@ -435,7 +643,7 @@ fn spawn_resync(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
 /// still ours at that epoch.
 async fn resync_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: RangeRow) {
     loop {
-        let loaded = fence_and_load(rpc, knobs, &row).await;
+        let loaded = fence_and_load(rpc, knobs, &row, 0).await;
         let still_loading = core.borrow().ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_loading {
             return;

@@ -3,7 +3,8 @@
 //!
 //! `append(stream, epoch, record)` fails if the stream's fence is above `epoch`, and is
 //! idempotent per stream: a record whose id is already there is not appended twice;
-//! `fence(stream, epoch)` raises the fence (never lowers it) and returns the sealed content.
+//! `fence(stream, epoch)` raises the fence (never lowers it) and returns the sealed content (from
+//! an offset the caller names); `read(stream, from)` returns content without fencing (pre-copy).
 //! Appends are synced to disk before they are acknowledged, and so is the fence. Idea: the
 //! fencing token of Kleppmann's "How to do distributed locking" (2016) and Azure Storage's
 //! stream layer sealing extents on partition reassignment (Calder et al., SOSP 2011).
@@ -115,7 +116,12 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
 
 async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ignore_fence: bool) -> Option<Msg> {
     match msg {
-        Msg::Fence { stream, epoch } => {
+        Msg::ReadStream { stream, from } => {
+            let st = state.borrow();
+            let records = st.streams.get(&stream).map_or(Vec::new(), |s| s.records.get(from as usize..).unwrap_or(&[]).to_vec());
+            Some(Msg::StreamRead { records })
+        }
+        Msg::Fence { stream, epoch, from } => {
             let raised = state.borrow_mut().fence(stream, epoch);
             match raised {
                 Err(fence) => Some(Msg::FenceResult { result: Err(fence) }),
@@ -126,14 +132,15 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
                     // Also makes every record appended before the fence durable, so the content
                     // returned below cannot be lost by a crash after we answer.
                     disk.sync().await;
-                    let records = state.borrow().streams[&stream].records.clone();
-                    event::fence_raised(stream, epoch, records.len());
-                    Some(Msg::FenceResult { result: Ok(records) })
+                    let st = state.borrow();
+                    let all = &st.streams[&stream].records;
+                    event::fence_raised(stream, epoch, all.len());
+                    Some(Msg::FenceResult { result: Ok(all.get(from as usize..).unwrap_or(&[]).to_vec()) })
                 }
             }
         }
         Msg::StoreAppend { stream, server, record } => {
-            let (epoch, id, key) = (record.epoch, record.id, record.key.clone());
+            let (epoch, id, key, len) = (record.epoch, record.id, record.key.clone(), record.bytes.len());
             let appended = state.borrow_mut().append(stream, record.clone(), ignore_fence);
             match appended {
                 Err(fence) => {
@@ -148,7 +155,7 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
                 Ok((offset, true)) => {
                     disk.append(StoreRecord::Append { stream, record });
                     disk.sync().await;
-                    event::effect(stream, server, epoch, &key, id, offset);
+                    event::effect(stream, server, epoch, &key, id, offset, len);
                     Some(Msg::StoreAppended { result: Ok(offset) })
                 }
             }

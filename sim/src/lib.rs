@@ -11,6 +11,7 @@
 //! | [`workload`] | clients and their history; the heal-phase probe and final reads |
 //! | [`events`] | the tracing layer that collects the event stream; the trace hash |
 //! | [`coverage`] | which fault met which step of a flow, per run and per sweep |
+//! | [`handoff`] | the write pause and bytes copied of every planned move |
 //! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
 //! | [`run`] | one seed, end to end |
 //! | [`sweep`] | many seeds, in parallel, with a summary |
@@ -18,6 +19,7 @@
 pub mod check;
 pub mod coverage;
 pub mod events;
+pub mod handoff;
 pub mod nemesis;
 pub mod run;
 pub mod scenario;

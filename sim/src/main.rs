@@ -117,6 +117,13 @@ fn main() -> ExitCode {
             println!("sim_ms={} recovery_after_heal_ms={} events={}", report.sim_ms, report.recovery_ms, report.events.len());
             let hit: Vec<String> = report.coverage.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("coverage: {}", if hit.is_empty() { "none".to_string() } else { hit.join(" ") });
+            for h in &report.handoffs {
+                let client = h.client_gap_ms.map_or("no client tried".to_string(), |g| format!("{g:.1} ms"));
+                println!(
+                    "handoff r{} server-{}@e{} -> server-{}@e{} {}: write pause {:.1} ms at the servers, {client} at the clients; copied {} B before the pause, {} B during, {} B in all",
+                    h.range, h.from, h.from_epoch, h.to, h.epoch, h.strategy, h.server_pause_ms, h.precopy_bytes, h.tail_bytes, h.bytes
+                );
+            }
             for v in &report.verdicts {
                 match &v.violation {
                     None => println!("property {}: pass", v.property),

@@ -32,6 +32,12 @@ pub enum Fault {
     Pause(String),
     /// Slow every fsync of the node's disk by this many ms for the duration.
     SlowDisk(String, u64),
+    /// Flip a bit of every pre-copy chunk from the first node to the second.
+    Corrupt(String, String),
+    /// Operator request: move the range holding the key to the server (no duration).
+    MoveRequest(String, String),
+    /// Operator request: drain the server for the duration.
+    Drain(String),
 }
 
 impl std::fmt::Display for Fault {
@@ -46,6 +52,9 @@ impl std::fmt::Display for Fault {
             Fault::Duplicate(a, b) => write!(f, "duplicate {a}->{b}"),
             Fault::Pause(n) => write!(f, "pause {n}"),
             Fault::SlowDisk(n, ms) => write!(f, "slow_disk {n} +{ms}ms"),
+            Fault::Corrupt(a, b) => write!(f, "corrupt {a}->{b}"),
+            Fault::MoveRequest(k, to) => write!(f, "move {k} to {to}"),
+            Fault::Drain(n) => write!(f, "drain {n}"),
         }
     }
 }
@@ -69,6 +78,9 @@ impl Fault {
             Fault::Duplicate(..) => "duplicate",
             Fault::Pause(_) => "pause",
             Fault::SlowDisk(..) => "slow_disk",
+            Fault::Corrupt(..) => "corrupt",
+            Fault::MoveRequest(..) => "move_request",
+            Fault::Drain(_) => "drain",
         }
     }
 }
@@ -95,6 +107,10 @@ pub struct FaultPlan {
     pub pause_per_min: f64,
     /// Drawn slow-disk rate, per simulated minute.
     pub slow_disk_per_min: f64,
+    /// Drawn rate of operator move requests, per simulated minute.
+    pub move_requests_per_min: f64,
+    /// Drawn rate of operator drains, per simulated minute.
+    pub drains_per_min: f64,
     /// Every fault, sorted by start time.
     pub faults: Vec<Planned>,
 }
@@ -141,6 +157,9 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             FaultSpec::Duplicate { from, to } => Fault::Duplicate(from.clone(), to.clone()),
             FaultSpec::Pause { node } => Fault::Pause(node.clone()),
             FaultSpec::SlowDisk { node, extra_ms } => Fault::SlowDisk(node.clone(), *extra_ms),
+            FaultSpec::Corrupt { from, to } => Fault::Corrupt(from.clone(), to.clone()),
+            FaultSpec::Move { key, to } => Fault::MoveRequest(key.clone(), to.clone()),
+            FaultSpec::Drain { node } => Fault::Drain(node.clone()),
         };
         plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault });
     }
@@ -214,16 +233,99 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
         }
     }
+    // Operator requests, drawn only when the scenario asks for them (so other scenarios keep
+    // their random streams).
+    let m = &scenario.moves;
+    let servers: Vec<String> = names_by_role.get(&Role::Server).cloned().unwrap_or_default();
+    if m.requests_per_min[1] > 0.0 && !servers.is_empty() {
+        plan.move_requests_per_min = uniform_f(rng, m.requests_per_min);
+        for at_ms in poisson_times(rng, plan.move_requests_per_min, duration_ms) {
+            let key = crate::scenario::key_name(rng.gen_range(0..scenario.workload.keys));
+            let to = servers[rng.gen_range(0..servers.len())].clone();
+            plan.faults.push(Planned { at_ms, duration_ms: 0, fault: Fault::MoveRequest(String::from_utf8(key).expect("ascii"), to) });
+        }
+    }
+    if m.drains_per_min[1] > 0.0 && !servers.is_empty() {
+        plan.drains_per_min = uniform_f(rng, m.drains_per_min);
+        for at_ms in poisson_times(rng, plan.drains_per_min, duration_ms) {
+            let node = servers[rng.gen_range(0..servers.len())].clone();
+            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Drain(node) });
+        }
+    }
     plan.faults.sort_by_key(|p| p.at_ms);
     plan
 }
 
+/// An operator request at a time, for the operator node to send to the authority.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OperatorAction {
+    /// Move the range holding `key` to `server-N`.
+    Move { key: Vec<u8>, to: u32 },
+    /// Drain `server-N` (`on`), or stop draining it.
+    Drain { server: u32, on: bool },
+}
+
+impl FaultPlan {
+    /// The operator requests of the plan as `(at_ms, action)`, sorted: a drain becomes a
+    /// start and an end.
+    pub fn operator_actions(&self) -> Vec<(u64, OperatorAction)> {
+        let server = |name: &str| name.strip_prefix("server-").and_then(|n| n.parse().ok()).expect("validated server name");
+        let mut out = Vec::new();
+        for p in &self.faults {
+            match &p.fault {
+                Fault::MoveRequest(key, to) => out.push((p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) })),
+                Fault::Drain(node) => {
+                    out.push((p.at_ms, OperatorAction::Drain { server: server(node), on: true }));
+                    out.push((p.at_ms + p.duration_ms, OperatorAction::Drain { server: server(node), on: false }));
+                }
+                _ => {}
+            }
+        }
+        out.sort_by_key(|(t, _)| *t);
+        out
+    }
+}
+
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::MoveRequest(..) | Fault::Drain(_) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
+    }
+}
+
+/// The operator node (`operator`, not faulted): send each request of `actions` to the authority
+/// at its time, retrying a few times while it does not answer. A move names a key; the
+/// operator looks up its range in the map first.
+pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::config::Knobs) {
+    use partmap::ids::ServerId;
+    use partmap::map::MapOp;
+    use partmap::msg::Msg;
+    let rpc = partmap::seam::Rpc::bind(partmap::config::operator_addr(), &knobs).await;
+    let lock = partmap::config::lock_addr();
+    for (at_ms, action) in actions {
+        let now = partmap::seam::now_ms();
+        if at_ms > now {
+            sleep_ms(at_ms - now).await;
+        }
+        for _attempt in 0..5 {
+            let op = match &action {
+                OperatorAction::Drain { server, on } => MapOp::Drain { server: ServerId(*server), on: *on },
+                OperatorAction::Move { key, to } => {
+                    let Ok(Msg::Map { map }) = rpc.call(lock, Msg::GetMap, knobs.rpc_timeout_ms).await else {
+                        sleep_ms(500).await;
+                        continue;
+                    };
+                    let Some(row) = map.lookup(key) else { break };
+                    MapOp::RequestMove { range: row.id, to: ServerId(*to) }
+                }
+            };
+            match rpc.call(lock, Msg::Admin { ops: vec![op] }, knobs.rpc_timeout_ms).await {
+                Ok(Msg::CasResult { .. }) => break,
+                _ => sleep_ms(500).await,
+            }
+        }
     }
 }
 
@@ -244,8 +346,17 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
                 }
-                Fault::Delay(from, to) | Fault::Duplicate(from, to) => {
-                    let kind = if matches!(p.fault, Fault::Delay(..)) { LinkFault::Hold } else { LinkFault::Duplicate };
+                Fault::MoveRequest(..) | Fault::Drain(_) => {
+                    // Sent by the operator node (see `operator`); only logged and counted here.
+                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                }
+                Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) => {
+                    let kind = match p.fault {
+                        Fault::Delay(..) => LinkFault::Hold,
+                        Fault::Duplicate(..) => LinkFault::Duplicate,
+                        _ => LinkFault::Corrupt,
+                    };
                     tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
                     world.borrow_mut().fault_link(from, to, kind);
                     *counts.borrow_mut().entry(counter).or_default() += 1;

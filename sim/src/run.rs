@@ -114,6 +114,8 @@ pub struct RunReport {
     pub trace_hash: u64,
     /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
     pub coverage: BTreeMap<&'static str, u64>,
+    /// Every committed planned move, with its write pause and bytes copied.
+    pub handoffs: Vec<crate::handoff::Handoff>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
 }
@@ -153,6 +155,11 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
         ),
         format!("workload: duration_s={} ops_per_s={} read_fraction={} keys={} key_skew={} record_bytes={}", w.duration_s, w.ops_per_s, w.read_fraction, w.keys, w.key_skew, w.record_bytes),
         format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
+        format!(
+            "moves: strategy={}{} precopy_threshold_bytes={} precopy_max_rounds={} balance={} max_concurrent={}",
+            knobs.strategy.name(), if opts.scenario.moves.strategy == "per-seed" { " (drawn)" } else { "" },
+            knobs.precopy_threshold_bytes, knobs.precopy_max_rounds, knobs.balance, knobs.max_concurrent_moves
+        ),
     ];
     h.retain(|l| !l.is_empty());
     h
@@ -184,8 +191,8 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
 /// The fault rates drawn for a seed, as a header line.
 fn drawn_line(plan: &nemesis::FaultPlan) -> String {
     format!(
-        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} planned={}",
-        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.faults.len()
+        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} move_requests_per_min={:.2} drains_per_min={:.2} planned={}",
+        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.move_requests_per_min, plan.drains_per_min, plan.faults.len()
     )
 }
 
@@ -233,7 +240,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         Verdict { property: "manager_exclusive", kind: Kind::Always, violation: check::manager_exclusive::check(&events).err() },
         Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
     ];
-    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), events }
+    let handoffs = crate::handoff::handoffs(&events);
+    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), handoffs, events }
 }
 
 type Simulated = (Vec<String>, ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, u64);
@@ -285,11 +293,40 @@ async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
             .build();
         clients.push(node.id());
     }
+    if !s.workload.script.is_empty() {
+        let n = s.topology.clients + 1;
+        let (sc, k, fin) = (s.clone(), knobs.clone(), finished.clone());
+        let node = handle
+            .create_node()
+            .name(format!("client-{n}"))
+            .ip(client_addr(n).ip())
+            .init(move || {
+                let (sc, k, fin) = (sc.clone(), k.clone(), fin.clone());
+                async move {
+                    workload::script(n, sc, k).await;
+                    fin.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .build();
+        clients.push(node.id());
+    }
+    let actions = plan.operator_actions();
+    if !actions.is_empty() {
+        let k = knobs.clone();
+        let node = handle
+            .create_node()
+            .name("operator")
+            .ip(partmap::config::operator_addr().ip())
+            .init(move || nemesis::operator(actions.clone(), k.clone()))
+            .build();
+        clients.push(node.id());
+    }
+    let client_nodes = s.topology.clients + u32::from(!s.workload.script.is_empty());
     sleep_ms(s.workload.duration_s * 1000).await;
     world.borrow_mut().heal_all();
     // Let every client's last operation complete before the final reads (bounded by the
     // client timeout, which outlasts the frontends' retry budget).
-    while finished.load(Ordering::SeqCst) < s.topology.clients {
+    while finished.load(Ordering::SeqCst) < client_nodes {
         sleep_ms(100).await;
     }
     let final_keys = busiest_keys(&log.lock().expect("event log"), FINAL_READ_KEYS);

@@ -26,6 +26,8 @@ pub struct Scenario {
     pub knobs: KnobsSpec,
     /// The load the clients offer.
     pub workload: Workload,
+    /// Planned moves: how they copy, and what starts them.
+    pub moves: Moves,
     /// Faults injected during the workload.
     pub faults: Faults,
     /// What happens after the faults stop.
@@ -121,6 +123,71 @@ pub struct Workload {
     pub key_skew: f64,
     /// Payload length of each append, bytes. 16..=1048576, default 16.
     pub record_bytes: u32,
+    /// Appends at fixed times, made by one more client (`client-<clients+1>`) besides the
+    /// random load, for worked examples. Default empty.
+    pub script: Vec<ScriptedAppend>,
+}
+
+/// One append at a fixed time.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedAppend {
+    /// When it is sent, ms after the workload starts. Below `workload.duration_s * 1000`.
+    pub at_ms: u64,
+    /// The key, as text (1..=64 bytes).
+    pub key: String,
+    /// Payload length, bytes (the payload is the append's id padded with `-`, so the checkers
+    /// can tell appends apart). 6..=1048576.
+    pub bytes: u32,
+    /// The frontend it goes through, `frontend-N`. Default 1.
+    #[serde(default = "one")]
+    pub frontend: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Planned moves: the copy strategy and its knobs, and what starts moves.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Moves {
+    /// `pre-copy`, `stop-and-copy`, or `per-seed` (each seed draws one of the two, so one
+    /// sweep compares them under the same load and faults). Default `pre-copy`.
+    pub strategy: String,
+    /// Pre-copy stops once a round copied at most this many payload bytes. 0..=1073741824,
+    /// default 4096.
+    pub precopy_threshold_bytes: u64,
+    /// Pre-copy stops after this many rounds whatever the tail. 1..=100, default 4.
+    pub precopy_max_rounds: u32,
+    /// The leader moves a range from the server with the most ranges to the one with the
+    /// fewest when they differ by two or more. Default false.
+    pub balance: bool,
+    /// Moves in flight at once. 0..=64 (0: no moves at all), default 1.
+    pub max_concurrent: u32,
+    /// Range of the rate of random operator move requests (a random key's range to a random
+    /// server), per minute, drawn per seed. `0 <= a <= b <= 600`, default `[0, 0]`.
+    pub requests_per_min: [f64; 2],
+    /// Range of the rate of random drain-server requests, per minute, drawn per seed.
+    /// `0 <= a <= b <= 600`, default `[0, 0]`.
+    pub drains_per_min: [f64; 2],
+    /// How long a random drain lasts, ms. `1 <= a <= b <= 3600000`, default `[2000, 10000]`.
+    pub drain_ms: [u64; 2],
+}
+
+impl Default for Moves {
+    fn default() -> Self {
+        Moves {
+            strategy: "pre-copy".into(),
+            precopy_threshold_bytes: 4096,
+            precopy_max_rounds: 4,
+            balance: false,
+            max_concurrent: 1,
+            requests_per_min: [0.0, 0.0],
+            drains_per_min: [0.0, 0.0],
+            drain_ms: [2000, 10_000],
+        }
+    }
 }
 
 /// Faults injected during the workload: a random mix, an explicit schedule, or both.
@@ -180,14 +247,15 @@ pub enum NodeKind {
     Lock,
 }
 
-/// One fault at a fixed time.
+/// One fault (or operator request) at a fixed time.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TimedFault {
     /// Start of the fault, ms after the workload starts. Below `workload.duration_s * 1000`.
     pub at_ms: u64,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
-    /// 1..=3600000.
+    /// 1..=3600000; required for every kind but `move`, which must leave it out.
+    #[serde(default)]
     pub duration_ms: u64,
     /// What goes wrong.
     pub fault: FaultSpec,
@@ -218,6 +286,15 @@ pub enum FaultSpec {
     /// The node's process is frozen (no task runs; messages to it queue up), then resumes
     /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
     Pause { node: String },
+    /// One bit of every pre-copy chunk sent from `from` (the store) to `to` (a move target) is
+    /// flipped until the fault ends: the copies diverge, and the final checksum must say so.
+    Corrupt { from: String, to: String },
+    /// An operator asks the leader to move the range holding `key` to server `to` (no
+    /// `duration_ms`).
+    Move { key: String, to: String },
+    /// An operator drains server `node` (moves its ranges away, assigns it nothing) for the
+    /// duration.
+    Drain { node: String },
 }
 
 /// What happens after the faults stop.
@@ -259,6 +336,7 @@ impl Default for Scenario {
             topology: Topology::default(),
             knobs: KnobsSpec::default(),
             workload: Workload::default(),
+            moves: Moves::default(),
             faults: Faults::default(),
             heal: Heal::default(),
             expect: Expect::default(),
@@ -302,6 +380,7 @@ impl Default for Workload {
             keys: 1000,
             key_skew: 1.0,
             record_bytes: 16,
+            script: Vec::new(),
         }
     }
 }
@@ -386,6 +465,7 @@ impl Scenario {
         self.validate_topology()?;
         self.validate_knobs()?;
         self.validate_workload()?;
+        self.validate_moves()?;
         self.validate_faults()?;
         in_range("heal.liveness_deadline_s", self.heal.liveness_deadline_s, 1, 600)?;
         if let Some(sw) = &self.swarm {
@@ -457,16 +537,40 @@ impl Scenario {
     fn validate_workload(&self) -> Result<(), String> {
         let w = &self.workload;
         in_range("workload.duration_s", w.duration_s, 1, 3600)?;
-        if !(w.ops_per_s > 0.0 && w.ops_per_s <= 100_000.0) {
+        if !(w.ops_per_s >= 0.0 && w.ops_per_s <= 100_000.0) || (w.ops_per_s == 0.0 && w.script.is_empty()) {
             return Err(format!(
-                "workload.ops_per_s: must be above 0 and at most 100000, got {}",
+                "workload.ops_per_s: must be above 0 (or 0 with a workload.script) and at most 100000, got {}",
                 w.ops_per_s
             ));
+        }
+        let end_ms = w.duration_s.saturating_mul(1000);
+        for (i, a) in w.script.iter().enumerate() {
+            let path = format!("workload.script[{i}]");
+            if a.at_ms >= end_ms {
+                return Err(format!("{path}.at_ms: must be less than the workload's end ({end_ms}), got {}", a.at_ms));
+            }
+            in_range(&format!("{path}.key"), a.key.len(), 1, 64).map_err(|e| format!("{e} (bytes)"))?;
+            in_range(&format!("{path}.bytes"), a.bytes, 6, 1_048_576)?;
+            in_range(&format!("{path}.frontend"), a.frontend, 1, self.topology.frontends)?;
         }
         in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
         in_range("workload.keys", w.keys, 1, 1_000_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
+        Ok(())
+    }
+
+    fn validate_moves(&self) -> Result<(), String> {
+        let m = &self.moves;
+        if m.strategy != "per-seed" {
+            partmap::map::Strategy::parse(&m.strategy).map_err(|e| format!("moves.strategy: {e}, per-seed"))?;
+        }
+        in_range("moves.precopy_threshold_bytes", m.precopy_threshold_bytes, 0, 1 << 30)?;
+        in_range("moves.precopy_max_rounds", m.precopy_max_rounds, 1, 100)?;
+        in_range("moves.max_concurrent", m.max_concurrent, 0, 64)?;
+        ordered_pair("moves.requests_per_min", m.requests_per_min, 0.0, 600.0)?;
+        ordered_pair("moves.drains_per_min", m.drains_per_min, 0.0, 600.0)?;
+        ordered_pair("moves.drain_ms", m.drain_ms, 1, FAULT_MS_MAX)?;
         Ok(())
     }
 
@@ -506,7 +610,13 @@ impl Scenario {
                     timed.at_ms
                 ));
             }
-            in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
+            if matches!(timed.fault, FaultSpec::Move { .. }) {
+                if timed.duration_ms != 0 {
+                    return Err(format!("{path}.duration_ms: a `move` request is instantaneous; leave duration_ms out"));
+                }
+            } else {
+                in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
+            }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
         }
         Ok(())
@@ -528,6 +638,14 @@ impl Scenario {
             FaultSpec::Crash { node } | FaultSpec::Isolate { node } | FaultSpec::Pause { node } => {
                 self.known_node(&format!("{path}.node"), node, names)
             }
+            FaultSpec::Drain { node } | FaultSpec::Move { to: node, .. } => {
+                let field = if matches!(fault, FaultSpec::Drain { .. }) { "node" } else { "to" };
+                self.known_node(&format!("{path}.{field}"), node, names)?;
+                if !node.starts_with("server-") {
+                    return Err(format!("{path}.{field}: `{node}` is not a partition server"));
+                }
+                Ok(())
+            }
             FaultSpec::Split { side } => {
                 if side.is_empty() {
                     return Err(format!("{path}.side: must name at least one node"));
@@ -547,7 +665,7 @@ impl Scenario {
                 }
                 Ok(())
             }
-            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } => {
+            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } | FaultSpec::Corrupt { from, to } => {
                 self.known_node(&format!("{path}.from"), from, names)?;
                 self.known_node(&format!("{path}.to"), to, names)?;
                 if from == to {
@@ -596,6 +714,11 @@ impl Scenario {
             disk_sync_ms: k.disk_sync_ms,
             initial_split_points: self.initial_split_points(),
             servers: self.topology.servers,
+            strategy: partmap::map::Strategy::parse(&self.moves.strategy).unwrap_or(partmap::map::Strategy::PreCopy),
+            precopy_threshold_bytes: self.moves.precopy_threshold_bytes,
+            precopy_max_rounds: self.moves.precopy_max_rounds,
+            balance: self.moves.balance,
+            max_concurrent_moves: self.moves.max_concurrent,
             mutation: None,
             link_faults: Default::default(),
         }
@@ -619,8 +742,9 @@ impl Scenario {
         points
     }
 
-    /// This scenario with its topology drawn from `swarm` (if any) using `rng`; the result has
-    /// no `swarm` section. Without one, an unchanged copy (and nothing is drawn).
+    /// This scenario with its topology drawn from `swarm` (if any) and its move strategy drawn
+    /// if it is `per-seed`, using `rng`; the result has no `swarm` section. Without either, an
+    /// unchanged copy (and nothing is drawn).
     pub fn draw_swarm(&self, rng: &mut impl madsim::rand::Rng) -> Scenario {
         let mut s = self.clone();
         if let Some(sw) = s.swarm.take() {
@@ -628,6 +752,10 @@ impl Scenario {
             s.topology.servers = pick(sw.servers);
             s.topology.frontends = pick(sw.frontends);
             s.topology.initial_ranges = pick(sw.initial_ranges);
+        }
+        if s.moves.strategy == "per-seed" {
+            let names = partmap::map::Strategy::ALL;
+            s.moves.strategy = names[rng.gen_range(0..names.len())].1.to_string();
         }
         s
     }

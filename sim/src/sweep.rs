@@ -42,6 +42,64 @@ pub struct SeedResult {
     pub coverage: BTreeMap<String, u64>,
     /// Trace hash.
     pub trace_hash: String,
+    /// Committed planned moves with their pause figures.
+    pub handoffs: Vec<crate::handoff::Handoff>,
+}
+
+/// Write-pause figures of the handoffs of one strategy and range-size class, over a sweep.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PauseFigures {
+    /// `pre-copy` or `stop-and-copy`.
+    pub strategy: String,
+    /// `all`, `<= 1 MiB` or `> 1 MiB` (the range's payload bytes at the cutover).
+    pub size: String,
+    /// Handoffs counted.
+    pub handoffs: u64,
+    /// Pause at the servers (source paused until target serves), ms: p50, p99, max.
+    pub server_ms: [f64; 3],
+    /// Longest gap between acknowledged appends around the pause, ms: p50, p99, max (over the
+    /// handoffs where a client kept trying; `client_handoffs` of them).
+    pub client_ms: [f64; 3],
+    /// Handoffs with a client figure.
+    pub client_handoffs: u64,
+    /// Payload bytes copied before the pause, p50.
+    pub precopy_bytes_p50: f64,
+    /// Payload bytes copied during the pause, p50 and max.
+    pub tail_bytes: [f64; 2],
+}
+
+/// Pause figures per strategy, over all handoffs and split at 1 MiB of range size.
+pub fn pause_figures(handoffs: &[&crate::handoff::Handoff]) -> Vec<PauseFigures> {
+    use crate::handoff::percentile;
+    const MIB: u64 = 1 << 20;
+    let mut out = Vec::new();
+    for (_, strategy) in partmap::map::Strategy::ALL {
+        for size in ["all", "<= 1 MiB", "> 1 MiB"] {
+            let hs: Vec<&&crate::handoff::Handoff> = handoffs
+                .iter()
+                .filter(|h| h.strategy == strategy && (size == "all" || (size == "> 1 MiB") == (h.bytes > MIB)))
+                .collect();
+            if hs.is_empty() {
+                continue;
+            }
+            let three = |v: &[f64]| [percentile(v, 0.5).unwrap_or(0.0), percentile(v, 0.99).unwrap_or(0.0), percentile(v, 1.0).unwrap_or(0.0)];
+            let server: Vec<f64> = hs.iter().map(|h| h.server_pause_ms).collect();
+            let client: Vec<f64> = hs.iter().filter_map(|h| h.client_gap_ms).collect();
+            let pre: Vec<f64> = hs.iter().map(|h| h.precopy_bytes as f64).collect();
+            let tail: Vec<f64> = hs.iter().map(|h| h.tail_bytes as f64).collect();
+            out.push(PauseFigures {
+                strategy: strategy.to_string(),
+                size: size.to_string(),
+                handoffs: hs.len() as u64,
+                server_ms: three(&server),
+                client_ms: three(&client),
+                client_handoffs: client.len() as u64,
+                precopy_bytes_p50: percentile(&pre, 0.5).unwrap_or(0.0),
+                tail_bytes: [percentile(&tail, 0.5).unwrap_or(0.0), percentile(&tail, 1.0).unwrap_or(0.0)],
+            });
+        }
+    }
+    out
 }
 
 /// The summary of a sweep (also written as JSON).
@@ -76,6 +134,8 @@ pub struct Summary {
     pub ops: crate::run::OpCounts,
     /// Mean simulated seconds per seed.
     pub sim_s_per_seed: f64,
+    /// Write-pause figures of the committed planned moves, per strategy and range size.
+    pub pauses: Vec<PauseFigures>,
     /// Seeds whose outcome was not the expected one.
     pub failing: Vec<SeedResult>,
     /// Seeds that crashed the harness, with the panic message.
@@ -186,6 +246,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             sim_ms: report.sim_ms,
                             coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                             trace_hash: format!("{:016x}", report.trace_hash),
+                            handoffs: report.handoffs.clone(),
                         };
                         results.lock().expect("results").push(r);
                     }
@@ -223,6 +284,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
         ops: Default::default(),
         sim_s_per_seed: 0.0,
+        pauses: Vec::new(),
         failing: Vec::new(),
         crashed,
         json_path: String::new(),
@@ -251,6 +313,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         s.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
     }
     s.sim_s_per_seed /= results.len().max(1) as f64;
+    s.pauses = pause_figures(&results.iter().flat_map(|r| r.handoffs.iter()).collect::<Vec<_>>());
     s.failing = results.into_iter().filter(|r| !r.as_expected).collect();
     s.report_errors = report_errors.into_inner().expect("report errors");
     let json_path = report_dir.join(format!("sweep-{stem}.json"));
@@ -309,6 +372,19 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
         "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}",
         o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed
     );
+    if !s.pauses.is_empty() {
+        let _ = writeln!(out, "\nhandoffs (planned moves committed): write pause in ms as p50 / p99 / max; bytes copied");
+        let _ = writeln!(out, "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "at the servers", "at the clients (n)", "before, p50", "during, p50/max");
+        for f in &s.pauses {
+            let ms = |v: [f64; 3]| format!("{:.1} / {:.1} / {:.1}", v[0], v[1], v[2]);
+            let _ = writeln!(
+                out,
+                "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}",
+                f.strategy, f.size, f.handoffs, ms(f.server_ms), format!("{} ({})", ms(f.client_ms), f.client_handoffs),
+                format!("{:.0} B", f.precopy_bytes_p50), format!("{:.0} / {:.0} B", f.tail_bytes[0], f.tail_bytes[1])
+            );
+        }
+    }
     let _ = writeln!(out, "\nsummary: {}", s.json_path);
     if !s.failing.is_empty() {
         let _ = writeln!(out, "failing seeds' logs: {}", std::path::Path::new(&s.json_path).with_file_name("failing").display());

@@ -97,8 +97,11 @@ pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64
 /// Client `n` (1-based): until `duration_s`, issue operations at its share of the rate
 /// (exponential gaps, one at a time), reads with probability `read_fraction`, keys skewed.
 pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
-    let rpc = Rpc::bind(client_addr(n), &knobs).await;
     let w = &scenario.workload;
+    if w.ops_per_s <= 0.0 {
+        return;
+    }
+    let rpc = Rpc::bind(client_addr(n), &knobs).await;
     let frontend = (n - 1) % scenario.topology.frontends + 1;
     let end_us = w.duration_s * 1_000_000;
     let mean_gap_us = 1e6 * scenario.topology.clients as f64 / w.ops_per_s;
@@ -126,6 +129,19 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
         } else {
             append(&rpc, &knobs, frontend, key, OpId { client: n, seq }, w.record_bytes as usize).await;
         }
+    }
+}
+
+/// The script client (`client-<clients+1>`): each append of `workload.script` at its time, one
+/// at a time, recorded like any other client's.
+pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
+    let rpc = Rpc::bind(client_addr(n), &knobs).await;
+    for (i, a) in scenario.workload.script.iter().enumerate() {
+        let now = now_us();
+        if a.at_ms * 1000 > now {
+            sleep_us(a.at_ms * 1000 - now).await;
+        }
+        append(&rpc, &knobs, a.frontend, a.key.clone().into_bytes(), OpId { client: n, seq: i as u64 + 1 }, a.bytes as usize).await;
     }
 }
 

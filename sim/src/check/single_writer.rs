@@ -8,7 +8,7 @@
 //!    past a fence's sealed length carries at least that fence's epoch.
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the authority's
-//! `map_row` events.
+//! `map_row` and `map_transfer` (a move's target and its new epoch) events.
 
 use super::secs;
 use crate::events::Event;
@@ -30,7 +30,7 @@ struct Activation {
 }
 
 /// Whether rendered `key` falls in rendered `[start, end)` (`""` = the empty key, `~` = no end).
-fn contains(bounds: &(String, String), key: &str) -> bool {
+pub(crate) fn contains(bounds: &(String, String), key: &str) -> bool {
     let start = if bounds.0 == "\"\"" { "" } else { bounds.0.as_str() };
     let key = if key == "\"\"" { "" } else { key };
     key >= start && (bounds.1 == "~" || key < bounds.1.as_str())
@@ -57,6 +57,16 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 if let Some(prev) = owner_of.insert((range, epoch), owner) {
                     if prev != owner {
                         return Err(format!("epoch {epoch} of r{range} was given to server-{prev} and later to server-{owner} (map version {}, {})", ev.u("version"), secs(ev.t_us)));
+                    }
+                }
+            }
+            "map_transfer" => {
+                // The journal gives the transfer's new epoch to its target before the target
+                // fences and serves; the row gets it only at the commit.
+                let (range, epoch, to) = (ev.u("range"), ev.u("epoch"), ev.u("to"));
+                if let Some(prev) = owner_of.insert((range, epoch), to) {
+                    if prev != to {
+                        return Err(format!("epoch {epoch} of r{range} was given to server-{prev} and later to move target server-{to} (map version {}, {})", ev.u("version"), secs(ev.t_us)));
                     }
                 }
             }

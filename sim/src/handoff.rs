@@ -1,0 +1,131 @@
+//! Handoff figures: for every planned move that committed, how long writes to the range were
+//! unavailable and how many bytes were copied before and during the pause.
+//!
+//! The write-unavailable interval is measured two ways (DESIGN.md, "Uses": design review of
+//! pause-length trade-offs):
+//! - as the servers see it: from the source's `paused` event to the target's `handoff` event
+//!   (the target serves from then on);
+//! - as clients see it: the gap between the last append to the range acknowledged before the
+//!   pause began and the first one acknowledged after it, counted only when some client invoked
+//!   an append to the range inside that gap (it kept trying).
+
+use crate::check::single_writer::contains;
+use crate::events::Event;
+use std::collections::BTreeMap;
+
+/// One committed handoff.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Handoff {
+    /// The range, `rN`.
+    pub range: u64,
+    /// Source and target servers (`server-N` numbers).
+    pub from: u64,
+    /// Target server.
+    pub to: u64,
+    /// Epoch at the source, and the new one at the target.
+    pub from_epoch: u64,
+    /// New epoch.
+    pub epoch: u64,
+    /// `pre-copy` or `stop-and-copy`.
+    pub strategy: String,
+    /// When the source paused, µs of simulated time.
+    pub paused_at_us: u64,
+    /// Pause start at the source until the target serves, ms.
+    pub server_pause_ms: f64,
+    /// The longest gap between acknowledged appends to the range around the pause, ms; `None`
+    /// when no client tried to append to it during the pause.
+    pub client_gap_ms: Option<f64>,
+    /// Payload bytes the target copied before the pause.
+    pub precopy_bytes: u64,
+    /// Payload bytes copied during the pause (the tail).
+    pub tail_bytes: u64,
+    /// The range's payload bytes at the cutover.
+    pub bytes: u64,
+}
+
+/// Every committed handoff of a run, in the order the targets started serving.
+pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
+    let mut bounds: BTreeMap<u64, (String, String)> = BTreeMap::new();
+    // (range, new epoch) -> (from, from_epoch), from the journal.
+    let mut journal: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    // (range, epoch) -> first pause time at the source.
+    let mut paused: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    let mut acked: Vec<(u64, &str)> = Vec::new();
+    let mut invoked: Vec<(u64, &str)> = Vec::new();
+    let mut out = Vec::new();
+    let mut pending: Vec<(Handoff, (String, String))> = Vec::new();
+    for ev in events {
+        match ev.kind.as_str() {
+            "map_row" => {
+                bounds.insert(ev.u("range"), (ev.s("start").to_string(), ev.s("end").to_string()));
+            }
+            "map_transfer" => {
+                journal.insert((ev.u("range"), ev.u("epoch")), (ev.u("from"), ev.u("from_epoch")));
+            }
+            "paused" => {
+                paused.entry((ev.u("range"), ev.u("epoch"))).or_insert(ev.t_us);
+            }
+            "invoke" if ev.s("op") == "append" && ev.u("client") > 0 => invoked.push((ev.t_us, ev.s("key"))),
+            "complete" if ev.s("op") == "append" && ev.s("outcome") == "ok" && ev.u("client") > 0 => acked.push((ev.t_us, ev.s("key"))),
+            "handoff" => {
+                let (range, epoch) = (ev.u("range"), ev.u("epoch"));
+                let Some(&(from, from_epoch)) = journal.get(&(range, epoch)) else { continue };
+                let Some(&paused_at_us) = paused.get(&(range, from_epoch)) else { continue };
+                let h = Handoff {
+                    range,
+                    from,
+                    to: ev.u("server"),
+                    from_epoch,
+                    epoch,
+                    strategy: ev.s("strategy").to_string(),
+                    paused_at_us,
+                    server_pause_ms: ev.t_us.saturating_sub(paused_at_us) as f64 / 1000.0,
+                    client_gap_ms: None,
+                    precopy_bytes: ev.u("precopy_bytes"),
+                    tail_bytes: ev.u("tail_bytes"),
+                    bytes: ev.u("bytes"),
+                };
+                pending.push((h, bounds.get(&range).cloned().unwrap_or_default()));
+            }
+            _ => {}
+        }
+    }
+    for (mut h, b) in pending {
+        let in_range = |key: &str| contains(&b, key);
+        let before = acked.iter().filter(|(t, k)| *t <= h.paused_at_us && in_range(k)).map(|(t, _)| *t).max();
+        let after = acked.iter().filter(|(t, k)| *t > h.paused_at_us && in_range(k)).map(|(t, _)| *t).min();
+        if let (Some(b0), Some(a0)) = (before, after) {
+            let tried = invoked.iter().any(|(t, k)| *t > b0 && *t < a0 && in_range(k));
+            if tried {
+                h.client_gap_ms = Some((a0 - b0) as f64 / 1000.0);
+            }
+        }
+        out.push(h);
+    }
+    out
+}
+
+/// `p` (0..=1) percentile of `values` by nearest rank; `None` when empty.
+pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    Some(v[rank - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let v = [5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(percentile(&v, 0.5), Some(3.0));
+        assert_eq!(percentile(&v, 0.99), Some(5.0));
+        assert_eq!(percentile(&v, 1.0), Some(5.0));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+}
