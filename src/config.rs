@@ -59,13 +59,20 @@ pub enum Mutation {
     StoreIgnoresFence,
     /// The server admits appends whatever epoch the request carries and whatever its lease says.
     ServerSkipsAuthorityCheck,
+    /// A move's source keeps admitting appends after it is paused (no cooperative pause; only
+    /// the store's fence stops its writes once the target fenced).
+    SourceIgnoresPause,
+    /// A move's target serves its copy without checking it against the source's digest.
+    TargetSkipsVerify,
 }
 
 impl Mutation {
     /// Every mutation with its CLI name.
-    pub const ALL: [(Mutation, &'static str); 2] = [
+    pub const ALL: [(Mutation, &'static str); 4] = [
         (Mutation::StoreIgnoresFence, "store-ignores-fence"),
         (Mutation::ServerSkipsAuthorityCheck, "server-skips-authority-check"),
+        (Mutation::SourceIgnoresPause, "source-ignores-pause"),
+        (Mutation::TargetSkipsVerify, "target-skips-verify"),
     ];
 
     /// The CLI name.

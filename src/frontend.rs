@@ -119,7 +119,13 @@ async fn forward(
     let mut last = String::from("no attempt");
     let mut hint: Option<Route> = None;
     for attempt in 0..knobs.frontend_attempts {
-        let route = hint.take().or_else(|| route(&fe.borrow().map, key));
+        let cached = route(&fe.borrow().map, key);
+        // A refusal's hint wins over a cache that does not know the move yet.
+        let route = match (hint.take(), cached) {
+            (Some(h), Some(c)) if c.range == h.range && c.epoch >= h.epoch => Some(c),
+            (Some(h), _) => Some(h),
+            (None, c) => c,
+        };
         let Some(r) = route else {
             last = "no active owner in the map".into();
             refresh(fe, knobs, rpc).await;
@@ -134,8 +140,18 @@ async fn forward(
                 last = format!("{} refused: {refusal:?}", r.owner);
                 match next_step(r, &refusal) {
                     Step::Refresh => refresh(fe, knobs, rpc).await,
-                    Step::Backoff => backoff(knobs, attempt).await,
-                    Step::Follow(to) => hint = Some(to),
+                    Step::Backoff => {
+                        backoff(knobs, attempt).await;
+                        // A range paused for a move that is committed by now: the map says
+                        // where it went even if the old owner never heard.
+                        if refusal == Refusal::NotReady {
+                            refresh(fe, knobs, rpc).await;
+                        }
+                    }
+                    Step::Follow(to) => {
+                        hint = Some(to);
+                        refresh(fe, knobs, rpc).await; // so later requests go there directly
+                    }
                 }
             }
             Ok(Msg::ServedUnknown) => {

@@ -9,7 +9,7 @@ use crate::events::Event;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every situation, with what it means. Report order.
-pub const SITUATIONS: [(&str, &str); 12] = [
+pub const SITUATIONS: [(&str, &str); 20] = [
     ("crash_owner", "a server crashed while holding ranges"),
     ("crash_owner_while_opening", "a server crashed while a range assigned to it was still preparing"),
     ("crash_store_during_failover", "the store crashed while a failover was in flight"),
@@ -22,6 +22,14 @@ pub const SITUATIONS: [(&str, &str); 12] = [
     ("duplicate_on_store_link", "messages from an owner to the store were duplicated"),
     ("slow_disk_during_failover", "a disk was slow while a failover was in flight"),
     ("reload_after_unknown_outcome", "a server reloaded a range after losing track of an append's outcome"),
+    ("crash_source_during_move", "a move's source crashed while the move was in flight"),
+    ("crash_target_during_move", "a move's target crashed while the move was in flight"),
+    ("crash_manager_during_move", "a manager crashed while a move was in flight"),
+    ("crash_lock_or_store_during_move", "the authority or the store crashed while a move was in flight"),
+    ("fault_on_move_party", "a network fault or a pause hit a move's source or target while it was in flight"),
+    ("move_aborted_while_paused", "a paused move was aborted and its range rolled back to the source"),
+    ("move_finished_by_new_leader", "a move journaled under one leader term committed under a later one"),
+    ("request_redirected_after_move", "a request reached a move's old owner after the cutover and was pointed at the new one"),
 ];
 
 fn server_of(name: &str) -> Option<u64> {
@@ -39,15 +47,43 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     let mut active: BTreeSet<String> = BTreeSet::new();
     let mut paused: BTreeSet<u64> = BTreeSet::new();
     let mut released_to_store: BTreeMap<u64, u64> = BTreeMap::new(); // server -> release time
+    // Moves in flight: range -> (from, to, epoch); the journal rows of the commit being read.
+    let mut moving: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
+    let mut journal: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
+    let mut aborted: BTreeSet<(u64, u64)> = BTreeSet::new();
+    // (range, transfer epoch) -> leader term that journaled it.
+    let mut begun_by: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    let mut new_rows: BTreeMap<u64, (u64, String)> = BTreeMap::new(); // range -> (epoch, state)
     for ev in events {
         match ev.kind.as_str() {
+            "map_transfer" => {
+                let (range, epoch) = (ev.u("range"), ev.u("epoch"));
+                journal.insert(range, (ev.u("from"), ev.u("to"), epoch));
+                if ev.s("phase") == "aborted" && aborted.insert((range, epoch)) {
+                    bump("move_aborted_while_paused");
+                }
+            }
             "map_row" => {
                 rows.insert(ev.u("range"), (ev.s("state").to_string(), ev.u("owner")));
+                new_rows.insert(ev.u("range"), (ev.u("epoch"), ev.s("state").to_string()));
             }
             "map_commit" => {
                 preparing = rows.iter().filter(|(_, (s, _))| s == "preparing").map(|(r, (_, o))| (*r, *o)).collect();
                 rows.clear();
+                let term = ev.u("leader_epoch");
+                for (range, (_, _, epoch)) in &journal {
+                    begun_by.entry((*range, *epoch)).or_insert(term);
+                }
+                for (range, (_, _, epoch)) in &moving {
+                    let committed = new_rows.get(range).is_some_and(|(e, s)| e == epoch && s == "active");
+                    if committed && begun_by.get(&(*range, *epoch)).is_some_and(|t| *t != term) {
+                        bump("move_finished_by_new_leader");
+                    }
+                }
+                moving = std::mem::take(&mut journal);
+                new_rows.clear();
             }
+            "redirected" => bump("request_redirected_after_move"),
             "activated" => {
                 let key = (ev.u("server"), ev.u("range"), ev.u("epoch"));
                 if !activated.insert(key) {
@@ -78,6 +114,18 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                 let failover = !preparing.is_empty();
                 let (verb, rest) = f.split_once(' ').unwrap_or((f.as_str(), ""));
                 let holders: Vec<u64> = holds.iter().filter(|(_, h)| !h.is_empty()).map(|(s, _)| *s).collect();
+                let parties: BTreeSet<u64> = moving.values().flat_map(|(a, b, _)| [*a, *b]).collect();
+                let names_party = rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| server_of(n).is_some_and(|s| parties.contains(&s)));
+                if !moving.is_empty() {
+                    match verb {
+                        "crash" if server_of(rest).is_some_and(|s| moving.values().any(|m| m.0 == s)) => bump("crash_source_during_move"),
+                        "crash" if server_of(rest).is_some_and(|s| moving.values().any(|m| m.1 == s)) => bump("crash_target_during_move"),
+                        "crash" if rest.starts_with("manager-") => bump("crash_manager_during_move"),
+                        "crash" if rest == "lock-1" || rest == "store-1" => bump("crash_lock_or_store_during_move"),
+                        "isolate" | "split" | "one_way" | "delay" | "pause" | "duplicate" if names_party => bump("fault_on_move_party"),
+                        _ => {}
+                    }
+                }
                 match verb {
                     "crash" => {
                         if let Some(s) = server_of(rest) {
