@@ -5,6 +5,14 @@
 sweep seeds="0..2000" jobs="2" scenario="scenarios/failover.json":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario {{scenario}}
 
+# Planned moves under faults, with the write-pause table per strategy (about 12 minutes here).
+moves seeds="0..2000" jobs="2":
+    cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario scenarios/moves.json
+
+# The worked move of DESIGN.md, step by step.
+transfer:
+    cargo run --release -p partmap-sim -- run --seed 1 --scenario scenarios/seed-transfer.json --trace
+
 # Re-run one seed with the readable trace. Example: just repro 17
 repro seed scenario="scenarios/failover.json" *args="":
     cargo run --release -p partmap-sim -- run --seed {{seed}} --scenario {{scenario}} --trace {{args}}

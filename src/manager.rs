@@ -164,13 +164,13 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_un
     let mut leader = Leader { rpc, knobs, leader_epoch, valid_until_us, version: map.version };
     // Activations are committed one by one: one that went stale must not block the rest.
     for op in activate {
-        if !leader.commit(op).await {
+        if leader.commit(op).await.is_none() {
             return;
         }
     }
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
-        if !leader.drive(&t, row).await {
+        if leader.drive(&t, row).await.is_none() {
             return;
         }
     }
@@ -187,19 +187,20 @@ struct Leader<'a> {
 }
 
 impl Leader<'_> {
-    /// Commit one op. Returns whether the round may go on (the authority answered and the
-    /// lease is still trusted); a refused op is not an error, the next round re-plans.
-    async fn commit(&mut self, op: MapOp) -> bool {
+    /// Commit one op. Returns whether it committed, or `None` when the round must stop (the
+    /// authority did not answer, or the lease is no longer trusted). A refused op is not an
+    /// error: the next round re-plans.
+    async fn commit(&mut self, op: MapOp) -> Option<bool> {
         if now_us() >= self.valid_until_us {
-            return false;
+            return None;
         }
         let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, ops: vec![op] };
         match self.rpc.call(lock_addr(), cas, self.knobs.rpc_timeout_ms).await {
             Ok(Msg::CasResult { map, error }) => {
                 self.version = map.version;
-                error.is_none()
+                Some(error.is_none())
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -207,8 +208,8 @@ impl Leader<'_> {
     /// cutover (journal the pause, pause the source and take its digest, have the target fence,
     /// copy the tail and verify, then commit or journal the abort, and release the source).
     /// Every step is safe to repeat, so a new leader finishes what a deposed one started.
-    /// Returns whether the round may go on.
-    async fn drive(&mut self, t: &Transfer, row: &RangeRow) -> bool {
+    /// Returns `None` when the round must stop (see [`Leader::commit`]).
+    async fn drive(&mut self, t: &Transfer, row: &RangeRow) -> Option<()> {
         let (rpc, knobs) = (self.rpc, self.knobs);
         let target = RangeRow { owner: Some(t.to.0), owner_session: t.to.1, epoch: t.epoch, state: RangeState::Preparing, ..row.clone() };
         if t.phase == TransferPhase::Copying {
@@ -217,34 +218,33 @@ impl Leader<'_> {
                 let timeout = knobs.store_timeout_ms + knobs.rpc_timeout_ms;
                 match rpc.call(server_addr(t.to.0), round, timeout).await {
                     Ok(Msg::PreCopied { result: Ok(p) }) if p.ready => {}
-                    _ => return true, // another round next time
+                    _ => return Some(()), // another round next time
                 }
             }
-            if !self.commit(MapOp::PauseMove { range: t.range }).await {
-                return false;
+            if !self.commit(MapOp::PauseMove { range: t.range }).await? {
+                return Some(()); // refused: the next round re-plans
             }
         } else if t.phase != TransferPhase::Paused {
-            return true;
+            return Some(());
         }
         let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
         let digest = match rpc.call(server_addr(t.from.0), Msg::Pause { range: t.range, epoch: t.from_epoch }, drain_ms).await {
             Ok(Msg::PausedAt { result: Ok(d) }) => d,
-            Ok(Msg::PausedAt { result: Err(error) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await,
-            _ => return true, // no answer: try again next round (its session decides if it is gone)
+            Ok(Msg::PausedAt { result: Err(error) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await.map(|_| ()),
+            _ => return Some(()), // no answer: try again next round (its session decides if it is gone)
         };
         let finish = Msg::FinishMove { row: target, digest, strategy: t.strategy };
         let copy_ms = knobs.store_timeout_ms + knobs.rpc_timeout_ms + digest.bytes * 1000 / knobs.bandwidth_bytes_per_s;
         match rpc.call(server_addr(t.to.0), finish, copy_ms).await {
             Ok(Msg::MoveFinished { result: Ok(()) }) => {}
-            Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await,
-            _ => return true,
+            Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await.map(|_| ()),
+            _ => return Some(()),
         }
-        if !self.commit(MapOp::CommitMove { range: t.range }).await {
-            return false;
+        if self.commit(MapOp::CommitMove { range: t.range }).await? {
+            let release = Msg::Release { range: t.range, epoch: t.from_epoch, to: t.to.0, new_epoch: t.epoch };
+            let _ = rpc.call(server_addr(t.from.0), release, knobs.rpc_timeout_ms).await;
         }
-        let release = Msg::Release { range: t.range, epoch: t.from_epoch, to: t.to.0, new_epoch: t.epoch };
-        let _ = rpc.call(server_addr(t.from.0), release, knobs.rpc_timeout_ms).await;
-        true
+        Some(())
     }
 }
 

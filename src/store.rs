@@ -117,8 +117,12 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
 async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ignore_fence: bool) -> Option<Msg> {
     match msg {
         Msg::ReadStream { stream, from } => {
+            // Only what is durable: a record a crash could still take away must not be copied
+            // (the copy would then hold a record the stream lost).
+            let end = state.borrow().streams.get(&stream).map_or(0, |s| s.records.len());
+            disk.sync().await;
             let st = state.borrow();
-            let records = st.streams.get(&stream).map_or(Vec::new(), |s| s.records.get(from as usize..).unwrap_or(&[]).to_vec());
+            let records = st.streams.get(&stream).map_or(Vec::new(), |s| s.records.get(from as usize..end).unwrap_or(&[]).to_vec());
             Some(Msg::StreamRead { records })
         }
         Msg::Fence { stream, epoch, from } => {

@@ -417,3 +417,33 @@ fn scenario_shipped_files_all_load() {
         }
     }
 }
+
+#[test]
+fn scenario_rejects_bad_moves_section_naming_the_field() {
+    let bad_strategy = failover_with("moves", r#"{ "strategy": "copy-on-write" }"#);
+    assert_mentions(&rejected(&bad_strategy), &["moves.strategy", "copy-on-write", "stop-and-copy", "pre-copy", "per-seed"]);
+    let zero_rounds = failover_with("moves", r#"{ "precopy_max_rounds": 0 }"#);
+    assert_mentions(&rejected(&zero_rounds), &["moves.precopy_max_rounds", "1..=100"]);
+    let reversed = failover_with("moves", r#"{ "requests_per_min": [5, 1] }"#);
+    assert_mentions(&rejected(&reversed), &["moves.requests_per_min", "min <= max"]);
+    let unknown = failover_with("moves", r#"{ "stratgy": "pre-copy" }"#);
+    assert_mentions(&rejected(&unknown), &["moves", "stratgy"]);
+}
+
+#[test]
+fn scenario_rejects_bad_operator_requests_and_script() {
+    let with_duration = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "duration_ms": 5, "fault": { "kind": "move", "key": "k1", "to": "server-2" } } ] }"#);
+    assert_mentions(&rejected(&with_duration), &["faults.schedule[0].duration_ms", "move"]);
+    let to_store = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "fault": { "kind": "move", "key": "k1", "to": "store-1" } } ] }"#);
+    assert_mentions(&rejected(&to_store), &["faults.schedule[0].fault.to", "not a partition server"]);
+    let drain_unknown = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "duration_ms": 5, "fault": { "kind": "drain", "node": "server-9" } } ] }"#);
+    assert_mentions(&rejected(&drain_unknown), &["faults.schedule[0].fault.node", "server-9"]);
+    let corrupt_self = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "duration_ms": 5, "fault": { "kind": "corrupt", "from": "store-1", "to": "store-1" } } ] }"#);
+    assert_mentions(&rejected(&corrupt_self), &["faults.schedule[0].fault.to"]);
+    let late = failover_with("workload", r#"{ "duration_s": 10, "script": [ { "at_ms": 10000, "key": "r1", "bytes": 6 } ] }"#);
+    assert_mentions(&rejected(&late), &["workload.script[0].at_ms", "10000"]);
+    let tiny = failover_with("workload", r#"{ "script": [ { "at_ms": 1, "key": "r1", "bytes": 2 } ] }"#);
+    assert_mentions(&rejected(&tiny), &["workload.script[0].bytes", "6..="]);
+    let idle = failover_with("workload", r#"{ "ops_per_s": 0 }"#);
+    assert_mentions(&rejected(&idle), &["workload.ops_per_s", "script"]);
+}
