@@ -45,6 +45,18 @@ pub struct Knobs {
     pub balance: bool,
     /// Planned moves in flight at once (0: the manager starts none).
     pub max_concurrent_moves: u32,
+    /// Split a range whose load report shows at least this many operations per second (0: never
+    /// split).
+    pub split_ops_per_s: f64,
+    /// Merge two adjacent ranges when both show at most this many operations per second (0:
+    /// never merge).
+    pub merge_ops_per_s: f64,
+    /// No merge of a range made by a split or merge less than this long ago.
+    pub merge_hysteresis_ms: u64,
+    /// No split once this many ranges are live.
+    pub max_ranges: u32,
+    /// No merge once only this many ranges are live.
+    pub min_ranges: u32,
     /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
     pub mutation: Option<Mutation>,
     /// Faults the harness currently puts on links (shared by all nodes of a run).
@@ -110,6 +122,11 @@ impl Default for Knobs {
             precopy_max_rounds: 4,
             balance: false,
             max_concurrent_moves: 1,
+            split_ops_per_s: 0.0,
+            merge_ops_per_s: 0.0,
+            merge_hysteresis_ms: 10_000,
+            max_ranges: 64,
+            min_ranges: 1,
             mutation: None,
             link_faults: Default::default(),
         }

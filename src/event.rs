@@ -6,7 +6,7 @@
 //! [`show_key`]; ranges, epochs and servers as plain numbers; "none" as 0.
 
 use crate::ids::{show_key, Epoch, OpId, RangeId, ServerId};
-use crate::map::{PartitionMap, RangeState, TransferPhase};
+use crate::map::{MapOp, PartitionMap, RangeState, TransferPhase};
 use crate::msg::StreamDigest;
 use tracing::info;
 
@@ -23,6 +23,17 @@ pub fn map_commit(map: &PartitionMap, leader_epoch: u64) {
         info!(target: "partmap", kind = "map_transfer", version = map.version, range = t.range.0, from = t.from.0 .0,
             from_epoch = t.from_epoch.0, to = t.to.0 .0, epoch = t.epoch.0, strategy = t.strategy.name(), phase, error);
     }
+    for (first, r) in &map.reshapes {
+        let phase = match &r.phase {
+            TransferPhase::Copying => "copying",
+            TransferPhase::Paused => "paused",
+            TransferPhase::Aborted(_) => "aborted",
+        };
+        for c in &r.children {
+            info!(target: "partmap", kind = "map_child", version = map.version, first = first.0, reshape = r.kind.name(),
+                range = c.id.0, owner = c.owner.0 .0, epoch = c.epoch.0, phase);
+        }
+    }
     for row in map.rows.values() {
         let state = match row.state {
             RangeState::Preparing => "preparing",
@@ -38,6 +49,31 @@ pub fn map_commit(map: &PartitionMap, leader_epoch: u64) {
     let by = if leader_epoch == 0 { "operator" } else { "leader" };
     info!(target: "partmap", kind = "map_commit", version = map.version, leader_epoch, by,
         rows = map.rows.len(), last_epoch = map.last_epoch);
+}
+
+/// A committed batch finished or aborted a split or merge (`before` is the map it applied to).
+pub fn reshape_outcomes(before: &PartitionMap, ops: &[MapOp]) {
+    let mut superseded = String::new();
+    let mut seen = Vec::new();
+    for op in ops {
+        let (r, outcome, error) = match op {
+            MapOp::CommitReshape { first, .. } => (before.reshapes.get(first), "committed", ""),
+            MapOp::AbortReshape { first, error } => (before.reshapes.get(first), "aborted", error.as_str()),
+            MapOp::Assign { range, .. } => {
+                // A failover or rollback of a parent drops its split or merge.
+                let r = before.reshape_of(*range).filter(|r| !matches!(r.phase, TransferPhase::Aborted(_)));
+                superseded = format!("{range} reassigned");
+                (r, "aborted", superseded.as_str())
+            }
+            _ => continue,
+        };
+        let Some(r) = r.filter(|r| !seen.contains(&r.parents[0].0)) else { continue };
+        seen.push(r.parents[0].0);
+        let parents: Vec<String> = r.parents.iter().map(|(p, _)| p.to_string()).collect();
+        let children: Vec<String> = r.children.iter().map(|c| c.id.to_string()).collect();
+        info!(target: "partmap", kind = "reshaped", reshape = r.kind.name(), outcome, paused = r.phase == TransferPhase::Paused,
+            parents = parents.join(",").as_str(), children = children.join(",").as_str(), error);
+    }
 }
 
 /// A manager candidate got (or renewed into a new term of) the leader lease.

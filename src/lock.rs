@@ -243,7 +243,8 @@ async fn handle(
             };
             disk.append(LockRecord::Map(next.clone()));
             disk.sync().await;
-            state.borrow_mut().map = next.clone();
+            let before = std::mem::replace(&mut state.borrow_mut().map, next.clone());
+            event::reshape_outcomes(&before, &ops);
             event::map_commit(&next, leader_epoch);
             Some(Msg::CasResult { map: next, error: None })
         }

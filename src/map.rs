@@ -46,6 +46,12 @@ pub struct RangeRow {
     /// Ranges whose sealed streams this one was made from (split/merge lineage); empty for
     /// initial ranges.
     pub sources: Vec<RangeId>,
+    /// For a retired row: the length (records) its stream was sealed at; its children read it
+    /// up to there. 0 otherwise.
+    pub sealed: u64,
+    /// When the row was made by a split or merge, ms by the committing leader's clock (0 for
+    /// initial ranges): merges wait out `merge_hysteresis_ms` after it.
+    pub born_ms: u64,
 }
 
 impl RangeRow {
@@ -116,6 +122,61 @@ pub struct Transfer {
     pub phase: TransferPhase,
 }
 
+/// Whether a reshape splits one range or merges two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReshapeKind {
+    /// One parent, two children cut at a key.
+    Split,
+    /// Two adjacent parents, one child.
+    Merge,
+}
+
+impl ReshapeKind {
+    /// `split` or `merge`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReshapeKind::Split => "split",
+            ReshapeKind::Merge => "merge",
+        }
+    }
+}
+
+/// A child range a reshape will create: its id and epoch are allocated when the reshape is
+/// journaled; its row appears only at the commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildPlan {
+    /// The id the child's row will have (also its stream).
+    pub id: RangeId,
+    /// Inclusive start key.
+    pub start: Key,
+    /// Exclusive end key; `None` = unbounded.
+    pub end: Option<Key>,
+    /// Its owner and the owner's session.
+    pub owner: (ServerId, u64),
+    /// The epoch the owner opens it at.
+    pub epoch: Epoch,
+}
+
+/// A split or merge in the journal, keyed by its first parent.
+///
+/// Flow (DESIGN.md, "Split" and "Merge"): journal (ids and epochs allocated) → pause every
+/// parent (rows `Paused`, owners drain) → seal every parent's stream at the children's epoch →
+/// the children's owners fence their own streams and load the parents' sealed prefixes filtered
+/// to their key range → one compare-and-set retires the parents and activates the children.
+/// The commit checks that every parent is still the paused row at the epoch journaled here, so
+/// a reshape whose view went stale can never commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reshape {
+    /// Split or merge.
+    pub kind: ReshapeKind,
+    /// The parents in key order, with the epoch each was at when journaled.
+    pub parents: Vec<(RangeId, Epoch)>,
+    /// The children in key order.
+    pub children: Vec<ChildPlan>,
+    /// Where it stands (`Copying` = journaled, parents still serving).
+    pub phase: TransferPhase,
+}
+
 /// A map mutation. The authority applies a batch of them atomically under compare-and-set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MapOp {
@@ -127,17 +188,25 @@ pub enum MapOp {
     Assign { range: RangeId, owner: ServerId, owner_session: u64 },
     /// The owner of `range` at `epoch` fenced the stream and serves: `Preparing` → `Active`.
     Activate { range: RangeId, epoch: Epoch },
-    /// Replace `range` by two `Active` children cut at `at`, owned by `owners.0` (left) and
-    /// `owners.1` (right) at new epochs; the parent is retired in the same step.
-    ///
-    /// Only the map transition: nothing issues it yet. The split flow (children `Preparing`, the
-    /// parent paused and fenced, children loading the parent's sealed stream by key range, then
-    /// this one atomic step) is future work; until then a child would start empty.
-    Split { range: RangeId, at: Key, owners: [(ServerId, u64); 2] },
-    /// Replace the adjacent `left` and `right` by one `Active` child owned by `owner` at a new
-    /// epoch; both parents are retired in the same step. Only the map transition, like
-    /// [`MapOp::Split`].
-    Merge { left: RangeId, right: RangeId, owner: (ServerId, u64) },
+    /// Journal a split of the `Active` `range` at `at` (strictly inside it): two children,
+    /// left owned by `owners[0]`, right by `owners[1]`, get ids and new epochs now; the parent
+    /// keeps serving until [`MapOp::PauseReshape`].
+    BeginSplit { range: RangeId, at: Key, owners: [(ServerId, u64); 2] },
+    /// Journal a merge of the adjacent `Active` `left` and `right` into one child owned by
+    /// `owner`.
+    BeginMerge { left: RangeId, right: RangeId, owner: (ServerId, u64) },
+    /// The reshape keyed by `first` (its first parent) enters its pause: every parent row
+    /// becomes `Paused`.
+    PauseReshape { first: RangeId },
+    /// Retire the parents of the reshape keyed by `first`, recording the lengths their
+    /// streams were sealed at (`sealed`, one per parent), and make the children `Active`
+    /// (`born_ms` by the leader's clock), in one step. Refused unless every parent is still the
+    /// paused row at its journaled epoch.
+    CommitReshape { first: RangeId, sealed: Vec<u64>, born_ms: u64 },
+    /// The reshape keyed by `first` failed with `error`: before the pause the entry simply
+    /// goes; after it, it stays as `Aborted` (the parents stay `Paused`) until assignments roll
+    /// the parents back.
+    AbortReshape { first: RangeId, error: String },
     /// Journal a planned move of the `Active` `range` to `to` (a server and its session) with
     /// `strategy`: a new epoch is allocated for the target; the row is unchanged (its owner
     /// still serves). Consumes an operator's move request for the range.
@@ -208,6 +277,8 @@ pub struct PartitionMap {
     pub rows: BTreeMap<RangeId, RangeRow>,
     /// The transfer journal: planned moves in flight (or aborted, awaiting rollback), by range.
     pub transfers: BTreeMap<RangeId, Transfer>,
+    /// Splits and merges in flight (or aborted, awaiting rollback), by first parent.
+    pub reshapes: BTreeMap<RangeId, Reshape>,
     /// Operator move requests not yet started: range → target.
     pub move_requests: BTreeMap<RangeId, ServerId>,
     /// Servers being drained by operator request.
@@ -244,9 +315,39 @@ impl PartitionMap {
             epoch: Epoch(0),
             state: RangeState::Preparing,
             sources,
+            sealed: 0,
+            born_ms: 0,
         };
         self.rows.insert(id, row);
         id
+    }
+
+    /// The reshape in the journal that involves `range` as a parent, keyed by its first parent.
+    pub fn reshape_of(&self, range: RangeId) -> Option<&Reshape> {
+        self.reshapes.values().find(|r| r.parents.iter().any(|(p, _)| *p == range))
+    }
+
+    /// Whether `range` is in any journal entry (move, split or merge).
+    pub fn in_flight(&self, range: RangeId) -> bool {
+        self.transfers.contains_key(&range) || self.reshape_of(range).is_some()
+    }
+
+    fn child_plan(&mut self, start: Key, end: Option<Key>, owner: (ServerId, u64)) -> ChildPlan {
+        self.last_range_id += 1;
+        let id = RangeId(self.last_range_id);
+        ChildPlan { id, start, end, owner, epoch: self.new_epoch() }
+    }
+
+    /// A copy of the `Active` row of `range`, which no journal entry involves.
+    fn idle_row(&mut self, range: RangeId) -> Result<RangeRow, MapError> {
+        if self.in_flight(range) {
+            return Err(MapError::WrongPhase(range));
+        }
+        let row = self.live_row(range)?;
+        if row.state != RangeState::Active || row.owner.is_none() {
+            return Err(MapError::WrongState(range, row.state));
+        }
+        Ok(row.clone())
     }
 
     fn live_row(&mut self, range: RangeId) -> Result<&mut RangeRow, MapError> {
@@ -278,6 +379,7 @@ impl PartitionMap {
                 // A new owner supersedes any move in flight (failover, or the rollback of an
                 // aborted move): its fence outranks the transfer's epoch.
                 self.transfers.remove(range);
+                self.reshapes.retain(|_, r| r.parents.iter().all(|(p, _)| p != range));
                 self.move_requests.remove(range);
                 let epoch = self.new_epoch();
                 let row = self.live_row(*range)?;
@@ -299,52 +401,89 @@ impl PartitionMap {
                 }
                 row.state = RangeState::Active;
             }
-            MapOp::Split { range, at, owners } => {
-                if self.transfers.contains_key(range) {
-                    return Err(MapError::WrongPhase(*range));
-                }
-                let parent = self.live_row(*range)?.clone();
+            MapOp::BeginSplit { range, at, owners } => {
+                let parent = self.idle_row(*range)?;
                 let inside = at > &parent.start && parent.end.as_ref().is_none_or(|e| at < e);
                 if !inside {
                     return Err(MapError::BadSplitKey(*range));
                 }
-                self.rows.get_mut(range).expect("checked").state = RangeState::Retired;
-                let left = self.new_row(parent.start.clone(), Some(at.clone()), vec![*range]);
-                let right = self.new_row(at.clone(), parent.end.clone(), vec![*range]);
-                for (child, (owner, session)) in [left, right].into_iter().zip(owners) {
-                    let epoch = self.new_epoch();
-                    let row = self.rows.get_mut(&child).expect("just made");
-                    row.owner = Some(*owner);
-                    row.owner_session = *session;
-                    row.epoch = epoch;
-                    row.state = RangeState::Active;
-                }
+                let left = self.child_plan(parent.start.clone(), Some(at.clone()), owners[0]);
+                let right = self.child_plan(at.clone(), parent.end.clone(), owners[1]);
+                let r = Reshape { kind: ReshapeKind::Split, parents: vec![(*range, parent.epoch)], children: vec![left, right], phase: TransferPhase::Copying };
+                self.reshapes.insert(*range, r);
             }
-            MapOp::Merge { left, right, owner } => {
-                if self.transfers.contains_key(left) || self.transfers.contains_key(right) {
-                    return Err(MapError::WrongPhase(*left));
-                }
-                let l = self.live_row(*left)?.clone();
-                let r = self.live_row(*right)?.clone();
+            MapOp::BeginMerge { left, right, owner } => {
+                let l = self.idle_row(*left)?;
+                let r = self.idle_row(*right)?;
                 if l.end.as_ref() != Some(&r.start) {
                     return Err(MapError::NotAdjacent(*left, *right));
                 }
-                self.rows.get_mut(left).expect("checked").state = RangeState::Retired;
-                self.rows.get_mut(right).expect("checked").state = RangeState::Retired;
-                let child = self.new_row(l.start, r.end, vec![*left, *right]);
-                let epoch = self.new_epoch();
-                let row = self.rows.get_mut(&child).expect("just made");
-                row.owner = Some(owner.0);
-                row.owner_session = owner.1;
-                row.epoch = epoch;
-                row.state = RangeState::Active;
+                let child = self.child_plan(l.start.clone(), r.end.clone(), *owner);
+                let m = Reshape { kind: ReshapeKind::Merge, parents: vec![(*left, l.epoch), (*right, r.epoch)], children: vec![child], phase: TransferPhase::Copying };
+                self.reshapes.insert(*left, m);
+            }
+            MapOp::PauseReshape { first } => {
+                let r = self.reshapes.get(first).ok_or(MapError::NoTransfer(*first))?.clone();
+                if r.phase != TransferPhase::Copying {
+                    return Err(MapError::WrongPhase(*first));
+                }
+                for (p, epoch) in &r.parents {
+                    let row = self.live_row(*p)?;
+                    if row.state != RangeState::Active || row.epoch != *epoch {
+                        return Err(MapError::WrongState(*p, row.state));
+                    }
+                    row.state = RangeState::Paused;
+                }
+                self.reshapes.get_mut(first).expect("checked").phase = TransferPhase::Paused;
+            }
+            MapOp::CommitReshape { first, sealed, born_ms } => {
+                let r = self.reshapes.get(first).ok_or(MapError::NoTransfer(*first))?.clone();
+                if r.phase != TransferPhase::Paused || sealed.len() != r.parents.len() {
+                    return Err(MapError::WrongPhase(*first));
+                }
+                for ((p, epoch), len) in r.parents.iter().zip(sealed) {
+                    let row = self.live_row(*p)?;
+                    if row.state != RangeState::Paused || row.epoch != *epoch {
+                        return Err(MapError::WrongState(*p, row.state));
+                    }
+                    row.state = RangeState::Retired;
+                    row.sealed = *len;
+                }
+                let sources: Vec<RangeId> = r.parents.iter().map(|(p, _)| *p).collect();
+                for c in &r.children {
+                    assert!(r.parents.iter().all(|(_, e)| c.epoch > *e), "children outrank parents");
+                    let row = RangeRow {
+                        id: c.id,
+                        start: c.start.clone(),
+                        end: c.end.clone(),
+                        owner: Some(c.owner.0),
+                        owner_session: c.owner.1,
+                        epoch: c.epoch,
+                        state: RangeState::Active,
+                        sources: sources.clone(),
+                        sealed: 0,
+                        born_ms: *born_ms,
+                    };
+                    self.rows.insert(c.id, row);
+                }
+                self.reshapes.remove(first);
+            }
+            MapOp::AbortReshape { first, error } => {
+                let r = self.reshapes.get_mut(first).ok_or(MapError::NoTransfer(*first))?;
+                match r.phase {
+                    TransferPhase::Copying => {
+                        self.reshapes.remove(first);
+                    }
+                    TransferPhase::Paused => r.phase = TransferPhase::Aborted(error.clone()),
+                    TransferPhase::Aborted(_) => return Err(MapError::WrongPhase(*first)),
+                }
             }
             MapOp::BeginMove { range, to, strategy } => {
                 let row = self.live_row(*range)?.clone();
                 if row.state != RangeState::Active {
                     return Err(MapError::WrongState(*range, row.state));
                 }
-                if self.transfers.contains_key(range) {
+                if self.in_flight(*range) {
                     return Err(MapError::WrongPhase(*range));
                 }
                 let epoch = self.new_epoch();
@@ -529,6 +668,8 @@ mod tests {
         Activate(usize),
         Split(usize, u8),
         Merge(usize),
+        PauseReshape(usize),
+        EndReshape(usize, bool),
         BeginMove(usize, u32),
         PauseMove(usize),
         CommitMove(usize),
@@ -541,6 +682,8 @@ mod tests {
             (0..16usize).prop_map(Step::Activate),
             (0..16usize, any::<u8>()).prop_map(|(r, b)| Step::Split(r, b)),
             (0..16usize).prop_map(Step::Merge),
+            (0..16usize).prop_map(Step::PauseReshape),
+            (0..16usize, any::<bool>()).prop_map(|(r, b)| Step::EndReshape(r, b)),
             (0..16usize, 1..5u32).prop_map(|(r, s)| Step::BeginMove(r, s)),
             (0..16usize).prop_map(Step::PauseMove),
             (0..16usize).prop_map(Step::CommitMove),
@@ -562,12 +705,18 @@ mod tests {
                         let row = pick(i);
                         let mut at = row.start.clone();
                         at.push(b);
-                        MapOp::Split { range: row.id, at, owners: [(ServerId(1), 1), (ServerId(2), 1)] }
+                        MapOp::BeginSplit { range: row.id, at, owners: [(ServerId(1), 1), (ServerId(2), 1)] }
                     }
                     Step::Merge(i) => {
                         let j = i % live.len();
                         let k = (j + 1) % live.len();
-                        MapOp::Merge { left: live[j].id, right: live[k].id, owner: (ServerId(3), 1) }
+                        MapOp::BeginMerge { left: live[j].id, right: live[k].id, owner: (ServerId(3), 1) }
+                    }
+                    Step::PauseReshape(i) => MapOp::PauseReshape { first: pick(i).id },
+                    Step::EndReshape(i, commit) => {
+                        let first = pick(i).id;
+                        let parents = map.reshapes.get(&first).map_or(1, |r| r.parents.len());
+                        if commit { MapOp::CommitReshape { first, sealed: vec![3; parents], born_ms: 7 } } else { MapOp::AbortReshape { first, error: "test".into() } }
                     }
                     Step::BeginMove(i, srv) => MapOp::BeginMove { range: pick(i).id, to: (ServerId(srv), 1), strategy: super::Strategy::PreCopy },
                     Step::PauseMove(i) => MapOp::PauseMove { range: pick(i).id },
@@ -584,6 +733,11 @@ mod tests {
                             prop_assert!(new.epoch >= old.epoch, "epoch of {} went down", id);
                             if old.state == RangeState::Retired {
                                 prop_assert_eq!(new, old);
+                            }
+                        }
+                        for r in map.reshapes.values() {
+                            for c in &r.children {
+                                prop_assert!(r.parents.iter().all(|(p, _)| c.epoch > map.rows[p].epoch), "child {} does not outrank its parents", c.id);
                             }
                         }
                         for t in map.transfers.values() {

@@ -69,6 +69,42 @@ impl StreamDigest {
     }
 }
 
+/// A sealed stream prefix that a range's content starts from (split and merge lineage): the
+/// records of `stream` below offset `upto` whose keys fall in `[start, end)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The ancestor's stream.
+    pub stream: RangeId,
+    /// Its sealed length (records).
+    pub upto: u64,
+    /// Inclusive start of the keys taken from it.
+    pub start: Key,
+    /// Exclusive end; `None` = unbounded.
+    pub end: Option<Key>,
+}
+
+impl Source {
+    /// Whether `key` is taken from this source.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
+    }
+}
+
+/// One range's load, as a server reports it to the leader.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeLoad {
+    /// The range.
+    pub range: RangeId,
+    /// The epoch the server holds it at.
+    pub epoch: Epoch,
+    /// Appends and reads per second over the last load window.
+    pub ops_per_s: f64,
+    /// Payload bytes in the range (lineage included).
+    pub bytes: u64,
+    /// A sample of recently used keys (the most recent last).
+    pub keys: Vec<Key>,
+}
+
 /// How far a move's target has pre-copied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyProgress {
@@ -175,19 +211,28 @@ pub enum Msg {
     /// Store → owner: the stream content from `from` up to the fence (`Err` = fence already
     /// above).
     FenceResult { result: Result<Vec<Record>, Epoch> },
-    /// Move target → store: the records of `stream` from offset `from` on, without fencing
-    /// (a pre-copy round while the source still serves).
-    ReadStream { stream: RangeId, from: u64 },
+    /// Move target or new owner → store: the durable records of `stream` from offset `from`
+    /// on (below `upto` if given), without fencing (a pre-copy round, or a sealed ancestor).
+    ReadStream { stream: RangeId, from: u64, upto: Option<u64> },
     /// Store → move target: the records read.
     StreamRead { records: Vec<Record> },
+    /// Leader → store: seal `stream` (a split or merge parent) by raising its fence to `epoch`.
+    Seal { stream: RangeId, epoch: Epoch },
+    /// Store → leader: the sealed length (records), or the fence already above `epoch`.
+    Sealed { result: Result<u64, Epoch> },
     /// Owner → store: append a record to `stream` if the fence is not above its epoch.
     StoreAppend { stream: RangeId, server: ServerId, record: Record },
     /// Store → owner: `Ok(offset)` after the record is synced, or `Err(fence)`.
     StoreAppended { result: Result<u64, Epoch> },
 
     // ---- partition servers (`server-N`) ----
-    /// Manager → server: become the owner of `row` at `row.epoch` (fence, load, serve).
-    Open { row: RangeRow, leader_epoch: u64 },
+    /// Manager → server: become the owner of `row` at `row.epoch` (fence, load `lineage` and
+    /// the row's own stream, serve).
+    Open { row: RangeRow, leader_epoch: u64, lineage: Vec<Source> },
+    /// Leader → server: report the load of every range held.
+    GetLoad,
+    /// Server → leader: the load report.
+    Load { ranges: Vec<RangeLoad> },
     /// Server → manager: opened (`Ok`) or why not.
     Opened { result: Result<(), String> },
     /// Manager → move target: run a pre-copy round of `row` (the target's row: the new epoch
@@ -202,7 +247,7 @@ pub enum Msg {
     PausedAt { result: Result<StreamDigest, String> },
     /// Manager → move target: fence the stream at `row.epoch`, copy the tail, check the copy
     /// against `digest` (the source's), and serve.
-    FinishMove { row: RangeRow, digest: StreamDigest, strategy: Strategy },
+    FinishMove { row: RangeRow, digest: StreamDigest, strategy: Strategy, lineage: Vec<Source> },
     /// Move target → manager: serving (`Ok`), or why not.
     MoveFinished { result: Result<(), FinishError> },
     /// Manager → move source: the move committed; drop `range` and point requests at `to`.
@@ -239,6 +284,7 @@ impl Msg {
             Msg::State { map, sessions } => map_bytes(map) + 16 * sessions.len() as u64,
             Msg::CasMap { ops, .. } => 32 * ops.len() as u64,
             Msg::FenceResult { result: Ok(records) } | Msg::StreamRead { records } => records.iter().map(Record::wire_bytes).sum(),
+            Msg::Load { ranges } => ranges.iter().map(|r| 32 + r.keys.iter().map(|k| k.len() as u64 + 4).sum::<u64>()).sum(),
             Msg::StoreAppend { record, .. } => record.wire_bytes(),
             Msg::Append { key, bytes, .. } | Msg::ClientAppend { key, bytes, .. } => (24 + key.len() + bytes.len()) as u64,
             Msg::Read { key, .. } | Msg::ClientRead { key } => (16 + key.len()) as u64,

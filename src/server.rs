@@ -15,7 +15,7 @@ use crate::config::{server_addr, store_addr, Knobs, Mutation};
 use crate::event;
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{RangeRow, Strategy};
-use crate::msg::{CopyProgress, FinishError, Msg, Record, Refusal, StreamDigest};
+use crate::msg::{CopyProgress, FinishError, Msg, RangeLoad, Record, Refusal, Source, StreamDigest};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,9 +56,40 @@ pub struct Held {
     pub paused: bool,
     /// Digest of the stream up to `next_offset`, as applied here.
     pub digest: StreamDigest,
+    /// The records inherited from sealed ancestors (split and merge lineage), filtered to this
+    /// range, in order; loaded once when the range opens.
+    pub base: Rc<Vec<Record>>,
+    /// Times (µs, local clock) of recent appends and reads, for load reports.
+    pub recent_ops: std::collections::VecDeque<u64>,
+    /// Recently used keys, the most recent last, for choosing split points.
+    pub recent_keys: std::collections::VecDeque<Key>,
 }
 
+/// How many recent operations and keys a range remembers for its load report.
+const LOAD_SAMPLE: usize = 256;
+/// The window a load report's rate is measured over, µs.
+const LOAD_WINDOW_US: u64 = 2_000_000;
+
 impl Held {
+    fn note_op(&mut self, key: &[u8], now_us: u64) {
+        if self.recent_ops.len() == LOAD_SAMPLE {
+            self.recent_ops.pop_front();
+        }
+        self.recent_ops.push_back(now_us);
+        if self.recent_keys.len() == LOAD_SAMPLE / 4 {
+            self.recent_keys.pop_front();
+        }
+        self.recent_keys.push_back(key.to_vec());
+    }
+
+    /// This range's load report at `now_us`.
+    pub fn load(&self, now_us: u64) -> RangeLoad {
+        let since = now_us.saturating_sub(LOAD_WINDOW_US);
+        let ops = self.recent_ops.iter().filter(|t| **t >= since).count();
+        let bytes = self.base.iter().map(|r| r.bytes.len() as u64).sum::<u64>() + self.digest.bytes;
+        RangeLoad { range: self.row.id, epoch: self.row.epoch, ops_per_s: ops as f64 * 1e6 / LOAD_WINDOW_US as f64, bytes, keys: self.recent_keys.iter().cloned().collect() }
+    }
+
     /// Apply acknowledged records from `next_offset` on, as far as they are contiguous, and wake
     /// the appends waiting to become visible.
     fn apply_acked(&mut self) {
@@ -169,6 +200,7 @@ impl ServerCore {
         }
         let held = self.ranges.get_mut(&range).expect("authorized");
         held.inflight.insert(id);
+        held.note_op(key, now_us);
         event::admitted(self.id, range, held.row.epoch, key, id);
         Ok(true)
     }
@@ -223,10 +255,17 @@ impl ServerCore {
     }
 
     /// A read: authority check, then the object's bytes (empty if absent).
-    pub fn read(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<Vec<u8>, Refusal> {
+    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<Vec<u8>, Refusal> {
         let held = self.authorize(range, epoch, key, now_us)?;
         event::read_served(self.id, range, held.row.epoch, key);
-        Ok(held.objects.get(key).cloned().unwrap_or_default())
+        let value = held.objects.get(key).cloned().unwrap_or_default();
+        self.ranges.get_mut(&range).expect("authorized").note_op(key, now_us);
+        Ok(value)
+    }
+
+    /// Load reports of every active range held.
+    pub fn load(&self, now_us: u64) -> Vec<RangeLoad> {
+        self.ranges.values().filter(|h| h.state == HeldState::Active && !h.paused).map(|h| h.load(now_us)).collect()
     }
 
     /// Start opening `row`. Returns `Ok(true)` when the caller must fence and load, `Ok(false)`
@@ -260,6 +299,9 @@ impl ServerCore {
             progress: Rc::new(tokio::sync::Notify::new()),
             paused: false,
             digest: StreamDigest::default(),
+            base: Rc::new(Vec::new()),
+            recent_ops: Default::default(),
+            recent_keys: Default::default(),
         };
         self.ranges.insert(row.id, held);
         self.moved.remove(&row.id);
@@ -267,8 +309,9 @@ impl ServerCore {
     }
 
     /// The store fenced the stream at `row.epoch` and returned its content (`Ok`) or refused
-    /// (`Err(reason)`). On success the range serves from now on.
-    pub fn finish_open(&mut self, row: &RangeRow, loaded: Result<Vec<Record>, String>) -> Result<(), String> {
+    /// (`Err(reason)`); `base`, when given, is the content inherited from the range's sealed
+    /// ancestors (kept across reloads). On success the range serves from now on.
+    pub fn finish_open(&mut self, row: &RangeRow, base: Option<Rc<Vec<Record>>>, loaded: Result<Vec<Record>, String>) -> Result<(), String> {
         let still_ours = self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_ours {
             return Err(format!("{} changed while loading", row.id));
@@ -281,10 +324,13 @@ impl ServerCore {
             }
         };
         let held = self.ranges.get_mut(&row.id).expect("checked");
+        if let Some(base) = base {
+            held.base = base;
+        }
         held.objects.clear();
         held.applied.clear();
         held.digest = StreamDigest::of(&records);
-        for rec in &records {
+        for rec in held.base.iter().chain(&records) {
             if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
                 held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
             }
@@ -294,7 +340,7 @@ impl ServerCore {
         held.acked.retain(|offset, _| *offset >= next);
         held.state = HeldState::Active;
         held.apply_acked();
-        event::range_activated(self.id, row.id, row.epoch, records.len());
+        event::range_activated(self.id, row.id, row.epoch, held.base.len() + records.len());
         Ok(())
     }
 
@@ -318,13 +364,15 @@ impl ServerCore {
         Ok(done.then_some(held.digest))
     }
 
-    /// The move committed: drop the paused `range` at `epoch` and remember where it went.
+    /// The move (or split or merge) committed: drop the paused `range` at `epoch` and remember
+    /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
         if self.ranges.get(&range).is_some_and(|h| h.row.epoch == epoch) {
             self.ranges.remove(&range);
             event::range_dropped(self.id, range, epoch, "moved");
         }
-        if self.ranges.get(&range).is_none_or(|h| h.row.epoch < new_epoch) {
+        // `new_epoch` 0: the range was split or merged away; no single new owner to name.
+        if new_epoch > Epoch(0) && self.ranges.get(&range).is_none_or(|h| h.row.epoch < new_epoch) {
             self.moved.insert(range, (to, new_epoch));
         }
     }
@@ -484,15 +532,20 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 }
             }
         }
-        Msg::Read { range, epoch, key } => Some(Msg::Served { result: core.borrow().read(range, epoch, &key, now_us()) }),
-        Msg::Open { row, leader_epoch: _ } => {
+        Msg::Read { range, epoch, key } => Some(Msg::Served { result: core.borrow_mut().read(range, epoch, &key, now_us()) }),
+        Msg::GetLoad => Some(Msg::Load { ranges: core.borrow().load(now_us()) }),
+        Msg::Open { row, leader_epoch: _, lineage } => {
             let begin = core.borrow_mut().begin_open(&row);
             match begin {
                 Err(e) => Some(Msg::Opened { result: Err(e) }),
                 Ok(false) => Some(Msg::Opened { result: Ok(()) }),
                 Ok(true) => {
-                    let loaded = fence_and_load(rpc, knobs, &row, 0).await.map_err(|e| e.to_string());
-                    let result = core.borrow_mut().finish_open(&row, loaded);
+                    let base = load_lineage(rpc, knobs, &lineage).await;
+                    let loaded = match base {
+                        Ok(_) => fence_and_load(rpc, knobs, &row, 0).await.map_err(|e| e.to_string()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let result = core.borrow_mut().finish_open(&row, base.ok().map(Rc::new), loaded);
                     Some(Msg::Opened { result })
                 }
             }
@@ -503,7 +556,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 Err(e) => Err(e),
                 Ok(Err(progress)) => Ok(progress),
                 Ok(Ok(from)) => {
-                    let read = Msg::ReadStream { stream: row.id, from };
+                    let read = Msg::ReadStream { stream: row.id, from, upto: None };
                     let records = match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
                         Ok(Msg::StreamRead { records }) => Some(records),
                         _ => None,
@@ -519,7 +572,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             }
             Some(Msg::PausedAt { result: drain(core, knobs, range, epoch).await })
         }
-        Msg::FinishMove { row, digest, strategy } => Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy).await }),
+        Msg::FinishMove { row, digest, strategy, lineage } => Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy, &lineage).await }),
         Msg::Release { range, epoch, to, new_epoch } => {
             core.borrow_mut().release(range, epoch, to, new_epoch);
             Some(Msg::Released)
@@ -555,15 +608,22 @@ async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch:
 /// The target's side of a move's cutover: fence the stream at the transfer's epoch (so nothing
 /// more from the source can land), copy the tail past what pre-copy brought, check the whole
 /// copy against the source's digest, and serve.
-async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy) -> Result<(), FinishError> {
+async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy, lineage: &[Source]) -> Result<(), FinishError> {
     let id = core.borrow().id;
     let begin = core.borrow_mut().begin_finish(row).map_err(FinishError::NotNow)?;
     let Some(mut records) = begin else { return Ok(()) };
+    let base = match load_lineage(rpc, knobs, lineage).await {
+        Ok(base) => Rc::new(base),
+        Err(e) => {
+            let _ = core.borrow_mut().finish_open(row, None, Err(e.to_string()));
+            return Err(FinishError::NotNow(e.to_string()));
+        }
+    };
     let precopied: u64 = records.iter().map(|r| r.bytes.len() as u64).sum();
     let tail = match fence_and_load(rpc, knobs, row, records.len() as u64).await {
         Ok(tail) => tail,
         Err(e) => {
-            let _ = core.borrow_mut().finish_open(row, Err(e.to_string()));
+            let _ = core.borrow_mut().finish_open(row, None, Err(e.to_string()));
             return Err(FinishError::NotNow(e.to_string()));
         }
     };
@@ -575,11 +635,11 @@ async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: 
             "copy of {} does not match the source: {} records, {} bytes, checksum {:016x} here; {} records, {} bytes, checksum {:016x} at the source",
             row.id, copied.records, copied.bytes, copied.checksum, digest.records, digest.bytes, digest.checksum
         );
-        let _ = core.borrow_mut().finish_open(row, Err(why.clone()));
+        let _ = core.borrow_mut().finish_open(row, None, Err(why.clone()));
         event::move_diverged(id, row.id, row.epoch, &why);
         return Err(FinishError::Diverged(why));
     }
-    core.borrow_mut().finish_open(row, Ok(records)).map_err(FinishError::NotNow)?;
+    core.borrow_mut().finish_open(row, Some(base), Ok(records)).map_err(FinishError::NotNow)?;
     event::handoff(id, row.id, row.epoch, strategy.name(), precopied, tail_bytes, digest.bytes);
     Ok(())
 }
@@ -633,6 +693,22 @@ async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> 
     }
 }
 
+/// Read the sealed ancestors of a range (`lineage`, oldest first) and keep the records that
+/// fall in each source's key range, in order.
+///
+/// Errors: the store did not answer, or returned fewer records than a source's sealed length.
+async fn load_lineage(rpc: &Rpc, knobs: &Knobs, lineage: &[Source]) -> Result<Vec<Record>, LoadError> {
+    let mut out = Vec::new();
+    for src in lineage {
+        let read = Msg::ReadStream { stream: src.stream, from: 0, upto: Some(src.upto) };
+        match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
+            Ok(Msg::StreamRead { records }) if records.len() as u64 == src.upto => out.extend(records.into_iter().filter(|r| src.contains(&r.key))),
+            _ => return Err(LoadError::NoAnswer),
+        }
+    }
+    Ok(out)
+}
+
 /// Start reloading `row` in the background, if there is one to reload.
 fn spawn_resync(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, row: Option<RangeRow>) {
     if let Some(row) = row {
@@ -655,7 +731,7 @@ async fn resync_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: 
             sleep_ms(knobs.renew_interval_ms).await;
             continue;
         }
-        let _ = core.borrow_mut().finish_open(&row, loaded.map_err(|e| e.to_string()));
+        let _ = core.borrow_mut().finish_open(&row, None, loaded.map_err(|e| e.to_string()));
         return;
     }
 }
@@ -675,12 +751,14 @@ mod tests {
             epoch: Epoch(epoch),
             state: RangeState::Preparing,
             sources: vec![],
+            sealed: 0,
+            born_ms: 0,
         }
     }
 
     fn active(core: &mut ServerCore, r: &RangeRow) {
         assert_eq!(core.begin_open(r), Ok(true));
-        core.finish_open(r, Ok(vec![])).unwrap();
+        core.finish_open(r, None, Ok(vec![])).unwrap();
     }
 
     /// Found by seed 314 of the default scenario: a registration answered late gave the server
@@ -722,7 +800,7 @@ mod tests {
         let resync = core.finish_append(RangeId(1), &rec, None).expect("must resync");
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::NotReady));
         // The store did take it: the reload finds it, and a retry is answered without a new effect.
-        core.finish_open(&resync, Ok(vec![rec.clone()])).unwrap();
+        core.finish_open(&resync, None, Ok(vec![rec.clone()])).unwrap();
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(false));
         assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(b"x;".to_vec()));
     }
@@ -750,7 +828,7 @@ mod tests {
         let d = rec(4, b"d;");
         core.ranges.get_mut(&RangeId(1)).unwrap().inflight.insert(d.id);
         core.finish_append(RangeId(1), &d, Some(Ok(3)));
-        core.finish_open(&resync, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
+        core.finish_open(&resync, None, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
         assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(b"a;b;c;d;".to_vec()));
     }
 }

@@ -116,14 +116,30 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
 
 async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ignore_fence: bool) -> Option<Msg> {
     match msg {
-        Msg::ReadStream { stream, from } => {
+        Msg::ReadStream { stream, from, upto } => {
             // Only what is durable: a record a crash could still take away must not be copied
             // (the copy would then hold a record the stream lost).
-            let end = state.borrow().streams.get(&stream).map_or(0, |s| s.records.len());
+            let len = state.borrow().streams.get(&stream).map_or(0, |s| s.records.len());
+            let end = upto.map_or(len, |u| (u as usize).min(len));
             disk.sync().await;
             let st = state.borrow();
             let records = st.streams.get(&stream).map_or(Vec::new(), |s| s.records.get(from as usize..end).unwrap_or(&[]).to_vec());
             Some(Msg::StreamRead { records })
+        }
+        Msg::Seal { stream, epoch } => {
+            let raised = state.borrow_mut().fence(stream, epoch);
+            match raised {
+                Err(fence) => Some(Msg::Sealed { result: Err(fence) }),
+                Ok(rose) => {
+                    if rose {
+                        disk.append(StoreRecord::Fence { stream, epoch });
+                    }
+                    disk.sync().await;
+                    let length = state.borrow().streams[&stream].records.len();
+                    event::fence_raised(stream, epoch, length);
+                    Some(Msg::Sealed { result: Ok(length as u64) })
+                }
+            }
         }
         Msg::Fence { stream, epoch, from } => {
             let raised = state.borrow_mut().fence(stream, epoch);

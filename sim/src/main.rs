@@ -117,6 +117,10 @@ fn main() -> ExitCode {
             println!("sim_ms={} recovery_after_heal_ms={} events={}", report.sim_ms, report.recovery_ms, report.events.len());
             let hit: Vec<String> = report.coverage.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("coverage: {}", if hit.is_empty() { "none".to_string() } else { hit.join(" ") });
+            if !report.reshapes.is_empty() {
+                let parts: Vec<String> = report.reshapes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("splits and merges: {}", parts.join(" "));
+            }
             for h in &report.handoffs {
                 let client = h.client_gap_ms.map_or("no client tried".to_string(), |g| format!("{g:.1} ms"));
                 println!(

@@ -116,6 +116,9 @@ pub struct RunReport {
     pub coverage: BTreeMap<&'static str, u64>,
     /// Every committed planned move, with its write pause and bytes copied.
     pub handoffs: Vec<crate::handoff::Handoff>,
+    /// Splits and merges that ended, as `split_committed`, `split_aborted`, `merge_committed`,
+    /// `merge_aborted` (aborted ones counted only if they had paused their parents).
+    pub reshapes: BTreeMap<String, u64>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
 }
@@ -159,6 +162,10 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             "moves: strategy={}{} precopy_threshold_bytes={} precopy_max_rounds={} balance={} max_concurrent={}",
             knobs.strategy.name(), if opts.scenario.moves.strategy == "per-seed" { " (drawn)" } else { "" },
             knobs.precopy_threshold_bytes, knobs.precopy_max_rounds, knobs.balance, knobs.max_concurrent_moves
+        ),
+        format!(
+            "splits: split_ops_per_s={} merge_ops_per_s={} merge_hysteresis_ms={} max_ranges={} min_ranges={} hot_shift_s={}",
+            knobs.split_ops_per_s, knobs.merge_ops_per_s, knobs.merge_hysteresis_ms, knobs.max_ranges, knobs.min_ranges, w.hot_shift_s
         ),
     ];
     h.retain(|l| !l.is_empty());
@@ -241,7 +248,11 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
     ];
     let handoffs = crate::handoff::handoffs(&events);
-    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), handoffs, events }
+    let mut reshapes: BTreeMap<String, u64> = BTreeMap::new();
+    for ev in events.iter().filter(|e| e.kind == "reshaped") {
+        *reshapes.entry(format!("{}_{}", ev.s("reshape"), ev.s("outcome"))).or_default() += 1;
+    }
+    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), handoffs, reshapes, events }
 }
 
 type Simulated = (Vec<String>, ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, u64);

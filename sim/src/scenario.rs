@@ -28,6 +28,8 @@ pub struct Scenario {
     pub workload: Workload,
     /// Planned moves: how they copy, and what starts them.
     pub moves: Moves,
+    /// Splits of busy ranges and merges of cold neighbours.
+    pub splits: Splits,
     /// Faults injected during the workload.
     pub faults: Faults,
     /// What happens after the faults stop.
@@ -123,6 +125,10 @@ pub struct Workload {
     pub key_skew: f64,
     /// Payload length of each append, bytes. 16..=1048576, default 16.
     pub record_bytes: u32,
+    /// Every this many seconds the hot spot of the key distribution moves to another part of the
+    /// key space (drawn from the seed), so busy ranges cool down and cold ones heat up. 0..=3600
+    /// (0: the hot spot stays on the low keys), default 0.
+    pub hot_shift_s: u64,
     /// Appends at fixed times, made by one more client (`client-<clients+1>`) besides the
     /// random load, for worked examples. Default empty.
     pub script: Vec<ScriptedAppend>,
@@ -173,6 +179,32 @@ pub struct Moves {
     pub drains_per_min: [f64; 2],
     /// How long a random drain lasts, ms. `1 <= a <= b <= 3600000`, default `[2000, 10000]`.
     pub drain_ms: [u64; 2],
+}
+
+/// Splits of busy ranges and merges of cold neighbours, decided by the leader from the
+/// servers' load reports (operations per second over the last 2 s, and a sample of keys).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Splits {
+    /// Split a range at or over this many operations per second, at the median of its sampled
+    /// keys. 0..=100000 (0: never), default 0.
+    pub split_ops_per_s: f64,
+    /// Merge two adjacent ranges both at or under this many operations per second. Below
+    /// `split_ops_per_s` unless that is 0; 0..=100000 (0: never), default 0.
+    pub merge_ops_per_s: f64,
+    /// No merge of a range made by a split or merge less than this long ago (hysteresis).
+    /// 0..=3600000, default 10000.
+    pub merge_hysteresis_ms: u64,
+    /// No split once this many ranges are live. 1..=1024, default 64.
+    pub max_ranges: u32,
+    /// No merge once only this many ranges are live. 1..=`max_ranges`, default 1.
+    pub min_ranges: u32,
+}
+
+impl Default for Splits {
+    fn default() -> Self {
+        Splits { split_ops_per_s: 0.0, merge_ops_per_s: 0.0, merge_hysteresis_ms: 10_000, max_ranges: 64, min_ranges: 1 }
+    }
 }
 
 impl Default for Moves {
@@ -337,6 +369,7 @@ impl Default for Scenario {
             knobs: KnobsSpec::default(),
             workload: Workload::default(),
             moves: Moves::default(),
+            splits: Splits::default(),
             faults: Faults::default(),
             heal: Heal::default(),
             expect: Expect::default(),
@@ -380,6 +413,7 @@ impl Default for Workload {
             keys: 1000,
             key_skew: 1.0,
             record_bytes: 16,
+            hot_shift_s: 0,
             script: Vec::new(),
         }
     }
@@ -466,6 +500,7 @@ impl Scenario {
         self.validate_knobs()?;
         self.validate_workload()?;
         self.validate_moves()?;
+        self.validate_splits()?;
         self.validate_faults()?;
         in_range("heal.liveness_deadline_s", self.heal.liveness_deadline_s, 1, 600)?;
         if let Some(sw) = &self.swarm {
@@ -557,6 +592,7 @@ impl Scenario {
         in_range("workload.keys", w.keys, 1, 1_000_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
+        in_range("workload.hot_shift_s", w.hot_shift_s, 0, 3600)?;
         Ok(())
     }
 
@@ -571,6 +607,22 @@ impl Scenario {
         ordered_pair("moves.requests_per_min", m.requests_per_min, 0.0, 600.0)?;
         ordered_pair("moves.drains_per_min", m.drains_per_min, 0.0, 600.0)?;
         ordered_pair("moves.drain_ms", m.drain_ms, 1, FAULT_MS_MAX)?;
+        Ok(())
+    }
+
+    fn validate_splits(&self) -> Result<(), String> {
+        let sp = &self.splits;
+        in_range("splits.split_ops_per_s", sp.split_ops_per_s, 0.0, 100_000.0)?;
+        in_range("splits.merge_ops_per_s", sp.merge_ops_per_s, 0.0, 100_000.0)?;
+        if sp.split_ops_per_s > 0.0 && sp.merge_ops_per_s >= sp.split_ops_per_s {
+            return Err(format!(
+                "splits.merge_ops_per_s: must be below splits.split_ops_per_s ({}), or ranges would split and merge back at once; got {}",
+                sp.split_ops_per_s, sp.merge_ops_per_s
+            ));
+        }
+        in_range("splits.merge_hysteresis_ms", sp.merge_hysteresis_ms, 0, FAULT_MS_MAX)?;
+        in_range("splits.max_ranges", sp.max_ranges, 1, 1024)?;
+        in_range("splits.min_ranges", sp.min_ranges, 1, sp.max_ranges)?;
         Ok(())
     }
 
@@ -719,6 +771,11 @@ impl Scenario {
             precopy_max_rounds: self.moves.precopy_max_rounds,
             balance: self.moves.balance,
             max_concurrent_moves: self.moves.max_concurrent,
+            split_ops_per_s: self.splits.split_ops_per_s,
+            merge_ops_per_s: self.splits.merge_ops_per_s,
+            merge_hysteresis_ms: self.splits.merge_hysteresis_ms,
+            max_ranges: self.splits.max_ranges,
+            min_ranges: self.splits.min_ranges,
             mutation: None,
             link_faults: Default::default(),
         }

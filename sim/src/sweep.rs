@@ -44,6 +44,8 @@ pub struct SeedResult {
     pub trace_hash: String,
     /// Committed planned moves with their pause figures.
     pub handoffs: Vec<crate::handoff::Handoff>,
+    /// Splits and merges committed and aborted.
+    pub reshapes: BTreeMap<String, u64>,
 }
 
 /// Write-pause figures of the handoffs of one strategy and range-size class, over a sweep.
@@ -136,6 +138,12 @@ pub struct Summary {
     pub sim_s_per_seed: f64,
     /// Write-pause figures of the committed planned moves, per strategy and range size.
     pub pauses: Vec<PauseFigures>,
+    /// Splits and merges committed and aborted, summed over seeds.
+    pub reshapes: BTreeMap<String, u64>,
+    /// Seeds with at least one of each kind of `reshapes`.
+    pub seeds_with_reshape: BTreeMap<String, u64>,
+    /// Seeds that committed at least one split and at least one merge.
+    pub seeds_with_split_and_merge: u64,
     /// Seeds whose outcome was not the expected one.
     pub failing: Vec<SeedResult>,
     /// Seeds that crashed the harness, with the panic message.
@@ -247,6 +255,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                             trace_hash: format!("{:016x}", report.trace_hash),
                             handoffs: report.handoffs.clone(),
+                            reshapes: report.reshapes.clone(),
                         };
                         results.lock().expect("results").push(r);
                     }
@@ -285,6 +294,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         ops: Default::default(),
         sim_s_per_seed: 0.0,
         pauses: Vec::new(),
+        reshapes: BTreeMap::new(),
+        seeds_with_reshape: BTreeMap::new(),
+        seeds_with_split_and_merge: 0,
         failing: Vec::new(),
         crashed,
         json_path: String::new(),
@@ -311,6 +323,13 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         s.ops.reads_ok += r.ops.reads_ok;
         s.ops.reads_failed += r.ops.reads_failed;
         s.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
+        for (k, v) in &r.reshapes {
+            *s.reshapes.entry(k.clone()).or_default() += v;
+            *s.seeds_with_reshape.entry(k.clone()).or_default() += 1;
+        }
+        if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
+            s.seeds_with_split_and_merge += 1;
+        }
     }
     s.sim_s_per_seed /= results.len().max(1) as f64;
     s.pauses = pause_figures(&results.iter().flat_map(|r| r.handoffs.iter()).collect::<Vec<_>>());
@@ -372,6 +391,15 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
         "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}",
         o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed
     );
+    if !s.reshapes.is_empty() {
+        let _ = writeln!(out, "\n{:<18} {:>8} {:>10} {:>12}", "split / merge", "total", "per seed", "seeds with");
+        for (k, v) in &s.reshapes {
+            let seeds = s.seeds_with_reshape.get(k).copied().unwrap_or(0);
+            let _ = writeln!(out, "{:<18} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
+        }
+        let both = s.seeds_with_split_and_merge;
+        let _ = writeln!(out, "seeds with a split and a merge committed: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
+    }
     if !s.pauses.is_empty() {
         let _ = writeln!(out, "\nhandoffs (planned moves committed): write pause in ms as p50 / p99 / max; bytes copied");
         let _ = writeln!(out, "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "at the servers", "at the clients (n)", "before, p50", "during, p50/max");

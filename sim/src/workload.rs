@@ -121,8 +121,15 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
         if next_us > now {
             sleep_us(next_us - now).await;
         }
-        let index = ((w.keys as f64) * u.powf(1.0 + w.key_skew)) as u32;
-        let key = key_name(index.min(w.keys - 1));
+        let mut index = (((w.keys as f64) * u.powf(1.0 + w.key_skew)) as u32).min(w.keys - 1);
+        if w.hot_shift_s > 0 {
+            // Every client computes the same offsets from the period number (no shared RNG
+            // draw, so the shift does not depend on the order clients run in).
+            let period = now_us() / (w.hot_shift_s * 1_000_000);
+            let offset = (period.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 33) as u32 % w.keys;
+            index = (index + offset) % w.keys;
+        }
+        let key = key_name(index);
         seq += 1;
         if is_read {
             read(&rpc, &knobs, frontend, n, seq, key).await;

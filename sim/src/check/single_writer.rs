@@ -60,6 +60,15 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                     }
                 }
             }
+            "map_child" => {
+                // A split or merge gives its children's epochs when it is journaled.
+                let (range, epoch, owner) = (ev.u("range"), ev.u("epoch"), ev.u("owner"));
+                if let Some(prev) = owner_of.insert((range, epoch), owner) {
+                    if prev != owner {
+                        return Err(format!("epoch {epoch} of r{range} was given to server-{prev} and later to server-{owner} (map version {}, {})", ev.u("version"), secs(ev.t_us)));
+                    }
+                }
+            }
             "map_transfer" => {
                 // The journal gives the transfer's new epoch to its target before the target
                 // fences and serves; the row gets it only at the commit.
