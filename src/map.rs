@@ -662,6 +662,49 @@ mod tests {
         assert!(aborted.transfers.is_empty());
     }
 
+    fn two_active() -> PartitionMap {
+        let mut map = boot(&["m"]);
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }, MapOp::Assign { range: RangeId(2), owner: ServerId(2), owner_session: 2 }]).unwrap();
+        map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }, MapOp::Activate { range: RangeId(2), epoch: Epoch(2) }]).unwrap();
+        map
+    }
+
+    /// A split journals its children, pauses the parent, and one commit retires the parent
+    /// (with its sealed length) and activates the children at epochs above the parent's.
+    #[test]
+    fn map_split_commits_children_in_one_step() {
+        let mut map = two_active();
+        map.apply_batch(&[MapOp::BeginSplit { range: RangeId(1), at: b"f".to_vec(), owners: [(ServerId(1), 1), (ServerId(3), 3)] }]).unwrap();
+        assert_eq!(map.live_rows().len(), 2, "children appear only at the commit");
+        map.apply_batch(&[MapOp::PauseReshape { first: RangeId(1) }]).unwrap();
+        map.apply_batch(&[MapOp::CommitReshape { first: RangeId(1), sealed: vec![42], born_ms: 9 }]).unwrap();
+        let live: Vec<(Vec<u8>, Option<ServerId>, RangeState)> = map.live_rows().iter().map(|r| (r.start.clone(), r.owner, r.state)).collect();
+        assert_eq!(live, vec![(b"".to_vec(), Some(ServerId(1)), RangeState::Active), (b"f".to_vec(), Some(ServerId(3)), RangeState::Active), (b"m".to_vec(), Some(ServerId(2)), RangeState::Active)]);
+        assert_eq!(map.rows[&RangeId(1)].sealed, 42);
+        assert!(map.live_rows().iter().filter(|r| r.sources == vec![RangeId(1)]).all(|r| r.epoch > Epoch(2) && r.born_ms == 9));
+        map.check_tiling().unwrap();
+    }
+
+    /// A merge rolled back (its parents reassigned), after which one parent splits: the old
+    /// merge can never commit, whatever its journal said.
+    #[test]
+    fn map_rolled_back_merge_never_commits_from_its_stale_view() {
+        let mut map = two_active();
+        map.apply_batch(&[MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(1), 1) }]).unwrap();
+        map.apply_batch(&[MapOp::PauseReshape { first: RangeId(1) }]).unwrap();
+        let stale = map.clone();
+        map.apply_batch(&[MapOp::AbortReshape { first: RangeId(1), error: "lost".into() }]).unwrap();
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }, MapOp::Assign { range: RangeId(2), owner: ServerId(2), owner_session: 2 }]).unwrap();
+        assert!(map.reshapes.is_empty(), "the rollback drops the merge");
+        let commit = MapOp::CommitReshape { first: RangeId(1), sealed: vec![1, 1], born_ms: 0 };
+        assert_eq!(map.apply_batch(&[commit.clone()]), Err(MapError::NoTransfer(RangeId(1))));
+        // Even a journal entry that looks the same cannot commit once a parent moved on.
+        let mut racing = stale.clone();
+        racing.rows.get_mut(&RangeId(2)).unwrap().epoch = Epoch(9);
+        assert_eq!(racing.apply_batch(&[commit.clone()]), Err(MapError::WrongState(RangeId(2), RangeState::Paused)));
+        stale.clone().apply_batch(&[commit]).unwrap();
+    }
+
     #[derive(Clone, Debug)]
     enum Step {
         Assign(usize, u32),

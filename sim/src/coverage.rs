@@ -9,7 +9,7 @@ use crate::events::Event;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every situation, with what it means. Report order.
-pub const SITUATIONS: [(&str, &str); 20] = [
+pub const SITUATIONS: [(&str, &str); 24] = [
     ("crash_owner", "a server crashed while holding ranges"),
     ("crash_owner_while_opening", "a server crashed while a range assigned to it was still preparing"),
     ("crash_store_during_failover", "the store crashed while a failover was in flight"),
@@ -30,6 +30,10 @@ pub const SITUATIONS: [(&str, &str); 20] = [
     ("move_aborted_while_paused", "a paused move was aborted and its range rolled back to the source"),
     ("move_finished_by_new_leader", "a move journaled under one leader term committed under a later one"),
     ("request_redirected_after_move", "a request reached a move's old owner after the cutover and was pointed at the new one"),
+    ("crash_server_during_reshape", "a server crashed while a split or merge was in flight"),
+    ("crash_manager_during_reshape", "a manager crashed while a split or merge was in flight"),
+    ("reshape_aborted_while_paused", "a split or merge was aborted after pausing its parents, and rolled back"),
+    ("reshape_finished_by_new_leader", "a split or merge journaled under one leader term committed under a later one"),
 ];
 
 fn server_of(name: &str) -> Option<u64> {
@@ -54,8 +58,24 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     // (range, transfer epoch) -> leader term that journaled it.
     let mut begun_by: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut new_rows: BTreeMap<u64, (u64, String)> = BTreeMap::new(); // range -> (epoch, state)
+    // Splits and merges in flight (by first parent) -> leader term that journaled them.
+    let mut reshaping: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut reshape_rows: BTreeSet<u64> = BTreeSet::new();
+    let mut committed_now: Vec<u64> = Vec::new();
     for ev in events {
         match ev.kind.as_str() {
+            "map_child" => {
+                reshape_rows.insert(ev.u("first"));
+            }
+            "reshaped" => {
+                let first: u64 = ev.s("parents").split(',').next().and_then(|p| p.strip_prefix('r')).and_then(|p| p.parse().ok()).unwrap_or(0);
+                if ev.s("outcome") == "aborted" && ev.get("paused") == Some(&crate::events::Val::B(true)) {
+                    bump("reshape_aborted_while_paused");
+                }
+                if ev.s("outcome") == "committed" {
+                    committed_now.push(first); // judged at this commit's map_commit
+                }
+            }
             "map_transfer" => {
                 let (range, epoch) = (ev.u("range"), ev.u("epoch"));
                 journal.insert(range, (ev.u("from"), ev.u("to"), epoch));
@@ -68,6 +88,17 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                 new_rows.insert(ev.u("range"), (ev.u("epoch"), ev.s("state").to_string()));
             }
             "map_commit" => {
+                let term = ev.u("leader_epoch");
+                for first in std::mem::take(&mut committed_now) {
+                    if reshaping.get(&first).is_some_and(|t| *t != term) {
+                        bump("reshape_finished_by_new_leader");
+                    }
+                }
+                let journaled = std::mem::take(&mut reshape_rows);
+                reshaping.retain(|first, _| journaled.contains(first));
+                for first in journaled {
+                    reshaping.entry(first).or_insert(term);
+                }
                 preparing = rows.iter().filter(|(_, (s, _))| s == "preparing").map(|(r, (_, o))| (*r, *o)).collect();
                 rows.clear();
                 let term = ev.u("leader_epoch");
@@ -116,6 +147,13 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                 let holders: Vec<u64> = holds.iter().filter(|(_, h)| !h.is_empty()).map(|(s, _)| *s).collect();
                 let parties: BTreeSet<u64> = moving.values().flat_map(|(a, b, _)| [*a, *b]).collect();
                 let names_party = rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| server_of(n).is_some_and(|s| parties.contains(&s)));
+                if !reshaping.is_empty() && verb == "crash" {
+                    if server_of(rest).is_some() {
+                        bump("crash_server_during_reshape");
+                    } else if rest.starts_with("manager-") {
+                        bump("crash_manager_during_reshape");
+                    }
+                }
                 if !moving.is_empty() {
                     match verb {
                         "crash" if server_of(rest).is_some_and(|s| moving.values().any(|m| m.0 == s)) => bump("crash_source_during_move"),
