@@ -53,17 +53,15 @@ pub fn map_commit(map: &PartitionMap, leader_epoch: u64) {
 
 /// A committed batch finished or aborted a split or merge (`before` is the map it applied to).
 pub fn reshape_outcomes(before: &PartitionMap, ops: &[MapOp]) {
-    let mut superseded = String::new();
     let mut seen = Vec::new();
     for op in ops {
         let (r, outcome, error) = match op {
-            MapOp::CommitReshape { first, .. } => (before.reshapes.get(first), "committed", ""),
-            MapOp::AbortReshape { first, error } => (before.reshapes.get(first), "aborted", error.as_str()),
+            MapOp::CommitReshape { first, .. } => (before.reshapes.get(first), "committed", String::new()),
+            MapOp::AbortReshape { first, error } => (before.reshapes.get(first), "aborted", error.clone()),
             MapOp::Assign { range, .. } => {
                 // A failover or rollback of a parent drops its split or merge.
                 let r = before.reshape_of(*range).filter(|r| !matches!(r.phase, TransferPhase::Aborted(_)));
-                superseded = format!("{range} reassigned");
-                (r, "aborted", superseded.as_str())
+                (r, "aborted", format!("{range} reassigned"))
             }
             _ => continue,
         };
@@ -72,7 +70,7 @@ pub fn reshape_outcomes(before: &PartitionMap, ops: &[MapOp]) {
         let parents: Vec<String> = r.parents.iter().map(|(p, _)| p.to_string()).collect();
         let children: Vec<String> = r.children.iter().map(|c| c.id.to_string()).collect();
         info!(target: "partmap", kind = "reshaped", reshape = r.kind.name(), outcome, paused = r.phase == TransferPhase::Paused,
-            parents = parents.join(",").as_str(), children = children.join(",").as_str(), error);
+            parents = parents.join(",").as_str(), children = children.join(",").as_str(), error = error.as_str());
     }
 }
 

@@ -147,11 +147,16 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
             out.ops.push(MapOp::AbortReshape { first: *first, error: format!("child owner {} (session {}) lost", c.owner.0, c.owner.1) });
         }
     }
-    if !out.ops.is_empty() || !out.opens.is_empty() {
+    if !out.ops.is_empty() {
         return out;
     }
+    // Moves, splits and merges in flight are driven every round without other map changes,
+    // opens or not; new ones start only when nothing else is pending.
     out.moves = map.transfers.values().cloned().collect();
     out.reshapes = map.reshapes.values().cloned().collect();
+    if !out.opens.is_empty() {
+        return out;
+    }
     if map.reshapes.is_empty() {
         if let Some(op) = plan_reshape(map, &live, &load, loads, now_ms, knobs, &eligible) {
             out.ops.push(op);
@@ -159,7 +164,9 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
         }
     }
     let mut room = (knobs.max_concurrent_moves as usize).saturating_sub(map.transfers.len());
-    let idle = |row: &RangeRow| row.state == RangeState::Active && !map.transfers.contains_key(&row.id);
+    // Found in review: a range in a split or merge is not idle either, or a refused BeginMove
+    // would block every round.
+    let idle = |row: &RangeRow| row.state == RangeState::Active && !map.in_flight(row.id);
     let begin = |range: RangeId, to: ServerId, out: &mut Plan, room: &mut usize| {
         if *room > 0 {
             *room -= 1;
@@ -232,7 +239,7 @@ fn plan_reshape(
 
 /// Ask every live server for its load report (concurrently, each bounded by the request
 /// timeout); the reports of ranges it holds, by range.
-async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView]) -> BTreeMap<RangeId, RangeLoad> {
+async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView], map: &PartitionMap) -> BTreeMap<RangeId, RangeLoad> {
     let mut tasks = Vec::new();
     for s in sessions.iter().filter(|s| s.live) {
         let (rpc, knobs, server) = (rpc.clone(), knobs.clone(), s.server);
@@ -245,8 +252,12 @@ async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView
     }
     let mut out = BTreeMap::new();
     for t in tasks {
+        // Only the report of the range's owner at the map's epoch (a stranded copy elsewhere
+        // must not shadow it).
         for l in t.await.unwrap_or_default() {
-            out.insert(l.range, l);
+            if map.rows.get(&l.range).is_some_and(|r| r.epoch == l.epoch) {
+                out.insert(l.range, l);
+            }
         }
     }
     out
@@ -261,7 +272,7 @@ pub async fn run(n: u32, knobs: Knobs) {
         let lease = rpc.call(lock_addr(), Msg::AcquireLeader { candidate: n }, knobs.rpc_timeout_ms).await;
         if let Ok(Msg::LeaderLease { epoch: Some(leader_epoch), .. }) = lease {
             let valid_until = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
-            lead_once(&rpc, &knobs, leader_epoch, valid_until).await;
+            lead_once(&rpc, &knobs, n, leader_epoch, valid_until).await;
         }
         sleep_ms(knobs.manager_tick_ms).await;
     }
@@ -269,10 +280,10 @@ pub async fn run(n: u32, knobs: Knobs) {
 
 /// One round as leader: read, plan, commit, open, drive moves. Stops early once the lease is
 /// no longer trusted; anything it writes carries `leader_epoch`, which the authority checks.
-async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_until_us: u64) {
+async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: u64) {
     let Ok(Msg::State { map, sessions }) = rpc.call(lock_addr(), Msg::GetState, knobs.rpc_timeout_ms).await else { return };
     let reshaping = knobs.split_ops_per_s > 0.0 || knobs.merge_ops_per_s > 0.0;
-    let loads = if reshaping { collect_loads(rpc, knobs, &sessions).await } else { BTreeMap::new() };
+    let loads = if reshaping { collect_loads(rpc, knobs, &sessions, &map).await } else { BTreeMap::new() };
     let p = plan(&map, &sessions, &loads, crate::seam::now_ms(), knobs);
     if now_us() >= valid_until_us {
         return;
@@ -282,7 +293,8 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_un
         let _ = rpc.call(lock_addr(), cas, knobs.rpc_timeout_ms).await;
         return; // the next round sees the result and opens the new assignments
     }
-    // Open concurrently: one slow or dead server must not hold up the others.
+    // Open concurrently: one slow or dead server must not hold up the others, nor the moves,
+    // splits and merges driven meanwhile.
     let mut tasks = Vec::new();
     let shared_map = Rc::new(map.clone());
     for row in p.opens {
@@ -296,27 +308,30 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_un
             }
         }));
     }
+    let mut leader = Leader { rpc, knobs, candidate, leader_epoch, valid_until_us, version: map.version };
+    let mut go_on = true;
+    for t in p.moves {
+        let Some(row) = map.rows.get(&t.range) else { continue };
+        if leader.drive(&t, row, &map).await.is_none() {
+            go_on = false;
+            break;
+        }
+    }
+    for r in p.reshapes.into_iter().filter(|_| go_on) {
+        if leader.drive_reshape(&r, &map).await.is_none() {
+            go_on = false;
+            break;
+        }
+    }
     let mut activate = Vec::new();
     for t in tasks {
         if let Ok(Some((range, epoch))) = t.await {
             activate.push(MapOp::Activate { range, epoch });
         }
     }
-    let mut leader = Leader { rpc, knobs, leader_epoch, valid_until_us, version: map.version };
     // Activations are committed one by one: one that went stale must not block the rest.
-    for op in activate {
+    for op in activate.into_iter().filter(|_| go_on) {
         if leader.commit(op).await.is_none() {
-            return;
-        }
-    }
-    for t in p.moves {
-        let Some(row) = map.rows.get(&t.range) else { continue };
-        if leader.drive(&t, row, &map).await.is_none() {
-            return;
-        }
-    }
-    for r in p.reshapes {
-        if leader.drive_reshape(&r, &map).await.is_none() {
             return;
         }
     }
@@ -327,6 +342,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, leader_epoch: u64, valid_un
 struct Leader<'a> {
     rpc: &'a Rpc,
     knobs: &'a Knobs,
+    candidate: u32,
     leader_epoch: u64,
     valid_until_us: u64,
     version: u64,
@@ -337,6 +353,18 @@ impl Leader<'_> {
     /// authority did not answer, or the lease is no longer trusted). A refused op is not an
     /// error: the next round re-plans.
     async fn commit(&mut self, op: MapOp) -> Option<bool> {
+        // A round that drives slow steps can outlast the lease taken at its start (found in
+        // review): renew it once half of the trusted window is gone.
+        let half_us = (self.knobs.lease_ms - self.knobs.lease_margin_ms) * 500;
+        if now_us() + half_us >= self.valid_until_us {
+            let sent = now_us();
+            match self.rpc.call(lock_addr(), Msg::AcquireLeader { candidate: self.candidate }, self.knobs.rpc_timeout_ms).await {
+                Ok(Msg::LeaderLease { epoch: Some(e), .. }) if e == self.leader_epoch => {
+                    self.valid_until_us = sent + (self.knobs.lease_ms - self.knobs.lease_margin_ms) * 1000;
+                }
+                _ => return None,
+            }
+        }
         if now_us() >= self.valid_until_us {
             return None;
         }
@@ -384,7 +412,14 @@ impl Leader<'_> {
         let copy_ms = knobs.store_timeout_ms + knobs.rpc_timeout_ms + digest.bytes * 1000 / knobs.bandwidth_bytes_per_s;
         match rpc.call(server_addr(t.to.0), finish, copy_ms).await {
             Ok(Msg::MoveFinished { result: Ok(()) }) => {}
-            Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await.map(|_| ()),
+            Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => {
+                if self.commit(MapOp::AbortMove { range: t.range, error }).await? {
+                    // The target may hold the range at the transfer's epoch: let it go.
+                    let release = Msg::Release { range: t.range, epoch: t.epoch, to: t.from.0, new_epoch: Epoch(0) };
+                    let _ = rpc.call(server_addr(t.to.0), release, knobs.rpc_timeout_ms).await;
+                }
+                return Some(());
+            }
             _ => return Some(()),
         }
         if self.commit(MapOp::CommitMove { range: t.range }).await? {

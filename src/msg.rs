@@ -274,6 +274,56 @@ pub enum Msg {
 }
 
 impl Msg {
+    /// The message's kind in snake case (`store_append`, `fence`, `append`, ...), as scenarios
+    /// name it in targeted faults.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Msg::RegisterServer { .. } => "register_server",
+            Msg::Registered { .. } => "registered",
+            Msg::RenewSession { .. } => "renew_session",
+            Msg::SessionRenewed { .. } => "session_renewed",
+            Msg::AcquireLeader { .. } => "acquire_leader",
+            Msg::LeaderLease { .. } => "leader_lease",
+            Msg::GetMap => "get_map",
+            Msg::Map { .. } => "map",
+            Msg::GetState => "get_state",
+            Msg::State { .. } => "state",
+            Msg::CasMap { .. } => "cas_map",
+            Msg::CasResult { .. } => "cas_result",
+            Msg::Admin { .. } => "admin",
+            Msg::Fence { .. } => "fence",
+            Msg::FenceResult { .. } => "fence_result",
+            Msg::ReadStream { .. } => "read_stream",
+            Msg::StreamRead { .. } => "stream_read",
+            Msg::Seal { .. } => "seal",
+            Msg::Sealed { .. } => "sealed",
+            Msg::StoreAppend { .. } => "store_append",
+            Msg::StoreAppended { .. } => "store_appended",
+            Msg::Open { .. } => "open",
+            Msg::GetLoad => "get_load",
+            Msg::Load { .. } => "load",
+            Msg::Opened { .. } => "opened",
+            Msg::PreCopy { .. } => "pre_copy",
+            Msg::PreCopied { .. } => "pre_copied",
+            Msg::Pause { .. } => "pause",
+            Msg::PausedAt { .. } => "paused_at",
+            Msg::FinishMove { .. } => "finish_move",
+            Msg::MoveFinished { .. } => "move_finished",
+            Msg::Release { .. } => "release",
+            Msg::Released => "released",
+            Msg::Append { .. } => "append",
+            Msg::Read { .. } => "read",
+            Msg::Served { .. } => "served",
+            Msg::ServedUnknown => "served_unknown",
+            Msg::ClientAppend { .. } => "client_append",
+            Msg::ClientRead { .. } => "client_read",
+            Msg::ClientResult { .. } => "client_result",
+        }
+    }
+
+    /// Every kind name [`Msg::kind_name`] can return.
+    pub const KIND_NAMES: [&'static str; 40] = ["register_server", "registered", "renew_session", "session_renewed", "acquire_leader", "leader_lease", "get_map", "map", "get_state", "state", "cas_map", "cas_result", "admin", "fence", "fence_result", "read_stream", "stream_read", "seal", "sealed", "store_append", "store_appended", "open", "get_load", "load", "opened", "pre_copy", "pre_copied", "pause", "paused_at", "finish_move", "move_finished", "release", "released", "append", "read", "served", "served_unknown", "client_append", "client_read", "client_result"];
+
     /// Payload size in bytes, for the bandwidth charge.
     pub fn wire_bytes(&self) -> u64 {
         let map_bytes = |m: &PartitionMap| {

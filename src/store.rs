@@ -134,8 +134,8 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
                     if rose {
                         disk.append(StoreRecord::Fence { stream, epoch });
                     }
-                    disk.sync().await;
                     let length = state.borrow().streams[&stream].records.len();
+                    disk.sync().await;
                     event::fence_raised(stream, epoch, length);
                     Some(Msg::Sealed { result: Ok(length as u64) })
                 }
@@ -150,12 +150,15 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
                         disk.append(StoreRecord::Fence { stream, epoch });
                     }
                     // Also makes every record appended before the fence durable, so the content
-                    // returned below cannot be lost by a crash after we answer.
+                    // returned below cannot be lost by a crash after we answer. Only those: an
+                    // append at the same epoch that lands during the sync is not durable yet
+                    // (found in review).
+                    let len = state.borrow().streams[&stream].records.len();
                     disk.sync().await;
                     let st = state.borrow();
-                    let all = &st.streams[&stream].records;
-                    event::fence_raised(stream, epoch, all.len());
-                    Some(Msg::FenceResult { result: Ok(all.get(from as usize..).unwrap_or(&[]).to_vec()) })
+                    let sealed = &st.streams[&stream].records[..len];
+                    event::fence_raised(stream, epoch, len);
+                    Some(Msg::FenceResult { result: Ok(sealed.get(from as usize..).unwrap_or(&[]).to_vec()) })
                 }
             }
         }

@@ -40,6 +40,65 @@ fn server_of(name: &str) -> Option<u64> {
     name.strip_prefix("server-").and_then(|n| n.parse().ok())
 }
 
+/// The flows a fault can meet, in report order.
+pub const FLOWS: [&str; 4] = ["failover", "move", "split", "merge"];
+
+/// The fault kind of a nemesis `fault` event's text, as the sweep's fault table names it
+/// (`crash_server`, `isolate`, `delay`, ...).
+pub fn fault_kind(text: &str) -> String {
+    let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
+    if verb == "crash" {
+        let target = rest.split_whitespace().next().unwrap_or("");
+        let role = target.split('-').next().unwrap_or(target);
+        return format!("crash_{}", if role == "lock" { "lock" } else { role });
+    }
+    if verb == "move" {
+        return "move_request".to_string();
+    }
+    verb.to_string()
+}
+
+/// Which fault kinds were injected while which flow was in flight: `(fault kind, flow)` pairs.
+/// A failover is in flight while some row is `Preparing`; a move, split or merge while its
+/// journal entry exists.
+pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
+    let mut out = BTreeSet::new();
+    let mut preparing = false;
+    let mut rows_preparing = false;
+    let mut moving = false;
+    let mut journal_moving = false;
+    let mut kinds: BTreeSet<&str> = BTreeSet::new();
+    let mut journal_kinds: BTreeSet<&str> = BTreeSet::new();
+    for ev in events {
+        match ev.kind.as_str() {
+            "map_row" => rows_preparing |= ev.s("state") == "preparing",
+            "map_transfer" => journal_moving = true,
+            "map_child" => {
+                journal_kinds.insert(if ev.s("reshape") == "split" { "split" } else { "merge" });
+            }
+            "map_commit" => {
+                preparing = std::mem::take(&mut rows_preparing);
+                moving = std::mem::take(&mut journal_moving);
+                kinds = std::mem::take(&mut journal_kinds);
+            }
+            "fault" => {
+                let kind = fault_kind(ev.s("fault"));
+                if preparing {
+                    out.insert((kind.clone(), "failover"));
+                }
+                if moving {
+                    out.insert((kind.clone(), "move"));
+                }
+                for k in &kinds {
+                    out.insert((kind.clone(), if *k == "split" { "split" } else { "merge" }));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Count each situation in one run's events.
 pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     let mut hit: BTreeMap<&'static str, u64> = BTreeMap::new();

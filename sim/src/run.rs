@@ -116,6 +116,8 @@ pub struct RunReport {
     pub coverage: BTreeMap<&'static str, u64>,
     /// Every committed planned move, with its write pause and bytes copied.
     pub handoffs: Vec<crate::handoff::Handoff>,
+    /// Fault kinds injected while each flow was in flight, as `(fault kind, flow)`.
+    pub fault_flows: std::collections::BTreeSet<(String, &'static str)>,
     /// Splits and merges that ended, as `split_committed`, `split_aborted`, `merge_committed`,
     /// `merge_aborted` (aborted ones counted only if they had paused their parents).
     pub reshapes: BTreeMap<String, u64>,
@@ -252,7 +254,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     for ev in events.iter().filter(|e| e.kind == "reshaped") {
         *reshapes.entry(format!("{}_{}", ev.s("reshape"), ev.s("outcome"))).or_default() += 1;
     }
-    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), handoffs, reshapes, events }
+    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), fault_flows: crate::coverage::fault_flows(&events), handoffs, reshapes, events }
 }
 
 type Simulated = (Vec<String>, ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, u64);

@@ -46,6 +46,8 @@ pub struct SeedResult {
     pub handoffs: Vec<crate::handoff::Handoff>,
     /// Splits and merges committed and aborted.
     pub reshapes: BTreeMap<String, u64>,
+    /// Fault kinds injected while each flow was in flight.
+    pub fault_flows: Vec<(String, String)>,
 }
 
 /// Write-pause figures of the handoffs of one strategy and range-size class, over a sweep.
@@ -144,6 +146,9 @@ pub struct Summary {
     pub seeds_with_reshape: BTreeMap<String, u64>,
     /// Seeds that committed at least one split and at least one merge.
     pub seeds_with_split_and_merge: u64,
+    /// Seeds where each fault kind was injected while each flow was in flight:
+    /// fault kind → flow → seeds.
+    pub fault_flow_seeds: BTreeMap<String, BTreeMap<String, u64>>,
     /// Seeds whose outcome was not the expected one.
     pub failing: Vec<SeedResult>,
     /// Seeds that crashed the harness, with the panic message.
@@ -256,6 +261,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             trace_hash: format!("{:016x}", report.trace_hash),
                             handoffs: report.handoffs.clone(),
                             reshapes: report.reshapes.clone(),
+                            fault_flows: report.fault_flows.iter().map(|(k, f)| (k.clone(), f.to_string())).collect(),
                         };
                         results.lock().expect("results").push(r);
                     }
@@ -297,6 +303,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         reshapes: BTreeMap::new(),
         seeds_with_reshape: BTreeMap::new(),
         seeds_with_split_and_merge: 0,
+        fault_flow_seeds: BTreeMap::new(),
         failing: Vec::new(),
         crashed,
         json_path: String::new(),
@@ -326,6 +333,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         for (k, v) in &r.reshapes {
             *s.reshapes.entry(k.clone()).or_default() += v;
             *s.seeds_with_reshape.entry(k.clone()).or_default() += 1;
+        }
+        for (kind, flow) in &r.fault_flows {
+            *s.fault_flow_seeds.entry(kind.clone()).or_default().entry(flow.clone()).or_default() += 1;
         }
         if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
             s.seeds_with_split_and_merge += 1;
@@ -382,6 +392,29 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
     let never: Vec<&str> = crate::coverage::SITUATIONS.iter().map(|(k, _)| *k).filter(|k| s.coverage_seeds.get(*k).copied().unwrap_or(0) == 0).collect();
     if !never.is_empty() {
         let _ = writeln!(out, "never hit: {}", never.join(", "));
+    }
+    let flows: Vec<&str> = crate::coverage::FLOWS.iter().copied().filter(|f| s.fault_flow_seeds.values().any(|m| m.contains_key(*f))).collect();
+    if !flows.is_empty() {
+        let _ = write!(out, "\n{:<30}", "fault kind x flow in flight");
+        for f in &flows {
+            let _ = write!(out, " {f:>9}");
+        }
+        let _ = writeln!(out, "   (seeds)");
+        let mut never = Vec::new();
+        for kind in s.faults.keys() {
+            let _ = write!(out, "{kind:<30}");
+            for f in &flows {
+                let n = s.fault_flow_seeds.get(kind).and_then(|m| m.get(*f)).copied().unwrap_or(0);
+                if n == 0 {
+                    never.push(format!("{kind}/{f}"));
+                }
+                let _ = write!(out, " {n:>9}");
+            }
+            let _ = writeln!(out);
+        }
+        if !never.is_empty() {
+            let _ = writeln!(out, "never met: {}", never.join(", "));
+        }
     }
     let both = s.seeds_with_server_crash_and_partition;
     let _ = writeln!(out, "seeds with a server crash and a network fault: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
