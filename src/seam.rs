@@ -188,6 +188,22 @@ impl Rpc {
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, copy))).await;
             });
         }
+        if let Some(hold_ms) = self.link_faults.take_hold(link, msg.kind_name()) {
+            let ep = self.ep.clone();
+            spawn(async move {
+                sleep_ms(hold_ms).await;
+                let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+            });
+            return;
+        }
+        if self.link_faults.has(link, LinkFault::Reorder) {
+            let (ep, extra) = (self.ep.clone(), madsim::rand::random::<u64>() % 51);
+            spawn(async move {
+                sleep_ms(extra).await;
+                let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+            });
+            return;
+        }
         if self.link_faults.has(link, LinkFault::Hold) {
             // The message is on its way but stuck: it arrives once the link is released,
             // whatever became of the sender's wait for it.
@@ -261,6 +277,8 @@ pub enum LinkFault {
     /// One bit of every pre-copy chunk (`StreamRead`) is flipped in transit: the copies diverge,
     /// and the move's final checksum must catch it.
     Corrupt,
+    /// Every message waits a random extra 0 to 50 ms, so messages overtake each other.
+    Reorder,
 }
 
 type Link = (std::net::IpAddr, std::net::IpAddr);
@@ -268,7 +286,7 @@ type Link = (std::net::IpAddr, std::net::IpAddr);
 /// The link faults in force, shared by every node of a run. Each is counted, so overlapping
 /// faults each need their removal.
 #[derive(Clone, Debug, Default)]
-pub struct LinkFaults(Arc<Mutex<BTreeMap<(Link, LinkFault), u32>>>);
+pub struct LinkFaults(Arc<Mutex<BTreeMap<(Link, LinkFault), u32>>>, Arc<Mutex<BTreeMap<(Link, &'static str), Vec<u64>>>>);
 
 impl PartialEq for LinkFaults {
     /// Equal when the same faults are in force now.
@@ -278,6 +296,23 @@ impl PartialEq for LinkFaults {
 }
 
 impl LinkFaults {
+    /// Hold the next message of kind `kind` ([`Msg::kind_name`]) sent on `link` for `hold_ms`,
+    /// then deliver it (a targeted delay: "the next store append from server-1, by 8 s").
+    pub fn hold_next(&self, link: Link, kind: &'static str, hold_ms: u64) {
+        self.1.lock().expect("link faults").entry((link, kind)).or_default().push(hold_ms);
+    }
+
+    /// The hold waiting for the next message of `kind` on `link`, if any (consumed).
+    fn take_hold(&self, link: Link, kind: &'static str) -> Option<u64> {
+        let mut holds = self.1.lock().expect("link faults");
+        let waiting = holds.get_mut(&(link, kind))?;
+        let hold = waiting.remove(0);
+        if waiting.is_empty() {
+            holds.remove(&(link, kind));
+        }
+        Some(hold)
+    }
+
     /// Whether `fault` is in force on `link` (`from`, `to`).
     pub fn has(&self, link: Link, fault: LinkFault) -> bool {
         self.0.lock().expect("link faults").contains_key(&(link, fault))
@@ -299,9 +334,10 @@ impl LinkFaults {
         }
     }
 
-    /// Remove every fault.
+    /// Remove every fault (targeted holds not yet used included).
     pub fn clear(&self) {
         self.0.lock().expect("link faults").clear();
+        self.1.lock().expect("link faults").clear();
     }
 }
 
@@ -397,6 +433,21 @@ impl<R: Clone> Disk<R> {
         d.pending.clear();
         d.settled_total += lost as u64;
         lost
+    }
+
+    /// Crash in the middle of writing: the first `keep` unsynced records had reached the platter
+    /// anyway (an fsync in progress, or the OS writing back on its own) and survive, and the
+    /// record after them was torn (half written); recovery finds it by its checksum and drops
+    /// it, as it drops everything after. Returns (records lost, records torn).
+    pub fn crash_torn(&self, keep: usize) -> (usize, usize) {
+        let mut d = self.lock();
+        let keep = keep.min(d.pending.len());
+        let survived: Vec<R> = d.pending.drain(..keep).collect();
+        d.synced.extend(survived);
+        let torn = usize::from(keep > 0 && !d.pending.is_empty());
+        d.settled_total += keep as u64;
+        drop(d);
+        (self.crash(), torn)
     }
 
     /// Make every sync take `extra_ms` longer (the harness's slow-disk fault); 0 restores it.

@@ -9,7 +9,7 @@ use crate::events::Event;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every situation, with what it means. Report order.
-pub const SITUATIONS: [(&str, &str); 24] = [
+pub const SITUATIONS: [(&str, &str); 26] = [
     ("crash_owner", "a server crashed while holding ranges"),
     ("crash_owner_while_opening", "a server crashed while a range assigned to it was still preparing"),
     ("crash_store_during_failover", "the store crashed while a failover was in flight"),
@@ -30,6 +30,8 @@ pub const SITUATIONS: [(&str, &str); 24] = [
     ("move_aborted_while_paused", "a paused move was aborted and its range rolled back to the source"),
     ("move_finished_by_new_leader", "a move journaled under one leader term committed under a later one"),
     ("request_redirected_after_move", "a request reached a move's old owner after the cutover and was pointed at the new one"),
+    ("torn_write_on_crash", "the authority or the store crashed with unsynced writes, part of them on disk and the last one torn"),
+    ("reordered_messages_to_store", "messages from an owner to the store overtook each other"),
     ("crash_server_during_reshape", "a server crashed while a split or merge was in flight"),
     ("crash_manager_during_reshape", "a manager crashed while a split or merge was in flight"),
     ("reshape_aborted_while_paused", "a split or merge was aborted after pausing its parents, and rolled back"),
@@ -121,6 +123,8 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     let mut reshaping: BTreeMap<u64, u64> = BTreeMap::new();
     let mut reshape_rows: BTreeSet<u64> = BTreeSet::new();
     let mut committed_now: Vec<u64> = Vec::new();
+    // server -> until when a targeted hold of one of its store appends may still land.
+    let mut held_until: BTreeMap<u64, u64> = BTreeMap::new();
     for ev in events {
         match ev.kind.as_str() {
             "map_child" => {
@@ -193,7 +197,7 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
             "fenced" => {
                 bump("stale_write_fenced");
                 let s = ev.u("server");
-                let during = active.contains(&format!("delay server-{s}->store-1"));
+                let during = active.contains(&format!("delay server-{s}->store-1")) || held_until.get(&s).is_some_and(|t| ev.t_us <= *t);
                 let just_after = released_to_store.get(&s).is_some_and(|t| ev.t_us <= t + 100_000);
                 if during || just_after {
                     bump("delayed_write_after_fence");
@@ -201,6 +205,19 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
             }
             "fault" => {
                 let f = ev.s("fault").to_string();
+                if ev.u("torn") > 0 {
+                    bump("torn_write_on_crash");
+                }
+                if let Some(rest) = f.strip_prefix("delay_next ").and_then(|r| r.strip_suffix(" store_append")) {
+                    if let Some(s) = rest.strip_suffix("->store-1").and_then(server_of) {
+                        held_until.insert(s, ev.t_us + ev.u("duration_ms") * 1000 + 100_000);
+                    }
+                }
+                if let Some(rest) = f.strip_prefix("reorder ") {
+                    if rest.ends_with("->store-1") && rest.split("->").next().and_then(server_of).is_some() {
+                        bump("reordered_messages_to_store");
+                    }
+                }
                 let failover = !preparing.is_empty();
                 let (verb, rest) = f.split_once(' ').unwrap_or((f.as_str(), ""));
                 let holders: Vec<u64> = holds.iter().filter(|(_, h)| !h.is_empty()).map(|(s, _)| *s).collect();

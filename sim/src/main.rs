@@ -31,7 +31,7 @@ enum Command {
         /// The seed (a non-negative integer).
         #[arg(long, allow_negative_numbers = true)]
         seed: u64,
-        /// Scenario file (JSON); default: the built-in copy of scenarios/failover.json.
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// Stream every event with its simulated time.
@@ -46,7 +46,7 @@ enum Command {
         /// Seed range `A..B`.
         #[arg(long, value_parser = parse_seeds, allow_negative_numbers = true)]
         seeds: (u64, u64),
-        /// Scenario file (JSON); default: the built-in copy of scenarios/failover.json.
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// Worker threads (each runs whole seeds).
@@ -73,7 +73,7 @@ fn parse_seeds(s: &str) -> Result<(u64, u64), String> {
 
 fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
     match path {
-        None => Ok((Scenario::default_failover(), "scenarios/failover.json (built-in)".into())),
+        None => Ok((Scenario::default_swarm(), "scenarios/swarm.json (built-in)".into())),
         Some(p) => Ok((Scenario::load(&p)?, p.display().to_string())),
     }
 }

@@ -34,6 +34,10 @@ pub enum Fault {
     SlowDisk(String, u64),
     /// Flip a bit of every pre-copy chunk from the first node to the second.
     Corrupt(String, String),
+    /// Reorder the messages from the first node to the second.
+    Reorder(String, String),
+    /// Hold the next message of the kind from the first node to the second for the duration.
+    DelayNext(String, String, &'static str),
     /// Operator request: move the range holding the key to the server (no duration).
     MoveRequest(String, String),
     /// Operator request: drain the server for the duration.
@@ -53,6 +57,8 @@ impl std::fmt::Display for Fault {
             Fault::Pause(n) => write!(f, "pause {n}"),
             Fault::SlowDisk(n, ms) => write!(f, "slow_disk {n} +{ms}ms"),
             Fault::Corrupt(a, b) => write!(f, "corrupt {a}->{b}"),
+            Fault::Reorder(a, b) => write!(f, "reorder {a}->{b}"),
+            Fault::DelayNext(a, b, m) => write!(f, "delay_next {a}->{b} {m}"),
             Fault::MoveRequest(k, to) => write!(f, "move {k} to {to}"),
             Fault::Drain(n) => write!(f, "drain {n}"),
         }
@@ -79,6 +85,8 @@ impl Fault {
             Fault::Pause(_) => "pause",
             Fault::SlowDisk(..) => "slow_disk",
             Fault::Corrupt(..) => "corrupt",
+            Fault::Reorder(..) => "reorder",
+            Fault::DelayNext(..) => "delay_next",
             Fault::MoveRequest(..) => "move_request",
             Fault::Drain(_) => "drain",
         }
@@ -107,6 +115,8 @@ pub struct FaultPlan {
     pub pause_per_min: f64,
     /// Drawn slow-disk rate, per simulated minute.
     pub slow_disk_per_min: f64,
+    /// Drawn rate of message faults (reorders and targeted holds), per simulated minute.
+    pub message_faults_per_min: f64,
     /// Drawn rate of operator move requests, per simulated minute.
     pub move_requests_per_min: f64,
     /// Drawn rate of operator drains, per simulated minute.
@@ -158,6 +168,11 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             FaultSpec::Pause { node } => Fault::Pause(node.clone()),
             FaultSpec::SlowDisk { node, extra_ms } => Fault::SlowDisk(node.clone(), *extra_ms),
             FaultSpec::Corrupt { from, to } => Fault::Corrupt(from.clone(), to.clone()),
+            FaultSpec::Reorder { from, to } => Fault::Reorder(from.clone(), to.clone()),
+            FaultSpec::DelayNext { from, to, message } => {
+                let kind = partmap::msg::Msg::KIND_NAMES.iter().find(|k| **k == message.as_str()).expect("validated");
+                Fault::DelayNext(from.clone(), to.clone(), kind)
+            }
             FaultSpec::Move { key, to } => Fault::MoveRequest(key.clone(), to.clone()),
             FaultSpec::Drain { node } => Fault::Drain(node.clone()),
         };
@@ -233,6 +248,30 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
         }
     }
+    // Message faults, drawn only when the scenario asks for them (so other scenarios keep
+    // their random streams).
+    if let Some(random) = scenario.faults.random.as_ref().filter(|r| r.message_faults_per_min[1] > 0.0) {
+        let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
+        let servers: Vec<String> = names_by_role.get(&Role::Server).cloned().unwrap_or_default();
+        plan.message_faults_per_min = uniform_f(rng, random.message_faults_per_min);
+        for at_ms in poisson_times(rng, plan.message_faults_per_min, duration_ms) {
+            let a = rng.gen_range(0..all.len());
+            let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
+            let fault = if rng.gen_bool(0.5) || servers.is_empty() {
+                Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::Reorder(all[a].clone(), all[b].clone()) }
+            } else {
+                // The messages whose delay matters most: effects, fences, map writes, renewals.
+                let (from, to, kind) = match rng.gen_range(0..4) {
+                    0 => (servers[rng.gen_range(0..servers.len())].clone(), "store-1".to_string(), "store_append"),
+                    1 => (servers[rng.gen_range(0..servers.len())].clone(), "store-1".to_string(), "fence"),
+                    2 => (servers[rng.gen_range(0..servers.len())].clone(), "lock-1".to_string(), "renew_session"),
+                    _ => (all[a].clone(), all[b].clone(), "append"),
+                };
+                Planned { at_ms, duration_ms: uniform_u(rng, random.hold_ms), fault: Fault::DelayNext(from, to, kind) }
+            };
+            plan.faults.push(fault);
+        }
+    }
     // Operator requests, drawn only when the scenario asks for them (so other scenarios keep
     // their random streams).
     let m = &scenario.moves;
@@ -288,7 +327,7 @@ impl FaultPlan {
 
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::MoveRequest(..) | Fault::Drain(_) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::Reorder(..) | Fault::DelayNext(..) | Fault::MoveRequest(..) | Fault::Drain(_) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
@@ -351,10 +390,16 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                 }
-                Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) => {
+                Fault::DelayNext(from, to, kind) => {
+                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
+                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                }
+                Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
                     let kind = match p.fault {
                         Fault::Delay(..) => LinkFault::Hold,
                         Fault::Duplicate(..) => LinkFault::Duplicate,
+                        Fault::Reorder(..) => LinkFault::Reorder,
                         _ => LinkFault::Corrupt,
                     };
                     tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);

@@ -154,9 +154,9 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             t.servers, t.managers, t.frontends, t.clients, t.initial_ranges
         ),
         format!(
-            "knobs: lease_ms={} lease_margin_ms={} renew_interval_ms={} rpc_timeout_ms={} store_timeout_ms={} manager_tick_ms={} frontend_attempts={} frontend_backoff_ms={}..{} bandwidth_bytes_per_s={} disk_sync_ms={} latency_ms={}..{} clock_drift_ppm={}",
+            "knobs: lease_ms={} lease_margin_ms={} renew_interval_ms={} rpc_timeout_ms={} store_timeout_ms={} manager_tick_ms={} frontend_attempts={} frontend_backoff_ms={}..{} bandwidth_bytes_per_s={} disk_sync_ms={} latency_ms={}..{} clock_drift_ppm={} torn_writes={}",
             knobs.lease_ms, knobs.lease_margin_ms, knobs.renew_interval_ms, knobs.rpc_timeout_ms, knobs.store_timeout_ms, knobs.manager_tick_ms, knobs.frontend_attempts,
-            knobs.frontend_backoff_ms, knobs.frontend_backoff_ms_max, knobs.bandwidth_bytes_per_s, knobs.disk_sync_ms, s.knobs.latency_ms[0], s.knobs.latency_ms[1], s.knobs.clock_drift_ppm
+            knobs.frontend_backoff_ms, knobs.frontend_backoff_ms_max, knobs.bandwidth_bytes_per_s, knobs.disk_sync_ms, s.knobs.latency_ms[0], s.knobs.latency_ms[1], s.knobs.clock_drift_ppm, s.knobs.torn_writes
         ),
         format!("workload: duration_s={} ops_per_s={} read_fraction={} keys={} key_skew={} record_bytes={}", w.duration_s, w.ops_per_s, w.read_fraction, w.keys, w.key_skew, w.record_bytes),
         format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
@@ -200,8 +200,8 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
 /// The fault rates drawn for a seed, as a header line.
 fn drawn_line(plan: &nemesis::FaultPlan) -> String {
     format!(
-        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} move_requests_per_min={:.2} drains_per_min={:.2} planned={}",
-        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.move_requests_per_min, plan.drains_per_min, plan.faults.len()
+        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} message_faults_per_min={:.2} move_requests_per_min={:.2} drains_per_min={:.2} planned={}",
+        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.message_faults_per_min, plan.move_requests_per_min, plan.drains_per_min, plan.faults.len()
     )
 }
 

@@ -106,6 +106,10 @@ pub struct KnobsSpec {
     /// The lease margin covers drift up to about `lease_margin_ms / (2 * lease_ms)` (50000 ppm
     /// at the defaults); beyond that `single_writer` must catch two owners at once.
     pub clock_drift_ppm: u64,
+    /// A crash of the authority or the store keeps a random prefix (0 to 8 records) of what it
+    /// had written but not synced, and tears the record after it (recovery detects it by its
+    /// checksum and drops it). Default false: a crash loses everything unsynced.
+    pub torn_writes: bool,
 }
 
 /// The load the clients offer.
@@ -263,6 +267,14 @@ pub struct RandomFaults {
     /// How much longer each fsync takes during an episode, ms. `1 <= a <= b <= 60000`,
     /// default `[20, 1500]` (the upper end outlasts the store timeout).
     pub slow_disk_extra_ms: [u64; 2],
+    /// Range of the rate of message faults per minute: each reorders the messages of a random
+    /// link for a `partition_ms` draw, or holds the next message of a random kind (store append,
+    /// fence, append, map write, session renewal) from a random node for a `hold_ms` draw.
+    /// `0 <= a <= b <= 600`, default `[0, 0]`.
+    pub message_faults_per_min: [f64; 2],
+    /// How long a targeted hold keeps its message, ms. `1 <= a <= b <= 3600000`, default
+    /// `[1000, 8000]`.
+    pub hold_ms: [u64; 2],
 }
 
 /// A kind of node that random faults may crash.
@@ -321,6 +333,13 @@ pub enum FaultSpec {
     /// One bit of every pre-copy chunk sent from `from` (the store) to `to` (a move target) is
     /// flipped until the fault ends: the copies diverge, and the final checksum must say so.
     Corrupt { from: String, to: String },
+    /// Messages from `from` to `to` each wait a random extra 0 to 50 ms until the fault ends, so
+    /// they overtake each other.
+    Reorder { from: String, to: String },
+    /// The next message of kind `message` (`store_append`, `fence`, `append`, `cas_map`, ...:
+    /// any message in snake case) sent from `from` to `to` after `at_ms` is held for
+    /// `duration_ms`, then delivered: "delay the next store append from server-1 by 8 s".
+    DelayNext { from: String, to: String, message: String },
     /// An operator asks the leader to move the range holding `key` to server `to` (no
     /// `duration_ms`).
     Move { key: String, to: String },
@@ -400,6 +419,7 @@ impl Default for KnobsSpec {
             disk_sync_ms: 1,
             latency_ms: [1, 5],
             clock_drift_ppm: 0,
+            torn_writes: false,
         }
     }
 }
@@ -436,6 +456,8 @@ impl Default for RandomFaults {
             pause_ms: [200, 5000],
             slow_disk_per_min: [0.5, 2.0],
             slow_disk_extra_ms: [20, 1500],
+            message_faults_per_min: [0.0, 0.0],
+            hold_ms: [1000, 8000],
             crash_targets: vec![
                 NodeKind::Server,
                 NodeKind::Manager,
@@ -636,6 +658,8 @@ impl Scenario {
             ordered_pair("faults.random.pause_ms", r.pause_ms, 1, FAULT_MS_MAX)?;
             ordered_pair("faults.random.slow_disk_per_min", r.slow_disk_per_min, 0.0, 600.0)?;
             ordered_pair("faults.random.slow_disk_extra_ms", r.slow_disk_extra_ms, 1, 60_000)?;
+            ordered_pair("faults.random.message_faults_per_min", r.message_faults_per_min, 0.0, 600.0)?;
+            ordered_pair("faults.random.hold_ms", r.hold_ms, 1, FAULT_MS_MAX)?;
             for (i, kind) in r.crash_targets.iter().enumerate() {
                 if r.crash_targets[..i].contains(kind) {
                     return Err(format!(
@@ -717,7 +741,18 @@ impl Scenario {
                 }
                 Ok(())
             }
-            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } | FaultSpec::Corrupt { from, to } => {
+            FaultSpec::DelayNext { from, to, message } => {
+                if !partmap::msg::Msg::KIND_NAMES.contains(&message.as_str()) {
+                    return Err(format!("{path}.message: unknown message kind `{message}`; accepted: {}", partmap::msg::Msg::KIND_NAMES.join(", ")));
+                }
+                self.known_node(&format!("{path}.from"), from, names)?;
+                self.known_node(&format!("{path}.to"), to, names)?;
+                if from == to {
+                    return Err(format!("{path}.to: must differ from {path}.from (`{from}`)"));
+                }
+                Ok(())
+            }
+            FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } | FaultSpec::Corrupt { from, to } | FaultSpec::Reorder { from, to } => {
                 self.known_node(&format!("{path}.from"), from, names)?;
                 self.known_node(&format!("{path}.to"), to, names)?;
                 if from == to {
@@ -741,7 +776,15 @@ impl Scenario {
         ))
     }
 
-    /// The built-in default scenario, `scenarios/failover.json` compiled in. Panics only if the
+    /// The built-in default scenario, `scenarios/swarm.json` compiled in: every flow under every
+    /// fault kind, topology and rates drawn per seed. Panics only if the shipped file is broken,
+    /// which `tests/scenario_errors.rs` guards against.
+    pub fn default_swarm() -> Scenario {
+        Scenario::parse(include_str!("../../scenarios/swarm.json"), "scenarios/swarm.json")
+            .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))
+    }
+
+    /// `scenarios/failover.json` compiled in (the failover flow alone, every field written out). Panics only if the
     /// shipped file is broken, which `tests/scenario_errors.rs` guards against.
     pub fn default_failover() -> Scenario {
         Scenario::parse(include_str!("../../scenarios/failover.json"), "scenarios/failover.json")

@@ -51,7 +51,7 @@ pub struct Node {
     /// Its address.
     pub addr: SocketAddr,
     /// Called when the node is killed: drops its unsynced disk writes; returns how many.
-    crash_disk: Option<Box<dyn Fn() -> usize>>,
+    crash_disk: Option<Box<dyn Fn() -> (usize, usize)>>,
 }
 
 /// All faultable nodes of a run, by name (sorted, so iteration is deterministic).
@@ -89,7 +89,7 @@ impl World {
             tracing::info!(target: "partmap_sim", kind = "clock", node = name, drift_ppm = drift as i64);
             1.0 + drift / 1e6
         };
-        let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> usize>>| {
+        let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> (usize, usize)>>| {
             nodes.insert(name.clone(), Node { name, role, id: node.id(), addr, crash_disk });
         };
         let lock_disk: Disk<LockRecord> = Disk::new(knobs.disk_sync_ms);
@@ -98,13 +98,13 @@ impl World {
             let (k, d, r) = (knobs.clone(), lock_disk.clone(), rate("lock-1"));
             let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || clocked(r, partmap::lock::run(k.clone(), d.clone()))).build();
             let d = lock_disk.clone();
-            add("lock-1".into(), Role::Lock, config::lock_addr(), node, Some(Box::new(move || d.crash())));
+            add("lock-1".into(), Role::Lock, config::lock_addr(), node, Some(crash_fn(d, scenario.knobs.torn_writes)));
         }
         {
             let (k, d, r) = (knobs.clone(), store_disk.clone(), rate("store-1"));
             let node = handle.create_node().name("store-1").ip(config::store_addr().ip()).init(move || clocked(r, partmap::store::run(k.clone(), d.clone()))).build();
             let d = store_disk.clone();
-            add("store-1".into(), Role::Store, config::store_addr(), node, Some(Box::new(move || d.crash())));
+            add("store-1".into(), Role::Store, config::store_addr(), node, Some(crash_fn(d, scenario.knobs.torn_writes)));
         }
         for n in 1..=scenario.topology.servers {
             let k = knobs.clone();
@@ -133,7 +133,8 @@ impl World {
         World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, lock_disk, link_faults: knobs.link_faults.clone() }
     }
 
-    /// Kill `name` (memory lost, unsynced disk writes lost). Returns false if already down.
+    /// Kill `name` (memory lost, unsynced disk writes lost, or with `knobs.torn_writes` a torn
+    /// last write). Returns false if already down.
     pub fn kill(&mut self, name: &str) -> bool {
         if !self.down.insert(name.to_string()) {
             return false;
@@ -141,14 +142,23 @@ impl World {
         self.paused.remove(name); // a killed process is no longer paused; its restart runs
         let node = &self.nodes[name];
         Handle::current().kill(node.id);
-        let lost = node.crash_disk.as_ref().map_or(0, |f| f());
-        tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("crash {name}").as_str(), unsynced_lost = lost);
+        let (lost, torn) = node.crash_disk.as_ref().map_or((0, 0), |f| f());
+        if torn > 0 {
+            tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("crash {name}").as_str(), unsynced_lost = lost, torn);
+        } else {
+            tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("crash {name}").as_str(), unsynced_lost = lost);
+        }
         true
     }
 
     /// Put `fault` on the link `from → to` until [`World::unfault_link`] (counted).
     pub fn fault_link(&mut self, from: &str, to: &str, fault: LinkFault) {
         self.link_faults.add((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), fault);
+    }
+
+    /// Hold the next message of `kind` sent from `from` to `to` for `hold_ms`.
+    pub fn hold_next(&mut self, from: &str, to: &str, kind: &'static str, hold_ms: u64) {
+        self.link_faults.hold_next((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), kind, hold_ms);
     }
 
     /// Undo one [`World::fault_link`]; held messages go on their way once no hold is left.
@@ -245,5 +255,16 @@ impl World {
             self.restart(&name);
         }
         tracing::info!(target: "partmap_sim", kind = "heal", note = "all links restored, paused nodes resumed, crashed nodes restarted");
+    }
+}
+
+/// The harness's crash of a disk: everything unsynced is lost, or with `torn` a random prefix
+/// (0 to 8 records) of it survives and the next record is torn.
+/// Returns (records lost, records torn).
+fn crash_fn<R: Clone + 'static>(d: partmap::seam::Disk<R>, torn: bool) -> Box<dyn Fn() -> (usize, usize)> {
+    if torn {
+        Box::new(move || d.crash_torn(madsim::rand::random::<usize>() % 9))
+    } else {
+        Box::new(move || (d.crash(), 0))
     }
 }

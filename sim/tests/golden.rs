@@ -113,3 +113,18 @@ fn swarm_draws_topology_per_seed_and_holds() {
     }
     assert!(servers.len() >= 3, "12 seeds drew only {servers:?} servers");
 }
+
+/// A targeted delay (issue 6): the next store append of server-1 is held 8 s while its ranges
+/// fail over; the held append reaches the store after the new owner's fence and is refused,
+/// and its retry is applied exactly once.
+#[test]
+fn golden_held_store_append_is_refused_by_the_fence() {
+    for seed in 1..=3 {
+        let report = run_seed(&RunOptions { seed, ..scenario("held-store-append.json") });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
+        assert_eq!(report.faults.get("delay_next"), Some(&1));
+        let late = report.events.iter().find(|e| e.kind == "fenced" && e.u("server") == 1 && e.t_us >= 13_000_000);
+        assert!(late.is_some(), "seed {seed}: the held append did not reach the store's fence after the hold");
+        assert!(report.coverage.get("delayed_write_after_fence").is_some_and(|n| *n > 0), "seed {seed}: {:?}", report.coverage);
+    }
+}

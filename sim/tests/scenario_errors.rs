@@ -447,3 +447,20 @@ fn scenario_rejects_bad_operator_requests_and_script() {
     let idle = failover_with("workload", r#"{ "ops_per_s": 0 }"#);
     assert_mentions(&rejected(&idle), &["workload.ops_per_s", "script"]);
 }
+
+#[test]
+fn scenario_rejects_bad_targeted_delay_naming_the_field() {
+    let unknown = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "duration_ms": 8000, "fault": { "kind": "delay_next", "from": "server-1", "to": "store-1", "message": "store_apend" } } ] }"#);
+    assert_mentions(&rejected(&unknown), &["faults.schedule[0].fault.message", "store_apend", "store_append"]);
+    let reorder_self = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "duration_ms": 8000, "fault": { "kind": "reorder", "from": "server-1", "to": "server-1" } } ] }"#);
+    assert_mentions(&rejected(&reorder_self), &["faults.schedule[0].fault.to"]);
+    let holds = failover_with("faults", r#"{ "random": { "message_faults_per_min": [1, 2], "hold_ms": [0, 10] } }"#);
+    assert_mentions(&rejected(&holds), &["faults.random.hold_ms[0]"]);
+}
+
+#[test]
+fn scenario_swarm_is_the_built_in_default() {
+    let shipped = Scenario::load(&repo_file("scenarios/swarm.json")).unwrap();
+    assert_eq!(shipped, Scenario::default_swarm());
+    assert!(shipped.swarm.is_some() && shipped.knobs.torn_writes);
+}

@@ -1,5 +1,6 @@
-//! Simulation tests of the default scenario (`scenarios/failover.json`): a sweep of seeds that
-//! must all pass, determinism of the trace hash, and the mutation the sweep must catch.
+//! Simulation tests of the failover scenario (`scenarios/failover.json`): a sweep of seeds that
+//! must all pass, determinism of the trace hash, and the mutation the sweep must catch; and a
+//! short sweep of the built-in default, `scenarios/swarm.json`.
 
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
@@ -52,4 +53,18 @@ fn mutation_server_skips_authority_check_is_caught_by_single_writer() {
     assert!(!caught.is_empty(), "mutation survived 60 seeds:\n{}", render(&summary, &base));
     assert!(caught.iter().any(|f| f.violations.iter().any(|(p, _)| p == "single_writer")));
     assert_eq!(summary.exit_code(), 1);
+}
+
+/// The built-in default, `scenarios/swarm.json`: every flow (failover, moves, splits, merges)
+/// under every fault kind, topology drawn per seed. A short sweep holds every property, and
+/// faults meet the failover and move flows.
+#[test]
+fn sweep_swarm_default_holds_and_faults_meet_every_flow() {
+    let base = RunOptions { scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(0) };
+    let summary = sweep(&base, 0, 40, 2, &report_dir(), false);
+    assert!(summary.crashed.is_empty() && summary.failing.is_empty(), "{}", render(&summary, &base));
+    for flow in ["failover", "move", "split", "merge"] {
+        let kinds = summary.fault_flow_seeds.values().filter(|m| m.contains_key(flow)).count();
+        assert!(kinds >= 5, "only {kinds} fault kinds met the {flow} flow:\n{}", render(&summary, &base));
+    }
 }
