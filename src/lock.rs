@@ -241,12 +241,7 @@ async fn handle(
                 }
                 next
             };
-            disk.append(LockRecord::Map(next.clone()));
-            disk.sync().await;
-            let before = std::mem::replace(&mut state.borrow_mut().map, next.clone());
-            event::reshape_outcomes(&before, &ops);
-            event::map_commit(&next, leader_epoch);
-            Some(Msg::CasResult { map: next, error: None })
+            Some(commit_map(state, disk, next, &ops, leader_epoch).await)
         }
         Msg::Admin { ops } => {
             let _g = durable.lock().await;
@@ -261,14 +256,21 @@ async fn handle(
                 }
                 next
             };
-            disk.append(LockRecord::Map(next.clone()));
-            disk.sync().await;
-            state.borrow_mut().map = next.clone();
-            event::map_commit(&next, 0);
-            Some(Msg::CasResult { map: next, error: None })
+            Some(commit_map(state, disk, next, &ops, 0).await)
         }
         other => panic!("lock-1: unexpected message {other:?}"),
     }
+}
+
+/// Make `next` (the map after `ops`) durable, then current, then report it: the answer to a
+/// successful compare-and-set (`leader_epoch` 0 for an operator's request).
+async fn commit_map(state: &RefCell<Authority>, disk: &Disk<LockRecord>, next: PartitionMap, ops: &[crate::map::MapOp], leader_epoch: u64) -> Msg {
+    disk.append(LockRecord::Map(next.clone()));
+    disk.sync().await;
+    let before = std::mem::replace(&mut state.borrow_mut().map, next.clone());
+    event::reshape_outcomes(&before, ops);
+    event::map_commit(&next, leader_epoch);
+    Msg::CasResult { map: next, error: None }
 }
 
 #[cfg(test)]

@@ -465,18 +465,7 @@ impl Leader<'_> {
         }
         let sources: Vec<(RangeId, u64)> = r.parents.iter().map(|(p, _)| *p).zip(sealed.iter().copied()).collect();
         for c in &r.children {
-            let row = RangeRow {
-                id: c.id,
-                start: c.start.clone(),
-                end: c.end.clone(),
-                owner: Some(c.owner.0),
-                owner_session: c.owner.1,
-                epoch: c.epoch,
-                state: RangeState::Preparing,
-                sources: sources.iter().map(|(p, _)| *p).collect(),
-                sealed: 0,
-                born_ms: 0,
-            };
+            let row = c.row(sources.iter().map(|(p, _)| *p).collect(), RangeState::Preparing, 0);
             let open = Msg::Open { lineage: lineage(map, &sources, &c.start, &c.end), row, leader_epoch: self.leader_epoch };
             match rpc.call(server_addr(c.owner.0), open, 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms).await {
                 Ok(Msg::Opened { result: Ok(()) }) => {}

@@ -157,6 +157,24 @@ pub struct ChildPlan {
     pub epoch: Epoch,
 }
 
+impl ChildPlan {
+    /// The row this child has (or will have): `sources` are its parents.
+    pub fn row(&self, sources: Vec<RangeId>, state: RangeState, born_ms: u64) -> RangeRow {
+        RangeRow {
+            id: self.id,
+            start: self.start.clone(),
+            end: self.end.clone(),
+            owner: Some(self.owner.0),
+            owner_session: self.owner.1,
+            epoch: self.epoch,
+            state,
+            sources,
+            sealed: 0,
+            born_ms,
+        }
+    }
+}
+
 /// A split or merge in the journal, keyed by its first parent.
 ///
 /// Flow (DESIGN.md, "Split" and "Merge"): journal (ids and epochs allocated) → pause every
@@ -452,19 +470,7 @@ impl PartitionMap {
                 let sources: Vec<RangeId> = r.parents.iter().map(|(p, _)| *p).collect();
                 for c in &r.children {
                     assert!(r.parents.iter().all(|(_, e)| c.epoch > *e), "children outrank parents");
-                    let row = RangeRow {
-                        id: c.id,
-                        start: c.start.clone(),
-                        end: c.end.clone(),
-                        owner: Some(c.owner.0),
-                        owner_session: c.owner.1,
-                        epoch: c.epoch,
-                        state: RangeState::Active,
-                        sources: sources.clone(),
-                        sealed: 0,
-                        born_ms: *born_ms,
-                    };
-                    self.rows.insert(c.id, row);
+                    self.rows.insert(c.id, c.row(sources.clone(), RangeState::Active, *born_ms));
                 }
                 self.reshapes.remove(first);
             }

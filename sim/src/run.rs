@@ -290,7 +290,9 @@ async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
     let handle = Handle::current();
     let finished = Arc::new(AtomicU32::new(0));
     let mut clients = Vec::new();
-    for n in 1..=s.topology.clients {
+    // Client `n` runs the random load (or, with `script`, the scripted appends), then counts
+    // itself finished.
+    let spawn_client = |n: u32, script: bool| {
         let (sc, k, fin) = (s.clone(), knobs.clone(), finished.clone());
         let node = handle
             .create_node()
@@ -299,29 +301,22 @@ async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
             .init(move || {
                 let (sc, k, fin) = (sc.clone(), k.clone(), fin.clone());
                 async move {
-                    workload::client(n, sc, k).await;
+                    if script {
+                        workload::script(n, sc, k).await;
+                    } else {
+                        workload::client(n, sc, k).await;
+                    }
                     fin.fetch_add(1, Ordering::SeqCst);
                 }
             })
             .build();
-        clients.push(node.id());
+        node.id()
+    };
+    for n in 1..=s.topology.clients {
+        clients.push(spawn_client(n, false));
     }
     if !s.workload.script.is_empty() {
-        let n = s.topology.clients + 1;
-        let (sc, k, fin) = (s.clone(), knobs.clone(), finished.clone());
-        let node = handle
-            .create_node()
-            .name(format!("client-{n}"))
-            .ip(client_addr(n).ip())
-            .init(move || {
-                let (sc, k, fin) = (sc.clone(), k.clone(), fin.clone());
-                async move {
-                    workload::script(n, sc, k).await;
-                    fin.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-            .build();
-        clients.push(node.id());
+        clients.push(spawn_client(s.topology.clients + 1, true));
     }
     let actions = plan.operator_actions();
     if !actions.is_empty() {

@@ -1,16 +1,12 @@
 //! Golden scenarios: explicit fault schedules whose outcome is known, with and without the
 //! mutation that removes the mechanism they exercise.
 
+mod common;
+use common::scenario;
+
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
-use partmap_sim::scenario::Scenario;
-use std::path::Path;
 
-fn scenario(name: &str) -> RunOptions {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name);
-    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    RunOptions { seed: 1, scenario, scenario_label: format!("scenarios/{name}"), mutation: None, trace: false, echo_header: false }
-}
 
 #[test]
 fn golden_stale_write_after_failover_is_fenced_at_the_store() {

@@ -1,21 +1,14 @@
 //! Planned moves: the worked transfer of DESIGN.md with its exact byte counts and epochs, the
 //! abort path when the copies diverge, and the mutations each must catch.
 
+mod common;
+use common::*;
+
 use partmap::config::Mutation;
 use partmap_sim::events::Event;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome, RunReport};
-use partmap_sim::scenario::Scenario;
-use std::path::Path;
 
-fn scenario(name: &str) -> RunOptions {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name);
-    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    RunOptions { seed: 1, scenario, scenario_label: format!("scenarios/{name}"), mutation: None, trace: false, echo_header: false }
-}
 
-fn of<'a>(report: &'a RunReport, kind: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
-    report.events.iter().filter(move |e| e.kind == kind)
-}
 
 /// The script client's effects at the store, in stream order: (key, bytes, epoch, server).
 fn scripted_effects(report: &RunReport) -> Vec<(String, u64, u64, u64)> {

@@ -2,20 +2,12 @@
 //! merge whose manager crashes after pausing both parents, and a short sweep of
 //! `split-merge.json`.
 
-use partmap_sim::events::Event;
+mod common;
+use common::*;
+
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome, RunReport};
-use partmap_sim::scenario::Scenario;
-use std::path::Path;
 
-fn scenario(name: &str) -> RunOptions {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name);
-    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    RunOptions { seed: 1, scenario, scenario_label: format!("scenarios/{name}"), mutation: None, trace: false, echo_header: false }
-}
 
-fn of<'a>(report: &'a RunReport, kind: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
-    report.events.iter().filter(move |e| e.kind == kind)
-}
 
 /// When the first split or merge was journaled as paused, and when (and how) it ended.
 fn first_reshape(report: &RunReport) -> Option<(u64, u64, String)> {
