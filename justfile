@@ -2,7 +2,7 @@
 # also type yourself.
 
 # Sweep a scenario (the main job). Example: just sweep 0..2000 2
-sweep seeds="0..2000" jobs="2" scenario="scenarios/failover.json":
+sweep seeds="0..2000" jobs="2" scenario="scenarios/swarm.json":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario {{scenario}}
 
 # Planned moves under faults, with the write-pause table per strategy (about 12 minutes here).
@@ -14,7 +14,7 @@ transfer:
     cargo run --release -p partmap-sim -- run --seed 1 --scenario scenarios/seed-transfer.json --trace
 
 # Re-run one seed with the readable trace. Example: just repro 17
-repro seed scenario="scenarios/failover.json" *args="":
+repro seed scenario="scenarios/swarm.json" *args="":
     cargo run --release -p partmap-sim -- run --seed {{seed}} --scenario {{scenario}} --trace {{args}}
 
 # Unit, property, golden and simulation tests (the README's test command).
@@ -26,12 +26,12 @@ ci:
     bash .ci/run
 
 # Speed benchmark: madsim's raw message rate on this machine, then a fixed seed range of the
-# default scenario at 1 and 2 jobs (summaries in reports/bench-jobs1/ and reports/bench-jobs2/).
+# failover scenario at 1 and 2 jobs (summaries in reports/bench-jobs1/ and reports/bench-jobs2/).
 bench:
     cargo run --release -p partmap-sim --example madsim_baseline
     cargo build --release -p partmap-sim
-    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --seeds 0..100 --jobs 1 --report-dir reports/bench-jobs1 2>&1 | grep -E "seeds_per_s|Maximum resident"
-    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --seeds 0..200 --jobs 2 --report-dir reports/bench-jobs2 2>&1 | grep -E "seeds_per_s|Maximum resident"
+    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --scenario scenarios/failover.json --seeds 0..100 --jobs 1 --report-dir reports/bench-jobs1 2>&1 | grep -E "seeds_per_s|Maximum resident"
+    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --scenario scenarios/failover.json --seeds 0..200 --jobs 2 --report-dir reports/bench-jobs2 2>&1 | grep -E "seeds_per_s|Maximum resident"
 
 # Show that the checkers catch a broken build: the store ignoring the fence, on the golden scenario.
 mutant:
