@@ -79,6 +79,12 @@ pub fn leader_elected(candidate: u32, leader_epoch: u64) {
     info!(target: "partmap", kind = "leader", manager = candidate, leader_epoch);
 }
 
+/// The authority recovered from its disk with `leader_epoch` as the latest leader term, held by
+/// `candidate` (its lease restarts from the recovery).
+pub fn leader_recovered(candidate: u32, leader_epoch: u64) {
+    info!(target: "partmap", kind = "leader_recovered", manager = candidate, leader_epoch);
+}
+
 /// A server fenced the stream, loaded it and serves `range` at `epoch` from now on.
 pub fn range_activated(server: ServerId, range: RangeId, epoch: Epoch, records: usize) {
     info!(target: "partmap", kind = "activated", server = server.0, range = range.0, epoch = epoch.0, records);

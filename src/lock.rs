@@ -114,6 +114,11 @@ pub async fn run(knobs: Knobs, disk: Disk<LockRecord>) {
     let records = disk.read_all();
     event::recovered("lock-1", records.len());
     let state = Rc::new(RefCell::new(Authority::recover(knobs.clone(), &records, now_us())));
+    // A leader term can be durable without ever having been announced (torn writes: the
+    // record reached the disk, the answer never left). Found by seed 741 of swarm.json.
+    if let Some(l) = state.borrow().leader {
+        event::leader_recovered(l.holder, l.epoch);
+    }
     // Serializes everything that writes the disk, so a reply never reveals undurable state.
     let durable = Rc::new(tokio::sync::Mutex::new(()));
     let rpc = Rpc::bind(crate::config::lock_addr(), &knobs).await;

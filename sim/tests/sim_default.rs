@@ -63,6 +63,10 @@ fn sweep_swarm_default_holds_and_faults_meet_every_flow() {
     let base = RunOptions { scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(0) };
     let summary = sweep(&base, 0, 40, 2, &report_dir(), false);
     assert!(summary.crashed.is_empty() && summary.failing.is_empty(), "{}", render(&summary, &base));
+    // Found by the 5000-seed sweep: a leader term the authority recovered from a torn write was
+    // never announced, and manager_exclusive took its holder's commits for a deposed leader's.
+    let recovered = run_seed(&RunOptions { seed: 741, ..base.clone() });
+    assert_eq!(recovered.outcome(), RunOutcome::Pass, "{:?}", recovered.verdicts);
     for flow in ["failover", "move", "split", "merge"] {
         let kinds = summary.fault_flow_seeds.values().filter(|m| m.contains_key(flow)).count();
         assert!(kinds >= 5, "only {kinds} fault kinds met the {flow} flow:\n{}", render(&summary, &base));

@@ -19,6 +19,18 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 }
                 current = Some((epoch, ev.u("manager"), ev.t_us));
             }
+            "leader_recovered" => {
+                // The authority restarted: its durable latest term may be one that was granted
+                // but never announced (the answer was lost); it must not go backwards.
+                let epoch = ev.u("leader_epoch");
+                match current {
+                    Some((prev, m, t)) if epoch < prev => {
+                        return Err(format!("the authority recovered leader term {epoch} at {} after term {prev} (manager-{m}) at {}", secs(ev.t_us), secs(t)));
+                    }
+                    Some((prev, _, _)) if epoch == prev => {}
+                    _ => current = Some((epoch, ev.u("manager"), ev.t_us)),
+                }
+            }
             "map_commit" if ev.s("by") == "operator" => {} // requests only; the authority refuses anything else
             "map_commit" => {
                 let epoch = ev.u("leader_epoch");
@@ -43,6 +55,16 @@ mod tests {
 
     fn ev(kind: &str, epoch: u64) -> Event {
         Event { t_us: 0, kind: kind.into(), fields: vec![("leader_epoch", Val::U(epoch)), ("manager", Val::U(1)), ("version", Val::U(1))] }
+    }
+
+    /// Found by seed 741 of swarm.json: with torn writes a term can be durable at the authority
+    /// without its `leader` event; after recovery its holder commits legitimately.
+    #[test]
+    fn manager_exclusive_accepts_a_term_recovered_by_the_authority() {
+        let recovered = Event { t_us: 0, kind: "leader_recovered".into(), fields: vec![("leader_epoch", Val::U(6)), ("manager", Val::U(1))] };
+        check(&[ev("leader", 5), recovered.clone(), ev("map_commit", 6)]).unwrap();
+        let backwards = Event { fields: vec![("leader_epoch", Val::U(4)), ("manager", Val::U(1))], ..recovered };
+        assert!(check(&[ev("leader", 5), backwards]).unwrap_err().contains("recovered leader term 4"));
     }
 
     #[test]
