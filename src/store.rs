@@ -114,6 +114,22 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
     std::future::pending::<()>().await;
 }
 
+/// Raise the fence of `stream` to `epoch` and make it, and every record appended before it,
+/// durable. Returns the sealed length: only records below it are durable (an append at the
+/// same epoch that lands during the sync is not yet; found in review).
+///
+/// Errors: `Err(fence)` when the fence is already above `epoch`.
+async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream: RangeId, epoch: Epoch) -> Result<usize, Epoch> {
+    let rose = state.borrow_mut().fence(stream, epoch)?;
+    if rose {
+        disk.append(StoreRecord::Fence { stream, epoch });
+    }
+    let len = state.borrow().streams[&stream].records.len();
+    disk.sync().await;
+    event::fence_raised(stream, epoch, len);
+    Ok(len)
+}
+
 async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ignore_fence: bool) -> Option<Msg> {
     match msg {
         Msg::ReadStream { stream, from, upto } => {
@@ -126,41 +142,13 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
             let records = st.streams.get(&stream).map_or(Vec::new(), |s| s.records.get(from as usize..end).unwrap_or(&[]).to_vec());
             Some(Msg::StreamRead { records })
         }
-        Msg::Seal { stream, epoch } => {
-            let raised = state.borrow_mut().fence(stream, epoch);
-            match raised {
-                Err(fence) => Some(Msg::Sealed { result: Err(fence) }),
-                Ok(rose) => {
-                    if rose {
-                        disk.append(StoreRecord::Fence { stream, epoch });
-                    }
-                    let length = state.borrow().streams[&stream].records.len();
-                    disk.sync().await;
-                    event::fence_raised(stream, epoch, length);
-                    Some(Msg::Sealed { result: Ok(length as u64) })
-                }
-            }
-        }
+        Msg::Seal { stream, epoch } => Some(Msg::Sealed { result: raise_fence(state, disk, stream, epoch).await.map(|len| len as u64) }),
         Msg::Fence { stream, epoch, from } => {
-            let raised = state.borrow_mut().fence(stream, epoch);
-            match raised {
-                Err(fence) => Some(Msg::FenceResult { result: Err(fence) }),
-                Ok(rose) => {
-                    if rose {
-                        disk.append(StoreRecord::Fence { stream, epoch });
-                    }
-                    // Also makes every record appended before the fence durable, so the content
-                    // returned below cannot be lost by a crash after we answer. Only those: an
-                    // append at the same epoch that lands during the sync is not durable yet
-                    // (found in review).
-                    let len = state.borrow().streams[&stream].records.len();
-                    disk.sync().await;
-                    let st = state.borrow();
-                    let sealed = &st.streams[&stream].records[..len];
-                    event::fence_raised(stream, epoch, len);
-                    Some(Msg::FenceResult { result: Ok(sealed.get(from as usize..).unwrap_or(&[]).to_vec()) })
-                }
-            }
+            let result = raise_fence(state, disk, stream, epoch).await.map(|len| {
+                let st = state.borrow();
+                st.streams[&stream].records[..len].get(from as usize..).unwrap_or(&[]).to_vec()
+            });
+            Some(Msg::FenceResult { result })
         }
         Msg::StoreAppend { stream, server, record } => {
             let (epoch, id, key, len) = (record.epoch, record.id, record.key.clone(), record.bytes.len());
