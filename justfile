@@ -33,6 +33,10 @@ bench:
     /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --scenario scenarios/failover.json --seeds 0..100 --jobs 1 --report-dir reports/bench-jobs1 2>&1 | grep -E "seeds_per_s|Maximum resident"
     /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --scenario scenarios/failover.json --seeds 0..200 --jobs 2 --report-dir reports/bench-jobs2 2>&1 | grep -E "seeds_per_s|Maximum resident"
 
+# Prove the checkers: every named mutation on its scenario must be caught (table in reports/mutants.md).
+mutants *args="":
+    cargo run --release -p partmap-sim -- mutants {{args}}
+
 # Show that the checkers catch a broken build: the store ignoring the fence, on the golden scenario.
 mutant:
     cargo run --release -p partmap-sim -- sweep --seeds 0..20 --jobs 2 --scenario scenarios/stale-write-after-failover.json --mutation store-ignores-fence

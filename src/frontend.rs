@@ -7,7 +7,7 @@
 //! append definitely failed only if no attempt can have taken effect, and unknown otherwise.
 //! The cache is a routing hint: a stale one costs a retry, never correctness.
 
-use crate::config::{frontend_addr, lock_addr, server_addr, Knobs};
+use crate::config::{frontend_addr, lock_addr, server_addr, Knobs, Mutation};
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{PartitionMap, RangeState};
 use crate::msg::{Msg, Outcome, Refusal};
@@ -104,7 +104,8 @@ async fn backoff(knobs: &Knobs, attempt: u32) {
 }
 
 /// Send one client operation to the owner of `key`, refreshing the map and retrying up to
-/// `frontend_attempts` times. `request` builds the server request for a route; `timeout_ms`
+/// `frontend_attempts` times. `request` builds the server request for a route and attempt
+/// number (from 0); `timeout_ms`
 /// bounds each attempt. Returns the server's answer (`Ok`), or the last reason and whether any
 /// attempt may have taken effect (no answer, or the store's outcome unknown).
 async fn forward(
@@ -113,7 +114,7 @@ async fn forward(
     rpc: &Rpc,
     key: &[u8],
     timeout_ms: u64,
-    request: impl Fn(Route) -> Msg,
+    request: impl Fn(Route, u32) -> Msg,
 ) -> Result<Vec<u8>, (String, bool)> {
     let mut maybe_applied = false;
     let mut last = String::from("no attempt");
@@ -134,7 +135,7 @@ async fn forward(
             }
             continue;
         };
-        match rpc.call(server_addr(r.owner), request(r), timeout_ms).await {
+        match rpc.call(server_addr(r.owner), request(r, attempt), timeout_ms).await {
             Ok(Msg::Served { result: Ok(value) }) => return Ok(value),
             Ok(Msg::Served { result: Err(refusal) }) => {
                 last = format!("{} refused: {refusal:?}", r.owner);
@@ -170,7 +171,12 @@ async fn forward(
 }
 
 async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>) -> Msg {
-    let request = |r: Route| Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone() };
+    let fresh = knobs.mutated(Mutation::FreshIdOnRetry);
+    // Mutation `fresh-id-on-retry`: every retry a new id (the attempt number in the top bits).
+    let request = |r: Route, attempt: u32| {
+        let id = if fresh { OpId { seq: id.seq | (attempt as u64) << 48, ..id } } else { id };
+        Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone() }
+    };
     let outcome = match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms + knobs.store_timeout_ms, request).await {
         Ok(_) => Outcome::Ok,
         Err((reason, true)) => Outcome::Unknown(reason),
@@ -181,7 +187,7 @@ async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: 
 
 /// A read has no effect, so when the attempts run out it simply failed.
 async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key) -> Msg {
-    let request = |r: Route| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone() };
+    let request = |r: Route, _| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone() };
     match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms, request).await {
         Ok(value) => Msg::ClientResult { outcome: Outcome::Ok, value },
         Err((reason, _)) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },

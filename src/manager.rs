@@ -6,12 +6,12 @@
 //! around it holds the lease, reads the state, commits the plan by compare-and-set and tells the
 //! chosen servers to open their ranges. The manager is off the request path.
 
-use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs};
+use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs, Mutation};
 use crate::ids::{Epoch, Key, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, Strategy, Transfer, TransferPhase};
+use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeKind, Strategy, Transfer, TransferPhase};
 use crate::msg::{FinishError, Msg, RangeLoad, SessionView, Source};
 use crate::seam::{now_us, sleep_ms, Rpc};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// What the leader should do next.
@@ -267,12 +267,25 @@ async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView
 pub async fn run(n: u32, knobs: Knobs) {
     let rpc = Rpc::bind(manager_addr(n), &knobs).await;
     let knobs = Rc::new(knobs);
+    // Mutation `new-leader-ignores-journal`: the journal entries found when a term began.
+    let mut inherited: (u64, BTreeSet<RangeId>) = (0, BTreeSet::new());
+    let mut last_term = 0;
     loop {
         let sent = now_us();
         let lease = rpc.call(lock_addr(), Msg::AcquireLeader { candidate: n }, knobs.rpc_timeout_ms).await;
-        if let Ok(Msg::LeaderLease { epoch: Some(leader_epoch), .. }) = lease {
-            let valid_until = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
-            lead_once(&rpc, &knobs, n, leader_epoch, valid_until).await;
+        match lease {
+            Ok(Msg::LeaderLease { epoch: Some(leader_epoch), .. }) => {
+                last_term = leader_epoch;
+                let valid_until = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
+                lead_once(&rpc, &knobs, n, leader_epoch, valid_until, &mut inherited).await;
+            }
+            // Mutation `authority-skips-leader-epoch`: a deposed leader keeps acting on its old
+            // term, trusting it without end (KAFKA-6082's old controller); only the authority's
+            // epoch comparison could stop its writes, and it is off too.
+            Ok(Msg::LeaderLease { epoch: None, .. }) if last_term > 0 && knobs.mutated(Mutation::AuthoritySkipsLeaderEpoch) => {
+                lead_once(&rpc, &knobs, n, last_term, u64::MAX, &mut inherited).await;
+            }
+            _ => {}
         }
         sleep_ms(knobs.manager_tick_ms).await;
     }
@@ -280,11 +293,19 @@ pub async fn run(n: u32, knobs: Knobs) {
 
 /// One round as leader: read, plan, commit, open, drive moves. Stops early once the lease is
 /// no longer trusted; anything it writes carries `leader_epoch`, which the authority checks.
-async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: u64) {
+async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: u64, inherited: &mut (u64, BTreeSet<RangeId>)) {
     let Ok(Msg::State { map, sessions }) = rpc.call(lock_addr(), Msg::GetState, knobs.rpc_timeout_ms).await else { return };
+    let ignore_inherited = knobs.mutated(Mutation::NewLeaderIgnoresJournal);
+    if ignore_inherited && inherited.0 != leader_epoch {
+        *inherited = (leader_epoch, map.transfers.keys().chain(map.reshapes.keys()).copied().collect());
+    }
     let reshaping = knobs.split_ops_per_s > 0.0 || knobs.merge_ops_per_s > 0.0;
     let loads = if reshaping { collect_loads(rpc, knobs, &sessions, &map).await } else { BTreeMap::new() };
-    let p = plan(&map, &sessions, &loads, crate::seam::now_ms(), knobs);
+    let mut p = plan(&map, &sessions, &loads, crate::seam::now_ms(), knobs);
+    if ignore_inherited {
+        p.moves.retain(|t| !inherited.1.contains(&t.range));
+        p.reshapes.retain(|r| !inherited.1.contains(&r.parents[0].0));
+    }
     if now_us() >= valid_until_us {
         return;
     }
@@ -318,7 +339,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         }
     }
     for r in p.reshapes.into_iter().filter(|_| go_on) {
-        if leader.drive_reshape(&r, &map).await.is_none() {
+        if leader.drive_reshape(&r, &map, &loads).await.is_none() {
             go_on = false;
             break;
         }
@@ -355,12 +376,12 @@ impl Leader<'_> {
     async fn commit(&mut self, op: MapOp) -> Option<bool> {
         // A round that drives slow steps can outlast the lease taken at its start (found in
         // review): renew it once half of the trusted window is gone.
-        let half_us = (self.knobs.lease_ms - self.knobs.lease_margin_ms) * 500;
+        let half_us = (self.knobs.lease_ms - self.knobs.lease_margin()) * 500;
         if now_us() + half_us >= self.valid_until_us {
             let sent = now_us();
             match self.rpc.call(lock_addr(), Msg::AcquireLeader { candidate: self.candidate }, self.knobs.rpc_timeout_ms).await {
                 Ok(Msg::LeaderLease { epoch: Some(e), .. }) if e == self.leader_epoch => {
-                    self.valid_until_us = sent + (self.knobs.lease_ms - self.knobs.lease_margin_ms) * 1000;
+                    self.valid_until_us = sent + (self.knobs.lease_ms - self.knobs.lease_margin()) * 1000;
                 }
                 _ => return None,
             }
@@ -434,7 +455,9 @@ impl Leader<'_> {
     /// owner open its child (fence its own stream, load the parents' sealed prefixes for its
     /// key range), then commit (parents retired, children active, in one step) and release the
     /// parents' owners. Every step can be repeated by a later round or a new leader.
-    async fn drive_reshape(&mut self, r: &Reshape, map: &PartitionMap) -> Option<()> {
+    /// `loads` are the load reports the round began with (used only by mutation
+    /// `merge-from-stale-view`).
+    async fn drive_reshape(&mut self, r: &Reshape, map: &PartitionMap, loads: &BTreeMap<RangeId, RangeLoad>) -> Option<()> {
         let (rpc, knobs) = (self.rpc, self.knobs);
         let first = r.parents[0].0;
         if r.phase == TransferPhase::Copying {
@@ -458,6 +481,9 @@ impl Leader<'_> {
         let mut sealed = Vec::new();
         for (p, _) in &r.parents {
             match rpc.call(store_addr(), Msg::Seal { stream: *p, epoch: seal_epoch }, knobs.store_timeout_ms).await {
+                Ok(Msg::Sealed { result: Ok(len) }) if r.kind == ReshapeKind::Merge && knobs.mutated(Mutation::MergeFromStaleView) => {
+                    sealed.push(loads.get(p).map_or(len, |l| l.records.min(len)));
+                }
                 Ok(Msg::Sealed { result: Ok(len) }) => sealed.push(len),
                 Ok(Msg::Sealed { result: Err(fence) }) => return self.commit(abort(format!("{p} already fenced at {fence}"))).await.map(|_| ()),
                 _ => return Some(()),

@@ -101,6 +101,8 @@ pub struct RangeLoad {
     pub ops_per_s: f64,
     /// Payload bytes in the range (lineage included).
     pub bytes: u64,
+    /// Records in the range's own stream as applied here (lineage excluded).
+    pub records: u64,
     /// A sample of recently used keys (the most recent last).
     pub keys: Vec<Key>,
 }

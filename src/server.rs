@@ -87,7 +87,7 @@ impl Held {
         let since = now_us.saturating_sub(LOAD_WINDOW_US);
         let ops = self.recent_ops.iter().filter(|t| **t >= since).count();
         let bytes = self.base.iter().map(|r| r.bytes.len() as u64).sum::<u64>() + self.digest.bytes;
-        RangeLoad { range: self.row.id, epoch: self.row.epoch, ops_per_s: ops as f64 * 1e6 / LOAD_WINDOW_US as f64, bytes, keys: self.recent_keys.iter().cloned().collect() }
+        RangeLoad { range: self.row.id, epoch: self.row.epoch, ops_per_s: ops as f64 * 1e6 / LOAD_WINDOW_US as f64, bytes, records: self.next_offset, keys: self.recent_keys.iter().cloned().collect() }
     }
 
     /// Apply acknowledged records from `next_offset` on, as far as they are contiguous, and wake
@@ -139,6 +139,14 @@ pub struct ServerCore {
     pub ranges: BTreeMap<RangeId, Held>,
     /// Authority check disabled (mutation `server-skips-authority-check`).
     pub skip_authority_check: bool,
+    /// Epochs named by requests and commands not checked (mutation `server-skips-epoch-check`).
+    pub skip_epoch_check: bool,
+    /// Admission does not repeat the authority check (mutation `check-then-await-then-admit`:
+    /// the handler checked before an await).
+    pub admit_unchecked: bool,
+    /// A pause reports its digest without waiting for admitted effects (mutation
+    /// `pause-skips-drain`).
+    pub pause_skips_drain: bool,
     /// A pause does not stop admissions (mutation `source-ignores-pause`).
     pub ignore_pause: bool,
     /// Copies in progress, as the target of planned moves.
@@ -150,7 +158,7 @@ pub struct ServerCore {
 impl ServerCore {
     /// A fresh incarnation holding nothing.
     pub fn new(id: ServerId) -> Self {
-        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new() }
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, skip_epoch_check: false, admit_unchecked: false, pause_skips_drain: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new() }
     }
 
     fn lease_valid(&self, now_us: u64) -> bool {
@@ -167,10 +175,10 @@ impl ServerCore {
         if self.skip_authority_check {
             return Ok(held);
         }
-        if epoch < held.row.epoch {
+        if epoch < held.row.epoch && !self.skip_epoch_check {
             return Err(Refusal::StaleEpoch { current: held.row.epoch });
         }
-        if epoch > held.row.epoch {
+        if epoch > held.row.epoch && !self.skip_epoch_check {
             return Err(Refusal::NotOwner); // the map knows a newer owner than we do
         }
         if held.state != HeldState::Active || (held.paused && !self.ignore_pause) {
@@ -187,13 +195,14 @@ impl ServerCore {
 
     /// The guarded section of an append: authority check and admission in one step.
     ///
-    /// Returns `Ok(true)` when admitted (the caller must send the effect to the store and then
-    /// call [`ServerCore::finish_append`]), `Ok(false)` when `id` is already applied (answer ok
-    /// without a new effect), or the refusal.
-    pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<bool, Refusal> {
-        let held = self.authorize(range, epoch, key, now_us)?;
+    /// Returns `Ok(Some(epoch))` when admitted, with the epoch the effect carries (the caller
+    /// must send the effect to the store and then call [`ServerCore::finish_append`]),
+    /// `Ok(None)` when `id` is already applied (answer ok without a new effect), or the refusal.
+    pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<Option<Epoch>, Refusal> {
+        let held = if self.admit_unchecked { self.ranges.get(&range).ok_or(Refusal::NotOwner)? } else { self.authorize(range, epoch, key, now_us)? };
+        let write_at = if self.skip_epoch_check { held.row.epoch } else { epoch };
         if held.applied.contains(&id) {
-            return Ok(false);
+            return Ok(None);
         }
         if held.inflight.contains(&id) {
             return Err(Refusal::InFlight);
@@ -202,7 +211,12 @@ impl ServerCore {
         held.inflight.insert(id);
         held.note_op(key, now_us);
         event::admitted(self.id, range, held.row.epoch, key, id);
-        Ok(true)
+        Ok(Some(write_at))
+    }
+
+    /// The authority check alone, for the handler of mutation `check-then-await-then-admit`.
+    pub fn check(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<(), Refusal> {
+        self.authorize(range, epoch, key, now_us).map(|_| ())
     }
 
     /// The store answered an admitted append (`Some(result)`) or did not (`None`).
@@ -348,10 +362,11 @@ impl ServerCore {
     /// no reads. Idempotent. Errors: the range is not held at that epoch.
     pub fn pause(&mut self, range: RangeId, epoch: Epoch) -> Result<(), String> {
         let me = self.id;
-        let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
+        let skip = self.skip_epoch_check;
+        let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch || skip).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
         if !held.paused {
             held.paused = true;
-            event::range_paused(me, range, epoch);
+            event::range_paused(me, range, held.row.epoch);
         }
         Ok(())
     }
@@ -359,17 +374,18 @@ impl ServerCore {
     /// The digest of a paused range once every admitted effect finished and the content
     /// matches the stream (`None`: not drained yet). Errors: no longer held paused at `epoch`.
     pub fn drained(&self, range: RangeId, epoch: Epoch) -> Result<Option<StreamDigest>, String> {
-        let held = self.ranges.get(&range).filter(|h| h.row.epoch == epoch && h.paused).ok_or_else(|| format!("{} no longer holds {range} paused at {epoch}", self.id))?;
-        let done = held.inflight.is_empty() && held.acked.is_empty() && held.state == HeldState::Active;
+        let skip = self.skip_epoch_check;
+        let held = self.ranges.get(&range).filter(|h| (h.row.epoch == epoch || skip) && h.paused).ok_or_else(|| format!("{} no longer holds {range} paused at {epoch}", self.id))?;
+        let done = self.pause_skips_drain || (held.inflight.is_empty() && held.acked.is_empty() && held.state == HeldState::Active);
         Ok(done.then_some(held.digest))
     }
 
     /// The move (or split or merge) committed: drop the paused `range` at `epoch` and remember
     /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
-        if self.ranges.get(&range).is_some_and(|h| h.row.epoch == epoch) {
+        if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.skip_epoch_check) {
+            event::range_dropped(self.id, range, held.row.epoch, "moved");
             self.ranges.remove(&range);
-            event::range_dropped(self.id, range, epoch, "moved");
         }
         // `new_epoch` 0: the range was split or merged away; no single new owner to name.
         if new_epoch > Epoch(0) && self.ranges.get(&range).is_none_or(|h| h.row.epoch < new_epoch) {
@@ -443,8 +459,11 @@ impl ServerCore {
 pub async fn run(id: ServerId, knobs: Knobs) {
     let rpc = Rpc::bind(server_addr(id), &knobs).await;
     let mut core = ServerCore::new(id);
-    core.skip_authority_check = knobs.mutation == Some(Mutation::ServerSkipsAuthorityCheck);
-    core.ignore_pause = knobs.mutation == Some(Mutation::SourceIgnoresPause);
+    core.skip_authority_check = knobs.mutated(Mutation::ServerSkipsAuthorityCheck);
+    core.skip_epoch_check = knobs.mutated(Mutation::ServerSkipsEpochCheck);
+    core.admit_unchecked = knobs.mutated(Mutation::CheckThenAwaitThenAdmit);
+    core.pause_skips_drain = knobs.mutated(Mutation::PauseSkipsDrain);
+    core.ignore_pause = knobs.mutated(Mutation::SourceIgnoresPause);
     let core = Rc::new(RefCell::new(core));
     let knobs = Rc::new(knobs);
     {
@@ -468,7 +487,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
                 if let Ok(Msg::Registered { session }) = rpc.call(crate::config::lock_addr(), Msg::RegisterServer { server: id }, knobs.rpc_timeout_ms).await {
                     let mut c = core.borrow_mut();
                     c.session = Some(session);
-                    c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
+                    c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
                     event::lease_renewed(id, session, true, c.lease_valid_until_us / 1000);
                     continue;
                 }
@@ -480,7 +499,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
                     Ok(Msg::SessionRenewed { ok: true }) => {
                         let mut c = core.borrow_mut();
                         if c.session == Some(session) {
-                            c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin_ms) * 1000;
+                            c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
                             event::lease_renewed(id, session, true, c.lease_valid_until_us / 1000);
                         }
                     }
@@ -501,11 +520,18 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
     let id = core.borrow().id;
     match msg {
         Msg::Append { range, epoch, key, id: op, bytes } => {
+            if knobs.mutated(Mutation::CheckThenAwaitThenAdmit) {
+                let checked = core.borrow().check(range, epoch, &key, now_us());
+                if let Err(refusal) = checked {
+                    return Some(Msg::Served { result: Err(refusal) });
+                }
+                sleep_ms(10).await;
+            }
             let admitted = core.borrow_mut().admit(range, epoch, &key, op, now_us());
             match admitted {
                 Err(refusal) => Some(Msg::Served { result: Err(refusal) }),
-                Ok(false) => Some(Msg::Served { result: Ok(Vec::new()) }),
-                Ok(true) => {
+                Ok(None) => Some(Msg::Served { result: Ok(Vec::new()) }),
+                Ok(Some(epoch)) => {
                     let record = Record { epoch, id: op, key, bytes };
                     let req = Msg::StoreAppend { stream: range, server: id, record: record.clone() };
                     let result = match rpc.call(store_addr(), req, knobs.store_timeout_ms).await {
@@ -541,8 +567,15 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 Ok(false) => Some(Msg::Opened { result: Ok(()) }),
                 Ok(true) => {
                     let base = load_lineage(rpc, knobs, &lineage).await;
+                    let load = async {
+                        if knobs.mutated(Mutation::PublishBeforeFence) {
+                            load_then_fence(rpc, knobs, &row).await
+                        } else {
+                            fence_and_load(rpc, knobs, &row, 0).await
+                        }
+                    };
                     let loaded = match base {
-                        Ok(_) => fence_and_load(rpc, knobs, &row, 0).await.map_err(|e| e.to_string()),
+                        Ok(_) => load.await.map_err(|e| e.to_string()),
                         Err(e) => Err(e.to_string()),
                     };
                     let result = core.borrow_mut().finish_open(&row, base.ok().map(Rc::new), loaded);
@@ -693,6 +726,19 @@ async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> 
     }
 }
 
+/// Mutation `publish-before-fence`: read the stream without fencing it, and send the fence
+/// without waiting for it, so the range serves (and the manager publishes it) before its fence
+/// is raised.
+async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
+    let read = Msg::ReadStream { stream: row.id, from: 0, upto: None };
+    let Ok(Msg::StreamRead { records }) = rpc.call(store_addr(), read, knobs.store_timeout_ms).await else { return Err(LoadError::NoAnswer) };
+    let (rpc, knobs, row) = (rpc.clone(), knobs.clone(), row.clone());
+    crate::seam::spawn(async move {
+        let _ = fence_and_load(&rpc, &knobs, &row, 0).await;
+    });
+    Ok(records)
+}
+
 /// Read the sealed ancestors of a range (`lineage`, oldest first) and keep the records that
 /// fall in each source's key range, in order.
 ///
@@ -783,7 +829,7 @@ mod tests {
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"z", id, 10), Err(Refusal::KeyOutOfRange));
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 1_000), Err(Refusal::LeaseExpired));
         assert_eq!(core.admit(RangeId(2), Epoch(4), b"b", id, 10), Err(Refusal::NotOwner));
-        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(true));
+        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::InFlight), "same id while in flight");
     }
 
@@ -796,12 +842,12 @@ mod tests {
         active(&mut core, &r);
         let id = OpId { client: 1, seq: 1 };
         let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: b"x;".to_vec() };
-        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(true));
+        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
         let resync = core.finish_append(RangeId(1), &rec, None).expect("must resync");
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::NotReady));
         // The store did take it: the reload finds it, and a retry is answered without a new effect.
         core.finish_open(&resync, None, Ok(vec![rec.clone()])).unwrap();
-        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(false));
+        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(None));
         assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(b"x;".to_vec()));
     }
 
@@ -817,7 +863,7 @@ mod tests {
         let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec() };
         let (a, b, c) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"));
         for x in [&a, &b, &c] {
-            assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(true));
+            assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
         }
         core.finish_append(RangeId(1), &b, Some(Ok(1)));
         assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(vec![]), "offset 1 waits for offset 0");

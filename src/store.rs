@@ -108,8 +108,8 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
     let knobs = Rc::new(knobs);
     rpc.serve(move |msg, _from| {
         let (state, disk) = (state.clone(), disk.clone());
-        let ignore_fence = knobs.mutation == Some(Mutation::StoreIgnoresFence);
-        async move { handle(&state, &disk, msg, ignore_fence).await }
+        let mutation = knobs.mutation;
+        async move { handle(&state, &disk, msg, mutation).await }
     });
     std::future::pending::<()>().await;
 }
@@ -130,7 +130,10 @@ async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream:
     Ok(len)
 }
 
-async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ignore_fence: bool) -> Option<Msg> {
+/// Answer one request. `mutation` may switch off the fence (`store-ignores-fence`) or the sync
+/// before an append's acknowledgement (`store-acks-before-sync`).
+async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mutation: Option<Mutation>) -> Option<Msg> {
+    let ignore_fence = mutation == Some(Mutation::StoreIgnoresFence);
     match msg {
         Msg::ReadStream { stream, from, upto } => {
             // Only what is durable: a record a crash could still take away must not be copied
@@ -165,7 +168,9 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, ig
                 }
                 Ok((offset, true)) => {
                     disk.append(StoreRecord::Append { stream, record });
-                    disk.sync().await;
+                    if mutation != Some(Mutation::StoreAcksBeforeSync) {
+                        disk.sync().await;
+                    }
                     event::effect(stream, server, epoch, &key, id, offset, len);
                     Some(Msg::StoreAppended { result: Ok(offset) })
                 }

@@ -15,11 +15,13 @@
 //! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
 //! | [`run`] | one seed, end to end |
 //! | [`sweep`] | many seeds, in parallel, with a summary |
+//! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
 pub mod check;
 pub mod coverage;
 pub mod events;
 pub mod handoff;
+pub mod mutants;
 pub mod nemesis;
 pub mod run;
 pub mod scenario;

@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions};
 use partmap_sim::scenario::Scenario;
-use partmap_sim::sweep;
+use partmap_sim::{mutants, sweep};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -56,6 +56,24 @@ enum Command {
         #[arg(long, value_parser = Mutation::parse)]
         mutation: Option<Mutation>,
         /// Where the JSON summary and failing seeds' logs go.
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
+    },
+    /// Run every named mutation on the scenario where it applies, seed after seed up to its
+    /// budget, and the unmutated system on the same seeds. Prints a table (mutation, caught,
+    /// seeds to the first violation, property, repro) and writes it to REPORT_DIR/mutants.md.
+    /// Exits 1 if any mutation survives.
+    Mutants {
+        /// Seed budget per mutation (default: each mutation's own, 5 to 30).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        seeds: Option<u64>,
+        /// Only these mutations (repeatable; default: all).
+        #[arg(long = "only", value_parser = Mutation::parse)]
+        only: Vec<Mutation>,
+        /// Worker threads (each takes whole mutations).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
+        /// Where mutants.md goes.
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
     },
@@ -157,6 +175,29 @@ fn main() -> ExitCode {
             let summary = sweep::sweep(&base, seeds.0, seeds.1, jobs as usize, &report_dir, true);
             print!("{}", sweep::render(&summary, &base));
             ExitCode::from(summary.exit_code() as u8)
+        }
+        Command::Mutants { seeds, only, jobs, report_dir } => {
+            let targets: Vec<mutants::Target> = mutants::TARGETS.iter().filter(|t| only.is_empty() || only.contains(&t.mutation)).copied().collect();
+            let hunts = match mutants::hunt_all(&targets, seeds, true, jobs as usize) {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(3);
+                }
+            };
+            let table = mutants::render(&hunts);
+            print!("{table}");
+            let path = report_dir.join("mutants.md");
+            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{}`.\n\n{table}", seeds.map_or(String::new(), |n| format!(" --seeds {n}")));
+            if let Err(e) = std::fs::create_dir_all(&report_dir).and_then(|_| std::fs::write(&path, doc)) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(3);
+            }
+            if hunts.iter().all(|h| h.caught()) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

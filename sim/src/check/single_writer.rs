@@ -5,7 +5,12 @@
 //!    activated a range at epoch `e`, no other server admits an append, or answers a read, for a
 //!    key in it at an older epoch;
 //! 4. no effect lands in a stream below a fence raised before it: an effect at an offset at or
-//!    past a fence's sealed length carries at least that fence's epoch.
+//!    past a fence's sealed length carries at least that fence's epoch;
+//! 5. no effect at an epoch below `e` lands after a server activated the range at `e` (a new
+//!    owner serves only once its fence keeps older writers out);
+//! 6. a paused range reports itself drained only once every append it admitted at that epoch
+//!    has landed or been refused at the store, or the server reloaded the range since (the
+//!    outcome was unknown): DESIGN.md's "pausing a range waits for every admitted effect".
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the authority's
 //! `map_row` and `map_transfer` (a move's target and its new epoch) events.
@@ -46,6 +51,12 @@ pub fn check(events: &[Event]) -> Result<(), String> {
     let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
     // stream -> fences as (sealed length, epoch, time)
     let mut fences: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    // stream -> the newest activation (epoch, server, time), for clause 5
+    let mut newest: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
+    // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
+    // (server, epoch, time of admission); and the (stream, client, seq) that landed.
+    let mut open: BTreeMap<(u64, u64, u64), (u64, u64, u64)> = BTreeMap::new();
+    let mut landed: std::collections::BTreeSet<(u64, u64, u64)> = Default::default();
     for ev in events {
         match ev.kind.as_str() {
             "map_row" => {
@@ -80,11 +91,32 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 }
             }
             "activated" => {
-                let a = Activation { server: ev.u("server"), epoch: ev.u("epoch"), t_us: ev.t_us };
-                activations.insert(ev.u("range"), a);
+                let (server, range, epoch) = (ev.u("server"), ev.u("range"), ev.u("epoch"));
+                activations.insert(range, Activation { server, epoch, t_us: ev.t_us });
+                if newest.get(&range).is_none_or(|n| n.0 < epoch) {
+                    newest.insert(range, (epoch, server, ev.t_us));
+                }
+                // A (re)load settles every outcome it was started for.
+                open.retain(|(r, _, _), (s, e, _)| !(*r == range && *s == server && *e == epoch));
+            }
+            "drained" => {
+                let (server, range, epoch) = (ev.u("server"), ev.u("range"), ev.u("epoch"));
+                let pending = open.range((range, 0, 0)..=(range, u64::MAX, u64::MAX)).find(|(_, (s, e, _))| *s == server && *e == epoch);
+                if let Some(((_, client, seq), (_, _, t_admit))) = pending {
+                    return Err(format!(
+                        "server-{server} reported r{range} drained at epoch {epoch} at {} while c{client}.{seq}, admitted at {}, had neither landed nor been refused at the store",
+                        secs(ev.t_us), secs(*t_admit)
+                    ));
+                }
             }
             "admit" | "read_served" => {
                 let (server, epoch, key) = (ev.u("server"), ev.u("epoch"), ev.s("key"));
+                if ev.kind == "admit" {
+                    let op = (ev.u("range"), ev.u("client"), ev.u("seq"));
+                    if !landed.contains(&op) {
+                        open.entry(op).or_insert((server, epoch, ev.t_us));
+                    }
+                }
                 for (range, a) in &activations {
                     let covers = bounds.get(range).is_some_and(|b| contains(b, key));
                     if covers && a.server != server && a.epoch > epoch {
@@ -97,9 +129,21 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 }
             }
             "fence" => fences.entry(ev.u("stream")).or_default().push((ev.u("length"), ev.u("epoch"), ev.t_us)),
+            "fenced" => {
+                open.remove(&(ev.u("stream"), ev.u("client"), ev.u("seq")));
+            }
             "effect" => {
                 let (stream, epoch, server) = (ev.u("stream"), ev.u("epoch"), ev.u("server"));
                 let id = format!("c{}.{} on key {}", ev.u("client"), ev.u("seq"), ev.s("key"));
+                let op = (stream, ev.u("client"), ev.u("seq"));
+                open.remove(&op);
+                landed.insert(op);
+                if let Some(&(newer, by, t_act)) = newest.get(&stream).filter(|n| n.0 > epoch) {
+                    return Err(format!(
+                        "effect {id} at {} in stream r{stream} by server-{server} at epoch {epoch} landed after server-{by} activated r{stream} at epoch {newer} at {}",
+                        secs(ev.t_us), secs(t_act)
+                    ));
+                }
                 match owner_of.get(&(stream, epoch)) {
                     Some(&owner) if owner == server => {}
                     Some(&owner) => {
@@ -173,6 +217,33 @@ mod tests {
     fn single_writer_flags_a_writer_the_map_did_not_choose() {
         let evs = vec![row(1, 1, 1), effect(0, 1, 2)];
         assert!(check(&evs).unwrap_err().contains("gave to server-1"));
+    }
+
+    fn op(kind: &str, t_us: u64, server: u64, epoch: u64) -> Event {
+        let stream = if kind == "admit" { "range" } else { "stream" };
+        ev(kind, t_us, &[(stream, Val::U(1)), ("server", Val::U(server)), ("epoch", Val::U(epoch)), ("key", Val::S("k1".into())), ("client", Val::U(1)), ("seq", Val::U(7)), ("offset", Val::U(0))])
+    }
+
+    fn at(kind: &str, t_us: u64, server: u64, epoch: u64) -> Event {
+        ev(kind, t_us, &[("server", Val::U(server)), ("range", Val::U(1)), ("epoch", Val::U(epoch))])
+    }
+
+    #[test]
+    fn single_writer_flags_an_old_effect_landing_after_a_newer_activation() {
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), at("activated", 1, 1, 1), op("admit", 2, 1, 1), at("activated", 3, 2, 2), op("effect", 4, 1, 1)];
+        assert!(check(&evs).unwrap_err().contains("landed after server-2 activated"));
+        let mut before = evs.clone();
+        before.swap(4, 5);
+        check(&before).unwrap();
+    }
+
+    #[test]
+    fn single_writer_flags_a_drain_reported_with_an_append_still_on_its_way() {
+        let evs = vec![row(1, 1, 1), at("activated", 1, 1, 1), op("admit", 2, 1, 1), at("drained", 3, 1, 1), op("effect", 4, 1, 1)];
+        assert!(check(&evs).unwrap_err().contains("had neither landed nor been refused"));
+        // Landed first, or the outcome was unknown and the range reloaded: fine.
+        check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), evs[4].clone(), evs[3].clone()]).unwrap();
+        check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), at("activated", 3, 1, 1), at("drained", 4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
     }
 
     #[test]

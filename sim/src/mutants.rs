@@ -1,0 +1,200 @@
+//! `partmap-sim mutants`: prove the checkers. Each named [`Mutation`] switches off one safety
+//! mechanism; it is run on the scenario where that mechanism matters, seed after seed, until a
+//! property is violated or the seed budget is spent. A mutation nothing catches means a checker,
+//! the workload or the nemesis is too weak. The unmutated system must pass the same seeds, so a
+//! catch is the mutation's doing. Idea: FoundationDB's negative tests (a deliberately broken
+//! resolver the simulator must catch) and TigerBeetle's VOPR, which must fail on a broken build.
+
+use crate::run::{run_seed, RunOptions, RunOutcome};
+use crate::scenario::Scenario;
+use partmap::config::Mutation;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Where a mutation is run: a scenario file (under `scenarios/`, built into the binary) and the
+/// number of seeds it gets by default.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    /// The mutation.
+    pub mutation: Mutation,
+    /// The scenario's file name under `scenarios/`.
+    pub scenario: &'static str,
+    /// Seeds 0..budget are tried, stopping at the first violation.
+    pub budget: u64,
+}
+
+/// Every mutation with its scenario and budget, in [`Mutation::ALL`] order.
+pub const TARGETS: [Target; 15] = [
+    Target { mutation: Mutation::StoreIgnoresFence, scenario: "stale-write-after-failover.json", budget: 5 },
+    Target { mutation: Mutation::ServerSkipsEpochCheck, scenario: "stale-pause.json", budget: 5 },
+    Target { mutation: Mutation::ServerSkipsAuthorityCheck, scenario: "paused-owner.json", budget: 5 },
+    Target { mutation: Mutation::CheckThenAwaitThenAdmit, scenario: "paused-owner.json", budget: 20 },
+    Target { mutation: Mutation::PauseSkipsDrain, scenario: "moves.json", budget: 5 },
+    Target { mutation: Mutation::SourceIgnoresPause, scenario: "moves.json", budget: 10 },
+    Target { mutation: Mutation::TargetSkipsVerify, scenario: "transfer-divergence.json", budget: 5 },
+    Target { mutation: Mutation::PublishBeforeFence, scenario: "unfenced-new-owner.json", budget: 5 },
+    Target { mutation: Mutation::RetireParentsFirst, scenario: "split-merge.json", budget: 5 },
+    Target { mutation: Mutation::FreshIdOnRetry, scenario: "failover.json", budget: 20 },
+    Target { mutation: Mutation::ZeroLeaseMargin, scenario: "clock-drift-long-lease.json", budget: 20 },
+    Target { mutation: Mutation::AuthoritySkipsLeaderEpoch, scenario: "failover.json", budget: 20 },
+    Target { mutation: Mutation::NewLeaderIgnoresJournal, scenario: "merge-manager-crash.json", budget: 10 },
+    Target { mutation: Mutation::StoreAcksBeforeSync, scenario: "failover.json", budget: 30 },
+    Target { mutation: Mutation::MergeFromStaleView, scenario: "split-merge.json", budget: 10 },
+];
+
+/// The built-in copy of `scenarios/<name>` (so `mutants` runs from any directory).
+///
+/// Errors: a name no target uses.
+pub fn builtin_scenario(name: &str) -> Result<Scenario, String> {
+    let text = match name {
+        "stale-write-after-failover.json" => include_str!("../../scenarios/stale-write-after-failover.json"),
+        "stale-pause.json" => include_str!("../../scenarios/stale-pause.json"),
+        "paused-owner.json" => include_str!("../../scenarios/paused-owner.json"),
+        "moves.json" => include_str!("../../scenarios/moves.json"),
+        "transfer-divergence.json" => include_str!("../../scenarios/transfer-divergence.json"),
+        "unfenced-new-owner.json" => include_str!("../../scenarios/unfenced-new-owner.json"),
+        "split-merge.json" => include_str!("../../scenarios/split-merge.json"),
+        "failover.json" => include_str!("../../scenarios/failover.json"),
+        "clock-drift-long-lease.json" => include_str!("../../scenarios/clock-drift-long-lease.json"),
+        "merge-manager-crash.json" => include_str!("../../scenarios/merge-manager-crash.json"),
+        other => return Err(format!("no built-in scenario `{other}`")),
+    };
+    Scenario::parse(text, &format!("scenarios/{name}"))
+}
+
+/// What hunting one mutation found.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Hunt {
+    /// The mutation's CLI name.
+    pub mutation: &'static str,
+    /// The scenario file name.
+    pub scenario: &'static str,
+    /// Seeds tried (from 0): up to and including the catching seed, or the whole budget.
+    pub seeds_run: u64,
+    /// The first seed on which a property failed, if any.
+    pub caught_at: Option<u64>,
+    /// The first property that failed there.
+    pub property: Option<String>,
+    /// Its evidence.
+    pub evidence: Option<String>,
+    /// Whether the unmutated system passed every seed tried (`None`: not checked).
+    pub unmutated_pass: Option<bool>,
+    /// The command that reproduces the catch (or runs the last seed tried).
+    pub repro: String,
+}
+
+impl Hunt {
+    /// Caught, and the unmutated system passed the same seeds.
+    pub fn caught(&self) -> bool {
+        self.caught_at.is_some() && self.unmutated_pass != Some(false)
+    }
+}
+
+/// The options of one run of `target` at `seed`, with or without its mutation.
+fn options(target: &Target, seed: u64, mutated: bool) -> Result<RunOptions, String> {
+    let scenario = builtin_scenario(target.scenario)?;
+    let mutation = mutated.then_some(target.mutation);
+    Ok(RunOptions { seed, scenario, scenario_label: format!("scenarios/{}", target.scenario), mutation, trace: false, echo_header: false })
+}
+
+/// Run one seed; a harness panic counts as a failure named `harness`.
+fn failure(opts: &RunOptions) -> Option<(String, String)> {
+    match catch_unwind(AssertUnwindSafe(|| run_seed(opts))) {
+        Ok(report) if report.outcome() == RunOutcome::Pass => None,
+        Ok(report) => report.verdicts.iter().find_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))),
+        Err(_) => Some(("harness".into(), "the harness panicked".into())),
+    }
+}
+
+/// Hunt `target` over seeds `0..budget`; then, if `check_unmutated`, run the same seeds
+/// without the mutation (through `baseline`, a cache of unmutated results by scenario and seed).
+///
+/// Errors: the target's scenario is not built in.
+pub fn hunt(target: &Target, budget: u64, check_unmutated: bool, baseline: &Mutex<BTreeMap<(&'static str, u64), bool>>) -> Result<Hunt, String> {
+    let mut h = Hunt { mutation: target.mutation.name(), scenario: target.scenario, seeds_run: 0, caught_at: None, property: None, evidence: None, unmutated_pass: None, repro: String::new() };
+    for seed in 0..budget {
+        let opts = options(target, seed, true)?;
+        h.seeds_run = seed + 1;
+        h.repro = crate::sweep::repro_command(&opts, seed);
+        if let Some((property, evidence)) = failure(&opts) {
+            h.caught_at = Some(seed);
+            h.property = Some(property);
+            h.evidence = Some(evidence);
+            break;
+        }
+    }
+    if check_unmutated {
+        let mut all = true;
+        for seed in 0..h.seeds_run {
+            let cached = baseline.lock().expect("baseline").get(&(target.scenario, seed)).copied();
+            let pass = match cached {
+                Some(p) => p,
+                None => {
+                    let p = failure(&options(target, seed, false)?).is_none();
+                    baseline.lock().expect("baseline").insert((target.scenario, seed), p);
+                    p
+                }
+            };
+            all &= pass;
+        }
+        h.unmutated_pass = Some(all);
+    }
+    Ok(h)
+}
+
+/// Hunt every target with `jobs` worker threads (each takes whole mutations). `budget`
+/// overrides every target's own. Results come back in [`TARGETS`] order.
+///
+/// Errors: a target's scenario is not built in.
+pub fn hunt_all(targets: &[Target], budget: Option<u64>, check_unmutated: bool, jobs: usize) -> Result<Vec<Hunt>, String> {
+    let next = AtomicUsize::new(0);
+    let baseline = Mutex::new(BTreeMap::new());
+    let results: Mutex<Vec<(usize, Result<Hunt, String>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(t) = targets.get(i) else { return };
+                let h = hunt(t, budget.unwrap_or(t.budget), check_unmutated, &baseline);
+                results.lock().expect("results").push((i, h));
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("results");
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, h)| h).collect()
+}
+
+/// The table: mutation, caught, seeds to the first violation, the property, the repro command;
+/// then each catch's evidence.
+pub fn render(hunts: &[Hunt]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| mutation | scenario | caught | seeds to first violation | property | unmutated passes the same seeds | repro |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for h in hunts {
+        let caught = if h.caught() { "yes" } else { "**no**" };
+        let seeds = if h.caught_at.is_some() { h.seeds_run.to_string() } else { format!("none in {}", h.seeds_run) };
+        let unmutated = match h.unmutated_pass {
+            None => "not checked",
+            Some(true) => "yes",
+            Some(false) => "**no**",
+        };
+        let _ = writeln!(out, "| {} | {} | {caught} | {seeds} | {} | {unmutated} | `{}` |", h.mutation, h.scenario, h.property.as_deref().unwrap_or("-"), h.repro);
+    }
+    let _ = writeln!(out, "\nEvidence of each catch:\n");
+    for h in hunts {
+        if let (Some(seed), Some(p), Some(e)) = (h.caught_at, &h.property, &h.evidence) {
+            let _ = writeln!(out, "- `{}` (seed {seed}), {p}: {e}", h.mutation);
+        }
+    }
+    let survivors: Vec<&str> = hunts.iter().filter(|h| !h.caught()).map(|h| h.mutation).collect();
+    if survivors.is_empty() {
+        let _ = writeln!(out, "\nall {} mutations caught", hunts.len());
+    } else {
+        let _ = writeln!(out, "\nSURVIVED: {}", survivors.join(", "));
+    }
+    out
+}
