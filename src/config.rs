@@ -57,6 +57,10 @@ pub struct Knobs {
     pub max_ranges: u32,
     /// No merge once only this many ranges are live.
     pub min_ranges: u32,
+    /// A frontend routes on its cached map only while its last successful read of the map is
+    /// at most this old (ms); beyond it, operations fail at once with `MapUnavailable`
+    /// (0: no bound).
+    pub map_staleness_ms: u64,
     /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
     pub mutation: Option<Mutation>,
     /// Faults the harness currently puts on links (shared by all nodes of a run).
@@ -72,8 +76,9 @@ pub struct Knobs {
 pub enum Mutation {
     /// The store appends whatever the fence says (a stale owner's delayed write lands).
     StoreIgnoresFence,
-    /// The server ignores the epoch a request or command names: it admits at whatever epoch it
-    /// holds, and a manager's pause or release names a range epoch it no longer checks. Alone,
+    /// The server ignores the epochs a request or command names: it admits at whatever epoch it
+    /// holds, and a manager's pause or release names a range epoch, and a leader epoch, it no
+    /// longer checks. Alone,
     /// the request side is covered by the fence (a record at a stale epoch is refused at the
     /// store); the command side is not: a pause delayed in the network from an aborted move
     /// pauses the range at its new epoch, and nothing ever resumes it.
@@ -86,7 +91,10 @@ pub enum Mutation {
     /// again. MongoDB SERVER-26885 is this race.
     CheckThenAwaitThenAdmit,
     /// A pause does not wait for admitted effects: the source reports its digest at once, with
-    /// appends still on their way to the store.
+    /// appends still on their way to the store. No data is lost in this design: the target
+    /// fences before it copies and checks the copy against the digest, so the move aborts
+    /// instead (verify masks it). `single_writer` checks the rule itself from the trace (a
+    /// `drained` event while an admitted append has neither landed nor been refused).
     PauseSkipsDrain,
     /// A move's source keeps admitting appends after it is paused (no cooperative pause; only
     /// the store's fence stops its writes once the target fenced).
@@ -111,8 +119,10 @@ pub enum Mutation {
     /// stops a round before it writes on an expired lease; that check is "before the write",
     /// which a paused or slow leader can outlive, so the mutation removes both.
     AuthoritySkipsLeaderEpoch,
-    /// A new leader ignores the transfer journal it inherited: moves, splits and merges begun
-    /// under an earlier term are neither finished nor rolled back.
+    /// A new leader ignores the transfer journal it inherited: it does not drive the moves,
+    /// splits and merges begun under an earlier term, so one paused in the journal stays paused
+    /// (an entry already journaled as aborted is still rolled back: that is a map op the
+    /// planner derives from the rows, not a step of the journal's flow).
     NewLeaderIgnoresJournal,
     /// The store acknowledges an append before syncing it to its disk.
     StoreAcksBeforeSync,
@@ -197,6 +207,7 @@ impl Default for Knobs {
             merge_hysteresis_ms: 10_000,
             max_ranges: 64,
             min_ranges: 1,
+            map_staleness_ms: 5000,
             mutation: None,
             link_faults: Default::default(),
         }

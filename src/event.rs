@@ -85,9 +85,10 @@ pub fn leader_recovered(candidate: u32, leader_epoch: u64) {
     info!(target: "partmap", kind = "leader_recovered", manager = candidate, leader_epoch);
 }
 
-/// A server fenced the stream, loaded it and serves `range` at `epoch` from now on.
-pub fn range_activated(server: ServerId, range: RangeId, epoch: Epoch, records: usize) {
-    info!(target: "partmap", kind = "activated", server = server.0, range = range.0, epoch = epoch.0, records);
+/// A server fenced the stream, loaded it and serves `range` at `epoch` from now on: `records`
+/// in all (lineage included), `stream` of them from the range's own stream.
+pub fn range_activated(server: ServerId, range: RangeId, epoch: Epoch, records: usize, stream: usize) {
+    info!(target: "partmap", kind = "activated", server = server.0, range = range.0, epoch = epoch.0, records, stream);
 }
 
 /// A server stopped serving `range` (`reason`: session_expired, fenced, restart...).
@@ -142,7 +143,26 @@ pub fn handoff(server: ServerId, range: RangeId, epoch: Epoch, strategy: &str, p
         precopy_bytes, tail_bytes, bytes);
 }
 
-/// The store refused an append because the stream's fence is above its epoch.
+/// A server refused a client's `op` (`append` or `read`) on `range` at `epoch` before admitting
+/// it, for `reason`.
+pub fn refused(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8], op: &str, reason: &crate::msg::Refusal) {
+    info!(target: "partmap", kind = "refused", server = server.0, range = range.0, epoch = epoch.0, key = show_key(key).as_str(), op,
+        reason = format!("{reason:?}").as_str());
+}
+
+/// A server refused a manager's command carrying leader epoch `leader_epoch`, older than the
+/// newest it has seen (`seen`): a deposed leader's command, late or replayed.
+pub fn stale_command_refused(server: ServerId, leader_epoch: u64, seen: u64) {
+    info!(target: "partmap", kind = "stale_command", server = server.0, leader_epoch, seen);
+}
+
+/// The store answered an append whose id was already in `stream` (a retry, or a duplicate):
+/// no new record; the earlier one's offset is the answer.
+pub fn effect_deduplicated(stream: RangeId, server: ServerId, epoch: Epoch, id: OpId, offset: u64) {
+    info!(target: "partmap", kind = "deduplicated", stream = stream.0, server = server.0, epoch = epoch.0, client = id.client, seq = id.seq, offset);
+}
+
+/// The store refused an append: the stream's fence is above the record's epoch.
 pub fn effect_fenced(stream: RangeId, server: ServerId, epoch: Epoch, fence: Epoch, id: OpId) {
     info!(target: "partmap", kind = "fenced", stream = stream.0, server = server.0, epoch = epoch.0,
         fence = fence.0, client = id.client, seq = id.seq);
@@ -170,8 +190,9 @@ pub fn lease_renewed(server: ServerId, session: u64, ok: bool, valid_until_ms: u
 }
 
 /// A server passed the authority check for a (strong) read and answered it.
-pub fn read_served(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8]) {
-    info!(target: "partmap", kind = "read_served", server = server.0, range = range.0, epoch = epoch.0, key = show_key(key).as_str());
+pub fn read_served(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8], bounded: bool) {
+    let level = if bounded { "bounded" } else { "strong" };
+    info!(target: "partmap", kind = "read_served", server = server.0, range = range.0, epoch = epoch.0, key = show_key(key).as_str(), level);
 }
 
 /// The authority expired a server's session (made durable; the manager may now move its ranges).

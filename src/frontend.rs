@@ -6,11 +6,16 @@
 //! the attempts. The number of attempts is bounded; when they run out the client is told the
 //! append definitely failed only if no attempt can have taken effect, and unknown otherwise.
 //! The cache is a routing hint: a stale one costs a retry, never correctness.
+//!
+//! The frontend re-reads the map every `renew_interval_ms` in the background and remembers
+//! when a read last succeeded. Once that is longer ago than `map_staleness_ms` (the authority
+//! is down, or cut off from this frontend), it stops routing on the cache and fails every
+//! operation at once with `MapUnavailable`, until a read of the map succeeds again.
 
 use crate::config::{frontend_addr, lock_addr, server_addr, Knobs, Mutation};
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{PartitionMap, RangeState};
-use crate::msg::{Msg, Outcome, Refusal};
+use crate::msg::{Msg, Outcome, ReadLevel, Refusal};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use madsim::rand::Rng;
 use std::cell::RefCell;
@@ -53,7 +58,7 @@ pub fn next_step(route: Route, refusal: &Refusal) -> Step {
     match refusal {
         Refusal::Moved { owner, epoch } if *epoch > route.epoch => Step::Follow(Route { owner: *owner, epoch: *epoch, ..route }),
         Refusal::Moved { .. } => Step::Refresh,
-        Refusal::NotOwner | Refusal::StaleEpoch { .. } | Refusal::KeyOutOfRange | Refusal::Fenced { .. } | Refusal::LeaseExpired => Step::Refresh,
+        Refusal::NotOwner | Refusal::StaleEpoch { .. } | Refusal::KeyOutOfRange | Refusal::Fenced { .. } | Refusal::LeaseExpired | Refusal::TooStale { .. } => Step::Refresh,
         Refusal::NotReady | Refusal::InFlight => Step::Backoff,
     }
 }
@@ -61,21 +66,44 @@ pub fn next_step(route: Route, refusal: &Refusal) -> Step {
 /// Frontend state: the cached map.
 struct Frontend {
     map: PartitionMap,
+    /// When a refresh was last started (µs, local clock).
     last_refresh_us: u64,
+    /// When a read of the map last succeeded (µs, local clock; 0: never).
+    last_map_us: u64,
+}
+
+/// Why an operation failed without succeeding.
+struct Failure {
+    reason: String,
+    /// Some attempt may have taken effect.
+    maybe_applied: bool,
+    /// The map was too stale to route on (`MapUnavailable`).
+    unavailable: bool,
 }
 
 /// Run frontend `n` forever.
 pub async fn run(n: u32, knobs: Knobs) {
     let rpc = Rpc::bind(frontend_addr(n), &knobs).await;
-    let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0 }));
+    let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0, last_map_us: 0 }));
     let knobs = Rc::new(knobs);
+    {
+        // Keep the cache fresh, and know whether the map can still be read at all.
+        let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc.clone());
+        crate::seam::spawn(async move {
+            loop {
+                fe.borrow_mut().last_refresh_us = 0;
+                refresh(&fe, &knobs, &rpc).await;
+                sleep_ms(knobs.renew_interval_ms).await;
+            }
+        });
+    }
     let rpc2 = rpc.clone();
     rpc.serve(move |msg, _from| {
         let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc2.clone());
         async move {
             match msg {
                 Msg::ClientAppend { key, id, bytes } => Some(append(&fe, &knobs, &rpc, key, id, bytes).await),
-                Msg::ClientRead { key } => Some(read(&fe, &knobs, &rpc, key).await),
+                Msg::ClientRead { key, level } => Some(read(&fe, &knobs, &rpc, key, level).await),
                 other => panic!("frontend-{n}: unexpected message {other:?}"),
             }
         }
@@ -91,6 +119,7 @@ async fn refresh(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
     fe.borrow_mut().last_refresh_us = now_us();
     if let Ok(Msg::Map { map }) = rpc.call(lock_addr(), Msg::GetMap, knobs.rpc_timeout_ms).await {
         let mut f = fe.borrow_mut();
+        f.last_map_us = now_us();
         if map.version >= f.map.version {
             f.map = map;
         }
@@ -105,9 +134,9 @@ async fn backoff(knobs: &Knobs, attempt: u32) {
 
 /// Send one client operation to the owner of `key`, refreshing the map and retrying up to
 /// `frontend_attempts` times. `request` builds the server request for a route and attempt
-/// number (from 0); `timeout_ms`
-/// bounds each attempt. Returns the server's answer (`Ok`), or the last reason and whether any
-/// attempt may have taken effect (no answer, or the store's outcome unknown).
+/// number (from 0); `timeout_ms` bounds each attempt. Returns the server's answer (`Ok`), or
+/// the last reason, whether any attempt may have taken effect (no answer, or the store's
+/// outcome unknown), and whether it gave up because the map was too stale to route on.
 async fn forward(
     fe: &RefCell<Frontend>,
     knobs: &Knobs,
@@ -115,11 +144,17 @@ async fn forward(
     key: &[u8],
     timeout_ms: u64,
     request: impl Fn(Route, u32) -> Msg,
-) -> Result<Vec<u8>, (String, bool)> {
+) -> Result<Vec<u8>, Failure> {
     let mut maybe_applied = false;
     let mut last = String::from("no attempt");
     let mut hint: Option<Route> = None;
     for attempt in 0..knobs.frontend_attempts {
+        let last_map_us = fe.borrow().last_map_us;
+        let age_ms = now_us().saturating_sub(last_map_us) / 1000;
+        if knobs.map_staleness_ms > 0 && last_map_us > 0 && age_ms > knobs.map_staleness_ms {
+            let reason = format!("MapUnavailable: the map was last read {age_ms} ms ago, beyond map_staleness_ms={}", knobs.map_staleness_ms);
+            return Err(Failure { reason, maybe_applied, unavailable: true });
+        }
         let cached = route(&fe.borrow().map, key);
         // A refusal's hint wins over a cache that does not know the move yet.
         let route = match (hint.take(), cached) {
@@ -167,7 +202,7 @@ async fn forward(
             }
         }
     }
-    Err((format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied))
+    Err(Failure { reason: format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied, unavailable: false })
 }
 
 async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>) -> Msg {
@@ -179,17 +214,19 @@ async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: 
     };
     let outcome = match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms + knobs.store_timeout_ms, request).await {
         Ok(_) => Outcome::Ok,
-        Err((reason, true)) => Outcome::Unknown(reason),
-        Err((reason, false)) => Outcome::Failed(reason),
+        Err(Failure { reason, maybe_applied: true, .. }) => Outcome::Unknown(reason),
+        Err(Failure { reason, unavailable: true, .. }) => Outcome::MapUnavailable(reason),
+        Err(Failure { reason, .. }) => Outcome::Failed(reason),
     };
     Msg::ClientResult { outcome, value: Vec::new() }
 }
 
 /// A read has no effect, so when the attempts run out it simply failed.
-async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key) -> Msg {
-    let request = |r: Route, _| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone() };
+async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, level: ReadLevel) -> Msg {
+    let request = |r: Route, _| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone(), level };
     match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms, request).await {
         Ok(value) => Msg::ClientResult { outcome: Outcome::Ok, value },
-        Err((reason, _)) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },
+        Err(Failure { reason, unavailable: true, .. }) => Msg::ClientResult { outcome: Outcome::MapUnavailable(reason), value: Vec::new() },
+        Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },
     }
 }

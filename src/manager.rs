@@ -239,12 +239,12 @@ fn plan_reshape(
 
 /// Ask every live server for its load report (concurrently, each bounded by the request
 /// timeout); the reports of ranges it holds, by range.
-async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView], map: &PartitionMap) -> BTreeMap<RangeId, RangeLoad> {
+async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView], map: &PartitionMap, leader_epoch: u64) -> BTreeMap<RangeId, RangeLoad> {
     let mut tasks = Vec::new();
     for s in sessions.iter().filter(|s| s.live) {
         let (rpc, knobs, server) = (rpc.clone(), knobs.clone(), s.server);
         tasks.push(crate::seam::spawn(async move {
-            match rpc.call(server_addr(server), Msg::GetLoad, knobs.rpc_timeout_ms).await {
+            match rpc.call(server_addr(server), Msg::GetLoad { leader_epoch }, knobs.rpc_timeout_ms).await {
                 Ok(Msg::Load { ranges }) => ranges,
                 _ => Vec::new(),
             }
@@ -300,7 +300,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         *inherited = (leader_epoch, map.transfers.keys().chain(map.reshapes.keys()).copied().collect());
     }
     let reshaping = knobs.split_ops_per_s > 0.0 || knobs.merge_ops_per_s > 0.0;
-    let loads = if reshaping { collect_loads(rpc, knobs, &sessions, &map).await } else { BTreeMap::new() };
+    let loads = if reshaping { collect_loads(rpc, knobs, &sessions, &map, leader_epoch).await } else { BTreeMap::new() };
     let mut p = plan(&map, &sessions, &loads, crate::seam::now_ms(), knobs);
     if ignore_inherited {
         p.moves.retain(|t| !inherited.1.contains(&t.range));
@@ -409,7 +409,7 @@ impl Leader<'_> {
         let target = RangeRow { owner: Some(t.to.0), owner_session: t.to.1, epoch: t.epoch, state: RangeState::Preparing, ..row.clone() };
         if t.phase == TransferPhase::Copying {
             if t.strategy == Strategy::PreCopy {
-                let round = Msg::PreCopy { row: target.clone(), threshold_bytes: knobs.precopy_threshold_bytes, max_rounds: knobs.precopy_max_rounds };
+                let round = Msg::PreCopy { row: target.clone(), threshold_bytes: knobs.precopy_threshold_bytes, max_rounds: knobs.precopy_max_rounds, leader_epoch: self.leader_epoch };
                 let timeout = knobs.store_timeout_ms + knobs.rpc_timeout_ms;
                 match rpc.call(server_addr(t.to.0), round, timeout).await {
                     Ok(Msg::PreCopied { result: Ok(p) }) if p.ready => {}
@@ -423,20 +423,20 @@ impl Leader<'_> {
             return Some(());
         }
         let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
-        let digest = match rpc.call(server_addr(t.from.0), Msg::Pause { range: t.range, epoch: t.from_epoch }, drain_ms).await {
+        let digest = match rpc.call(server_addr(t.from.0), Msg::Pause { range: t.range, epoch: t.from_epoch, leader_epoch: self.leader_epoch }, drain_ms).await {
             Ok(Msg::PausedAt { result: Ok(d) }) => d,
             Ok(Msg::PausedAt { result: Err(error) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await.map(|_| ()),
             _ => return Some(()), // no answer: try again next round (its session decides if it is gone)
         };
         let lineage = row_lineage(map, row);
-        let finish = Msg::FinishMove { row: target, digest, strategy: t.strategy, lineage };
+        let finish = Msg::FinishMove { row: target, digest, strategy: t.strategy, lineage, leader_epoch: self.leader_epoch };
         let copy_ms = knobs.store_timeout_ms + knobs.rpc_timeout_ms + digest.bytes * 1000 / knobs.bandwidth_bytes_per_s;
         match rpc.call(server_addr(t.to.0), finish, copy_ms).await {
             Ok(Msg::MoveFinished { result: Ok(()) }) => {}
             Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => {
                 if self.commit(MapOp::AbortMove { range: t.range, error }).await? {
                     // The target may hold the range at the transfer's epoch: let it go.
-                    let release = Msg::Release { range: t.range, epoch: t.epoch, to: t.from.0, new_epoch: Epoch(0) };
+                    let release = Msg::Release { range: t.range, epoch: t.epoch, to: t.from.0, new_epoch: Epoch(0), leader_epoch: self.leader_epoch };
                     let _ = rpc.call(server_addr(t.to.0), release, knobs.rpc_timeout_ms).await;
                 }
                 return Some(());
@@ -444,7 +444,7 @@ impl Leader<'_> {
             _ => return Some(()),
         }
         if self.commit(MapOp::CommitMove { range: t.range }).await? {
-            let release = Msg::Release { range: t.range, epoch: t.from_epoch, to: t.to.0, new_epoch: t.epoch };
+            let release = Msg::Release { range: t.range, epoch: t.from_epoch, to: t.to.0, new_epoch: t.epoch, leader_epoch: self.leader_epoch };
             let _ = rpc.call(server_addr(t.from.0), release, knobs.rpc_timeout_ms).await;
         }
         Some(())
@@ -471,7 +471,7 @@ impl Leader<'_> {
         let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
         for (p, epoch) in &r.parents {
             let owner = map.rows.get(p).and_then(|row| row.owner)?;
-            match rpc.call(server_addr(owner), Msg::Pause { range: *p, epoch: *epoch }, drain_ms).await {
+            match rpc.call(server_addr(owner), Msg::Pause { range: *p, epoch: *epoch, leader_epoch: self.leader_epoch }, drain_ms).await {
                 Ok(Msg::PausedAt { result: Ok(_) }) => {}
                 Ok(Msg::PausedAt { result: Err(e) }) => return self.commit(abort(e)).await.map(|_| ()),
                 _ => return Some(()),
@@ -501,7 +501,7 @@ impl Leader<'_> {
         if self.commit(MapOp::CommitReshape { first, sealed, born_ms: crate::seam::now_ms() }).await? {
             for (p, epoch) in &r.parents {
                 let Some(owner) = map.rows.get(p).and_then(|row| row.owner) else { continue };
-                let release = Msg::Release { range: *p, epoch: *epoch, to: owner, new_epoch: Epoch(0) };
+                let release = Msg::Release { range: *p, epoch: *epoch, to: owner, new_epoch: Epoch(0), leader_epoch: self.leader_epoch };
                 let _ = rpc.call(server_addr(owner), release, knobs.rpc_timeout_ms).await;
             }
         }

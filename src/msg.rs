@@ -160,6 +160,9 @@ pub enum Refusal {
     /// The range moved away from this server: `owner` serves it at `epoch` (a hint; the map
     /// is the authority).
     Moved { owner: ServerId, epoch: Epoch },
+    /// A bounded-staleness read: this server last knew itself the owner `age_ms` ago, more
+    /// than the read's bound.
+    TooStale { age_ms: u64 },
 }
 
 /// Outcome of one client operation, as the frontend reports it.
@@ -171,6 +174,27 @@ pub enum Outcome {
     Failed(String),
     /// Unknown: some attempt may have taken effect.
     Unknown(String),
+    /// `MapUnavailable`: the frontend could not read the map for longer than
+    /// `map_staleness_ms`, so it failed the operation at once without trying (definitely not
+    /// applied). The reason says how stale the map was.
+    MapUnavailable(String),
+}
+
+/// How current a read must be.
+///
+/// Idea: bounded staleness as in Azure Cosmos DB's consistency levels and Spanner's bounded
+/// reads; here the bound is on how old the answering server's knowledge of the range may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadLevel {
+    /// Only the current owner, holding a valid lease, active and not paused, may answer.
+    Strong,
+    /// Any server holding the range may answer if it knew itself the owner (valid lease, not
+    /// paused) at most `ms` milliseconds ago, by its clock: a just-deposed or paused owner
+    /// included. The answer holds every append acknowledged before (start − `ms`).
+    Bounded {
+        /// The bound, ms.
+        ms: u64,
+    },
 }
 
 /// All messages. Requests and their responses are listed together per service.
@@ -229,37 +253,38 @@ pub enum Msg {
 
     // ---- partition servers (`server-N`) ----
     /// Manager → server: become the owner of `row` at `row.epoch` (fence, load `lineage` and
-    /// the row's own stream, serve).
+    /// the row's own stream, serve). Every command from a manager carries the sender's leader
+    /// epoch; a server refuses one older than the newest it has seen.
     Open { row: RangeRow, leader_epoch: u64, lineage: Vec<Source> },
     /// Leader → server: report the load of every range held.
-    GetLoad,
+    GetLoad { leader_epoch: u64 },
     /// Server → leader: the load report.
     Load { ranges: Vec<RangeLoad> },
     /// Server → manager: opened (`Ok`) or why not.
     Opened { result: Result<(), String> },
     /// Manager → move target: run a pre-copy round of `row` (the target's row: the new epoch
     /// and its session) unless pre-copy is done.
-    PreCopy { row: RangeRow, threshold_bytes: u64, max_rounds: u32 },
+    PreCopy { row: RangeRow, threshold_bytes: u64, max_rounds: u32, leader_epoch: u64 },
     /// Move target → manager: how far it got.
     PreCopied { result: Result<CopyProgress, String> },
     /// Manager → move source: stop admitting appends to `range` at `epoch`, wait for every
     /// admitted effect, and report the final digest.
-    Pause { range: RangeId, epoch: Epoch },
+    Pause { range: RangeId, epoch: Epoch, leader_epoch: u64 },
     /// Move source → manager: the digest of everything in the range at the pause, or why not.
     PausedAt { result: Result<StreamDigest, String> },
     /// Manager → move target: fence the stream at `row.epoch`, copy the tail, check the copy
     /// against `digest` (the source's), and serve.
-    FinishMove { row: RangeRow, digest: StreamDigest, strategy: Strategy, lineage: Vec<Source> },
+    FinishMove { row: RangeRow, digest: StreamDigest, strategy: Strategy, lineage: Vec<Source>, leader_epoch: u64 },
     /// Move target → manager: serving (`Ok`), or why not.
     MoveFinished { result: Result<(), FinishError> },
     /// Manager → move source: the move committed; drop `range` and point requests at `to`.
-    Release { range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch },
+    Release { range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch, leader_epoch: u64 },
     /// Move source → manager: done.
     Released,
     /// Frontend → server: append to `key` in `range` at `epoch`.
     Append { range: RangeId, epoch: Epoch, key: Key, id: OpId, bytes: Vec<u8> },
-    /// Frontend → server: read `key` in `range` at `epoch`.
-    Read { range: RangeId, epoch: Epoch, key: Key },
+    /// Frontend → server: read `key` in `range` at `epoch`, at consistency `level`.
+    Read { range: RangeId, epoch: Epoch, key: Key, level: ReadLevel },
     /// Server → frontend: answer to `Append` (empty bytes) or `Read` (the object's bytes).
     Served { result: Result<Vec<u8>, Refusal> },
     /// Server → frontend: the append was admitted but its effect's outcome is unknown
@@ -269,8 +294,8 @@ pub enum Msg {
     // ---- frontends (`frontend-N`) ----
     /// Client → frontend: append `bytes` to `key` with idempotency id `id`.
     ClientAppend { key: Key, id: OpId, bytes: Vec<u8> },
-    /// Client → frontend: read `key` (strong).
-    ClientRead { key: Key },
+    /// Client → frontend: read `key` at consistency `level`.
+    ClientRead { key: Key, level: ReadLevel },
     /// Frontend → client: the outcome, and for a read the bytes.
     ClientResult { outcome: Outcome, value: Vec<u8> },
 }
@@ -302,7 +327,7 @@ impl Msg {
             Msg::StoreAppend { .. } => "store_append",
             Msg::StoreAppended { .. } => "store_appended",
             Msg::Open { .. } => "open",
-            Msg::GetLoad => "get_load",
+            Msg::GetLoad { .. } => "get_load",
             Msg::Load { .. } => "load",
             Msg::Opened { .. } => "opened",
             Msg::PreCopy { .. } => "pre_copy",
@@ -339,7 +364,7 @@ impl Msg {
             Msg::Load { ranges } => ranges.iter().map(|r| 32 + r.keys.iter().map(|k| k.len() as u64 + 4).sum::<u64>()).sum(),
             Msg::StoreAppend { record, .. } => record.wire_bytes(),
             Msg::Append { key, bytes, .. } | Msg::ClientAppend { key, bytes, .. } => (24 + key.len() + bytes.len()) as u64,
-            Msg::Read { key, .. } | Msg::ClientRead { key } => (16 + key.len()) as u64,
+            Msg::Read { key, .. } | Msg::ClientRead { key, .. } => (16 + key.len()) as u64,
             Msg::Served { result: Ok(v) } | Msg::ClientResult { value: v, .. } => 8 + v.len() as u64,
             _ => 16,
         }

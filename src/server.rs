@@ -15,7 +15,7 @@ use crate::config::{server_addr, store_addr, Knobs, Mutation};
 use crate::event;
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{RangeRow, Strategy};
-use crate::msg::{CopyProgress, FinishError, Msg, RangeLoad, Record, Refusal, Source, StreamDigest};
+use crate::msg::{CopyProgress, FinishError, Msg, RangeLoad, ReadLevel, Record, Refusal, Source, StreamDigest};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +54,8 @@ pub struct Held {
     /// Paused for a planned move: admits nothing and answers no reads (the range may be
     /// serving elsewhere soon), until released or reopened at a newer epoch.
     pub paused: bool,
+    /// When it was paused (µs, local clock; 0 when not paused).
+    pub paused_at_us: u64,
     /// Digest of the stream up to `next_offset`, as applied here.
     pub digest: StreamDigest,
     /// The records inherited from sealed ancestors (split and merge lineage), filtered to this
@@ -153,12 +155,15 @@ pub struct ServerCore {
     pub copies: BTreeMap<RangeId, CopyState>,
     /// Ranges moved away from here: the new owner and epoch, for the hint in refusals.
     pub moved: BTreeMap<RangeId, (ServerId, Epoch)>,
+    /// The newest leader epoch a manager's command carried: older ones are refused (a deposed
+    /// leader's late command does nothing).
+    pub leader_epoch_seen: u64,
 }
 
 impl ServerCore {
     /// A fresh incarnation holding nothing.
     pub fn new(id: ServerId) -> Self {
-        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, skip_epoch_check: false, admit_unchecked: false, pause_skips_drain: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new() }
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, skip_epoch_check: false, admit_unchecked: false, pause_skips_drain: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new(), leader_epoch_seen: 0 }
     }
 
     fn lease_valid(&self, now_us: u64) -> bool {
@@ -199,7 +204,8 @@ impl ServerCore {
     /// must send the effect to the store and then call [`ServerCore::finish_append`]),
     /// `Ok(None)` when `id` is already applied (answer ok without a new effect), or the refusal.
     pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<Option<Epoch>, Refusal> {
-        let held = if self.admit_unchecked { self.ranges.get(&range).ok_or(Refusal::NotOwner)? } else { self.authorize(range, epoch, key, now_us)? };
+        let checked = if self.admit_unchecked { self.ranges.get(&range).ok_or(Refusal::NotOwner) } else { self.authorize(range, epoch, key, now_us) };
+        let held = checked.inspect_err(|r| event::refused(self.id, range, epoch, key, "append", r))?;
         let write_at = if self.skip_epoch_check { held.row.epoch } else { epoch };
         if held.applied.contains(&id) {
             return Ok(None);
@@ -268,10 +274,46 @@ impl ServerCore {
         Some(held.row.clone())
     }
 
-    /// A read: authority check, then the object's bytes (empty if absent).
-    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<Vec<u8>, Refusal> {
-        let held = self.authorize(range, epoch, key, now_us)?;
-        event::read_served(self.id, range, held.row.epoch, key);
+    /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
+    /// epoch older than the newest seen (a deposed leader's command, late or replayed).
+    pub fn command(&mut self, leader_epoch: u64) -> Result<(), String> {
+        if leader_epoch < self.leader_epoch_seen && !self.skip_epoch_check {
+            event::stale_command_refused(self.id, leader_epoch, self.leader_epoch_seen);
+            return Err(format!("{}: stale leader epoch {leader_epoch} (seen {})", self.id, self.leader_epoch_seen));
+        }
+        self.leader_epoch_seen = self.leader_epoch_seen.max(leader_epoch);
+        Ok(())
+    }
+
+    /// The check of a bounded-staleness read (`bound_ms`): the range is held and loaded, the
+    /// key is in it, and this server knew itself the owner (valid lease, not paused) at most
+    /// `bound_ms` ago by its clock. The epoch the request names is not checked: an owner the
+    /// map has since replaced may answer, within the bound.
+    fn authorize_bounded(&self, range: RangeId, key: &[u8], bound_ms: u64, now_us: u64) -> Result<&Held, Refusal> {
+        let held = self.ranges.get(&range).ok_or(Refusal::NotOwner)?;
+        if held.state != HeldState::Active {
+            return Err(Refusal::NotReady);
+        }
+        if !held.row.contains(key) {
+            return Err(Refusal::KeyOutOfRange);
+        }
+        let lease_end = if self.session.is_some() { self.lease_valid_until_us } else { 0 };
+        let knew_until = if held.paused { held.paused_at_us.min(lease_end) } else { lease_end };
+        let age_ms = now_us.saturating_sub(knew_until) / 1000;
+        if age_ms > bound_ms {
+            return Err(Refusal::TooStale { age_ms });
+        }
+        Ok(held)
+    }
+
+    /// A read at `level`: its check, then the object's bytes (empty if absent).
+    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], level: ReadLevel, now_us: u64) -> Result<Vec<u8>, Refusal> {
+        let checked = match level {
+            ReadLevel::Strong => self.authorize(range, epoch, key, now_us),
+            ReadLevel::Bounded { ms } => self.authorize_bounded(range, key, ms, now_us),
+        };
+        let held = checked.inspect_err(|r| event::refused(self.id, range, epoch, key, "read", r))?;
+        event::read_served(self.id, range, held.row.epoch, key, level != ReadLevel::Strong);
         let value = held.objects.get(key).cloned().unwrap_or_default();
         self.ranges.get_mut(&range).expect("authorized").note_op(key, now_us);
         Ok(value)
@@ -312,6 +354,7 @@ impl ServerCore {
             acked: BTreeMap::new(),
             progress: Rc::new(tokio::sync::Notify::new()),
             paused: false,
+            paused_at_us: 0,
             digest: StreamDigest::default(),
             base: Rc::new(Vec::new()),
             recent_ops: Default::default(),
@@ -354,7 +397,7 @@ impl ServerCore {
         held.acked.retain(|offset, _| *offset >= next);
         held.state = HeldState::Active;
         held.apply_acked();
-        event::range_activated(self.id, row.id, row.epoch, held.base.len() + records.len());
+        event::range_activated(self.id, row.id, row.epoch, held.base.len() + records.len(), records.len());
         Ok(())
     }
 
@@ -366,6 +409,7 @@ impl ServerCore {
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch || skip).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
         if !held.paused {
             held.paused = true;
+            held.paused_at_us = now_us();
             event::range_paused(me, range, held.row.epoch);
         }
         Ok(())
@@ -558,10 +602,17 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 }
             }
         }
-        Msg::Read { range, epoch, key } => Some(Msg::Served { result: core.borrow_mut().read(range, epoch, &key, now_us()) }),
-        Msg::GetLoad => Some(Msg::Load { ranges: core.borrow().load(now_us()) }),
-        Msg::Open { row, leader_epoch: _, lineage } => {
-            let begin = core.borrow_mut().begin_open(&row);
+        Msg::Read { range, epoch, key, level } => Some(Msg::Served { result: core.borrow_mut().read(range, epoch, &key, level, now_us()) }),
+        Msg::GetLoad { leader_epoch } => {
+            let mut c = core.borrow_mut();
+            let ranges = if c.command(leader_epoch).is_ok() { c.load(now_us()) } else { Vec::new() };
+            Some(Msg::Load { ranges })
+        }
+        Msg::Open { row, leader_epoch, lineage } => {
+            let begin = {
+                let mut c = core.borrow_mut();
+                c.command(leader_epoch).and_then(|_| c.begin_open(&row))
+            };
             match begin {
                 Err(e) => Some(Msg::Opened { result: Err(e) }),
                 Ok(false) => Some(Msg::Opened { result: Ok(()) }),
@@ -583,8 +634,11 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 }
             }
         }
-        Msg::PreCopy { row, threshold_bytes, max_rounds } => {
-            let begin = core.borrow_mut().begin_copy_round(&row, threshold_bytes, max_rounds);
+        Msg::PreCopy { row, threshold_bytes, max_rounds, leader_epoch } => {
+            let begin = {
+                let mut c = core.borrow_mut();
+                c.command(leader_epoch).and_then(|_| c.begin_copy_round(&row, threshold_bytes, max_rounds))
+            };
             let result = match begin {
                 Err(e) => Err(e),
                 Ok(Err(progress)) => Ok(progress),
@@ -599,15 +653,27 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             };
             Some(Msg::PreCopied { result })
         }
-        Msg::Pause { range, epoch } => {
-            if let Err(e) = core.borrow_mut().pause(range, epoch) {
+        Msg::Pause { range, epoch, leader_epoch } => {
+            let paused = {
+                let mut c = core.borrow_mut();
+                c.command(leader_epoch).and_then(|_| c.pause(range, epoch))
+            };
+            if let Err(e) = paused {
                 return Some(Msg::PausedAt { result: Err(e) });
             }
             Some(Msg::PausedAt { result: drain(core, knobs, range, epoch).await })
         }
-        Msg::FinishMove { row, digest, strategy, lineage } => Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy, &lineage).await }),
-        Msg::Release { range, epoch, to, new_epoch } => {
-            core.borrow_mut().release(range, epoch, to, new_epoch);
+        Msg::FinishMove { row, digest, strategy, lineage, leader_epoch } => {
+            if let Err(e) = core.borrow_mut().command(leader_epoch) {
+                return Some(Msg::MoveFinished { result: Err(FinishError::NotNow(e)) });
+            }
+            Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy, &lineage).await })
+        }
+        Msg::Release { range, epoch, to, new_epoch, leader_epoch } => {
+            let mut c = core.borrow_mut();
+            if c.command(leader_epoch).is_ok() {
+                c.release(range, epoch, to, new_epoch);
+            }
             Some(Msg::Released)
         }
         other => panic!("{id}: unexpected message {other:?}"),
@@ -848,7 +914,7 @@ mod tests {
         // The store did take it: the reload finds it, and a retry is answered without a new effect.
         core.finish_open(&resync, None, Ok(vec![rec.clone()])).unwrap();
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(None));
-        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(b"x;".to_vec()));
+        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"x;".to_vec()));
     }
 
     /// Found by the end-to-end final reads (seeds 2 and 4 of the default scenario): acks that
@@ -866,15 +932,15 @@ mod tests {
             assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
         }
         core.finish_append(RangeId(1), &b, Some(Ok(1)));
-        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(vec![]), "offset 1 waits for offset 0");
+        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(vec![]), "offset 1 waits for offset 0");
         core.finish_append(RangeId(1), &a, Some(Ok(0)));
-        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(b"a;b;".to_vec()));
+        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;".to_vec()));
         // c's outcome is lost: reload; an ack for offset 3 (d) arrives while reloading.
         let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
         let d = rec(4, b"d;");
         core.ranges.get_mut(&RangeId(1)).unwrap().inflight.insert(d.id);
         core.finish_append(RangeId(1), &d, Some(Ok(3)));
         core.finish_open(&resync, None, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
-        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", 10), Ok(b"a;b;c;d;".to_vec()));
+        assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;c;d;".to_vec()));
     }
 }

@@ -164,6 +164,7 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
                 Ok((offset, false)) => {
                     // Already there; it may not be synced yet, so sync before answering.
                     disk.sync().await;
+                    event::effect_deduplicated(stream, server, epoch, id, offset);
                     Some(Msg::StoreAppended { result: Ok(offset) })
                 }
                 Ok((offset, true)) => {

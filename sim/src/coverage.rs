@@ -9,7 +9,7 @@ use crate::events::Event;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every situation, with what it means. Report order.
-pub const SITUATIONS: [(&str, &str); 26] = [
+pub const SITUATIONS: [(&str, &str); 28] = [
     ("crash_owner", "a server crashed while holding ranges"),
     ("crash_owner_while_opening", "a server crashed while a range assigned to it was still preparing"),
     ("crash_store_during_failover", "the store crashed while a failover was in flight"),
@@ -36,6 +36,8 @@ pub const SITUATIONS: [(&str, &str); 26] = [
     ("crash_manager_during_reshape", "a manager crashed while a split or merge was in flight"),
     ("reshape_aborted_while_paused", "a split or merge was aborted after pausing its parents, and rolled back"),
     ("reshape_finished_by_new_leader", "a split or merge journaled under one leader term committed under a later one"),
+    ("stale_command_refused", "a server refused a manager's command from an older leader term"),
+    ("map_unavailable", "a frontend failed an operation at once because it could not read the map for longer than map_staleness_ms"),
 ];
 
 fn server_of(name: &str) -> Option<u64> {
@@ -203,6 +205,8 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                     bump("delayed_write_after_fence");
                 }
             }
+            "stale_command" => bump("stale_command_refused"),
+            "complete" if ev.s("outcome") == "unavailable" => bump("map_unavailable"),
             "fault" => {
                 let f = ev.s("fault").to_string();
                 if ev.u("torn") > 0 {

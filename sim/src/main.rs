@@ -62,7 +62,8 @@ enum Command {
     /// Run every named mutation on the scenario where it applies, seed after seed up to its
     /// budget, and the unmutated system on the same seeds. Prints a table (mutation, caught,
     /// seeds to the first violation, property, repro) and writes it to REPORT_DIR/mutants.md.
-    /// Exits 1 if any mutation survives.
+    /// Exits 1 if any mutation is not caught (it survived, the unmutated system failed a seed
+    /// too, or the harness panicked).
     Mutants {
         /// Seed budget per mutation (default: each mutation's own, 5 to 30).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -131,8 +132,8 @@ fn main() -> ExitCode {
             };
             let o = &report.ops;
             println!("faults injected: {}", if report.faults.is_empty() { "none".to_string() } else { report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") });
-            println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed);
-            println!("sim_ms={} recovery_after_heal_ms={} events={}", report.sim_ms, report.recovery_ms, report.events.len());
+            println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}; MapUnavailable={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable);
+            println!("sim_ms={} recovery_after_heal_ms={} unavailable_ms={} events={}", report.sim_ms, report.recovery_ms, report.unavailable_ms, report.events.len());
             let hit: Vec<String> = report.coverage.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("coverage: {}", if hit.is_empty() { "none".to_string() } else { hit.join(" ") });
             if !report.reshapes.is_empty() {
@@ -188,7 +189,11 @@ fn main() -> ExitCode {
             let table = mutants::render(&hunts);
             print!("{table}");
             let path = report_dir.join("mutants.md");
-            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{}`.\n\n{table}", seeds.map_or(String::new(), |n| format!(" --seeds {n}")));
+            let mut args = seeds.map_or(String::new(), |n| format!(" --seeds {n}"));
+            for m in &only {
+                args.push_str(&format!(" --only {}", m.name()));
+            }
+            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`.\n\n{table}");
             if let Err(e) = std::fs::create_dir_all(&report_dir).and_then(|_| std::fs::write(&path, doc)) {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return ExitCode::from(3);

@@ -87,9 +87,23 @@ pub struct Hunt {
 }
 
 impl Hunt {
-    /// Caught, and the unmutated system passed the same seeds.
+    /// Caught by a property, and the unmutated system passed the same seeds.
     pub fn caught(&self) -> bool {
-        self.caught_at.is_some() && self.unmutated_pass != Some(false)
+        self.caught_at.is_some() && self.property.as_deref() != Some(HARNESS_PANIC) && self.unmutated_pass != Some(false)
+    }
+
+    /// `yes`, `no` (survived), `baseline failed` (the unmutated system failed a seed too: a
+    /// checker or the system is wrong), or `harness panic`.
+    pub fn status(&self) -> &'static str {
+        if self.unmutated_pass == Some(false) {
+            "**baseline failed**"
+        } else if self.property.as_deref() == Some(HARNESS_PANIC) {
+            "**harness panic**"
+        } else if self.caught_at.is_some() {
+            "yes"
+        } else {
+            "**no**"
+        }
     }
 }
 
@@ -100,12 +114,17 @@ fn options(target: &Target, seed: u64, mutated: bool) -> Result<RunOptions, Stri
     Ok(RunOptions { seed, scenario, scenario_label: format!("scenarios/{}", target.scenario), mutation, trace: false, echo_header: false })
 }
 
-/// Run one seed; a harness panic counts as a failure named `harness`.
+/// The property name [`failure`] gives a run whose harness panicked. Not a catch: a panic is
+/// a bug of the harness or an assertion of the system, and says nothing about the checkers.
+pub const HARNESS_PANIC: &str = "harness panic";
+
+/// Run one seed: `None` if every property held, else the first violated property (in the
+/// checkers' order) and its evidence.
 fn failure(opts: &RunOptions) -> Option<(String, String)> {
     match catch_unwind(AssertUnwindSafe(|| run_seed(opts))) {
         Ok(report) if report.outcome() == RunOutcome::Pass => None,
         Ok(report) => report.verdicts.iter().find_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))),
-        Err(_) => Some(("harness".into(), "the harness panicked".into())),
+        Err(_) => Some((HARNESS_PANIC.into(), "the harness panicked (its message is on stderr)".into())),
     }
 }
 
@@ -175,7 +194,7 @@ pub fn render(hunts: &[Hunt]) -> String {
     let _ = writeln!(out, "| mutation | scenario | caught | seeds to first violation | property | unmutated passes the same seeds | repro |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for h in hunts {
-        let caught = if h.caught() { "yes" } else { "**no**" };
+        let caught = h.status();
         let seeds = if h.caught_at.is_some() { h.seeds_run.to_string() } else { format!("none in {}", h.seeds_run) };
         let unmutated = match h.unmutated_pass {
             None => "not checked",
@@ -190,11 +209,11 @@ pub fn render(hunts: &[Hunt]) -> String {
             let _ = writeln!(out, "- `{}` (seed {seed}), {p}: {e}", h.mutation);
         }
     }
-    let survivors: Vec<&str> = hunts.iter().filter(|h| !h.caught()).map(|h| h.mutation).collect();
-    if survivors.is_empty() {
+    let not_caught: Vec<String> = hunts.iter().filter(|h| !h.caught()).map(|h| format!("{} ({})", h.mutation, h.status().trim_matches('*'))).collect();
+    if not_caught.is_empty() {
         let _ = writeln!(out, "\nall {} mutations caught", hunts.len());
     } else {
-        let _ = writeln!(out, "\nSURVIVED: {}", survivors.join(", "));
+        let _ = writeln!(out, "\nNOT CAUGHT: {}", not_caught.join(", "));
     }
     out
 }

@@ -84,6 +84,9 @@ pub struct OpCounts {
     pub reads_ok: u64,
     /// Reads that failed.
     pub reads_failed: u64,
+    /// Appends and reads a frontend failed at once with `MapUnavailable` (its map too stale),
+    /// also counted as failed (appends: definitely failed).
+    pub unavailable: u64,
 }
 
 impl OpCounts {
@@ -110,6 +113,10 @@ pub struct RunReport {
     pub sim_ms: u64,
     /// Simulated ms from the heal until every range took an append.
     pub recovery_ms: u64,
+    /// Client-visible unavailability, ms: the longest stretch of the workload phase (from the
+    /// first acknowledged append to the workload's end) in which no client append was
+    /// acknowledged. See [`unavailable_ms`].
+    pub unavailable_ms: u64,
     /// Hash of the event trace.
     pub trace_hash: u64,
     /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
@@ -137,6 +144,26 @@ impl RunReport {
             RunOutcome::Pass
         }
     }
+}
+
+/// The longest stretch, ms, between consecutive acknowledgements of client appends (the probe
+/// client excluded), from the first acknowledgement to `end_us` (the workload's end): how long
+/// the service as a whole took no write. An outage of a few ranges shows in the handoff and
+/// recovery figures instead; this one shows an authority outage or a cut-off frontend.
+pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
+    let acks = events.iter().filter(|e| e.kind == "complete" && e.s("op") == "append" && e.s("outcome") == "ok" && e.u("client") > 0).map(|e| e.t_us).filter(|t| *t <= end_us);
+    let mut last: Option<u64> = None;
+    let mut worst = 0;
+    for t in acks {
+        if let Some(l) = last {
+            worst = worst.max(t - l);
+        }
+        last = Some(t);
+    }
+    if let Some(l) = last {
+        worst = worst.max(end_us.saturating_sub(l));
+    }
+    worst / 1000
 }
 
 /// The knobs the nodes run with, as `name=value` lines. `s` is the scenario as run (its
@@ -235,6 +262,14 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         match (ev.s("op"), ev.s("outcome")) {
             ("append", "ok") => ops.appends_ok += 1,
             ("append", "fail") => ops.appends_failed += 1,
+            ("append", "unavailable") => {
+                ops.appends_failed += 1;
+                ops.unavailable += 1;
+            }
+            ("read", "unavailable") => {
+                ops.reads_failed += 1;
+                ops.unavailable += 1;
+            }
             ("append", _) => ops.appends_unknown += 1,
             ("read", "ok") => ops.reads_ok += 1,
             _ => ops.reads_failed += 1,
@@ -254,7 +289,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     for ev in events.iter().filter(|e| e.kind == "reshaped") {
         *reshapes.entry(format!("{}_{}", ev.s("reshape"), ev.s("outcome"))).or_default() += 1;
     }
-    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), fault_flows: crate::coverage::fault_flows(&events), handoffs, reshapes, events }
+    let unavailable_ms = unavailable_ms(&events, opts.scenario.workload.duration_s * 1_000_000);
+    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, unavailable_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), fault_flows: crate::coverage::fault_flows(&events), handoffs, reshapes, events }
 }
 
 type Simulated = (Vec<String>, ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, u64);

@@ -110,6 +110,11 @@ pub struct KnobsSpec {
     /// had written but not synced, and tears the record after it (recovery detects it by its
     /// checksum and drops it). Default false: a crash loses everything unsynced.
     pub torn_writes: bool,
+    /// A frontend routes on its cached map only while its last successful read of the map is
+    /// at most this old; beyond it every operation fails at once with `MapUnavailable`.
+    /// Frontends re-read the map every `renew_interval_ms`. 0 (no bound) or 100..=600000,
+    /// default 5000.
+    pub map_staleness_ms: u64,
 }
 
 /// The load the clients offer.
@@ -122,6 +127,11 @@ pub struct Workload {
     pub ops_per_s: f64,
     /// Fraction of operations that are reads; the rest are appends. 0..=1, default 0.3.
     pub read_fraction: f64,
+    /// Fraction of reads at consistency `bounded(read_bound_ms)`; the rest are `strong`.
+    /// 0..=1, default 0.
+    pub bounded_read_fraction: f64,
+    /// The staleness bound of bounded reads, ms. 0..=600000, default 1000.
+    pub read_bound_ms: u64,
     /// Size of the key space, keys `k000000..`. 1..=1000000, default 1000.
     pub keys: u32,
     /// Key popularity skew: key index = `floor(keys * u^(1 + key_skew))` for uniform `u` in
@@ -420,6 +430,7 @@ impl Default for KnobsSpec {
             latency_ms: [1, 5],
             clock_drift_ppm: 0,
             torn_writes: false,
+            map_staleness_ms: 5000,
         }
     }
 }
@@ -430,6 +441,8 @@ impl Default for Workload {
             duration_s: 60,
             ops_per_s: 100.0,
             read_fraction: 0.3,
+            bounded_read_fraction: 0.0,
+            read_bound_ms: 1000,
             keys: 1000,
             key_skew: 1.0,
             record_bytes: 16,
@@ -588,6 +601,9 @@ impl Scenario {
         in_range("knobs.disk_sync_ms", k.disk_sync_ms, 0, 1000)?;
         ordered_pair("knobs.latency_ms", k.latency_ms, 0, 10_000)?;
         in_range("knobs.clock_drift_ppm", k.clock_drift_ppm, 0, 500_000)?;
+        if k.map_staleness_ms != 0 {
+            in_range("knobs.map_staleness_ms", k.map_staleness_ms, 100, 600_000).map_err(|e| format!("{e} (or 0: no bound)"))?;
+        }
         Ok(())
     }
 
@@ -611,6 +627,8 @@ impl Scenario {
             in_range(&format!("{path}.frontend"), a.frontend, 1, self.topology.frontends)?;
         }
         in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
+        in_range("workload.bounded_read_fraction", w.bounded_read_fraction, 0.0, 1.0)?;
+        in_range("workload.read_bound_ms", w.read_bound_ms, 0, 600_000)?;
         in_range("workload.keys", w.keys, 1, 1_000_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
@@ -819,6 +837,7 @@ impl Scenario {
             merge_hysteresis_ms: self.splits.merge_hysteresis_ms,
             max_ranges: self.splits.max_ranges,
             min_ranges: self.splits.min_ranges,
+            map_staleness_ms: k.map_staleness_ms,
             mutation: None,
             link_faults: Default::default(),
         }

@@ -38,6 +38,8 @@ pub struct SeedResult {
     pub ops: crate::run::OpCounts,
     /// Simulated ms.
     pub sim_ms: u64,
+    /// Client-visible unavailability, ms ([`crate::run::unavailable_ms`]).
+    pub unavailable_ms: u64,
     /// Coverage situations hit, with counts.
     pub coverage: BTreeMap<String, u64>,
     /// Trace hash.
@@ -138,6 +140,9 @@ pub struct Summary {
     pub ops: crate::run::OpCounts,
     /// Mean simulated seconds per seed.
     pub sim_s_per_seed: f64,
+    /// Client-visible unavailability per seed ([`crate::run::unavailable_ms`]), ms: p50 and
+    /// max over the seeds.
+    pub unavailable_ms_p50_max: (u64, u64),
     /// Write-pause figures of the committed planned moves, per strategy and range size.
     pub pauses: Vec<PauseFigures>,
     /// Splits and merges committed and aborted, summed over seeds.
@@ -257,6 +262,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             faults: report.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                             ops: report.ops.clone(),
                             sim_ms: report.sim_ms,
+                            unavailable_ms: report.unavailable_ms,
                             coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                             trace_hash: format!("{:016x}", report.trace_hash),
                             handoffs: report.handoffs.clone(),
@@ -299,6 +305,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
         ops: Default::default(),
         sim_s_per_seed: 0.0,
+        unavailable_ms_p50_max: (0, 0),
         pauses: Vec::new(),
         reshapes: BTreeMap::new(),
         seeds_with_reshape: BTreeMap::new(),
@@ -329,6 +336,7 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         s.ops.appends_unknown += r.ops.appends_unknown;
         s.ops.reads_ok += r.ops.reads_ok;
         s.ops.reads_failed += r.ops.reads_failed;
+        s.ops.unavailable += r.ops.unavailable;
         s.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
         for (k, v) in &r.reshapes {
             *s.reshapes.entry(k.clone()).or_default() += v;
@@ -342,6 +350,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         }
     }
     s.sim_s_per_seed /= results.len().max(1) as f64;
+    let gaps: Vec<f64> = results.iter().map(|r| r.unavailable_ms as f64).collect();
+    let pct = |p: f64| crate::handoff::percentile(&gaps, p).unwrap_or(0.0) as u64;
+    s.unavailable_ms_p50_max = (pct(0.5), pct(1.0));
     s.pauses = pause_figures(&results.iter().flat_map(|r| r.handoffs.iter()).collect::<Vec<_>>());
     s.failing = results.into_iter().filter(|r| !r.as_expected).collect();
     s.report_errors = report_errors.into_inner().expect("report errors");
@@ -421,9 +432,11 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
     let o = &s.ops;
     let _ = writeln!(
         out,
-        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}",
-        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed
+        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}",
+        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable
     );
+    let (p50, max) = s.unavailable_ms_p50_max;
+    let _ = writeln!(out, "client-visible unavailability (per seed, the longest stretch with no append acknowledged): p50 {p50} ms, max {max} ms");
     if !s.reshapes.is_empty() {
         let _ = writeln!(out, "\n{:<18} {:>8} {:>10} {:>12}", "split / merge", "total", "per seed", "seeds with");
         for (k, v) in &s.reshapes {

@@ -12,7 +12,7 @@ use madsim::rand::Rng;
 use partmap::config::{client_addr, frontend_addr, lock_addr, Knobs};
 use partmap::ids::{show_key, OpId};
 use partmap::map::RangeState;
-use partmap::msg::{Msg, Outcome};
+use partmap::msg::{Msg, Outcome, ReadLevel};
 use partmap::seam::{now_us, sleep_ms, sleep_us, Rpc};
 use std::sync::{Arc, Mutex};
 use tracing::info;
@@ -61,6 +61,7 @@ fn outcome_name(o: &Outcome) -> (&'static str, &str) {
         Outcome::Ok => ("ok", ""),
         Outcome::Failed(r) => ("fail", r.as_str()),
         Outcome::Unknown(r) => ("unknown", r.as_str()),
+        Outcome::MapUnavailable(r) => ("unavailable", r.as_str()),
     }
 }
 
@@ -78,11 +79,16 @@ pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: O
     outcome
 }
 
-/// One strong read through `frontend`, recorded as `invoke` + `complete` (with the content).
-pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>) -> (Outcome, Vec<u8>) {
+/// One read at `level` through `frontend`, recorded as `invoke` (with the level and, for a
+/// bounded read, its bound in ms) + `complete` (with the content).
+pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>, level: ReadLevel) -> (Outcome, Vec<u8>) {
     let k = show_key(&key);
-    info!(target: "partmap_sim", kind = "invoke", op = "read", client, seq, key = k.as_str());
-    let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key }, client_timeout_ms(knobs)).await {
+    let (level_name, bound_ms) = match level {
+        ReadLevel::Strong => ("strong", 0),
+        ReadLevel::Bounded { ms } => ("bounded", ms),
+    };
+    info!(target: "partmap_sim", kind = "invoke", op = "read", client, seq, key = k.as_str(), level = level_name, bound_ms);
+    let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key, level }, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, value }) => (outcome, value),
         _ => (Outcome::Failed("frontend did not answer".into()), Vec::new()),
     };
@@ -132,7 +138,10 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
         let key = key_name(index);
         seq += 1;
         if is_read {
-            read(&rpc, &knobs, frontend, n, seq, key).await;
+            // Drawn only when asked for, so scenarios without bounded reads draw as before.
+            let bounded = w.bounded_read_fraction > 0.0 && madsim::rand::thread_rng().gen_bool(w.bounded_read_fraction);
+            let level = if bounded { ReadLevel::Bounded { ms: w.read_bound_ms } } else { ReadLevel::Strong };
+            read(&rpc, &knobs, frontend, n, seq, key, level).await;
         } else {
             append(&rpc, &knobs, frontend, key, OpId { client: n, seq }, w.record_bytes as usize).await;
         }
@@ -219,7 +228,7 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, r
         keys.dedup();
         for (i, key) in keys.into_iter().enumerate() {
             seq += 1;
-            read(&rpc, &knobs, i as u32 % scenario.topology.frontends + 1, 0, seq, key).await;
+            read(&rpc, &knobs, i as u32 % scenario.topology.frontends + 1, 0, seq, key, ReadLevel::Strong).await;
         }
     }
     let mut r = report.lock().expect("probe report");

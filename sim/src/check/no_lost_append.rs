@@ -77,7 +77,7 @@ pub fn check(events: &[Event], finals: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Stri
             if let Some(first) = position.insert(*id, i) {
                 return Err(format!("key {key}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", op.outcome, secs(op.invoke_us)));
             }
-            if op.outcome == "fail" {
+            if op.outcome == "fail" || op.outcome == "unavailable" {
                 return Err(format!("key {key}: {id} definitely failed (completed {}) but is in the final content at position {i}", secs(op.complete_us.unwrap_or(0))));
             }
         }

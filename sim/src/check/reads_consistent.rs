@@ -1,7 +1,8 @@
-//! `reads_consistent` (always), for strong reads: a read returns a prefix of the key's final
-//! content (at a record boundary), and that prefix holds every append to the key acknowledged
-//! before the read was invoked. Reads are recorded as length and hash of the returned content.
-//! (Bounded-staleness reads arrive with the read-consistency issue.)
+//! `reads_consistent` (always): a read returns a prefix of the key's final content (at a record
+//! boundary). A strong read's prefix holds every append to the key acknowledged before the read
+//! was invoked; a bounded-staleness read's, every append acknowledged before (invocation −
+//! bound). Reads are recorded as length and hash of the returned content; the invocation
+//! carries the level (`strong` or `bounded`) and the bound in ms.
 
 use super::secs;
 use crate::events::Event;
@@ -43,11 +44,13 @@ pub fn check(events: &[Event], finals: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Stri
     let empty = KeyFinal { prefixes: BTreeSet::from([(0, content_hash(&[]))]), end_of: BTreeMap::new() };
     // Acknowledged appends per key: (completion time, id).
     let mut acked: BTreeMap<&str, Vec<(u64, OpId)>> = BTreeMap::new();
-    let mut invoked: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    // Read (client, seq) -> (invocation time, bound in µs: 0 for a strong read).
+    let mut invoked: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
     for ev in events {
         match (ev.kind.as_str(), ev.s("op")) {
             ("invoke", "read") => {
-                invoked.insert((ev.u("client"), ev.u("seq")), ev.t_us);
+                let bound_us = if ev.s("level") == "bounded" { ev.u("bound_ms") * 1000 } else { 0 };
+                invoked.insert((ev.u("client"), ev.u("seq")), (ev.t_us, bound_us));
             }
             ("complete", "append") if ev.s("outcome") == "ok" => {
                 acked.entry(ev.s("key")).or_default().push((ev.t_us, OpId { client: ev.u("client") as u32, seq: ev.u("seq") }));
@@ -60,21 +63,24 @@ pub fn check(events: &[Event], finals: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Stri
         let fin = index_of.get(key).unwrap_or(&empty);
         let (len, hash) = (ev.u("value_len"), ev.u("value_hash"));
         let (client, seq) = (ev.u("client"), ev.u("seq"));
-        let began = invoked.get(&(client, seq)).copied().unwrap_or(0);
+        let (began, bound_us) = invoked.get(&(client, seq)).copied().unwrap_or((0, 0));
+        // Everything acknowledged before this instant must be in the answer.
+        let horizon = began.saturating_sub(bound_us);
+        let level = if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
         if !fin.prefixes.contains(&(len, hash)) {
             return Err(format!(
-                "key {key}: read c{client}.{seq} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
+                "key {key}: {level}read c{client}.{seq} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
                 secs(began), secs(ev.t_us)
             ));
         }
         for (done, id) in acked.get(key).map_or(&[][..], |v| v.as_slice()) {
-            if *done >= began {
+            if *done >= horizon {
                 continue;
             }
             let end = fin.end_of.get(id).copied().unwrap_or(u64::MAX);
             if end > len {
                 return Err(format!(
-                    "key {key}: read c{client}.{seq} (invoked {}) returned {len} bytes, missing {id}, acknowledged at {} (ends at byte {})",
+                    "key {key}: {level}read c{client}.{seq} (invoked {}) returned {len} bytes, missing {id}, acknowledged at {} (ends at byte {})",
                     secs(began), secs(*done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
                 ));
             }
@@ -115,5 +121,20 @@ mod tests {
         evs.pop();
         evs.push(read_done(6, 4, &b));
         assert!(check(&evs, &fin).unwrap_err().contains("not a prefix"));
+    }
+
+    #[test]
+    fn reads_consistent_lets_a_bounded_read_miss_only_what_is_newer_than_its_bound() {
+        let a = payload(OpId { client: 1, seq: 1 }, 16);
+        let fin = vec![(b"k1".to_vec(), a.clone())];
+        let ok = [("outcome", Val::S("ok".into()))];
+        let bounded = [("level", Val::S("bounded".into())), ("bound_ms", Val::U(1))];
+        // Acknowledged at 2 ms; a bounded(1 ms) read invoked at 2.5 ms may miss it ...
+        let mut evs = vec![ev("invoke", 1_000, "append", 1, &[]), ev("complete", 2_000, "append", 1, &ok), ev("invoke", 2_500, "read", 3, &bounded), read_done(2_600, 3, &[])];
+        check(&evs, &fin).unwrap();
+        // ... one invoked at 3.5 ms may not.
+        evs.push(ev("invoke", 3_500, "read", 4, &bounded));
+        evs.push(read_done(3_600, 4, &[]));
+        assert!(check(&evs, &fin).unwrap_err().contains("bounded(1 ms) read c1.4"));
     }
 }
