@@ -86,6 +86,9 @@ pub enum Mutation {
     /// The server admits appends whatever epoch the request carries and whatever its lease says
     /// (the whole authority check off: epoch, lease, state).
     ServerSkipsAuthorityCheck,
+    /// The server keeps serving after its lease has run out by its own clock, as long as it
+    /// has a session (tarantool/cartridge#2342, HBASE-2231): only the lease check is off.
+    ServerIgnoresLeaseExpiry,
     /// The authority check happens outside the guarded section: the server checks, awaits
     /// (10 ms, as a handler that reads or locks something first), then admits without checking
     /// again. MongoDB SERVER-26885 is this race.
@@ -133,10 +136,11 @@ pub enum Mutation {
 
 impl Mutation {
     /// Every mutation with its CLI name.
-    pub const ALL: [(Mutation, &'static str); 15] = [
+    pub const ALL: [(Mutation, &'static str); 16] = [
         (Mutation::StoreIgnoresFence, "store-ignores-fence"),
         (Mutation::ServerSkipsEpochCheck, "server-skips-epoch-check"),
         (Mutation::ServerSkipsAuthorityCheck, "server-skips-authority-check"),
+        (Mutation::ServerIgnoresLeaseExpiry, "server-ignores-lease-expiry"),
         (Mutation::CheckThenAwaitThenAdmit, "check-then-await-then-admit"),
         (Mutation::PauseSkipsDrain, "pause-skips-drain"),
         (Mutation::SourceIgnoresPause, "source-ignores-pause"),

@@ -152,8 +152,8 @@ pub fn refused(server: ServerId, range: RangeId, epoch: Epoch, key: &[u8], op: &
 
 /// A server refused a manager's command carrying leader epoch `leader_epoch`, older than the
 /// newest it has seen (`seen`): a deposed leader's command, late or replayed.
-pub fn stale_command_refused(server: ServerId, leader_epoch: u64, seen: u64) {
-    info!(target: "partmap", kind = "stale_command", server = server.0, leader_epoch, seen);
+pub fn stale_command_refused(server: ServerId, command: &str, leader_epoch: u64, seen: u64) {
+    info!(target: "partmap", kind = "stale_command", server = server.0, command, leader_epoch, seen);
 }
 
 /// The store answered an append whose id was already in `stream` (a retry, or a duplicate):

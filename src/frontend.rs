@@ -52,8 +52,9 @@ pub enum Step {
     Follow(Route),
 }
 
-/// The reaction to a refusal, and whether the refused attempt may have taken effect (never:
-/// a refusal comes before admission, or from the store's fence).
+/// The reaction to a refusal. A refused attempt never took effect itself (a refusal comes
+/// before admission, or from the store's fence); `InFlight` says another attempt with the same
+/// id is admitted, which may.
 pub fn next_step(route: Route, refusal: &Refusal) -> Step {
     match refusal {
         Refusal::Moved { owner, epoch } if *epoch > route.epoch => Step::Follow(Route { owner: *owner, epoch: *epoch, ..route }),
@@ -68,7 +69,7 @@ struct Frontend {
     map: PartitionMap,
     /// When a refresh was last started (µs, local clock).
     last_refresh_us: u64,
-    /// When a read of the map last succeeded (µs, local clock; 0: never).
+    /// When a read of the map last succeeded (µs, local clock; boot time until the first).
     last_map_us: u64,
 }
 
@@ -84,7 +85,9 @@ struct Failure {
 /// Run frontend `n` forever.
 pub async fn run(n: u32, knobs: Knobs) {
     let rpc = Rpc::bind(frontend_addr(n), &knobs).await;
-    let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0, last_map_us: 0 }));
+    // Staleness counts from boot until the first read of the map: a frontend that never read
+    // it fails fast too.
+    let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0, last_map_us: now_us() }));
     let knobs = Rc::new(knobs);
     {
         // Keep the cache fresh, and know whether the map can still be read at all.
@@ -151,7 +154,7 @@ async fn forward(
     for attempt in 0..knobs.frontend_attempts {
         let last_map_us = fe.borrow().last_map_us;
         let age_ms = now_us().saturating_sub(last_map_us) / 1000;
-        if knobs.map_staleness_ms > 0 && last_map_us > 0 && age_ms > knobs.map_staleness_ms {
+        if knobs.map_staleness_ms > 0 && age_ms > knobs.map_staleness_ms {
             let reason = format!("MapUnavailable: the map was last read {age_ms} ms ago, beyond map_staleness_ms={}", knobs.map_staleness_ms);
             return Err(Failure { reason, maybe_applied, unavailable: true });
         }
@@ -174,6 +177,9 @@ async fn forward(
             Ok(Msg::Served { result: Ok(value) }) => return Ok(value),
             Ok(Msg::Served { result: Err(refusal) }) => {
                 last = format!("{} refused: {refusal:?}", r.owner);
+                // The same id is admitted there already (a duplicate of this request got in
+                // first): it may take effect. Found in review.
+                maybe_applied |= refusal == Refusal::InFlight;
                 match next_step(r, &refusal) {
                     Step::Refresh => refresh(fe, knobs, rpc).await,
                     Step::Backoff => {

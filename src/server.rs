@@ -149,6 +149,8 @@ pub struct ServerCore {
     /// A pause reports its digest without waiting for admitted effects (mutation
     /// `pause-skips-drain`).
     pub pause_skips_drain: bool,
+    /// The lease's end is not checked (mutation `server-ignores-lease-expiry`).
+    pub ignore_lease_expiry: bool,
     /// A pause does not stop admissions (mutation `source-ignores-pause`).
     pub ignore_pause: bool,
     /// Copies in progress, as the target of planned moves.
@@ -158,12 +160,16 @@ pub struct ServerCore {
     /// The newest leader epoch a manager's command carried: older ones are refused (a deposed
     /// leader's late command does nothing).
     pub leader_epoch_seen: u64,
+    /// The lease and its safety margin, ms (for the drift allowance of bounded reads).
+    pub lease_ms: u64,
+    /// See `lease_ms`.
+    pub lease_margin_ms: u64,
 }
 
 impl ServerCore {
     /// A fresh incarnation holding nothing.
     pub fn new(id: ServerId) -> Self {
-        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, skip_epoch_check: false, admit_unchecked: false, pause_skips_drain: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new(), leader_epoch_seen: 0 }
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, skip_epoch_check: false, ignore_lease_expiry: false, admit_unchecked: false, pause_skips_drain: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new(), leader_epoch_seen: 0, lease_ms: 2000, lease_margin_ms: 200 }
     }
 
     fn lease_valid(&self, now_us: u64) -> bool {
@@ -189,7 +195,7 @@ impl ServerCore {
         if held.state != HeldState::Active || (held.paused && !self.ignore_pause) {
             return Err(Refusal::NotReady);
         }
-        if !self.lease_valid(now_us) {
+        if !self.lease_valid(now_us) && !(self.ignore_lease_expiry && self.session.is_some()) {
             return Err(Refusal::LeaseExpired);
         }
         if !held.row.contains(key) {
@@ -276,9 +282,9 @@ impl ServerCore {
 
     /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
     /// epoch older than the newest seen (a deposed leader's command, late or replayed).
-    pub fn command(&mut self, leader_epoch: u64) -> Result<(), String> {
+    pub fn command(&mut self, leader_epoch: u64, kind: &str) -> Result<(), String> {
         if leader_epoch < self.leader_epoch_seen && !self.skip_epoch_check {
-            event::stale_command_refused(self.id, leader_epoch, self.leader_epoch_seen);
+            event::stale_command_refused(self.id, kind, leader_epoch, self.leader_epoch_seen);
             return Err(format!("{}: stale leader epoch {leader_epoch} (seen {})", self.id, self.leader_epoch_seen));
         }
         self.leader_epoch_seen = self.leader_epoch_seen.max(leader_epoch);
@@ -287,7 +293,9 @@ impl ServerCore {
 
     /// The check of a bounded-staleness read (`bound_ms`): the range is held and loaded, the
     /// key is in it, and this server knew itself the owner (valid lease, not paused) at most
-    /// `bound_ms` ago by its clock. The epoch the request names is not checked: an owner the
+    /// `bound_ms` ago. The age is measured on this server's clock and inflated by the drift the
+    /// lease margin is sized for (`lease_margin / (2 * lease)`, 5% at the defaults), so a slow
+    /// clock cannot stretch the bound. The epoch the request names is not checked: an owner the
     /// map has since replaced may answer, within the bound.
     fn authorize_bounded(&self, range: RangeId, key: &[u8], bound_ms: u64, now_us: u64) -> Result<&Held, Refusal> {
         let held = self.ranges.get(&range).ok_or(Refusal::NotOwner)?;
@@ -299,7 +307,8 @@ impl ServerCore {
         }
         let lease_end = if self.session.is_some() { self.lease_valid_until_us } else { 0 };
         let knew_until = if held.paused { held.paused_at_us.min(lease_end) } else { lease_end };
-        let age_ms = now_us.saturating_sub(knew_until) / 1000;
+        let local_age_us = now_us.saturating_sub(knew_until);
+        let age_ms = (local_age_us + local_age_us * self.lease_margin_ms / (2 * self.lease_ms.max(1))) / 1000;
         if age_ms > bound_ms {
             return Err(Refusal::TooStale { age_ms });
         }
@@ -503,7 +512,10 @@ impl ServerCore {
 pub async fn run(id: ServerId, knobs: Knobs) {
     let rpc = Rpc::bind(server_addr(id), &knobs).await;
     let mut core = ServerCore::new(id);
+    core.lease_ms = knobs.lease_ms;
+    core.lease_margin_ms = knobs.lease_margin_ms;
     core.skip_authority_check = knobs.mutated(Mutation::ServerSkipsAuthorityCheck);
+    core.ignore_lease_expiry = knobs.mutated(Mutation::ServerIgnoresLeaseExpiry);
     core.skip_epoch_check = knobs.mutated(Mutation::ServerSkipsEpochCheck);
     core.admit_unchecked = knobs.mutated(Mutation::CheckThenAwaitThenAdmit);
     core.pause_skips_drain = knobs.mutated(Mutation::PauseSkipsDrain);
@@ -605,13 +617,13 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
         Msg::Read { range, epoch, key, level } => Some(Msg::Served { result: core.borrow_mut().read(range, epoch, &key, level, now_us()) }),
         Msg::GetLoad { leader_epoch } => {
             let mut c = core.borrow_mut();
-            let ranges = if c.command(leader_epoch).is_ok() { c.load(now_us()) } else { Vec::new() };
+            let ranges = if c.command(leader_epoch, "get_load").is_ok() { c.load(now_us()) } else { Vec::new() };
             Some(Msg::Load { ranges })
         }
         Msg::Open { row, leader_epoch, lineage } => {
             let begin = {
                 let mut c = core.borrow_mut();
-                c.command(leader_epoch).and_then(|_| c.begin_open(&row))
+                c.command(leader_epoch, "open").and_then(|_| c.begin_open(&row))
             };
             match begin {
                 Err(e) => Some(Msg::Opened { result: Err(e) }),
@@ -637,7 +649,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
         Msg::PreCopy { row, threshold_bytes, max_rounds, leader_epoch } => {
             let begin = {
                 let mut c = core.borrow_mut();
-                c.command(leader_epoch).and_then(|_| c.begin_copy_round(&row, threshold_bytes, max_rounds))
+                c.command(leader_epoch, "pre_copy").and_then(|_| c.begin_copy_round(&row, threshold_bytes, max_rounds))
             };
             let result = match begin {
                 Err(e) => Err(e),
@@ -656,7 +668,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
         Msg::Pause { range, epoch, leader_epoch } => {
             let paused = {
                 let mut c = core.borrow_mut();
-                c.command(leader_epoch).and_then(|_| c.pause(range, epoch))
+                c.command(leader_epoch, "pause").and_then(|_| c.pause(range, epoch))
             };
             if let Err(e) = paused {
                 return Some(Msg::PausedAt { result: Err(e) });
@@ -664,14 +676,14 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             Some(Msg::PausedAt { result: drain(core, knobs, range, epoch).await })
         }
         Msg::FinishMove { row, digest, strategy, lineage, leader_epoch } => {
-            if let Err(e) = core.borrow_mut().command(leader_epoch) {
+            if let Err(e) = core.borrow_mut().command(leader_epoch, "finish_move") {
                 return Some(Msg::MoveFinished { result: Err(FinishError::NotNow(e)) });
             }
             Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy, &lineage).await })
         }
         Msg::Release { range, epoch, to, new_epoch, leader_epoch } => {
             let mut c = core.borrow_mut();
-            if c.command(leader_epoch).is_ok() {
+            if c.command(leader_epoch, "release").is_ok() {
                 c.release(range, epoch, to, new_epoch);
             }
             Some(Msg::Released)

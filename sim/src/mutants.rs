@@ -27,10 +27,11 @@ pub struct Target {
 }
 
 /// Every mutation with its scenario and budget, in [`Mutation::ALL`] order.
-pub const TARGETS: [Target; 15] = [
+pub const TARGETS: [Target; 16] = [
     Target { mutation: Mutation::StoreIgnoresFence, scenario: "stale-write-after-failover.json", budget: 5 },
     Target { mutation: Mutation::ServerSkipsEpochCheck, scenario: "stale-pause.json", budget: 5 },
     Target { mutation: Mutation::ServerSkipsAuthorityCheck, scenario: "paused-owner.json", budget: 5 },
+    Target { mutation: Mutation::ServerIgnoresLeaseExpiry, scenario: "cut-off-owner.json", budget: 5 },
     Target { mutation: Mutation::CheckThenAwaitThenAdmit, scenario: "paused-owner.json", budget: 20 },
     Target { mutation: Mutation::PauseSkipsDrain, scenario: "moves.json", budget: 5 },
     Target { mutation: Mutation::SourceIgnoresPause, scenario: "moves.json", budget: 10 },
@@ -60,6 +61,7 @@ pub fn builtin_scenario(name: &str) -> Result<Scenario, String> {
         "failover.json" => include_str!("../../scenarios/failover.json"),
         "clock-drift-long-lease.json" => include_str!("../../scenarios/clock-drift-long-lease.json"),
         "merge-manager-crash.json" => include_str!("../../scenarios/merge-manager-crash.json"),
+        "cut-off-owner.json" => include_str!("../../scenarios/cut-off-owner.json"),
         other => return Err(format!("no built-in scenario `{other}`")),
     };
     Scenario::parse(text, &format!("scenarios/{name}"))

@@ -13,7 +13,11 @@
 //!    whenever its `effect` event, which follows the store's fsync, comes);
 //! 6. a paused range reports itself drained only once every append it admitted at that epoch
 //!    has landed or been refused at the store, or the server reloaded the range since (the
-//!    outcome was unknown): DESIGN.md's "pausing a range waits for every admitted effect".
+//!    outcome was unknown): DESIGN.md's "pausing a range waits for every admitted effect";
+//! 7. no server admits an append or answers a strong read after the authority expired its
+//!    session, until it registers anew: its lease, by its own clock and with the safety
+//!    margin, must run out first (DESIGN.md: "a server serves only while its session lease at
+//!    the lock service is valid by its own clock").
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the authority's
 //! `map_row` and `map_transfer` (a move's target and its new epoch) events.
@@ -60,6 +64,10 @@ pub fn check(events: &[Event]) -> Result<(), String> {
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: BTreeMap<(u64, u64, u64), (u64, u64, u64)> = BTreeMap::new();
     let mut landed: std::collections::BTreeSet<(u64, u64, u64)> = Default::default();
+    // Clause 7: server -> (session the authority expired, when), until a newer session renews.
+    let mut expired: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    // server -> its newest session (from its renewals and registrations).
+    let mut current_session: BTreeMap<u64, u64> = BTreeMap::new();
     for ev in events {
         match ev.kind.as_str() {
             "map_row" => {
@@ -112,8 +120,30 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                     ));
                 }
             }
+            "lease_expired" => {
+                // An expiry the authority records after the server moved on to a newer session
+                // (it restarted and registered again) concerns an incarnation that is gone.
+                let (server, session) = (ev.u("server"), ev.u("session"));
+                if current_session.get(&server).is_none_or(|c| *c <= session) {
+                    expired.insert(server, (session, ev.t_us));
+                }
+            }
+            "renewed" if ev.get("ok") == Some(&crate::events::Val::B(true)) => {
+                let (server, session) = (ev.u("server"), ev.u("session"));
+                current_session.insert(server, session);
+                if expired.get(&server).is_some_and(|(s, _)| session > *s) {
+                    expired.remove(&server);
+                }
+            }
             "read_served" if ev.s("level") == "bounded" => {}
             "admit" | "read_served" => {
+                if let Some(&(session, t_exp)) = expired.get(&ev.u("server")) {
+                    let what = if ev.kind == "admit" { format!("admitted c{}.{}", ev.u("client"), ev.u("seq")) } else { "answered a strong read".to_string() };
+                    return Err(format!(
+                        "server-{} {what} on key {} (r{} at epoch {}) at {}, after the authority expired its session {session} at {}",
+                        ev.u("server"), ev.s("key"), ev.u("range"), ev.u("epoch"), secs(ev.t_us), secs(t_exp)
+                    ));
+                }
                 let (server, epoch, key) = (ev.u("server"), ev.u("epoch"), ev.s("key"));
                 if ev.kind == "admit" {
                     let op = (ev.u("range"), ev.u("client"), ev.u("seq"));
@@ -261,6 +291,18 @@ mod tests {
         check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), at("activated", 3, 1, 1), at("drained", 4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
         // A duplicate's deduplicated answer can come before the original's effect event.
         check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), op("deduplicated", 3, 1, 1), at("drained", 4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
+    }
+
+    #[test]
+    fn single_writer_flags_serving_after_the_authority_expired_the_session() {
+        let expired = ev("lease_expired", 5, &[("server", Val::U(1)), ("session", Val::U(3))]);
+        let renewed = ev("renewed", 7, &[("server", Val::U(1)), ("session", Val::U(4)), ("ok", Val::B(true))]);
+        let evs = vec![row(1, 1, 1), op("admit", 2, 1, 1), expired.clone(), op("admit", 6, 1, 1)];
+        assert!(check(&evs).unwrap_err().contains("after the authority expired its session 3"));
+        // Registered anew (a newer session): serving again is fine, and so is an expiry of the
+        // old session recorded after that.
+        check(&[row(1, 1, 1), expired.clone(), renewed.clone(), op("admit", 8, 1, 1)]).unwrap();
+        check(&[row(1, 1, 1), renewed, expired, op("admit", 8, 1, 1)]).unwrap();
     }
 
     #[test]
