@@ -213,7 +213,7 @@ pub fn render(hunts: &[Hunt]) -> String {
     }
     let not_caught: Vec<String> = hunts.iter().filter(|h| !h.caught()).map(|h| format!("{} ({})", h.mutation, h.status().trim_matches('*'))).collect();
     if not_caught.is_empty() {
-        let _ = writeln!(out, "\nall {} mutations caught", hunts.len());
+        let _ = writeln!(out, "\ncaught: all {} of {}", hunts.len(), hunts.len());
     } else {
         let _ = writeln!(out, "\nNOT CAUGHT: {}", not_caught.join(", "));
     }

@@ -181,11 +181,14 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             t.servers, t.managers, t.frontends, t.clients, t.initial_ranges
         ),
         format!(
-            "knobs: lease_ms={} lease_margin_ms={} renew_interval_ms={} rpc_timeout_ms={} store_timeout_ms={} manager_tick_ms={} frontend_attempts={} frontend_backoff_ms={}..{} bandwidth_bytes_per_s={} disk_sync_ms={} latency_ms={}..{} clock_drift_ppm={} torn_writes={}",
+            "knobs: lease_ms={} lease_margin_ms={} renew_interval_ms={} rpc_timeout_ms={} store_timeout_ms={} manager_tick_ms={} frontend_attempts={} frontend_backoff_ms={}..{} bandwidth_bytes_per_s={} disk_sync_ms={} latency_ms={}..{} clock_drift_ppm={} torn_writes={} map_staleness_ms={}",
             knobs.lease_ms, knobs.lease_margin_ms, knobs.renew_interval_ms, knobs.rpc_timeout_ms, knobs.store_timeout_ms, knobs.manager_tick_ms, knobs.frontend_attempts,
-            knobs.frontend_backoff_ms, knobs.frontend_backoff_ms_max, knobs.bandwidth_bytes_per_s, knobs.disk_sync_ms, s.knobs.latency_ms[0], s.knobs.latency_ms[1], s.knobs.clock_drift_ppm, s.knobs.torn_writes
+            knobs.frontend_backoff_ms, knobs.frontend_backoff_ms_max, knobs.bandwidth_bytes_per_s, knobs.disk_sync_ms, s.knobs.latency_ms[0], s.knobs.latency_ms[1], s.knobs.clock_drift_ppm, s.knobs.torn_writes, knobs.map_staleness_ms
         ),
-        format!("workload: duration_s={} ops_per_s={} read_fraction={} keys={} key_skew={} record_bytes={}", w.duration_s, w.ops_per_s, w.read_fraction, w.keys, w.key_skew, w.record_bytes),
+        format!(
+            "workload: duration_s={} ops_per_s={} read_fraction={} bounded_read_fraction={} read_bound_ms={} keys={} key_skew={} record_bytes={}",
+            w.duration_s, w.ops_per_s, w.read_fraction, w.bounded_read_fraction, w.read_bound_ms, w.keys, w.key_skew, w.record_bytes
+        ),
         format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
         format!(
             "moves: strategy={}{} precopy_threshold_bytes={} precopy_max_rounds={} balance={} max_concurrent={}",

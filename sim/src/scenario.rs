@@ -603,6 +603,15 @@ impl Scenario {
         in_range("knobs.clock_drift_ppm", k.clock_drift_ppm, 0, 500_000)?;
         if k.map_staleness_ms != 0 {
             in_range("knobs.map_staleness_ms", k.map_staleness_ms, 100, 600_000).map_err(|e| format!("{e} (or 0: no bound)"))?;
+            // Frontends re-read the map every renew_interval_ms, each read taking up to
+            // rpc_timeout_ms: a smaller bound would call a healthy map stale.
+            let refresh = k.renew_interval_ms + k.rpc_timeout_ms;
+            if k.map_staleness_ms <= refresh {
+                return Err(format!(
+                    "knobs.map_staleness_ms: must be above knobs.renew_interval_ms + knobs.rpc_timeout_ms ({refresh}), how long a frontend's re-read of the map can take, or 0 (no bound); got {}",
+                    k.map_staleness_ms
+                ));
+            }
         }
         Ok(())
     }

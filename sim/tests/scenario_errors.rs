@@ -237,6 +237,16 @@ fn scenario_rejects_renew_interval_not_below_trusted_lease() {
 }
 
 #[test]
+fn scenario_rejects_a_map_staleness_bound_a_healthy_refresh_cannot_meet() {
+    let err = rejected(&failover_with("knobs", r#"{"map_staleness_ms": 800}"#));
+    assert_mentions(&err, &["knobs.map_staleness_ms", "renew_interval_ms + knobs.rpc_timeout_ms (900)", "got 800"]);
+    let err = rejected(&failover_with("knobs", r#"{"map_staleness_ms": 50}"#));
+    assert_mentions(&err, &["knobs.map_staleness_ms", "100..=600000", "got 50", "0: no bound"]);
+    let err = rejected(&failover_with("workload", r#"{"bounded_read_fraction": 2}"#));
+    assert_mentions(&err, &["workload.bounded_read_fraction", "got 2"]);
+}
+
+#[test]
 fn scenario_rejects_backoff_max_below_backoff() {
     let err = rejected(&failover_with(
         "knobs",
