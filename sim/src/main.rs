@@ -69,6 +69,10 @@ enum Command {
         /// Seed budget per mutation (default: each mutation's own, 5 to 30).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         seeds: Option<u64>,
+        /// Run every seed of the budget instead of stopping at the first catch, and report on
+        /// how many seeds each mutation was caught.
+        #[arg(long)]
+        rate: bool,
         /// Only these mutations (repeatable; default: all).
         #[arg(long = "only", value_parser = Mutation::parse)]
         only: Vec<Mutation>,
@@ -178,9 +182,9 @@ fn main() -> ExitCode {
             print!("{}", sweep::render(&summary, &base));
             ExitCode::from(summary.exit_code() as u8)
         }
-        Command::Mutants { seeds, only, jobs, report_dir } => {
+        Command::Mutants { seeds, rate, only, jobs, report_dir } => {
             let targets: Vec<mutants::Target> = mutants::TARGETS.iter().filter(|t| only.is_empty() || only.contains(&t.mutation)).copied().collect();
-            let hunts = match mutants::hunt_all(&targets, seeds, true, jobs as usize) {
+            let hunts = match mutants::hunt_all(&targets, seeds, rate, true, jobs as usize) {
                 Ok(h) => h,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -195,7 +199,7 @@ fn main() -> ExitCode {
                 return if hunts.iter().all(|h| h.caught()) { ExitCode::SUCCESS } else { ExitCode::from(1) };
             }
             let path = report_dir.join("mutants.md");
-            let args = seeds.map_or(String::new(), |n| format!(" --seeds {n}"));
+            let args = seeds.map_or(String::new(), |n| format!(" --seeds {n}")) + if rate { " --rate" } else { "" };
             let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`.\n\n{table}");
             if let Err(e) = std::fs::create_dir_all(&report_dir).and_then(|_| std::fs::write(&path, doc)) {
                 eprintln!("error: cannot write {}: {e}", path.display());

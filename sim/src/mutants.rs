@@ -40,7 +40,7 @@ pub const TARGETS: [Target; 16] = [
     Target { mutation: Mutation::RetireParentsFirst, scenario: "split-merge.json", budget: 5 },
     Target { mutation: Mutation::FreshIdOnRetry, scenario: "failover.json", budget: 20 },
     Target { mutation: Mutation::ZeroLeaseMargin, scenario: "clock-drift-long-lease.json", budget: 20 },
-    Target { mutation: Mutation::AuthoritySkipsLeaderEpoch, scenario: "failover.json", budget: 20 },
+    Target { mutation: Mutation::AuthoritySkipsLeaderEpoch, scenario: "dueling-managers.json", budget: 10 },
     Target { mutation: Mutation::NewLeaderIgnoresJournal, scenario: "merge-manager-crash.json", budget: 10 },
     Target { mutation: Mutation::StoreAcksBeforeSync, scenario: "failover.json", budget: 30 },
     Target { mutation: Mutation::MergeFromStaleView, scenario: "split-merge.json", budget: 10 },
@@ -62,6 +62,7 @@ pub fn builtin_scenario(name: &str) -> Result<Scenario, String> {
         "clock-drift-long-lease.json" => include_str!("../../scenarios/clock-drift-long-lease.json"),
         "merge-manager-crash.json" => include_str!("../../scenarios/merge-manager-crash.json"),
         "cut-off-owner.json" => include_str!("../../scenarios/cut-off-owner.json"),
+        "dueling-managers.json" => include_str!("../../scenarios/dueling-managers.json"),
         other => return Err(format!("no built-in scenario `{other}`")),
     };
     Scenario::parse(text, &format!("scenarios/{name}"))
@@ -74,8 +75,11 @@ pub struct Hunt {
     pub mutation: &'static str,
     /// The scenario file name.
     pub scenario: &'static str,
-    /// Seeds tried (from 0): up to and including the catching seed, or the whole budget.
+    /// Seeds tried (from 0): up to and including the catching seed, or the whole budget (in
+    /// rate mode, always the whole budget).
     pub seeds_run: u64,
+    /// Seeds among those on which a property failed.
+    pub catches: u64,
     /// The first seed on which a property failed, if any.
     pub caught_at: Option<u64>,
     /// The first property that failed there.
@@ -130,22 +134,30 @@ fn failure(opts: &RunOptions) -> Option<(String, String)> {
     }
 }
 
-/// Hunt `target` over seeds `0..budget`; then, if `check_unmutated`, run the same seeds
+/// Hunt `target` over seeds `0..budget`, stopping at the first catch unless `rate` (then
+/// every seed runs and `catches` counts them); then, if `check_unmutated`, run the same seeds
 /// without the mutation (through `baseline`, a cache of unmutated results by scenario and seed).
 ///
 /// Errors: the target's scenario is not built in.
-pub fn hunt(target: &Target, budget: u64, check_unmutated: bool, baseline: &Mutex<BTreeMap<(&'static str, u64), bool>>) -> Result<Hunt, String> {
-    let mut h = Hunt { mutation: target.mutation.name(), scenario: target.scenario, seeds_run: 0, caught_at: None, property: None, evidence: None, unmutated_pass: None, repro: String::new() };
+pub fn hunt(target: &Target, budget: u64, rate: bool, check_unmutated: bool, baseline: &Mutex<BTreeMap<(&'static str, u64), bool>>) -> Result<Hunt, String> {
+    let mut h = Hunt { mutation: target.mutation.name(), scenario: target.scenario, seeds_run: 0, catches: 0, caught_at: None, property: None, evidence: None, unmutated_pass: None, repro: String::new() };
     for seed in 0..budget {
         let opts = options(target, seed, true)?;
         h.seeds_run = seed + 1;
-        h.repro = crate::sweep::repro_command(&opts, seed);
-        if let Some((property, evidence)) = failure(&opts) {
+        let Some((property, evidence)) = failure(&opts) else { continue };
+        h.catches += 1;
+        if h.caught_at.is_none() {
+            h.repro = crate::sweep::repro_command(&opts, seed);
             h.caught_at = Some(seed);
             h.property = Some(property);
             h.evidence = Some(evidence);
+        }
+        if !rate {
             break;
         }
+    }
+    if h.caught_at.is_none() {
+        h.repro = crate::sweep::repro_command(&options(target, budget.saturating_sub(1), true)?, budget.saturating_sub(1));
     }
     if check_unmutated {
         let mut all = true;
@@ -167,10 +179,11 @@ pub fn hunt(target: &Target, budget: u64, check_unmutated: bool, baseline: &Mute
 }
 
 /// Hunt every target with `jobs` worker threads (each takes whole mutations). `budget`
-/// overrides every target's own. Results come back in [`TARGETS`] order.
+/// overrides every target's own; `rate` runs every seed of it (see [`hunt`]). Results come
+/// back in [`TARGETS`] order.
 ///
 /// Errors: a target's scenario is not built in.
-pub fn hunt_all(targets: &[Target], budget: Option<u64>, check_unmutated: bool, jobs: usize) -> Result<Vec<Hunt>, String> {
+pub fn hunt_all(targets: &[Target], budget: Option<u64>, rate: bool, check_unmutated: bool, jobs: usize) -> Result<Vec<Hunt>, String> {
     let next = AtomicUsize::new(0);
     let baseline = Mutex::new(BTreeMap::new());
     let results: Mutex<Vec<(usize, Result<Hunt, String>)>> = Mutex::new(Vec::new());
@@ -179,7 +192,7 @@ pub fn hunt_all(targets: &[Target], budget: Option<u64>, check_unmutated: bool, 
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(t) = targets.get(i) else { return };
-                let h = hunt(t, budget.unwrap_or(t.budget), check_unmutated, &baseline);
+                let h = hunt(t, budget.unwrap_or(t.budget), rate, check_unmutated, &baseline);
                 results.lock().expect("results").push((i, h));
             });
         }
@@ -189,21 +202,23 @@ pub fn hunt_all(targets: &[Target], budget: Option<u64>, check_unmutated: bool, 
     results.into_iter().map(|(_, h)| h).collect()
 }
 
-/// The table: mutation, caught, seeds to the first violation, the property, the repro command;
-/// then each catch's evidence.
+/// The table: mutation, caught, seeds to the first violation, the seeds caught of those run,
+/// the property, whether the unmutated system passed, the repro command; then each catch's
+/// evidence.
 pub fn render(hunts: &[Hunt]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "| mutation | scenario | caught | seeds to first violation | property | unmutated passes the same seeds | repro |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| mutation | scenario | caught | seeds to first violation | caught on (seeds) | property | unmutated passes the same seeds | repro |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
     for h in hunts {
         let caught = h.status();
-        let seeds = if h.caught_at.is_some() { h.seeds_run.to_string() } else { format!("none in {}", h.seeds_run) };
+        let seeds = h.caught_at.map_or(format!("none in {}", h.seeds_run), |s| (s + 1).to_string());
+        let rate = format!("{} of {}", h.catches, h.seeds_run);
         let unmutated = match h.unmutated_pass {
             None => "not checked",
             Some(true) => "yes",
             Some(false) => "**no**",
         };
-        let _ = writeln!(out, "| {} | {} | {caught} | {seeds} | {} | {unmutated} | `{}` |", h.mutation, h.scenario, h.property.as_deref().unwrap_or("-"), h.repro);
+        let _ = writeln!(out, "| {} | {} | {caught} | {seeds} | {rate} | {} | {unmutated} | `{}` |", h.mutation, h.scenario, h.property.as_deref().unwrap_or("-"), h.repro);
     }
     let _ = writeln!(out, "\nEvidence of each catch:\n");
     for h in hunts {
