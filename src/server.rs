@@ -139,20 +139,11 @@ pub struct ServerCore {
     pub lease_valid_until_us: u64,
     /// Held ranges.
     pub ranges: BTreeMap<RangeId, Held>,
-    /// Authority check disabled (mutation `server-skips-authority-check`).
-    pub skip_authority_check: bool,
-    /// Epochs named by requests and commands not checked (mutation `server-skips-epoch-check`).
-    pub skip_epoch_check: bool,
-    /// Admission does not repeat the authority check (mutation `check-then-await-then-admit`:
-    /// the handler checked before an await).
-    pub admit_unchecked: bool,
-    /// A pause reports its digest without waiting for admitted effects (mutation
-    /// `pause-skips-drain`).
-    pub pause_skips_drain: bool,
-    /// The lease's end is not checked (mutation `server-ignores-lease-expiry`).
-    pub ignore_lease_expiry: bool,
-    /// A pause does not stop admissions (mutation `source-ignores-pause`).
-    pub ignore_pause: bool,
+    /// A deliberately broken safety mechanism (`knobs.mutation`), `None` in normal runs. The
+    /// server's own: `server-skips-authority-check`, `server-skips-epoch-check`,
+    /// `server-ignores-lease-expiry`, `check-then-await-then-admit` (admission does not repeat
+    /// the check the handler made before an await), `pause-skips-drain`, `source-ignores-pause`.
+    pub mutation: Option<Mutation>,
     /// Copies in progress, as the target of planned moves.
     pub copies: BTreeMap<RangeId, CopyState>,
     /// Ranges moved away from here: the new owner and epoch, for the hint in refusals.
@@ -160,16 +151,19 @@ pub struct ServerCore {
     /// The newest leader epoch a manager's command carried: older ones are refused (a deposed
     /// leader's late command does nothing).
     pub leader_epoch_seen: u64,
-    /// The lease and its safety margin, ms (for the drift allowance of bounded reads).
-    pub lease_ms: u64,
-    /// See `lease_ms`.
-    pub lease_margin_ms: u64,
+    /// The drift between two clocks the lease margin is sized for, in parts per 10^6
+    /// (`lease_margin_ms / (2 * lease_ms)`): the allowance of bounded reads.
+    pub drift_ppm: u64,
 }
 
 impl ServerCore {
     /// A fresh incarnation holding nothing.
     pub fn new(id: ServerId) -> Self {
-        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), skip_authority_check: false, skip_epoch_check: false, ignore_lease_expiry: false, admit_unchecked: false, pause_skips_drain: false, ignore_pause: false, copies: BTreeMap::new(), moved: BTreeMap::new(), leader_epoch_seen: 0, lease_ms: 2000, lease_margin_ms: 200 }
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), mutation: None, copies: BTreeMap::new(), moved: BTreeMap::new(), leader_epoch_seen: 0, drift_ppm: 50_000 }
+    }
+
+    fn mutated(&self, m: Mutation) -> bool {
+        self.mutation == Some(m)
     }
 
     fn lease_valid(&self, now_us: u64) -> bool {
@@ -183,19 +177,20 @@ impl ServerCore {
             event::redirected(self.id, range, epoch, key, owner, moved_to);
             return Err(Refusal::Moved { owner, epoch: moved_to });
         };
-        if self.skip_authority_check {
+        if self.mutated(Mutation::ServerSkipsAuthorityCheck) {
             return Ok(held);
         }
-        if epoch < held.row.epoch && !self.skip_epoch_check {
+        let skip_epoch = self.mutated(Mutation::ServerSkipsEpochCheck);
+        if epoch < held.row.epoch && !skip_epoch {
             return Err(Refusal::StaleEpoch { current: held.row.epoch });
         }
-        if epoch > held.row.epoch && !self.skip_epoch_check {
+        if epoch > held.row.epoch && !skip_epoch {
             return Err(Refusal::NotOwner); // the map knows a newer owner than we do
         }
-        if held.state != HeldState::Active || (held.paused && !self.ignore_pause) {
+        if held.state != HeldState::Active || (held.paused && !self.mutated(Mutation::SourceIgnoresPause)) {
             return Err(Refusal::NotReady);
         }
-        if !self.lease_valid(now_us) && !(self.ignore_lease_expiry && self.session.is_some()) {
+        if !self.lease_valid(now_us) && !(self.mutated(Mutation::ServerIgnoresLeaseExpiry) && self.session.is_some()) {
             return Err(Refusal::LeaseExpired);
         }
         if !held.row.contains(key) {
@@ -210,9 +205,9 @@ impl ServerCore {
     /// must send the effect to the store and then call [`ServerCore::finish_append`]),
     /// `Ok(None)` when `id` is already applied (answer ok without a new effect), or the refusal.
     pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<Option<Epoch>, Refusal> {
-        let checked = if self.admit_unchecked { self.ranges.get(&range).ok_or(Refusal::NotOwner) } else { self.authorize(range, epoch, key, now_us) };
+        let checked = if self.mutated(Mutation::CheckThenAwaitThenAdmit) { self.ranges.get(&range).ok_or(Refusal::NotOwner) } else { self.authorize(range, epoch, key, now_us) };
         let held = checked.inspect_err(|r| event::refused(self.id, range, epoch, key, "append", r))?;
-        let write_at = if self.skip_epoch_check { held.row.epoch } else { epoch };
+        let write_at = if self.mutated(Mutation::ServerSkipsEpochCheck) { held.row.epoch } else { epoch };
         if held.applied.contains(&id) {
             return Ok(None);
         }
@@ -283,7 +278,7 @@ impl ServerCore {
     /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
     /// epoch older than the newest seen (a deposed leader's command, late or replayed).
     pub fn command(&mut self, leader_epoch: u64, kind: &str) -> Result<(), String> {
-        if leader_epoch < self.leader_epoch_seen && !self.skip_epoch_check {
+        if leader_epoch < self.leader_epoch_seen && !self.mutated(Mutation::ServerSkipsEpochCheck) {
             event::stale_command_refused(self.id, kind, leader_epoch, self.leader_epoch_seen);
             return Err(format!("{}: stale leader epoch {leader_epoch} (seen {})", self.id, self.leader_epoch_seen));
         }
@@ -308,7 +303,7 @@ impl ServerCore {
         let lease_end = if self.session.is_some() { self.lease_valid_until_us } else { 0 };
         let knew_until = if held.paused { held.paused_at_us.min(lease_end) } else { lease_end };
         let local_age_us = now_us.saturating_sub(knew_until);
-        let age_ms = (local_age_us + local_age_us * self.lease_margin_ms / (2 * self.lease_ms.max(1))) / 1000;
+        let age_ms = (local_age_us + local_age_us * self.drift_ppm / 1_000_000) / 1000;
         if age_ms > bound_ms {
             return Err(Refusal::TooStale { age_ms });
         }
@@ -414,7 +409,7 @@ impl ServerCore {
     /// no reads. Idempotent. Errors: the range is not held at that epoch.
     pub fn pause(&mut self, range: RangeId, epoch: Epoch) -> Result<(), String> {
         let me = self.id;
-        let skip = self.skip_epoch_check;
+        let skip = self.mutated(Mutation::ServerSkipsEpochCheck);
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch || skip).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
         if !held.paused {
             held.paused = true;
@@ -427,16 +422,16 @@ impl ServerCore {
     /// The digest of a paused range once every admitted effect finished and the content
     /// matches the stream (`None`: not drained yet). Errors: no longer held paused at `epoch`.
     pub fn drained(&self, range: RangeId, epoch: Epoch) -> Result<Option<StreamDigest>, String> {
-        let skip = self.skip_epoch_check;
+        let skip = self.mutated(Mutation::ServerSkipsEpochCheck);
         let held = self.ranges.get(&range).filter(|h| (h.row.epoch == epoch || skip) && h.paused).ok_or_else(|| format!("{} no longer holds {range} paused at {epoch}", self.id))?;
-        let done = self.pause_skips_drain || (held.inflight.is_empty() && held.acked.is_empty() && held.state == HeldState::Active);
+        let done = self.mutated(Mutation::PauseSkipsDrain) || (held.inflight.is_empty() && held.acked.is_empty() && held.state == HeldState::Active);
         Ok(done.then_some(held.digest))
     }
 
     /// The move (or split or merge) committed: drop the paused `range` at `epoch` and remember
     /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
-        if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.skip_epoch_check) {
+        if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.mutated(Mutation::ServerSkipsEpochCheck)) {
             event::range_dropped(self.id, range, held.row.epoch, "moved");
             self.ranges.remove(&range);
         }
@@ -512,14 +507,8 @@ impl ServerCore {
 pub async fn run(id: ServerId, knobs: Knobs) {
     let rpc = Rpc::bind(server_addr(id), &knobs).await;
     let mut core = ServerCore::new(id);
-    core.lease_ms = knobs.lease_ms;
-    core.lease_margin_ms = knobs.lease_margin_ms;
-    core.skip_authority_check = knobs.mutated(Mutation::ServerSkipsAuthorityCheck);
-    core.ignore_lease_expiry = knobs.mutated(Mutation::ServerIgnoresLeaseExpiry);
-    core.skip_epoch_check = knobs.mutated(Mutation::ServerSkipsEpochCheck);
-    core.admit_unchecked = knobs.mutated(Mutation::CheckThenAwaitThenAdmit);
-    core.pause_skips_drain = knobs.mutated(Mutation::PauseSkipsDrain);
-    core.ignore_pause = knobs.mutated(Mutation::SourceIgnoresPause);
+    core.drift_ppm = knobs.lease_margin_ms * 1_000_000 / (2 * knobs.lease_ms.max(1));
+    core.mutation = knobs.mutation;
     let core = Rc::new(RefCell::new(core));
     let knobs = Rc::new(knobs);
     {
