@@ -94,8 +94,7 @@ pub async fn run(n: u32, knobs: Knobs) {
         let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc.clone());
         crate::seam::spawn(async move {
             loop {
-                fe.borrow_mut().last_refresh_us = 0;
-                refresh(&fe, &knobs, &rpc).await;
+                fetch_map(&fe, &knobs, &rpc).await;
                 sleep_ms(knobs.renew_interval_ms).await;
             }
         });
@@ -119,6 +118,12 @@ async fn refresh(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
     if fe.borrow().last_refresh_us + 10_000 > now_us() && fe.borrow().last_refresh_us > 0 {
         return;
     }
+    fetch_map(fe, knobs, rpc).await;
+}
+
+/// Fetch the map from the authority and keep it if it is not older than the cached one;
+/// remember when the fetch started and, if it succeeded, when it ended.
+async fn fetch_map(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
     fe.borrow_mut().last_refresh_us = now_us();
     if let Ok(Msg::Map { map }) = rpc.call(lock_addr(), Msg::GetMap, knobs.rpc_timeout_ms).await {
         let mut f = fe.borrow_mut();
