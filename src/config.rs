@@ -132,11 +132,22 @@ pub enum Mutation {
     /// A merge commits from a stale view of a parent: the parent's length from the load report
     /// the round began with, not the length the seal returned.
     MergeFromStaleView,
+    /// A server activating a split or merge child (or moving one) loads its lineage one record
+    /// short: the last record it inherits from its parents' sealed prefixes is left out of what
+    /// it serves, while every
+    /// stream at the store stays intact. Only a check of what the live system serves (issue 12's
+    /// final strong reads) sees it; the store-side view holds the record.
+    ChildLoadDropsRecord,
+    /// The authority writes a compare-and-set's result to its log before validating it and
+    /// never takes a refused one back: refused map versions (a deposed leader's, or one built
+    /// on an old version) are durable though never announced, and a restart may restore one.
+    /// Only the replay of the authority's durable log (issue 12) judges them.
+    AuthorityLogsRefusedCas,
 }
 
 impl Mutation {
     /// Every mutation with its CLI name.
-    pub const ALL: [(Mutation, &'static str); 16] = [
+    pub const ALL: [(Mutation, &'static str); 18] = [
         (Mutation::StoreIgnoresFence, "store-ignores-fence"),
         (Mutation::ServerSkipsEpochCheck, "server-skips-epoch-check"),
         (Mutation::ServerSkipsAuthorityCheck, "server-skips-authority-check"),
@@ -153,6 +164,8 @@ impl Mutation {
         (Mutation::NewLeaderIgnoresJournal, "new-leader-ignores-journal"),
         (Mutation::StoreAcksBeforeSync, "store-acks-before-sync"),
         (Mutation::MergeFromStaleView, "merge-from-stale-view"),
+        (Mutation::ChildLoadDropsRecord, "child-load-drops-record"),
+        (Mutation::AuthorityLogsRefusedCas, "authority-logs-refused-cas"),
     ];
 
     /// The CLI name.

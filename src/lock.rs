@@ -8,7 +8,7 @@
 //! its holder believes. Idea: Chubby's grace period after master fail-over (Burrows, OSDI 2006).
 
 use crate::config::{Knobs, Mutation};
-use crate::event;
+use crate::event::{emit, Event, Restored};
 use crate::ids::ServerId;
 use crate::map::PartitionMap;
 use crate::msg::{Msg, SessionView};
@@ -20,8 +20,9 @@ use std::rc::Rc;
 /// A durable record of the authority.
 #[derive(Clone, Debug)]
 pub enum LockRecord {
-    /// The whole map after a committed mutation (the last one wins on recovery).
-    Map(PartitionMap),
+    /// The whole map after a committed mutation (the last one wins on recovery), with the
+    /// leader term that committed it (0: an operator's request).
+    Map { map: PartitionMap, leader_epoch: u64 },
     /// A leader term was granted.
     LeaderTerm { candidate: u32, epoch: u64 },
     /// A server session was started.
@@ -49,6 +50,8 @@ struct Session {
 struct Authority {
     knobs: Knobs,
     map: PartitionMap,
+    /// The leader term that committed `map` (0: operator, or none yet).
+    map_leader_epoch: u64,
     leader: Option<Lease>,
     last_leader_epoch: u64,
     sessions: BTreeMap<ServerId, Session>,
@@ -63,6 +66,7 @@ impl Authority {
         let mut a = Authority {
             knobs,
             map: PartitionMap::default(),
+            map_leader_epoch: 0,
             leader: None,
             last_leader_epoch: 0,
             sessions: BTreeMap::new(),
@@ -71,7 +75,10 @@ impl Authority {
         };
         for rec in records {
             match rec {
-                LockRecord::Map(m) => a.map = m.clone(),
+                LockRecord::Map { map, leader_epoch } => {
+                    a.map = map.clone();
+                    a.map_leader_epoch = *leader_epoch;
+                }
                 LockRecord::LeaderTerm { candidate, epoch } => {
                     a.last_leader_epoch = *epoch;
                     a.leader = Some(Lease { holder: *candidate, epoch: *epoch, expires_us: grace });
@@ -112,12 +119,20 @@ impl Authority {
 /// Run the authority node forever. `disk` survives restarts of the node (the harness owns it).
 pub async fn run(knobs: Knobs, disk: Disk<LockRecord>) {
     let records = disk.read_all();
-    event::recovered("lock-1", records.len());
+    emit(Event::Recovered { node: "lock-1", records: records.len() });
+    for (index, rec) in records.iter().enumerate() {
+        emit(Event::Restored { node: "lock-1", index, record: restored(rec) });
+    }
     let state = Rc::new(RefCell::new(Authority::recover(knobs.clone(), &records, now_us())));
-    // A leader term can be durable without ever having been announced (torn writes: the
-    // record reached the disk, the answer never left). Found by seed 741 of swarm.json.
+    // A leader term, or a map version, can be durable without ever having been announced
+    // (torn writes: the record reached the disk, the answer never left). Found by seed 741 of
+    // swarm.json (a term) and issue 12 (a split's commit).
     if let Some(l) = state.borrow().leader {
-        event::leader_recovered(l.holder, l.epoch);
+        emit(Event::LeaderRecovered { manager: l.holder, leader_epoch: l.epoch });
+    }
+    {
+        let a = state.borrow();
+        emit(Event::MapRestored { leader_epoch: a.map_leader_epoch, map: a.map.clone() });
     }
     // Serializes everything that writes the disk, so a reply never reveals undurable state.
     let durable = Rc::new(tokio::sync::Mutex::new(()));
@@ -150,7 +165,7 @@ async fn handle(
             let old = a.sessions.insert(server, Session { session, expires_us: now_us() + lease_us, live: true });
             if let Some(old) = old.filter(|o| o.live) {
                 // The server restarted: its previous incarnation's memory, and authority, are gone.
-                event::session_expired(server, old.session);
+                emit(Event::SessionExpired { server, session: old.session });
             }
             Some(Msg::Registered { session })
         }
@@ -195,7 +210,7 @@ async fn handle(
             disk.append(LockRecord::LeaderTerm { candidate, epoch });
             disk.sync().await;
             state.borrow_mut().leader = Some(Lease { holder: candidate, epoch, expires_us: now_us() + lease_us });
-            event::leader_elected(candidate, epoch);
+            emit(Event::Leader { manager: candidate, leader_epoch: epoch });
             Some(Msg::LeaderLease { epoch: Some(epoch), holder: Some(candidate) })
         }
         Msg::GetMap => Some(Msg::Map { map: state.borrow().map.clone() }),
@@ -221,7 +236,7 @@ async fn handle(
                 disk.sync().await;
                 for rec in expired {
                     if let LockRecord::SessionExpired { server, session } = rec {
-                        event::session_expired_at_authority(server, session);
+                        emit(Event::LeaseExpired { server, session });
                     }
                 }
             }
@@ -232,17 +247,28 @@ async fn handle(
                 let mut a = state.borrow_mut();
                 a.expire(now_us());
                 let current = a.leader.map(|l| l.epoch);
-                if current != Some(leader_epoch) && !a.knobs.mutated(Mutation::AuthoritySkipsLeaderEpoch) {
-                    let error = format!("stale leader epoch {leader_epoch} (current {current:?})");
-                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(error) });
-                }
-                if a.map.version != expected_version {
-                    let error = format!("version {} expected, map is at {}", expected_version, a.map.version);
-                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(error) });
-                }
+                let refusal = if current != Some(leader_epoch) && !a.knobs.mutated(Mutation::AuthoritySkipsLeaderEpoch) {
+                    Some(format!("stale leader epoch {leader_epoch} (current {current:?})"))
+                } else if a.map.version != expected_version {
+                    Some(format!("version {} expected, map is at {}", expected_version, a.map.version))
+                } else {
+                    None
+                };
                 let mut next = a.map.clone();
-                if let Err(e) = next.apply_batch(&ops) {
-                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(e.to_string()) });
+                let refusal = refusal.or_else(|| next.apply_batch(&ops).err().map(|e| e.to_string()));
+                if let Some(error) = refusal {
+                    emit(Event::CasRefused { leader_epoch, expected_version, version: a.map.version, reason: error.clone() });
+                    let map = a.map.clone();
+                    drop(a);
+                    if state.borrow().knobs.mutated(Mutation::AuthorityLogsRefusedCas) {
+                        // The mutation: the refused batch is written ahead of its validation
+                        // and never taken back (nothing in memory changes, nothing announces it).
+                        let mut logged = map.clone();
+                        let _ = logged.apply_batch(&ops);
+                        disk.append(LockRecord::Map { map: logged, leader_epoch });
+                        disk.sync().await;
+                    }
+                    return Some(Msg::CasResult { map, error: Some(error) });
                 }
                 next
             };
@@ -258,12 +284,14 @@ async fn handle(
             let _g = durable.lock().await;
             let next = {
                 let a = state.borrow();
-                if let Some(op) = ops.iter().find(|op| !op.is_operator_request()) {
-                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(format!("not an operator request: {op:?}")) });
-                }
                 let mut next = a.map.clone();
-                if let Err(e) = next.apply_batch(&ops) {
-                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(e.to_string()) });
+                let refusal = match ops.iter().find(|op| !op.is_operator_request()) {
+                    Some(op) => Some(format!("not an operator request: {op:?}")),
+                    None => next.apply_batch(&ops).err().map(|e| e.to_string()),
+                };
+                if let Some(error) = refusal {
+                    emit(Event::CasRefused { leader_epoch: 0, expected_version: a.map.version, version: a.map.version, reason: error.clone() });
+                    return Some(Msg::CasResult { map: a.map.clone(), error: Some(error) });
                 }
                 next
             };
@@ -290,12 +318,28 @@ fn retire_parents_first(state: &RefCell<Authority>, ops: &[crate::map::MapOp]) -
 /// Make `next` (the map after `ops`) durable, then current, then report it: the answer to a
 /// successful compare-and-set (`leader_epoch` 0 for an operator's request).
 async fn commit_map(state: &RefCell<Authority>, disk: &Disk<LockRecord>, next: PartitionMap, ops: &[crate::map::MapOp], leader_epoch: u64) -> Msg {
-    disk.append(LockRecord::Map(next.clone()));
+    disk.append(LockRecord::Map { map: next.clone(), leader_epoch });
     disk.sync().await;
-    let before = std::mem::replace(&mut state.borrow_mut().map, next.clone());
-    event::reshape_outcomes(&before, ops);
-    event::map_commit(&next, leader_epoch);
+    let before = {
+        let mut a = state.borrow_mut();
+        a.map_leader_epoch = leader_epoch;
+        std::mem::replace(&mut a.map, next.clone())
+    };
+    for ev in crate::event::reshape_outcomes(&before, ops) {
+        emit(ev);
+    }
+    emit(Event::MapCommit { leader_epoch, map: next.clone() });
     Msg::CasResult { map: next, error: None }
+}
+
+/// What a durable record restores, for its recovery event.
+fn restored(rec: &LockRecord) -> Restored {
+    match rec {
+        LockRecord::Map { map, leader_epoch } => Restored::Map { version: map.version, leader_epoch: *leader_epoch, rows: map.rows.len() },
+        LockRecord::LeaderTerm { candidate, epoch } => Restored::LeaderTerm { candidate: *candidate, epoch: *epoch },
+        LockRecord::Session { server, session } => Restored::Session { server: *server, session: *session },
+        LockRecord::SessionExpired { server, session } => Restored::SessionExpired { server: *server, session: *session },
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub enum RangeState {
 }
 
 /// One row of the partition map.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RangeRow {
     /// Stable id; also names the range's stream at the store.
     pub id: RangeId,
@@ -90,7 +90,7 @@ impl Strategy {
 }
 
 /// Where a planned move stands, as journaled at the authority.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TransferPhase {
     /// The intent is journaled and the new epoch allocated; the source still serves while the
     /// target copies (pre-copy) or waits (stop-and-copy).
@@ -104,7 +104,7 @@ pub enum TransferPhase {
 }
 
 /// One planned move A→B in the transfer journal (a row per range in flight).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Transfer {
     /// The range being moved.
     pub range: RangeId,
@@ -123,7 +123,7 @@ pub struct Transfer {
 }
 
 /// Whether a reshape splits one range or merges two.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReshapeKind {
     /// One parent, two children cut at a key.
     Split,
@@ -143,7 +143,7 @@ impl ReshapeKind {
 
 /// A child range a reshape will create: its id and epoch are allocated when the reshape is
 /// journaled; its row appears only at the commit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ChildPlan {
     /// The id the child's row will have (also its stream).
     pub id: RangeId,
@@ -183,7 +183,7 @@ impl ChildPlan {
 /// to their key range → one compare-and-set retires the parents and activates the children.
 /// The commit checks that every parent is still the paused row at the epoch journaled here, so
 /// a reshape whose view went stale can never commit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Reshape {
     /// Split or merge.
     pub kind: ReshapeKind,
@@ -196,7 +196,7 @@ pub struct Reshape {
 }
 
 /// A map mutation. The authority applies a batch of them atomically under compare-and-set.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MapOp {
     /// Create the initial ranges on an empty map: `split_points` (strictly increasing, none
     /// empty) cut the key space into `split_points.len() + 1` unowned `Preparing` rows.
@@ -254,7 +254,7 @@ impl MapOp {
 }
 
 /// Why a [`MapOp`] was refused. The map is unchanged after an error.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MapError {
     /// Bootstrap on a map that already has rows.
     NotEmpty,
@@ -283,7 +283,7 @@ impl fmt::Display for MapError {
 }
 
 /// The partition map: rows plus the version and the global epoch and range-id counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PartitionMap {
     /// Bumped by every committed batch of ops.
     pub version: u64,

@@ -29,7 +29,7 @@ impl Record {
 /// A summary of a stream prefix: how many records, how many payload bytes, and a checksum over
 /// them in stream order. The source of a move reports it when paused; the target checks its copy
 /// against it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StreamDigest {
     /// Records.
     pub records: u64,
@@ -141,7 +141,7 @@ pub struct SessionView {
 }
 
 /// Why a server refused a request before admitting it: the request had no effect.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Refusal {
     /// The server does not hold the range (never did, dropped it, or restarted).
     NotOwner,

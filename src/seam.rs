@@ -192,6 +192,7 @@ impl Rpc {
             let ep = self.ep.clone();
             spawn(async move {
                 sleep_ms(hold_ms).await;
+                crate::event::emit(crate::event::Event::HeldDelivered { from: link.0, to: link.1, msg: msg.kind_name() });
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
             });
             return;
@@ -351,8 +352,21 @@ struct DiskInner<R> {
     /// Bumped by every crash, so a sync that straddles a crash makes nothing durable.
     generation: u64,
     sync_ms: u64,
+    /// The owning node's name, for `synced` events ("" reports none).
+    name: &'static str,
     /// Extra time every sync takes while the harness slows this disk down (0: healthy).
     slow_extra_ms: u64,
+}
+
+/// What a crash did to a disk's unsynced records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CrashReport {
+    /// Unsynced records lost.
+    pub lost: usize,
+    /// Unsynced records that reached the platter anyway and survive (torn writes only).
+    pub survived: usize,
+    /// Whether the record after the survivors was torn (and dropped by recovery).
+    pub torn: bool,
 }
 
 /// A node's disk: an append-only log of records with fsync semantics.
@@ -377,7 +391,13 @@ impl<R> Clone for Disk<R> {
 impl<R: Clone> Disk<R> {
     /// An empty disk whose fsync takes `sync_ms` milliseconds.
     pub fn new(sync_ms: u64) -> Self {
-        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, slow_extra_ms: 0 };
+        Self::named("", sync_ms)
+    }
+
+    /// An empty disk of node `name` (`lock-1`, `store-1`): every sync that makes records
+    /// durable emits a `synced` event naming it.
+    pub fn named(name: &'static str, sync_ms: u64) -> Self {
+        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, name, slow_extra_ms: 0 };
         Disk { inner: Arc::new(Mutex::new(inner)) }
     }
 
@@ -411,6 +431,11 @@ impl<R: Clone> Disk<R> {
         let durable: Vec<R> = d.pending.drain(..n).collect();
         d.synced.extend(durable);
         d.settled_total += n as u64;
+        let name = d.name;
+        drop(d);
+        if n > 0 && !name.is_empty() {
+            crate::event::emit(crate::event::Event::Synced { node: name, records: n });
+        }
     }
 
     /// Every record the running process wrote, synced or not, in append order.
@@ -438,16 +463,16 @@ impl<R: Clone> Disk<R> {
     /// Crash in the middle of writing: the first `keep` unsynced records had reached the platter
     /// anyway (an fsync in progress, or the OS writing back on its own) and survive, and the
     /// record after them was torn (half written); recovery finds it by its checksum and drops
-    /// it, as it drops everything after. Returns (records lost, records torn).
-    pub fn crash_torn(&self, keep: usize) -> (usize, usize) {
+    /// it, as it drops everything after. Returns what the crash did.
+    pub fn crash_torn(&self, keep: usize) -> CrashReport {
         let mut d = self.lock();
         let keep = keep.min(d.pending.len());
         let survived: Vec<R> = d.pending.drain(..keep).collect();
         d.synced.extend(survived);
-        let torn = usize::from(keep > 0 && !d.pending.is_empty());
+        let torn = keep > 0 && !d.pending.is_empty();
         d.settled_total += keep as u64;
         drop(d);
-        (self.crash(), torn)
+        CrashReport { lost: self.crash(), survived: keep, torn }
     }
 
     /// Make every sync take `extra_ms` longer (the harness's slow-disk fault); 0 restores it.

@@ -12,7 +12,7 @@
 //! the same step as the check and fencing where the write takes effect.
 
 use crate::config::{server_addr, store_addr, Knobs, Mutation};
-use crate::event;
+use crate::event::{emit, ClientOp, Event};
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{RangeRow, Strategy};
 use crate::msg::{CopyProgress, FinishError, Msg, RangeLoad, ReadLevel, Record, Refusal, Source, StreamDigest};
@@ -174,7 +174,7 @@ impl ServerCore {
     fn authorize(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<&Held, Refusal> {
         let Some(held) = self.ranges.get(&range) else {
             let Some(&(owner, moved_to)) = self.moved.get(&range) else { return Err(Refusal::NotOwner) };
-            event::redirected(self.id, range, epoch, key, owner, moved_to);
+            emit(Event::Redirected { server: self.id, range, epoch, key: key.to_vec(), to: owner, new_epoch: moved_to });
             return Err(Refusal::Moved { owner, epoch: moved_to });
         };
         if self.mutated(Mutation::ServerSkipsAuthorityCheck) {
@@ -206,7 +206,7 @@ impl ServerCore {
     /// `Ok(None)` when `id` is already applied (answer ok without a new effect), or the refusal.
     pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<Option<Epoch>, Refusal> {
         let checked = if self.mutated(Mutation::CheckThenAwaitThenAdmit) { self.ranges.get(&range).ok_or(Refusal::NotOwner) } else { self.authorize(range, epoch, key, now_us) };
-        let held = checked.inspect_err(|r| event::refused(self.id, range, epoch, key, "append", r))?;
+        let held = checked.inspect_err(|r| emit(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Append, reason: r.clone() }))?;
         let write_at = if self.mutated(Mutation::ServerSkipsEpochCheck) { held.row.epoch } else { epoch };
         if held.applied.contains(&id) {
             return Ok(None);
@@ -217,7 +217,8 @@ impl ServerCore {
         let held = self.ranges.get_mut(&range).expect("authorized");
         held.inflight.insert(id);
         held.note_op(key, now_us);
-        event::admitted(self.id, range, held.row.epoch, key, id);
+        let (server, session, epoch) = (self.id, self.session.unwrap_or(0), held.row.epoch);
+        emit(Event::Admit { server, session, range, epoch, key: key.to_vec(), id });
         Ok(Some(write_at))
     }
 
@@ -255,7 +256,7 @@ impl ServerCore {
                 None
             }
             Some(Err(fence)) if fence > held.row.epoch => {
-                event::range_dropped(me, range, held.row.epoch, "fenced");
+                emit(Event::Dropped { server: me, range, epoch: held.row.epoch, reason: "fenced".into() });
                 self.ranges.remove(&range);
                 None
             }
@@ -277,9 +278,9 @@ impl ServerCore {
 
     /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
     /// epoch older than the newest seen (a deposed leader's command, late or replayed).
-    pub fn command(&mut self, leader_epoch: u64, kind: &str) -> Result<(), String> {
+    pub fn command(&mut self, leader_epoch: u64, kind: &'static str) -> Result<(), String> {
         if leader_epoch < self.leader_epoch_seen && !self.mutated(Mutation::ServerSkipsEpochCheck) {
-            event::stale_command_refused(self.id, kind, leader_epoch, self.leader_epoch_seen);
+            emit(Event::StaleCommand { server: self.id, command: kind, leader_epoch, seen: self.leader_epoch_seen });
             return Err(format!("{}: stale leader epoch {leader_epoch} (seen {})", self.id, self.leader_epoch_seen));
         }
         self.leader_epoch_seen = self.leader_epoch_seen.max(leader_epoch);
@@ -316,8 +317,8 @@ impl ServerCore {
             ReadLevel::Strong => self.authorize(range, epoch, key, now_us),
             ReadLevel::Bounded { ms } => self.authorize_bounded(range, key, ms, now_us),
         };
-        let held = checked.inspect_err(|r| event::refused(self.id, range, epoch, key, "read", r))?;
-        event::read_served(self.id, range, held.row.epoch, key, level != ReadLevel::Strong);
+        let held = checked.inspect_err(|r| emit(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Read, reason: r.clone() }))?;
+        emit(Event::ReadServed { server: self.id, range, epoch: held.row.epoch, key: key.to_vec(), bounded: level != ReadLevel::Strong });
         let value = held.objects.get(key).cloned().unwrap_or_default();
         self.ranges.get_mut(&range).expect("authorized").note_op(key, now_us);
         Ok(value)
@@ -381,6 +382,7 @@ impl ServerCore {
             Ok(records) => records,
             Err(e) => {
                 self.ranges.remove(&row.id);
+                emit(Event::Dropped { server: self.id, range: row.id, epoch: row.epoch, reason: format!("load_refused: {e}") });
                 return Err(e);
             }
         };
@@ -401,7 +403,7 @@ impl ServerCore {
         held.acked.retain(|offset, _| *offset >= next);
         held.state = HeldState::Active;
         held.apply_acked();
-        event::range_activated(self.id, row.id, row.epoch, held.base.len() + records.len(), records.len());
+        emit(Event::Activated { server: self.id, range: row.id, epoch: row.epoch, records: held.base.len() + records.len(), stream: records.len() });
         Ok(())
     }
 
@@ -414,7 +416,7 @@ impl ServerCore {
         if !held.paused {
             held.paused = true;
             held.paused_at_us = now_us();
-            event::range_paused(me, range, held.row.epoch);
+            emit(Event::Paused { server: me, range, epoch: held.row.epoch });
         }
         Ok(())
     }
@@ -432,7 +434,7 @@ impl ServerCore {
     /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
         if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.mutated(Mutation::ServerSkipsEpochCheck)) {
-            event::range_dropped(self.id, range, held.row.epoch, "moved");
+            emit(Event::Dropped { server: self.id, range, epoch: held.row.epoch, reason: "moved".into() });
             self.ranges.remove(&range);
         }
         // `new_epoch` 0: the range was split or merged away; no single new owner to name.
@@ -474,7 +476,7 @@ impl ServerCore {
             copy.records.extend(records);
             copy.rounds += 1;
             copy.last_round_bytes = round;
-            event::precopied(me, row.id, row.epoch, copy.rounds, round);
+            emit(Event::Precopied { server: me, range: row.id, epoch: row.epoch, round: copy.rounds, bytes: round });
         }
         CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), ready: false }
     }
@@ -496,7 +498,7 @@ impl ServerCore {
     pub fn lose_session(&mut self, reason: &str) {
         self.copies.clear();
         for (id, held) in std::mem::take(&mut self.ranges) {
-            event::range_dropped(self.id, id, held.row.epoch, reason);
+            emit(Event::Dropped { server: self.id, range: id, epoch: held.row.epoch, reason: reason.to_string() });
         }
         self.session = None;
         self.lease_valid_until_us = 0;
@@ -533,7 +535,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
                     let mut c = core.borrow_mut();
                     c.session = Some(session);
                     c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
-                    event::lease_renewed(id, session, true, c.lease_valid_until_us / 1000);
+                    emit(Event::Renewed { server: id, session, ok: true, valid_until_ms: c.lease_valid_until_us / 1000 });
                     continue;
                 }
             }
@@ -545,11 +547,11 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
                         let mut c = core.borrow_mut();
                         if c.session == Some(session) {
                             c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
-                            event::lease_renewed(id, session, true, c.lease_valid_until_us / 1000);
+                            emit(Event::Renewed { server: id, session, ok: true, valid_until_ms: c.lease_valid_until_us / 1000 });
                         }
                     }
                     Ok(Msg::SessionRenewed { ok: false }) => {
-                        event::session_expired(id, session);
+                        emit(Event::SessionExpired { server: id, session });
                         core.borrow_mut().lose_session("session_expired");
                         continue;
                     }
@@ -701,7 +703,7 @@ async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch:
         }
     };
     let digest = crate::seam::timeout_ms(2 * knobs.store_timeout_ms, wait).await.unwrap_or_else(|| Err(format!("{id}: {range} did not drain in time")))?;
-    event::drained(id, range, epoch, &digest);
+    emit(Event::Drained { server: id, range, epoch, digest });
     Ok(digest)
 }
 
@@ -736,11 +738,11 @@ async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: 
             row.id, copied.records, copied.bytes, copied.checksum, digest.records, digest.bytes, digest.checksum
         );
         let _ = core.borrow_mut().finish_open(row, None, Err(why.clone()));
-        event::move_diverged(id, row.id, row.epoch, &why);
+        emit(Event::Diverged { server: id, range: row.id, epoch: row.epoch, error: why.clone() });
         return Err(FinishError::Diverged(why));
     }
     core.borrow_mut().finish_open(row, Some(base), Ok(records)).map_err(FinishError::NotNow)?;
-    event::handoff(id, row.id, row.epoch, strategy.name(), precopied, tail_bytes, digest.bytes);
+    emit(Event::Handoff { server: id, range: row.id, epoch: row.epoch, strategy, precopy_bytes: precopied, tail_bytes, bytes: digest.bytes });
     Ok(())
 }
 
@@ -818,6 +820,9 @@ async fn load_lineage(rpc: &Rpc, knobs: &Knobs, lineage: &[Source]) -> Result<Ve
             Ok(Msg::StreamRead { records }) if records.len() as u64 == src.upto => out.extend(records.into_iter().filter(|r| src.contains(&r.key))),
             _ => return Err(LoadError::NoAnswer),
         }
+    }
+    if knobs.mutated(Mutation::ChildLoadDropsRecord) {
+        out.pop(); // the mutation: the last inherited record is left out of what is served
     }
     Ok(out)
 }

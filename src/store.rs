@@ -10,7 +10,7 @@
 //! stream layer sealing extents on partition reassignment (Calder et al., SOSP 2011).
 
 use crate::config::{Knobs, Mutation};
-use crate::event;
+use crate::event::{emit, Event};
 use crate::ids::{Epoch, OpId, RangeId};
 use crate::msg::{Msg, Record};
 use crate::seam::{Disk, Rpc};
@@ -102,7 +102,7 @@ impl Streams {
 /// Run the store node forever. `disk` survives restarts (the harness owns it).
 pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
     let records = disk.read_all();
-    event::recovered("store-1", records.len());
+    emit(Event::Recovered { node: "store-1", records: records.len() });
     let state = Rc::new(RefCell::new(Streams::recover(&records)));
     let rpc = Rpc::bind(crate::config::store_addr(), &knobs).await;
     let knobs = Rc::new(knobs);
@@ -126,7 +126,7 @@ async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream:
     }
     let len = state.borrow().streams[&stream].records.len();
     disk.sync().await;
-    event::fence_raised(stream, epoch, len);
+    emit(Event::Fence { stream, epoch, length: len });
     Ok(len)
 }
 
@@ -158,13 +158,13 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
             let appended = state.borrow_mut().append(stream, record.clone(), ignore_fence);
             match appended {
                 Err(fence) => {
-                    event::effect_fenced(stream, server, epoch, fence, id);
+                    emit(Event::Fenced { stream, server, epoch, fence, id });
                     Some(Msg::StoreAppended { result: Err(fence) })
                 }
                 Ok((offset, false)) => {
                     // Already there; it may not be synced yet, so sync before answering.
                     disk.sync().await;
-                    event::effect_deduplicated(stream, server, epoch, id, offset);
+                    emit(Event::Deduplicated { stream, server, epoch, key, id, offset });
                     Some(Msg::StoreAppended { result: Ok(offset) })
                 }
                 Ok((offset, true)) => {
@@ -172,7 +172,7 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
                     if mutation != Some(Mutation::StoreAcksBeforeSync) {
                         disk.sync().await;
                     }
-                    event::effect(stream, server, epoch, &key, id, offset, len);
+                    emit(Event::Effect { stream, server, epoch, key, id, offset, bytes: len });
                     Some(Msg::StoreAppended { result: Ok(offset) })
                 }
             }

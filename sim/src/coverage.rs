@@ -1,11 +1,16 @@
 //! Coverage: which fault met which step of a flow, counted per run from the event stream, so a
 //! sweep can say which combinations it exercised and which it never hit.
 //!
-//! The situations are read off the events after the run (no hooks in the system): the map's
-//! `Preparing` rows say a failover is in flight, `activated` / `dropped` say which server holds
-//! which range, and the nemesis's `fault` / `fault_end` events say what is broken.
+//! The situations are read off the typed history after the run (no hooks in the system): the
+//! maps the authority committed or restored say which failovers (`Preparing` rows), moves and
+//! splits or merges (journal entries) are in flight, `activated` / `dropped` say which server
+//! holds which range, and the nemesis's `fault` / `fault_end` events say what is broken (every
+//! node a fault names counts, the sender of a directed fault included).
 
-use crate::events::Event;
+use crate::events::{Event, Outcome, Sys, What};
+use crate::nemesis::Fault;
+use partmap::ids::{RangeId, ServerId};
+use partmap::map::{RangeState, ReshapeKind, TransferPhase};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every situation, with what it means. Report order.
@@ -40,53 +45,59 @@ pub const SITUATIONS: [(&str, &str); 28] = [
     ("map_unavailable", "a frontend failed an operation at once because it could not read the map for longer than map_staleness_ms"),
 ];
 
-fn server_of(name: &str) -> Option<u64> {
+fn server_of(name: &str) -> Option<u32> {
     name.strip_prefix("server-").and_then(|n| n.parse().ok())
 }
 
 /// The flows a fault can meet, in report order.
 pub const FLOWS: [&str; 4] = ["failover", "move", "split", "merge"];
 
-/// The fault kind of a nemesis `fault` event's text, as the sweep's fault table names it
-/// (`crash_server`, `isolate`, `delay`, ...).
-pub fn fault_kind(text: &str) -> String {
-    let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
-    if verb == "crash" {
-        let target = rest.split_whitespace().next().unwrap_or("");
-        let role = target.split('-').next().unwrap_or(target);
-        return format!("crash_{}", if role == "lock" { "lock" } else { role });
+/// The fault kind as the sweep's fault table names it (`crash_server`, `isolate`, `delay`, ...).
+pub fn fault_kind(fault: &Fault) -> String {
+    match fault {
+        Fault::Crash(node) => {
+            let role = node.split('-').next().unwrap_or(node);
+            format!("crash_{role}")
+        }
+        Fault::MoveRequest(..) => "move_request".to_string(),
+        other => other.to_string().split(' ').next().unwrap_or("").to_string(),
     }
-    if verb == "move" {
-        return "move_request".to_string();
+}
+
+impl Fault {
+    /// Every node the fault names (a directed fault names its sender and receiver), in order.
+    pub fn nodes(&self) -> Vec<&str> {
+        match self {
+            Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) | Fault::Drain(n) => vec![n],
+            Fault::Split(side) => side.iter().map(|s| s.as_str()).collect(),
+            Fault::OneWay(a, b) | Fault::Delay(a, b) | Fault::Duplicate(a, b) | Fault::Corrupt(a, b) | Fault::Reorder(a, b) | Fault::DelayNext(a, b, _) => vec![a, b],
+            Fault::MoveRequest(_, to) => vec![to],
+        }
     }
-    verb.to_string()
+
+    /// Whether the fault cuts or holds traffic of the nodes it names (`isolate`, `split`,
+    /// `one_way`, `delay`, `delay_next`).
+    pub fn is_partition(&self) -> bool {
+        matches!(self, Fault::Isolate(_) | Fault::Split(_) | Fault::OneWay(..) | Fault::Delay(..) | Fault::DelayNext(..))
+    }
 }
 
 /// Which fault kinds were injected while which flow was in flight: `(fault kind, flow)` pairs.
-/// A failover is in flight while some row is `Preparing`; a move, split or merge while its
-/// journal entry exists.
+/// A failover is in flight while some row of the current map is `Preparing`; a move, split or
+/// merge while its journal entry exists. The current map is the last one committed or restored.
 pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
     let mut out = BTreeSet::new();
-    let mut preparing = false;
-    let mut rows_preparing = false;
-    let mut moving = false;
-    let mut journal_moving = false;
-    let mut kinds: BTreeSet<&str> = BTreeSet::new();
-    let mut journal_kinds: BTreeSet<&str> = BTreeSet::new();
+    let (mut preparing, mut moving) = (false, false);
+    let mut kinds: BTreeSet<&'static str> = BTreeSet::new();
     for ev in events {
-        match ev.kind.as_str() {
-            "map_row" => rows_preparing |= ev.s("state") == "preparing",
-            "map_transfer" => journal_moving = true,
-            "map_child" => {
-                journal_kinds.insert(if ev.s("reshape") == "split" { "split" } else { "merge" });
+        match &ev.what {
+            What::Sys(Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. }) => {
+                preparing = map.rows.values().any(|r| r.state == RangeState::Preparing);
+                moving = !map.transfers.is_empty();
+                kinds = map.reshapes.values().map(|r| if r.kind == ReshapeKind::Split { "split" } else { "merge" }).collect();
             }
-            "map_commit" => {
-                preparing = std::mem::take(&mut rows_preparing);
-                moving = std::mem::take(&mut journal_moving);
-                kinds = std::mem::take(&mut journal_kinds);
-            }
-            "fault" => {
-                let kind = fault_kind(ev.s("fault"));
+            What::Fault { fault, .. } => {
+                let kind = fault_kind(fault);
                 if preparing {
                     out.insert((kind.clone(), "failover"));
                 }
@@ -94,7 +105,7 @@ pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
                     out.insert((kind.clone(), "move"));
                 }
                 for k in &kinds {
-                    out.insert((kind.clone(), if *k == "split" { "split" } else { "merge" }));
+                    out.insert((kind.clone(), *k));
                 }
             }
             _ => {}
@@ -107,146 +118,124 @@ pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
 pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     let mut hit: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut bump = |s: &'static str| *hit.entry(s).or_default() += 1;
-    let mut rows: BTreeMap<u64, (String, u64)> = BTreeMap::new(); // range -> (state, owner)
-    let mut preparing: BTreeMap<u64, u64> = BTreeMap::new(); // range -> owner
-    let mut holds: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new(); // server -> ranges
-    let mut activated: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
-    let mut active: BTreeSet<String> = BTreeSet::new();
-    let mut paused: BTreeSet<u64> = BTreeSet::new();
-    let mut released_to_store: BTreeMap<u64, u64> = BTreeMap::new(); // server -> release time
-    // Moves in flight: range -> (from, to, epoch); the journal rows of the commit being read.
-    let mut moving: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
-    let mut journal: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
+    let mut preparing: BTreeMap<u64, u32> = BTreeMap::new(); // range -> owner
+    let mut holds: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new(); // server -> ranges
+    let mut activated: BTreeSet<(u32, u64, u64)> = BTreeSet::new();
+    let mut active: BTreeSet<Fault> = BTreeSet::new();
+    let mut paused: BTreeSet<u32> = BTreeSet::new();
+    let mut released_to_store: BTreeMap<u32, u64> = BTreeMap::new(); // server -> release time
+    // Moves in flight: range -> (from, to, epoch), from the current map's journal.
+    let mut moving: BTreeMap<u64, (u32, u32, u64)> = BTreeMap::new();
     let mut aborted: BTreeSet<(u64, u64)> = BTreeSet::new();
     // (range, transfer epoch) -> leader term that journaled it.
     let mut begun_by: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    let mut new_rows: BTreeMap<u64, (u64, String)> = BTreeMap::new(); // range -> (epoch, state)
     // Splits and merges in flight (by first parent) -> leader term that journaled them.
     let mut reshaping: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut reshape_rows: BTreeSet<u64> = BTreeSet::new();
-    let mut committed_now: Vec<u64> = Vec::new();
     // server -> until when a targeted hold of one of its store appends may still land.
-    let mut held_until: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut held_until: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut last_term = 0;
     for ev in events {
-        match ev.kind.as_str() {
-            "map_child" => {
-                reshape_rows.insert(ev.u("first"));
-            }
-            "reshaped" => {
-                let first: u64 = ev.s("parents").split(',').next().and_then(|p| p.strip_prefix('r')).and_then(|p| p.parse().ok()).unwrap_or(0);
-                if ev.s("outcome") == "aborted" && ev.get("paused") == Some(&crate::events::Val::B(true)) {
-                    bump("reshape_aborted_while_paused");
-                }
-                if ev.s("outcome") == "committed" {
-                    committed_now.push(first); // judged at this commit's map_commit
-                }
-            }
-            "map_transfer" => {
-                let (range, epoch) = (ev.u("range"), ev.u("epoch"));
-                journal.insert(range, (ev.u("from"), ev.u("to"), epoch));
-                if ev.s("phase") == "aborted" && aborted.insert((range, epoch)) {
-                    bump("move_aborted_while_paused");
-                }
-            }
-            "map_row" => {
-                rows.insert(ev.u("range"), (ev.s("state").to_string(), ev.u("owner")));
-                new_rows.insert(ev.u("range"), (ev.u("epoch"), ev.s("state").to_string()));
-            }
-            "map_commit" => {
-                let term = ev.u("leader_epoch");
-                for first in std::mem::take(&mut committed_now) {
-                    if reshaping.get(&first).is_some_and(|t| *t != term) {
+        match &ev.what {
+            What::Sys(Sys::Reshaped { committed: false, paused: true, .. }) => bump("reshape_aborted_while_paused"),
+            What::Sys(Sys::MapCommit { map, leader_epoch } | Sys::MapRestored { map, leader_epoch }) => {
+                // A restored map keeps the term of the commit that wrote it.
+                let term = if *leader_epoch > 0 { *leader_epoch } else { last_term };
+                last_term = term;
+                // Reshapes that left the journal with their children live committed now.
+                for (first, t) in &reshaping {
+                    let gone = !map.reshapes.contains_key(&RangeId(*first));
+                    let committed = gone && map.rows.get(&RangeId(*first)).is_some_and(|r| r.state == RangeState::Retired);
+                    if committed && *t != term {
                         bump("reshape_finished_by_new_leader");
                     }
                 }
-                let journaled = std::mem::take(&mut reshape_rows);
-                reshaping.retain(|first, _| journaled.contains(first));
-                for first in journaled {
-                    reshaping.entry(first).or_insert(term);
+                reshaping.retain(|first, _| map.reshapes.contains_key(&RangeId(*first)));
+                for first in map.reshapes.keys() {
+                    reshaping.entry(first.0).or_insert(term);
                 }
-                preparing = rows.iter().filter(|(_, (s, _))| s == "preparing").map(|(r, (_, o))| (*r, *o)).collect();
-                rows.clear();
-                let term = ev.u("leader_epoch");
-                for (range, (_, _, epoch)) in &journal {
-                    begun_by.entry((*range, *epoch)).or_insert(term);
+                for t in map.transfers.values() {
+                    if matches!(t.phase, TransferPhase::Aborted(_)) && aborted.insert((t.range.0, t.epoch.0)) {
+                        bump("move_aborted_while_paused");
+                    }
+                    begun_by.entry((t.range.0, t.epoch.0)).or_insert(term);
                 }
-                for (range, (_, _, epoch)) in &moving {
-                    let committed = new_rows.get(range).is_some_and(|(e, s)| e == epoch && s == "active");
+                for (range, (_, to, epoch)) in &moving {
+                    let committed = map.rows.get(&RangeId(*range)).is_some_and(|r| r.epoch.0 == *epoch && r.owner == Some(ServerId(*to)) && r.state == RangeState::Active);
                     if committed && begun_by.get(&(*range, *epoch)).is_some_and(|t| *t != term) {
                         bump("move_finished_by_new_leader");
                     }
                 }
-                moving = std::mem::take(&mut journal);
-                new_rows.clear();
+                preparing = map.rows.values().filter(|r| r.state == RangeState::Preparing).map(|r| (r.id.0, r.owner.map_or(0, |o| o.0))).collect();
+                moving = map.transfers.values().map(|t| (t.range.0, (t.from.0 .0, t.to.0 .0, t.epoch.0))).collect();
             }
-            "redirected" => bump("request_redirected_after_move"),
-            "activated" => {
-                let key = (ev.u("server"), ev.u("range"), ev.u("epoch"));
-                if !activated.insert(key) {
+            What::Sys(Sys::Redirected { .. }) => bump("request_redirected_after_move"),
+            What::Sys(Sys::Activated { server, range, epoch, .. }) => {
+                if !activated.insert((server.0, range.0, epoch.0)) {
                     bump("reload_after_unknown_outcome");
                 }
-                holds.entry(key.0).or_default().insert(key.1);
+                holds.entry(server.0).or_default().insert(range.0);
             }
-            "dropped" => {
-                holds.entry(ev.u("server")).or_default().remove(&ev.u("range"));
+            What::Sys(Sys::Dropped { server, range, .. }) => {
+                holds.entry(server.0).or_default().remove(&range.0);
             }
-            "lease_expired" => {
-                let s = ev.u("server");
-                if paused.contains(&s) && holds.get(&s).is_some_and(|h| !h.is_empty()) {
+            What::Sys(Sys::LeaseExpired { server, .. }) => {
+                if paused.contains(&server.0) && holds.get(&server.0).is_some_and(|h| !h.is_empty()) {
                     bump("pause_owner_past_lease");
                 }
             }
-            "fenced" => {
+            What::Sys(Sys::Fenced { server, .. }) => {
                 bump("stale_write_fenced");
-                let s = ev.u("server");
-                let during = active.contains(&format!("delay server-{s}->store-1")) || held_until.get(&s).is_some_and(|t| ev.t_us <= *t);
+                let s = server.0;
+                let to_store = |f: &Fault| matches!(f, Fault::Delay(a, b) if server_of(a) == Some(s) && b == "store-1");
+                let during = active.iter().any(to_store) || held_until.get(&s).is_some_and(|t| ev.t_us <= *t);
                 let just_after = released_to_store.get(&s).is_some_and(|t| ev.t_us <= t + 100_000);
                 if during || just_after {
                     bump("delayed_write_after_fence");
                 }
             }
-            "stale_command" => bump("stale_command_refused"),
-            "complete" if ev.s("outcome") == "unavailable" => bump("map_unavailable"),
-            "fault" => {
-                let f = ev.s("fault").to_string();
-                if ev.u("torn") > 0 {
+            What::Sys(Sys::StaleCommand { .. }) => bump("stale_command_refused"),
+            What::Complete { outcome: Outcome::Unavailable, .. } => bump("map_unavailable"),
+            What::Fault { fault, duration_ms, crash } => {
+                if crash.is_some_and(|c| c.torn) {
                     bump("torn_write_on_crash");
                 }
-                if let Some(rest) = f.strip_prefix("delay_next ").and_then(|r| r.strip_suffix(" store_append")) {
-                    if let Some(s) = rest.strip_suffix("->store-1").and_then(server_of) {
-                        held_until.insert(s, ev.t_us + ev.u("duration_ms") * 1000 + 100_000);
+                if let Fault::DelayNext(from, to, "store_append") = fault {
+                    if let Some(s) = server_of(from).filter(|_| to == "store-1") {
+                        held_until.insert(s, ev.t_us + duration_ms * 1000 + 100_000);
                     }
                 }
-                if let Some(rest) = f.strip_prefix("reorder ") {
-                    if rest.ends_with("->store-1") && rest.split("->").next().and_then(server_of).is_some() {
+                if let Fault::Reorder(from, to) = fault {
+                    if to == "store-1" && server_of(from).is_some() {
                         bump("reordered_messages_to_store");
                     }
                 }
                 let failover = !preparing.is_empty();
-                let (verb, rest) = f.split_once(' ').unwrap_or((f.as_str(), ""));
-                let holders: Vec<u64> = holds.iter().filter(|(_, h)| !h.is_empty()).map(|(s, _)| *s).collect();
-                let parties: BTreeSet<u64> = moving.values().flat_map(|(a, b, _)| [*a, *b]).collect();
-                let names_party = rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| server_of(n).is_some_and(|s| parties.contains(&s)));
-                if !reshaping.is_empty() && verb == "crash" {
-                    if server_of(rest).is_some() {
+                let holders: Vec<u32> = holds.iter().filter(|(_, h)| !h.is_empty()).map(|(s, _)| *s).collect();
+                let parties: BTreeSet<u32> = moving.values().flat_map(|(a, b, _)| [*a, *b]).collect();
+                let named: Vec<u32> = fault.nodes().into_iter().filter_map(server_of).collect();
+                let crashed = if let Fault::Crash(n) = fault { Some(n.as_str()) } else { None };
+                if let Some(n) = crashed.filter(|_| !reshaping.is_empty()) {
+                    if server_of(n).is_some() {
                         bump("crash_server_during_reshape");
-                    } else if rest.starts_with("manager-") {
+                    } else if n.starts_with("manager-") {
                         bump("crash_manager_during_reshape");
                     }
                 }
                 if !moving.is_empty() {
-                    match verb {
-                        "crash" if server_of(rest).is_some_and(|s| moving.values().any(|m| m.0 == s)) => bump("crash_source_during_move"),
-                        "crash" if server_of(rest).is_some_and(|s| moving.values().any(|m| m.1 == s)) => bump("crash_target_during_move"),
-                        "crash" if rest.starts_with("manager-") => bump("crash_manager_during_move"),
-                        "crash" if rest == "lock-1" || rest == "store-1" => bump("crash_lock_or_store_during_move"),
-                        "isolate" | "split" | "one_way" | "delay" | "pause" | "duplicate" if names_party => bump("fault_on_move_party"),
+                    match crashed {
+                        Some(n) if server_of(n).is_some_and(|s| moving.values().any(|m| m.0 == s)) => bump("crash_source_during_move"),
+                        Some(n) if server_of(n).is_some_and(|s| moving.values().any(|m| m.1 == s)) => bump("crash_target_during_move"),
+                        Some(n) if n.starts_with("manager-") => bump("crash_manager_during_move"),
+                        Some("lock-1" | "store-1") => bump("crash_lock_or_store_during_move"),
+                        None if (fault.is_partition() || matches!(fault, Fault::Pause(_) | Fault::Duplicate(..))) && named.iter().any(|s| parties.contains(s)) => {
+                            bump("fault_on_move_party")
+                        }
                         _ => {}
                     }
                 }
-                match verb {
-                    "crash" => {
-                        if let Some(s) = server_of(rest) {
+                match fault {
+                    Fault::Crash(n) => {
+                        if let Some(s) = server_of(n) {
                             if holders.contains(&s) {
                                 bump("crash_owner");
                             }
@@ -255,52 +244,63 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                             }
                             holds.remove(&s);
                         } else if failover {
-                            match rest {
+                            match n.as_str() {
                                 "store-1" => bump("crash_store_during_failover"),
                                 "lock-1" => bump("crash_lock_during_failover"),
                                 _ => bump("crash_manager_during_failover"),
                             }
                         }
                     }
-                    "pause" => {
-                        if let Some(s) = server_of(rest) {
+                    Fault::Pause(n) => {
+                        if let Some(s) = server_of(n) {
                             paused.insert(s);
                         }
                     }
-                    "isolate" | "split" | "one_way" | "delay"
-                        if holders.iter().any(|s| rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(|n| n == format!("server-{s}"))) => {
-                            bump("partition_owner");
-                        }
-                    "duplicate" => {
-                        if let Some((from, to)) = rest.split_once("->") {
-                            if to == "store-1" && server_of(from).is_some_and(|s| holders.contains(&s)) {
-                                bump("duplicate_on_store_link");
-                            }
+                    f if f.is_partition() && named.iter().any(|s| holders.contains(s)) => bump("partition_owner"),
+                    Fault::Duplicate(from, to) => {
+                        if to == "store-1" && server_of(from).is_some_and(|s| holders.contains(&s)) {
+                            bump("duplicate_on_store_link");
                         }
                     }
-                    "slow_disk" if failover => bump("slow_disk_during_failover"),
+                    Fault::SlowDisk(..) if failover => bump("slow_disk_during_failover"),
                     _ => {}
                 }
-                active.insert(f);
+                active.insert(fault.clone());
             }
-            "fault_end" => {
-                let f = ev.s("fault");
-                if let Some(rest) = f.strip_prefix("pause ") {
-                    if let Some(s) = server_of(rest) {
+            What::FaultEnd { fault } => {
+                if let Fault::Pause(n) = fault {
+                    if let Some(s) = server_of(n) {
                         paused.remove(&s);
                     }
                 }
-                if let Some((from, to)) = f.strip_prefix("delay ").and_then(|r| r.split_once("->")) {
-                    if to == "store-1" {
-                        if let Some(s) = server_of(from) {
-                            released_to_store.insert(s, ev.t_us);
-                        }
+                if let Fault::Delay(from, to) = fault {
+                    if let Some(s) = server_of(from).filter(|_| to == "store-1") {
+                        released_to_store.insert(s, ev.t_us);
                     }
                 }
-                active.remove(f);
+                active.remove(fault);
             }
             _ => {}
         }
     }
     hit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(t_us: u64, fault: Fault) -> Event {
+        Event { t_us, what: What::Fault { fault, duration_ms: 1000, crash: None } }
+    }
+
+    /// Issue 12: a one-way cut from an owner to the authority is a partition of the owner.
+    #[test]
+    fn coverage_counts_a_directed_fault_sent_by_an_owner() {
+        let act = Event { t_us: 1, what: What::Sys(Sys::Activated { server: ServerId(1), range: RangeId(1), epoch: partmap::ids::Epoch(1), records: 0, stream: 0 }) };
+        let cut = fault(2, Fault::OneWay("server-1".into(), "lock-1".into()));
+        assert_eq!(situations(&[act.clone(), cut]).get("partition_owner"), Some(&1));
+        let other = fault(2, Fault::OneWay("server-2".into(), "lock-1".into()));
+        assert_eq!(situations(&[act, other]).get("partition_owner"), None);
+    }
 }

@@ -1,196 +1,274 @@
-//! The event stream: a tracing layer that collects the system's structured events (target
-//! `partmap`) and the harness's own (target `partmap_sim`) into one ordered list, with simulated
-//! timestamps. The checkers, the trace hash and the readable trace all read this one list.
+//! The history of one run: every event of the control plane ([`Sys`], emitted through
+//! `partmap::event::emit`) and of the harness (client invocations and completions, faults, the
+//! heal), in one ordered list of typed values stamped with simulated time. The checkers match
+//! on it, the readable trace is rendered from it, and the trace hash is folded from it.
+//!
+//! Collection is per thread: [`start`] installs the sink for the run about to execute on this
+//! thread (madsim runs a whole simulation on the calling thread), [`finish`] takes the list.
 
-use std::fmt::{self, Write as _};
-use std::sync::{Arc, Mutex};
-use tracing::field::{Field, Visit};
-use tracing::subscriber::Interest;
-use tracing::{Metadata, Subscriber};
-use tracing_subscriber::layer::{Context, Layer};
+use crate::nemesis::Fault;
+use partmap::event::ClientOp;
+use partmap::ids::{show_key, Key, OpId};
+use partmap::seam::CrashReport;
+use std::cell::RefCell;
+use std::fmt;
+use std::hash::{Hash, Hasher};
 
-/// One field value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Val {
-    /// Unsigned number.
-    U(u64),
-    /// Signed number.
-    I(i64),
-    /// Float.
-    F(f64),
-    /// Boolean.
-    B(bool),
-    /// Text.
-    S(String),
+pub use partmap::event::Event as Sys;
+
+/// How a client operation ended, as the client saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Acknowledged (an append took effect; a read returned content).
+    Ok,
+    /// Definitely failed: an append had no effect.
+    Fail,
+    /// An append's effect is unknown (it may have landed).
+    Unknown,
+    /// The frontend failed it at once: its map was older than `map_staleness_ms` (definitely
+    /// failed).
+    Unavailable,
 }
 
-impl fmt::Display for Val {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Outcome {
+    /// `ok`, `fail`, `unknown`, `unavailable`.
+    pub fn name(self) -> &'static str {
         match self {
-            Val::U(v) => write!(f, "{v}"),
-            Val::I(v) => write!(f, "{v}"),
-            Val::F(v) => write!(f, "{v}"),
-            Val::B(v) => write!(f, "{v}"),
-            Val::S(v) => write!(f, "{v}"),
+            Outcome::Ok => "ok",
+            Outcome::Fail => "fail",
+            Outcome::Unknown => "unknown",
+            Outcome::Unavailable => "unavailable",
         }
     }
 }
 
-/// One collected event.
-#[derive(Clone, Debug)]
+/// One thing that happened.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum What {
+    /// An event of the control plane.
+    Sys(Sys),
+    /// A client invoked an operation (client 0 is the harness's probe).
+    Invoke {
+        /// Append or read.
+        op: ClientOp,
+        /// The operation's id: `client` and `seq` (an append's idempotency id).
+        id: OpId,
+        /// The key.
+        key: Key,
+        /// For a bounded-staleness read, its bound in ms; `None` for appends and strong reads.
+        bound_ms: Option<u64>,
+    },
+    /// The operation completed.
+    Complete {
+        /// Append or read.
+        op: ClientOp,
+        /// Its id.
+        id: OpId,
+        /// The key.
+        key: Key,
+        /// How it ended.
+        outcome: Outcome,
+        /// The frontend's reason, for a failure.
+        reason: String,
+        /// For a read, the length of the returned content, bytes.
+        value_len: u64,
+        /// For a read, the content's hash ([`crate::workload::content_hash`]).
+        value_hash: u64,
+    },
+    /// The nemesis injected `fault` for `duration_ms`; a crash of a node with a disk says what
+    /// happened to its unsynced writes.
+    Fault {
+        /// The fault.
+        fault: Fault,
+        /// For how long, ms (0 for instant operator requests).
+        duration_ms: u64,
+        /// For a crash of `lock-1` or `store-1`: unsynced records lost, survived, torn.
+        crash: Option<CrashReport>,
+    },
+    /// The fault was undone.
+    FaultEnd {
+        /// The fault.
+        fault: Fault,
+    },
+    /// Every link restored, paused nodes resumed, crashed nodes restarted.
+    Heal,
+    /// A node's clock was drawn to run `drift_ppm` parts per million off.
+    Clock {
+        /// The node.
+        node: String,
+        /// Its drift.
+        drift_ppm: i64,
+    },
+}
+
+/// One event of the history.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Event {
     /// Simulated time since the run started, microseconds.
     pub t_us: u64,
-    /// The `kind` field (`effect`, `admit`, `map_row`, `invoke`, ...).
-    pub kind: String,
-    /// The other fields, in emission order.
-    pub fields: Vec<(&'static str, Val)>,
+    /// What happened.
+    pub what: What,
 }
 
 impl Event {
-    /// Field `name` as a number; 0 if absent or not a number.
-    pub fn u(&self, name: &str) -> u64 {
-        match self.get(name) {
-            Some(Val::U(v)) => *v,
-            Some(Val::I(v)) => *v as u64,
-            _ => 0,
+    /// The control-plane event, if this is one.
+    pub fn sys(&self) -> Option<&Sys> {
+        match &self.what {
+            What::Sys(s) => Some(s),
+            _ => None,
         }
     }
 
-    /// Field `name` as text; "" if absent or not text.
-    pub fn s(&self, name: &str) -> &str {
-        match self.get(name) {
-            Some(Val::S(v)) => v,
-            _ => "",
-        }
-    }
-
-    /// Field `name`.
-    pub fn get(&self, name: &str) -> Option<&Val> {
-        self.fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-
-    /// `[   12.345678s] kind a=1 b=x`
+    /// `[   12.345678s] effect stream=3 ...`: the readable trace line(s).
     pub fn render(&self) -> String {
-        let mut s = format!("[{:>5}.{:06}s] {}", self.t_us / 1_000_000, self.t_us % 1_000_000, self.kind);
-        for (n, v) in &self.fields {
-            let _ = write!(s, " {n}={v}");
-        }
-        s
+        format!("[{:>5}.{:06}s] {}", self.t_us / 1_000_000, self.t_us % 1_000_000, self.what)
     }
 }
 
-/// The shared, ordered event list of one run.
-pub type EventLog = Arc<Mutex<Vec<Event>>>;
+impl fmt::Display for What {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            What::Sys(s) => write!(f, "{s}"),
+            What::Invoke { op, id, key, bound_ms } => {
+                write!(f, "invoke op={} client={} seq={} key={}", op.name(), id.client, id.seq, show_key(key))?;
+                match (op, bound_ms) {
+                    (ClientOp::Read, Some(ms)) => write!(f, " level=bounded bound_ms={ms}"),
+                    (ClientOp::Read, None) => write!(f, " level=strong"),
+                    _ => Ok(()),
+                }
+            }
+            What::Complete { op, id, key, outcome, reason, value_len, value_hash } => {
+                write!(f, "complete op={} client={} seq={} key={} outcome={} reason={reason}", op.name(), id.client, id.seq, show_key(key), outcome.name())?;
+                if *op == ClientOp::Read {
+                    write!(f, " value_len={value_len} value_hash={value_hash:016x}")?;
+                }
+                Ok(())
+            }
+            What::Fault { fault, duration_ms, crash } => {
+                write!(f, "fault fault={fault} duration_ms={duration_ms}")?;
+                if let Some(c) = crash {
+                    write!(f, " unsynced_lost={} survived={} torn={}", c.lost, c.survived, c.torn)?;
+                }
+                Ok(())
+            }
+            What::FaultEnd { fault } => write!(f, "fault_end fault={fault}"),
+            What::Heal => write!(f, "heal all links restored, paused nodes resumed, crashed nodes restarted"),
+            What::Clock { node, drift_ppm } => write!(f, "clock node={node} drift_ppm={drift_ppm}"),
+        }
+    }
+}
 
 /// Simulated microseconds since the run started (0 outside a runtime).
 pub fn sim_now_us() -> u64 {
     madsim::time::TimeHandle::try_current().map_or(0, |h| h.elapsed().as_micros() as u64)
 }
 
-fn ours(meta: &Metadata<'_>) -> bool {
-    meta.target().starts_with("partmap")
+struct Log {
+    events: Vec<Event>,
+    print: bool,
 }
 
-/// The tracing layer that fills an [`EventLog`], and with `print` also streams each event as it
-/// happens (the `--trace` output).
-pub struct Collector {
-    /// Where events go.
-    pub log: EventLog,
-    /// Print every event to stdout with its simulated time.
-    pub print: bool,
+thread_local! {
+    static LOG: RefCell<Option<Log>> = const { RefCell::new(None) };
 }
 
-struct Visitor {
-    kind: String,
-    fields: Vec<(&'static str, Val)>,
+/// Add `what` to this thread's history at the current simulated time (dropped when no run is
+/// collecting). The one way the harness's own events enter the history.
+pub fn record(what: What) {
+    let t_us = sim_now_us();
+    LOG.with(|l| {
+        if let Some(log) = l.borrow_mut().as_mut() {
+            let ev = Event { t_us, what };
+            if log.print {
+                println!("{}", ev.render());
+            }
+            log.events.push(ev);
+        }
+    });
 }
 
-impl Visit for Visitor {
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.fields.push((field.name(), Val::U(value)));
-    }
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.fields.push((field.name(), Val::I(value)));
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.fields.push((field.name(), Val::F(value)));
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.fields.push((field.name(), Val::B(value)));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "kind" {
-            self.kind = value.to_string();
-        } else {
-            self.fields.push((field.name(), Val::S(value.to_string())));
-        }
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.fields.push((field.name(), Val::S(format!("{value:?}"))));
-    }
+/// Start collecting this thread's history (control-plane events included); with `print`, also
+/// print every event as it happens (the `--trace` output).
+pub fn start(print: bool) {
+    LOG.with(|l| *l.borrow_mut() = Some(Log { events: Vec::with_capacity(16 * 1024), print }));
+    partmap::event::set_sink(Some(Box::new(|e| record(What::Sys(e)))));
 }
 
-impl<S: Subscriber> Layer<S> for Collector {
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        if ours(meta) {
-            Interest::always()
-        } else {
-            Interest::never()
-        }
-    }
-
-    fn enabled(&self, meta: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
-        ours(meta)
-    }
-
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        if !ours(event.metadata()) {
-            return;
-        }
-        let mut v = Visitor { kind: String::new(), fields: Vec::with_capacity(8) };
-        event.record(&mut v);
-        let ev = Event { t_us: sim_now_us(), kind: v.kind, fields: v.fields };
-        if self.print {
-            println!("{}", ev.render());
-        }
-        self.log.lock().expect("event log").push(ev);
-    }
+/// Stop collecting and return the history.
+pub fn finish() -> Vec<Event> {
+    partmap::event::set_sink(None);
+    LOG.with(|l| l.borrow_mut().take()).map_or_else(Vec::new, |l| l.events)
 }
 
 /// The hash of an empty trace.
 pub const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// Fold one event (time, kind, fields) into a running hash. Word-at-a-time multiply-rotate
-/// (FxHash's step): stable across platforms and builds, and cheap enough for every event.
-pub fn hash_event(mut h: u64, ev: &Event) -> u64 {
-    let mut word = |w: u64| h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
-    let bytes = |b: &[u8], word: &mut dyn FnMut(u64)| {
-        let mut chunks = b.chunks_exact(8);
+/// A word-at-a-time multiply-rotate hasher (FxHash's step): stable across runs and platforms
+/// for a given build, and cheap enough for every event.
+pub struct StableHasher(pub u64);
+
+impl StableHasher {
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for StableHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+            self.word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
         let mut last = [0u8; 8];
         last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        word(u64::from_le_bytes(last) ^ ((b.len() as u64) << 56));
-    };
-    word(ev.t_us);
-    bytes(ev.kind.as_bytes(), &mut word);
-    for (n, v) in &ev.fields {
-        bytes(n.as_bytes(), &mut word);
-        match v {
-            Val::U(x) => word(*x),
-            Val::I(x) => word(*x as u64),
-            Val::F(x) => word(x.to_bits()),
-            Val::B(x) => word(*x as u64),
-            Val::S(x) => bytes(x.as_bytes(), &mut word),
-        }
+        self.word(u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56));
     }
-    h
+    fn write_u8(&mut self, i: u8) {
+        self.word(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.word(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.word(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.word(i as u64);
+    }
+    fn write_isize(&mut self, i: isize) {
+        self.word(i as u64);
+    }
 }
 
-/// The trace hash of a whole event list: equal for equal runs, and different as soon as one
-/// event, value or timestamp differs.
+/// Fold one event (time and value) into a running hash.
+pub fn hash_event(h: u64, ev: &Event) -> u64 {
+    let mut s = StableHasher(h);
+    ev.hash(&mut s);
+    s.0
+}
+
+/// The trace hash of a whole history: equal for equal runs, and different as soon as one event,
+/// value or timestamp differs.
 pub fn trace_hash(events: &[Event]) -> u64 {
     events.iter().fold(HASH_START, hash_event)
+}
+
+/// Every key a client (the probe excluded) has invoked an append on so far in this thread's
+/// history, in key order.
+pub fn appended_keys() -> Vec<Key> {
+    LOG.with(|l| {
+        let l = l.borrow();
+        let mut keys: std::collections::BTreeSet<&Key> = std::collections::BTreeSet::new();
+        for ev in l.iter().flat_map(|l| l.events.iter()) {
+            if let What::Invoke { op: ClientOp::Append, id, key, .. } = &ev.what {
+                if id.client > 0 {
+                    keys.insert(key);
+                }
+            }
+        }
+        keys.into_iter().cloned().collect()
+    })
 }

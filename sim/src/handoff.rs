@@ -1,5 +1,7 @@
-//! Handoff figures: for every planned move that committed, how long writes to the range were
-//! unavailable and how many bytes were copied before and during the pause.
+//! Handoff figures: for every planned move whose target the map published, how long writes to
+//! the range were unavailable and how many bytes were copied before and during the pause. A
+//! handoff the target reported but the map never published (superseded by a failover or a
+//! rollback) is marked and counted apart.
 //!
 //! The write-unavailable interval is measured two ways (DESIGN.md, "Uses": design review of
 //! pause-length trade-offs):
@@ -10,10 +12,12 @@
 //!   an append to the range inside that gap (it kept trying).
 
 use crate::check::single_writer::contains;
-use crate::events::Event;
-use std::collections::BTreeMap;
+use crate::events::{Event, Outcome, Sys, What};
+use partmap::event::ClientOp;
+use partmap::ids::Key;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// One committed handoff.
+/// One handoff a move's target reported.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Handoff {
     /// The range, `rN`.
@@ -41,57 +45,72 @@ pub struct Handoff {
     pub tail_bytes: u64,
     /// The range's payload bytes at the cutover.
     pub bytes: u64,
+    /// Whether a map version (committed or restored by the authority) published the target as
+    /// the range's owner at the move's epoch. A handoff whose commit never landed (the range
+    /// failed over, or the move was rolled back) is superseded: it is counted on its own row
+    /// and kept out of the pause figures (issue 12).
+    pub committed: bool,
 }
 
-/// Every committed handoff of a run, in the order the targets started serving.
+/// Every handoff a target reported in `events`, in the order the targets started serving, each
+/// marked committed or superseded by what the map published.
 pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
-    let mut bounds: BTreeMap<u64, (String, String)> = BTreeMap::new();
+    let mut bounds: BTreeMap<u64, (Key, Option<Key>)> = BTreeMap::new();
     // (range, new epoch) -> (from, from_epoch), from the journal.
     let mut journal: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
     // (range, epoch) -> first pause time at the source.
     let mut paused: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    let mut acked: Vec<(u64, &str)> = Vec::new();
-    let mut invoked: Vec<(u64, &str)> = Vec::new();
-    let mut out = Vec::new();
-    let mut pending: Vec<(Handoff, (String, String))> = Vec::new();
+    // (range, epoch, owner) that some map version published.
+    let mut published: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
+    let mut acked: Vec<(u64, &Key)> = Vec::new();
+    let mut invoked: Vec<(u64, &Key)> = Vec::new();
+    let mut pending: Vec<(Handoff, (Key, Option<Key>))> = Vec::new();
     for ev in events {
-        match ev.kind.as_str() {
-            "map_row" => {
-                bounds.insert(ev.u("range"), (ev.s("start").to_string(), ev.s("end").to_string()));
+        match &ev.what {
+            What::Sys(Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. }) => {
+                for row in map.rows.values() {
+                    bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+                    if let Some(owner) = row.owner {
+                        published.insert((row.id.0, row.epoch.0, owner.0 as u64));
+                    }
+                }
+                for t in map.transfers.values() {
+                    journal.insert((t.range.0, t.epoch.0), (t.from.0 .0 as u64, t.from_epoch.0));
+                }
             }
-            "map_transfer" => {
-                journal.insert((ev.u("range"), ev.u("epoch")), (ev.u("from"), ev.u("from_epoch")));
+            What::Sys(Sys::Paused { range, epoch, .. }) => {
+                paused.entry((range.0, epoch.0)).or_insert(ev.t_us);
             }
-            "paused" => {
-                paused.entry((ev.u("range"), ev.u("epoch"))).or_insert(ev.t_us);
-            }
-            "invoke" if ev.s("op") == "append" && ev.u("client") > 0 => invoked.push((ev.t_us, ev.s("key"))),
-            "complete" if ev.s("op") == "append" && ev.s("outcome") == "ok" && ev.u("client") > 0 => acked.push((ev.t_us, ev.s("key"))),
-            "handoff" => {
-                let (range, epoch) = (ev.u("range"), ev.u("epoch"));
+            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => invoked.push((ev.t_us, key)),
+            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.push((ev.t_us, key)),
+            What::Sys(Sys::Handoff { server, range, epoch, strategy, precopy_bytes, tail_bytes, bytes }) => {
+                let (range, epoch) = (range.0, epoch.0);
                 let Some(&(from, from_epoch)) = journal.get(&(range, epoch)) else { continue };
                 let Some(&paused_at_us) = paused.get(&(range, from_epoch)) else { continue };
                 let h = Handoff {
                     range,
                     from,
-                    to: ev.u("server"),
+                    to: server.0 as u64,
                     from_epoch,
                     epoch,
-                    strategy: ev.s("strategy").to_string(),
+                    strategy: strategy.name().to_string(),
                     paused_at_us,
                     server_pause_ms: ev.t_us.saturating_sub(paused_at_us) as f64 / 1000.0,
                     client_gap_ms: None,
-                    precopy_bytes: ev.u("precopy_bytes"),
-                    tail_bytes: ev.u("tail_bytes"),
-                    bytes: ev.u("bytes"),
+                    precopy_bytes: *precopy_bytes,
+                    tail_bytes: *tail_bytes,
+                    bytes: *bytes,
+                    committed: false,
                 };
                 pending.push((h, bounds.get(&range).cloned().unwrap_or_default()));
             }
             _ => {}
         }
     }
+    let mut out = Vec::new();
     for (mut h, b) in pending {
-        let in_range = |key: &str| contains(&b, key);
+        h.committed = published.contains(&(h.range, h.epoch, h.to));
+        let in_range = |key: &Key| contains(&b, key);
         let before = acked.iter().filter(|(t, k)| *t <= h.paused_at_us && in_range(k)).map(|(t, _)| *t).max();
         let after = acked.iter().filter(|(t, k)| *t > h.paused_at_us && in_range(k)).map(|(t, _)| *t).min();
         if let (Some(b0), Some(a0)) = (before, after) {

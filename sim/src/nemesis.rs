@@ -12,9 +12,10 @@ use partmap::seam::{sleep_ms, LinkFault};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use crate::events::{record, What};
 
 /// One fault to inject.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Fault {
     /// Kill the node, restart it after the duration.
     Crash(String),
@@ -378,7 +379,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
             let counter = p.fault.counter(&world.borrow());
             match &p.fault {
                 Fault::Crash(node) => {
-                    if !world.borrow_mut().kill(node) {
+                    if !world.borrow_mut().kill(node, p.duration_ms) {
                         return;
                     }
                     *counts.borrow_mut().entry(counter).or_default() += 1;
@@ -387,11 +388,11 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                 }
                 Fault::MoveRequest(..) | Fault::Drain(_) => {
                     // Sent by the operator node (see `operator`); only logged and counted here.
-                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                 }
                 Fault::DelayNext(from, to, kind) => {
-                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                 }
@@ -402,23 +403,23 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                         Fault::Reorder(..) => LinkFault::Reorder,
                         _ => LinkFault::Corrupt,
                     };
-                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().fault_link(from, to, kind);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().unfault_link(from, to, kind);
-                    tracing::info!(target: "partmap_sim", kind = "fault_end", fault = p.fault.to_string().as_str());
+                    record(What::FaultEnd { fault: p.fault.clone() });
                 }
                 Fault::SlowDisk(node, extra_ms) => {
-                    tracing::info!(target: "partmap_sim", kind = "fault", fault = p.fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().slow_disk(node, *extra_ms);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().slow_disk(node, 0);
-                    tracing::info!(target: "partmap_sim", kind = "fault_end", fault = p.fault.to_string().as_str());
+                    record(What::FaultEnd { fault: p.fault.clone() });
                 }
                 Fault::Pause(node) => {
-                    if !world.borrow_mut().pause(node) {
+                    if !world.borrow_mut().pause(node, p.duration_ms) {
                         return;
                     }
                     *counts.borrow_mut().entry(counter).or_default() += 1;
@@ -427,7 +428,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                 }
                 fault => {
                     let cut = links(&world.borrow(), fault);
-                    tracing::info!(target: "partmap_sim", kind = "fault", fault = fault.to_string().as_str(), duration_ms = p.duration_ms);
+                    record(What::Fault { fault: fault.clone(), duration_ms: p.duration_ms, crash: None });
                     for (a, b) in &cut {
                         world.borrow_mut().cut(a, b);
                     }
@@ -436,7 +437,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     for (a, b) in &cut {
                         world.borrow_mut().uncut(a, b);
                     }
-                    tracing::info!(target: "partmap_sim", kind = "fault_end", fault = fault.to_string().as_str());
+                    record(What::FaultEnd { fault: fault.clone() });
                 }
             }
         });

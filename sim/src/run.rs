@@ -3,20 +3,22 @@
 //! checks every property.
 
 use crate::check::{self, Kind, Verdict};
-use crate::events::{trace_hash, Collector, Event};
+use crate::check::no_lost_append::Content;
+use crate::check::View;
+use crate::events::{trace_hash, Event, Outcome, What};
 use crate::nemesis;
 use crate::scenario::{ExpectedOutcome, Scenario};
 use crate::workload::{self, ProbeReport};
 use crate::world::{Role, World};
 use madsim::runtime::{Handle, Runtime};
 use partmap::config::{client_addr, Knobs, Mutation};
+use partmap::event::ClientOp;
 use partmap::seam::sleep_ms;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use tracing_subscriber::layer::SubscriberExt;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -105,6 +107,13 @@ pub struct RunReport {
     pub header: Vec<String>,
     /// One verdict per property.
     pub verdicts: Vec<Verdict>,
+    /// Every view of every property (a property's verdict is its first violated view).
+    pub views: Vec<View>,
+    /// Durable map versions at the authority that no `map_commit` announced (each was judged).
+    pub unannounced_versions: u64,
+    /// Handoffs a target reported whose move the map never published (superseded by a
+    /// failover or a rollback); kept out of `handoffs` and the pause figures.
+    pub superseded_handoffs: Vec<crate::handoff::Handoff>,
     /// Faults injected, by kind.
     pub faults: BTreeMap<&'static str, u64>,
     /// Client operations.
@@ -121,7 +130,8 @@ pub struct RunReport {
     pub trace_hash: u64,
     /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
     pub coverage: BTreeMap<&'static str, u64>,
-    /// Every committed planned move, with its write pause and bytes copied.
+    /// Every planned move whose target the map published, with its write pause and bytes
+    /// copied.
     pub handoffs: Vec<crate::handoff::Handoff>,
     /// Fault kinds injected while each flow was in flight, as `(fault kind, flow)`.
     pub fault_flows: std::collections::BTreeSet<(String, &'static str)>,
@@ -151,7 +161,11 @@ impl RunReport {
 /// the service as a whole took no write. An outage of a few ranges shows in the handoff and
 /// recovery figures instead; this one shows an authority outage or a cut-off frontend.
 pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
-    let acks = events.iter().filter(|e| e.kind == "complete" && e.s("op") == "append" && e.s("outcome") == "ok" && e.u("client") > 0).map(|e| e.t_us).filter(|t| *t <= end_us);
+    let acks = events
+        .iter()
+        .filter(|e| matches!(&e.what, What::Complete { op: ClientOp::Append, id, outcome: Outcome::Ok, .. } if id.client > 0))
+        .map(|e| e.t_us)
+        .filter(|t| *t <= end_us);
     let mut last: Option<u64> = None;
     let mut worst = 0;
     for t in acks {
@@ -214,17 +228,18 @@ fn madsim_config(s: &Scenario) -> madsim::Config {
     cfg
 }
 
-/// The final content of every key: its records in the store's synced streams, in stream order.
-/// Read after the heal and the probe, when no acknowledged append can still be in flight.
-pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecord>) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// The stored view of the final content: every key's records in the store's synced streams,
+/// in stream order. Read after the heal and the probe, when no acknowledged append can still be
+/// in flight.
+pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecord>) -> Content {
     let streams = partmap::store::Streams::recover(&store_disk.read_durable());
-    let mut content: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut content = Content::new();
     for stream in streams.streams.values() {
         for rec in &stream.records {
             content.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
         }
     }
-    content.into_iter().collect()
+    content
 }
 
 /// The fault rates drawn for a seed, as a header line.
@@ -235,70 +250,137 @@ fn drawn_line(plan: &nemesis::FaultPlan) -> String {
     )
 }
 
-/// How many of the most-appended keys the probe reads back through the frontends at the end.
-const FINAL_READ_KEYS: usize = 16;
-
-/// The `n` keys with the most append invocations (ties: key order). Workload keys are printable
-/// ASCII, so their rendered form is their bytes.
-fn busiest_keys(events: &[Event], n: usize) -> Vec<Vec<u8>> {
-    let mut count: BTreeMap<&str, u64> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.kind == "invoke" && e.s("op") == "append") {
-        *count.entry(e.s("key")).or_default() += 1;
-    }
-    let mut by_count: Vec<(u64, &str)> = count.into_iter().map(|(k, c)| (c, k)).collect();
-    by_count.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    by_count.into_iter().take(n).map(|(_, k)| k.as_bytes().to_vec()).collect()
-}
-
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
-    let log: crate::events::EventLog = Arc::new(Mutex::new(Vec::with_capacity(16 * 1024)));
-    let subscriber = tracing_subscriber::registry().with(Collector { log: log.clone(), print: opts.trace });
-    let (header, probe, finals, faults, sim_ms) = tracing::subscriber::with_default(subscriber, || {
-        let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
-        rt.block_on(simulate(opts.clone(), log.clone()))
-    });
-    let events = std::mem::take(&mut *log.lock().expect("event log"));
+    crate::events::start(opts.trace);
+    let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
+    let sim = rt.block_on(simulate(opts.clone()));
+    drop(rt);
+    let events = crate::events::finish();
+    let Simulated { header, probe, stored, durable_map, faults, sim_ms } = sim;
     let mut ops = OpCounts::default();
-    for ev in events.iter().filter(|e| e.kind == "complete" && e.u("client") > 0) {
-        match (ev.s("op"), ev.s("outcome")) {
-            ("append", "ok") => ops.appends_ok += 1,
-            ("append", "fail") => ops.appends_failed += 1,
-            ("append", "unavailable") => {
+    for ev in &events {
+        let What::Complete { op, id, outcome, .. } = &ev.what else { continue };
+        if id.client == 0 {
+            continue;
+        }
+        match (op, outcome) {
+            (ClientOp::Append, Outcome::Ok) => ops.appends_ok += 1,
+            (ClientOp::Append, Outcome::Fail) => ops.appends_failed += 1,
+            (ClientOp::Append, Outcome::Unavailable) => {
                 ops.appends_failed += 1;
                 ops.unavailable += 1;
             }
-            ("read", "unavailable") => {
+            (ClientOp::Read, Outcome::Unavailable) => {
                 ops.reads_failed += 1;
                 ops.unavailable += 1;
             }
-            ("append", _) => ops.appends_unknown += 1,
-            ("read", "ok") => ops.reads_ok += 1,
-            _ => ops.reads_failed += 1,
+            (ClientOp::Append, Outcome::Unknown) => ops.appends_unknown += 1,
+            (ClientOp::Read, Outcome::Ok) => ops.reads_ok += 1,
+            (ClientOp::Read, _) => ops.reads_failed += 1,
         }
     }
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
+    let served = &probe.served;
+    let views = judge(&events, served, &stored, &durable_map);
+    let first = |p: &str| views.iter().filter(|v| v.property == p).find_map(|v| v.violation.clone());
     let verdicts = vec![
-        Verdict { property: "single_writer", kind: Kind::Always, violation: check::single_writer::check(&events).err() },
-        Verdict { property: "no_lost_append", kind: Kind::Always, violation: check::no_lost_append::check(&events, &finals).err() },
-        Verdict { property: "reads_consistent", kind: Kind::Always, violation: check::reads_consistent::check(&events, &finals).err() },
-        Verdict { property: "map_tiles", kind: Kind::Always, violation: check::map_tiles::check(&events).err() },
-        Verdict { property: "manager_exclusive", kind: Kind::Always, violation: check::manager_exclusive::check(&events).err() },
+        Verdict { property: "single_writer", kind: Kind::Always, violation: first("single_writer") },
+        Verdict { property: "no_lost_append", kind: Kind::Always, violation: first("no_lost_append") },
+        Verdict { property: "reads_consistent", kind: Kind::Always, violation: first("reads_consistent") },
+        Verdict { property: "map_tiles", kind: Kind::Always, violation: first("map_tiles") },
+        Verdict { property: "manager_exclusive", kind: Kind::Always, violation: first("manager_exclusive") },
         Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
     ];
-    let handoffs = crate::handoff::handoffs(&events);
-    let mut reshapes: BTreeMap<String, u64> = BTreeMap::new();
-    for ev in events.iter().filter(|e| e.kind == "reshaped") {
-        *reshapes.entry(format!("{}_{}", ev.s("reshape"), ev.s("outcome"))).or_default() += 1;
-    }
+    let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
+    let reshapes = reshape_counts(&events);
     let unavailable_ms = unavailable_ms(&events, opts.scenario.workload.duration_s * 1_000_000);
-    RunReport { seed: opts.seed, header, verdicts, faults, ops, sim_ms, recovery_ms: probe.recovery_ms, unavailable_ms, trace_hash: trace_hash(&events), coverage: crate::coverage::situations(&events), fault_flows: crate::coverage::fault_flows(&events), handoffs, reshapes, events }
+    RunReport {
+        seed: opts.seed,
+        header,
+        verdicts,
+        unannounced_versions: check::map_tiles::unannounced(&durable_map, &events),
+        views,
+        faults,
+        ops,
+        sim_ms,
+        recovery_ms: probe.recovery_ms,
+        unavailable_ms,
+        trace_hash: trace_hash(&events),
+        coverage: crate::coverage::situations(&events),
+        fault_flows: crate::coverage::fault_flows(&events),
+        handoffs,
+        superseded_handoffs,
+        reshapes,
+        events,
+    }
 }
 
-type Simulated = (Vec<String>, ProbeReport, Vec<(Vec<u8>, Vec<u8>)>, BTreeMap<&'static str, u64>, u64);
+/// The views the checkers had before issue 12 (the history, the store's streams, the announced
+/// maps), for showing what only the new views catch. The old probe's comparison of its final
+/// reads of the 16 busiest keys with the streams is not among them.
+pub const LEGACY_VIEWS: [&str; 3] = ["history", "stored", "announced"];
 
-async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
+/// Every view of every safety property (issue 12): the history, what the live system serves
+/// (`served`, the final strong reads), what the store's streams hold (`stored`), and the
+/// authority's durable log (`durable`). When the served and stored views of the final content
+/// disagree and neither is violated on its own, `no_lost_append` fails on the disagreement.
+pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
+    let view = |property, view, violation: Result<(), String>| View { property, view, violation: violation.err() };
+    let mut views = vec![
+        view("single_writer", "history", check::single_writer::check(events)),
+        view("no_lost_append", "served", check::no_lost_append::check(events, served, "served")),
+        view("no_lost_append", "stored", check::no_lost_append::check(events, stored, "stored")),
+        view("reads_consistent", "served", check::reads_consistent::check(events, served)),
+        view("reads_consistent", "stored", check::reads_consistent::check(events, stored)),
+        view("map_tiles", "durable", check::map_tiles::check_durable(durable, events)),
+        view("map_tiles", "announced", check::map_tiles::check_announced(events)),
+        view("manager_exclusive", "durable", check::manager_exclusive::check_durable(durable)),
+        view("manager_exclusive", "announced", check::manager_exclusive::check(events)),
+    ];
+    let disagreement = check::no_lost_append::disagreement(served, stored).map(|d| format!("the served and stored views disagree: {d}"));
+    views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement });
+    views
+}
+
+/// Splits and merges that ended, counted from the maps the authority committed or restored: a
+/// journal entry that leaves the journal with its first parent retired committed; one that
+/// leaves otherwise aborted (counted only if it had paused its parents). Keys:
+/// `split_committed`, `split_aborted`, `merge_committed`, `merge_aborted`.
+pub fn reshape_counts(events: &[Event]) -> BTreeMap<String, u64> {
+    use partmap::map::{RangeState, TransferPhase};
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut journal: BTreeMap<partmap::ids::RangeId, partmap::map::Reshape> = BTreeMap::new();
+    for ev in events {
+        let What::Sys(crate::events::Sys::MapCommit { map, .. } | crate::events::Sys::MapRestored { map, .. }) = &ev.what else { continue };
+        for (first, r) in &journal {
+            if map.reshapes.contains_key(first) {
+                continue;
+            }
+            let committed = map.rows.get(first).is_some_and(|row| row.state == RangeState::Retired);
+            if committed || r.phase == TransferPhase::Paused || matches!(r.phase, TransferPhase::Aborted(_)) {
+                *counts.entry(format!("{}_{}", r.kind.name(), if committed { "committed" } else { "aborted" })).or_default() += 1;
+            }
+        }
+        journal = map.reshapes.clone();
+    }
+    counts
+}
+
+/// What the simulation hands back to [`run_seed`].
+struct Simulated {
+    header: Vec<String>,
+    probe: ProbeReport,
+    /// The store's synced streams, per key.
+    stored: Content,
+    /// The authority's durable log.
+    durable_map: Vec<partmap::lock::LockRecord>,
+    faults: BTreeMap<&'static str, u64>,
+    sim_ms: u64,
+}
+
+async fn simulate(opts: RunOptions) -> Simulated {
     // The seed decides everything from here on: first the topology (swarm scenarios), then the
     // clocks and the faults. The header is printed before any node runs.
     let s = opts.scenario.draw_swarm(&mut madsim::rand::thread_rng());
@@ -376,7 +458,7 @@ async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
     while finished.load(Ordering::SeqCst) < client_nodes {
         sleep_ms(100).await;
     }
-    let final_keys = busiest_keys(&log.lock().expect("event log"), FINAL_READ_KEYS);
+    let final_keys = crate::events::appended_keys();
     let report = Arc::new(Mutex::new(ProbeReport::default()));
     {
         let (sc, k, r) = (s.clone(), knobs.clone(), report.clone());
@@ -392,7 +474,8 @@ async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
         sleep_ms(100).await;
     }
     let probe = report.lock().expect("probe report").clone();
-    let finals = final_content(&world.borrow().store_disk);
+    let stored = final_content(&world.borrow().store_disk);
+    let durable_map = world.borrow().lock_disk.read_durable();
     let faults = counts.borrow().clone();
     let sim_ms = partmap::seam::now_ms();
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
@@ -401,5 +484,5 @@ async fn simulate(opts: RunOptions, log: crate::events::EventLog) -> Simulated {
         handle.kill(id);
     }
     sleep_ms(1).await;
-    (header, probe, finals, faults, sim_ms)
+    Simulated { header, probe, stored, durable_map, faults, sim_ms }
 }

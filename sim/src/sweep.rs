@@ -48,6 +48,12 @@ pub struct SeedResult {
     pub handoffs: Vec<crate::handoff::Handoff>,
     /// Splits and merges committed and aborted.
     pub reshapes: BTreeMap<String, u64>,
+    /// Handoffs a target reported that no map version published (superseded).
+    pub superseded_handoffs: u64,
+    /// Durable map versions no `map_commit` announced (judged from the authority's log).
+    pub unannounced_versions: u64,
+    /// Properties whose views disagreed on this seed (one violated, another not).
+    pub views_disagreeing: Vec<String>,
     /// Fault kinds injected while each flow was in flight.
     pub fault_flows: Vec<(String, String)>,
 }
@@ -151,6 +157,12 @@ pub struct Summary {
     pub seeds_with_reshape: BTreeMap<String, u64>,
     /// Seeds that committed at least one split and at least one merge.
     pub seeds_with_split_and_merge: u64,
+    /// Handoffs superseded (the target served, no map version published it), in all.
+    pub superseded_handoffs: u64,
+    /// Durable map versions no event announced, in all, and the seeds that had one.
+    pub unannounced_versions: (u64, u64),
+    /// Per property, the seeds on which its views disagreed.
+    pub views_disagreeing: BTreeMap<String, u64>,
     /// Seeds where each fault kind was injected while each flow was in flight:
     /// fault kind → flow → seeds.
     pub fault_flow_seeds: BTreeMap<String, BTreeMap<String, u64>>,
@@ -267,6 +279,13 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             trace_hash: format!("{:016x}", report.trace_hash),
                             handoffs: report.handoffs.clone(),
                             reshapes: report.reshapes.clone(),
+                            superseded_handoffs: report.superseded_handoffs.len() as u64,
+                            unannounced_versions: report.unannounced_versions,
+                            views_disagreeing: {
+                                let mut d: Vec<String> = report.views.iter().filter(|v| v.violation.is_some()).map(|v| v.property.to_string()).filter(|p| report.views.iter().any(|w| w.property == p && w.violation.is_none())).collect();
+                                d.dedup();
+                                d
+                            },
                             fault_flows: report.fault_flows.iter().map(|(k, f)| (k.clone(), f.to_string())).collect(),
                         };
                         results.lock().expect("results").push(r);
@@ -310,6 +329,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         reshapes: BTreeMap::new(),
         seeds_with_reshape: BTreeMap::new(),
         seeds_with_split_and_merge: 0,
+        superseded_handoffs: 0,
+        unannounced_versions: (0, 0),
+        views_disagreeing: BTreeMap::new(),
         fault_flow_seeds: BTreeMap::new(),
         failing: Vec::new(),
         crashed,
@@ -347,6 +369,12 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
         }
         if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
             s.seeds_with_split_and_merge += 1;
+        }
+        s.superseded_handoffs += r.superseded_handoffs;
+        s.unannounced_versions.0 += r.unannounced_versions;
+        s.unannounced_versions.1 += u64::from(r.unannounced_versions > 0);
+        for p in &r.views_disagreeing {
+            *s.views_disagreeing.entry(p.clone()).or_default() += 1;
         }
     }
     s.sim_s_per_seed /= results.len().max(1) as f64;
@@ -447,7 +475,7 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
         let _ = writeln!(out, "seeds with a split and a merge committed: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
     }
     if !s.pauses.is_empty() {
-        let _ = writeln!(out, "\nhandoffs (planned moves committed): write pause in ms as p50 / p99 / max; bytes copied");
+        let _ = writeln!(out, "\nhandoffs (planned moves the map published): write pause in ms as p50 / p99 / max; bytes copied");
         let _ = writeln!(out, "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "at the servers", "at the clients (n)", "before, p50", "during, p50/max");
         for f in &s.pauses {
             let ms = |v: [f64; 3]| format!("{:.1} / {:.1} / {:.1}", v[0], v[1], v[2]);
@@ -458,6 +486,15 @@ pub fn render(s: &Summary, base: &RunOptions) -> String {
                 format!("{:.0} B", f.precopy_bytes_p50), format!("{:.0} / {:.0} B", f.tail_bytes[0], f.tail_bytes[1])
             );
         }
+    }
+    if s.superseded_handoffs > 0 {
+        let _ = writeln!(out, "{:<14} {:<9} {:>8}  (the target served, but the map never published it: the range failed over or the move rolled back; not in the figures above)", "superseded", "all", s.superseded_handoffs);
+    }
+    let (versions, seeds) = s.unannounced_versions;
+    let _ = writeln!(out, "\nmap versions durable at lock-1 but never announced (judged from its log): {versions} on {seeds} seeds");
+    if !s.views_disagreeing.is_empty() {
+        let parts: Vec<String> = s.views_disagreeing.iter().map(|(p, n)| format!("{p} on {n} seeds")).collect();
+        let _ = writeln!(out, "views that disagreed (one violated, another not): {}", parts.join(", "));
     }
     let _ = writeln!(out, "\nsummary: {}", s.json_path);
     if !s.failing.is_empty() {

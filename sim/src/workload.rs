@@ -15,7 +15,8 @@ use partmap::map::RangeState;
 use partmap::msg::{Msg, Outcome, ReadLevel};
 use partmap::seam::{now_us, sleep_ms, sleep_us, Rpc};
 use std::sync::{Arc, Mutex};
-use tracing::info;
+use crate::events::{record, Outcome as Ended, What};
+use partmap::event::ClientOp;
 
 /// The payload of append `id`: `c1.17---…;`, `len` bytes long (at least the id and `;`).
 pub fn payload(id: OpId, len: usize) -> Vec<u8> {
@@ -56,47 +57,46 @@ pub fn client_timeout_ms(k: &Knobs) -> u64 {
     k.frontend_attempts as u64 * (k.rpc_timeout_ms + k.store_timeout_ms + k.frontend_backoff_ms_max) + 1000
 }
 
-fn outcome_name(o: &Outcome) -> (&'static str, &str) {
+fn ended(o: &Outcome) -> (Ended, String) {
     match o {
-        Outcome::Ok => ("ok", ""),
-        Outcome::Failed(r) => ("fail", r.as_str()),
-        Outcome::Unknown(r) => ("unknown", r.as_str()),
-        Outcome::MapUnavailable(r) => ("unavailable", r.as_str()),
+        Outcome::Ok => (Ended::Ok, String::new()),
+        Outcome::Failed(r) => (Ended::Fail, r.clone()),
+        Outcome::Unknown(r) => (Ended::Unknown, r.clone()),
+        Outcome::MapUnavailable(r) => (Ended::Unavailable, r.clone()),
     }
 }
 
 /// One append through `frontend`, recorded as `invoke` + `complete`. Returns the outcome.
 pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: OpId, len: usize) -> Outcome {
-    let k = show_key(&key);
-    info!(target: "partmap_sim", kind = "invoke", op = "append", client = id.client, seq = id.seq, key = k.as_str());
-    let msg = Msg::ClientAppend { key, id, bytes: payload(id, len) };
+    record(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
+    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len) };
     let outcome = match rpc.call(frontend_addr(frontend), msg, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, .. }) => outcome,
         _ => Outcome::Unknown("frontend did not answer".into()),
     };
-    let (name, reason) = outcome_name(&outcome);
-    info!(target: "partmap_sim", kind = "complete", op = "append", client = id.client, seq = id.seq, key = k.as_str(), outcome = name, reason);
+    let (ended, reason) = ended(&outcome);
+    record(What::Complete { op: ClientOp::Append, id, key, outcome: ended, reason, value_len: 0, value_hash: 0 });
     outcome
 }
 
 /// One read at `level` through `frontend`, recorded as `invoke` (with the level and, for a
 /// bounded read, its bound in ms) + `complete` (with the content).
 pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>, level: ReadLevel) -> (Outcome, Vec<u8>) {
-    let k = show_key(&key);
-    let (level_name, bound_ms) = match level {
-        ReadLevel::Strong => ("strong", 0),
-        ReadLevel::Bounded { ms } => ("bounded", ms),
+    let bound_ms = match level {
+        ReadLevel::Strong => None,
+        ReadLevel::Bounded { ms } => Some(ms),
     };
-    info!(target: "partmap_sim", kind = "invoke", op = "read", client, seq, key = k.as_str(), level = level_name, bound_ms);
-    let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key, level }, client_timeout_ms(knobs)).await {
+    let id = OpId { client, seq };
+    record(What::Invoke { op: ClientOp::Read, id, key: key.clone(), bound_ms });
+    let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key: key.clone(), level }, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, value }) => (outcome, value),
         _ => (Outcome::Failed("frontend did not answer".into()), Vec::new()),
     };
-    let (name, reason) = outcome_name(&outcome);
+    let (ended, reason) = ended(&outcome);
     // The content as its length and hash: enough to tell whether it is a prefix of the final
     // content, at a fraction of the cost of logging it.
     let value_hash = content_hash(&value);
-    info!(target: "partmap_sim", kind = "complete", op = "read", client, seq, key = k.as_str(), outcome = name, reason, value_len = value.len() as u64, value_hash);
+    record(What::Complete { op: ClientOp::Read, id, key, outcome: ended, reason, value_len: value.len() as u64, value_hash });
     (outcome, value)
 }
 
@@ -172,12 +172,17 @@ pub struct ProbeReport {
     pub recovery_ms: u64,
     /// Set when the probe finished.
     pub done: bool,
+    /// The served view: what a final strong read through the frontends returned for every key
+    /// any client tried to append to (keys with no content included, as empty).
+    pub served: std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// The probe client (`client-0`), started at the heal: until the liveness deadline, check that
 /// every range in the map is active and that an append to each succeeds through a frontend; then
-/// read `final_keys` and every probed key through the frontends (recorded in the history, for
-/// `no_lost_append` to compare with the final content). Writes its findings into `report`.
+/// read `final_keys` (every key a client tried to append to) and every probed key through the
+/// frontends with strong reads, retrying each until it is answered or the deadline passes: the
+/// served view that `no_lost_append` and `reads_consistent` judge. A key that cannot be read
+/// fails liveness. Writes its findings into `report`.
 pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, report: Arc<Mutex<ProbeReport>>) {
     let rpc = Rpc::bind(client_addr(0), &knobs).await;
     let start = now_us();
@@ -222,15 +227,34 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, r
         sleep_ms(200).await;
     };
     let recovery_ms = (now_us() - start) / 1000;
+    let mut served = std::collections::BTreeMap::new();
+    let mut unread = Vec::new();
     if live {
         let mut keys: Vec<Vec<u8>> = final_keys.into_iter().chain(proven).collect();
         keys.sort();
         keys.dedup();
         for (i, key) in keys.into_iter().enumerate() {
-            seq += 1;
-            read(&rpc, &knobs, i as u32 % scenario.topology.frontends + 1, 0, seq, key, ReadLevel::Strong).await;
+            let mut frontend = i as u32 % scenario.topology.frontends + 1;
+            loop {
+                seq += 1;
+                let (outcome, value) = read(&rpc, &knobs, frontend, 0, seq, key.clone(), ReadLevel::Strong).await;
+                if outcome == Outcome::Ok {
+                    served.insert(key, value);
+                    break;
+                }
+                if now_us() >= deadline_us {
+                    unread.push(format!("{} ({outcome:?})", show_key(&key)));
+                    break;
+                }
+                frontend = frontend % scenario.topology.frontends + 1;
+                sleep_ms(200).await;
+            }
         }
     }
+    if !unread.is_empty() {
+        detail = format!("final strong reads failing for {} keys: {}", unread.len(), unread.join(", "));
+    }
+    let live = live && unread.is_empty();
     let mut r = report.lock().expect("probe report");
-    *r = ProbeReport { live, detail: if live { String::new() } else { detail }, recovery_ms, done: true };
+    *r = ProbeReport { live, detail: if live { String::new() } else { detail }, recovery_ms, done: true, served };
 }

@@ -20,7 +20,9 @@ use partmap::config::{self, Knobs};
 use partmap::ids::ServerId;
 use partmap::lock::LockRecord;
 use madsim::rand::Rng;
-use partmap::seam::{clocked, Disk, LinkFault};
+use partmap::seam::{clocked, CrashReport, Disk, LinkFault};
+use crate::events::{record, What};
+use crate::nemesis::Fault;
 use partmap::store::StoreRecord;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -51,7 +53,7 @@ pub struct Node {
     /// Its address.
     pub addr: SocketAddr,
     /// Called when the node is killed: drops its unsynced disk writes; returns how many.
-    crash_disk: Option<Box<dyn Fn() -> (usize, usize)>>,
+    crash_disk: Option<Box<dyn Fn() -> CrashReport>>,
 }
 
 /// All faultable nodes of a run, by name (sorted, so iteration is deterministic).
@@ -86,14 +88,14 @@ impl World {
                 return 1.0;
             }
             let drift: f64 = madsim::rand::thread_rng().gen_range(-ppm..=ppm);
-            tracing::info!(target: "partmap_sim", kind = "clock", node = name, drift_ppm = drift as i64);
+            record(What::Clock { node: name.to_string(), drift_ppm: drift as i64 });
             1.0 + drift / 1e6
         };
-        let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> (usize, usize)>>| {
+        let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> CrashReport>>| {
             nodes.insert(name.clone(), Node { name, role, id: node.id(), addr, crash_disk });
         };
-        let lock_disk: Disk<LockRecord> = Disk::new(knobs.disk_sync_ms);
-        let store_disk: Disk<StoreRecord> = Disk::new(knobs.disk_sync_ms);
+        let lock_disk: Disk<LockRecord> = Disk::named("lock-1", knobs.disk_sync_ms);
+        let store_disk: Disk<StoreRecord> = Disk::named("store-1", knobs.disk_sync_ms);
         {
             let (k, d, r) = (knobs.clone(), lock_disk.clone(), rate("lock-1"));
             let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || clocked(r, partmap::lock::run(k.clone(), d.clone()))).build();
@@ -135,19 +137,15 @@ impl World {
 
     /// Kill `name` (memory lost, unsynced disk writes lost, or with `knobs.torn_writes` a torn
     /// last write). Returns false if already down.
-    pub fn kill(&mut self, name: &str) -> bool {
+    pub fn kill(&mut self, name: &str, duration_ms: u64) -> bool {
         if !self.down.insert(name.to_string()) {
             return false;
         }
         self.paused.remove(name); // a killed process is no longer paused; its restart runs
         let node = &self.nodes[name];
         Handle::current().kill(node.id);
-        let (lost, torn) = node.crash_disk.as_ref().map_or((0, 0), |f| f());
-        if torn > 0 {
-            tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("crash {name}").as_str(), unsynced_lost = lost, torn);
-        } else {
-            tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("crash {name}").as_str(), unsynced_lost = lost);
-        }
+        let crash = node.crash_disk.as_ref().map(|f| f());
+        record(What::Fault { fault: Fault::Crash(name.to_string()), duration_ms, crash });
         true
     }
 
@@ -178,12 +176,12 @@ impl World {
 
     /// Freeze `name`'s process (its tasks stop; its memory stays). Returns false if it is down
     /// or already paused.
-    pub fn pause(&mut self, name: &str) -> bool {
+    pub fn pause(&mut self, name: &str, duration_ms: u64) -> bool {
         if self.down.contains(name) || !self.paused.insert(name.to_string()) {
             return false;
         }
         Handle::current().pause(self.nodes[name].id);
-        tracing::info!(target: "partmap_sim", kind = "fault", fault = format!("pause {name}").as_str());
+        record(What::Fault { fault: Fault::Pause(name.to_string()), duration_ms, crash: None });
         true
     }
 
@@ -191,7 +189,7 @@ impl World {
     pub fn resume(&mut self, name: &str) {
         if self.paused.remove(name) {
             Handle::current().resume(self.nodes[name].id);
-            tracing::info!(target: "partmap_sim", kind = "fault_end", fault = format!("pause {name}").as_str());
+            record(What::FaultEnd { fault: Fault::Pause(name.to_string()) });
         }
     }
 
@@ -199,7 +197,7 @@ impl World {
     pub fn restart(&mut self, name: &str) {
         if self.down.remove(name) {
             Handle::current().restart(self.nodes[name].id);
-            tracing::info!(target: "partmap_sim", kind = "fault_end", fault = format!("crash {name}").as_str());
+            record(What::FaultEnd { fault: Fault::Crash(name.to_string()) });
         }
     }
 
@@ -254,17 +252,17 @@ impl World {
         for name in down {
             self.restart(&name);
         }
-        tracing::info!(target: "partmap_sim", kind = "heal", note = "all links restored, paused nodes resumed, crashed nodes restarted");
+        record(What::Heal);
     }
 }
 
 /// The harness's crash of a disk: everything unsynced is lost, or with `torn` a random prefix
 /// (0 to 8 records) of it survives and the next record is torn.
 /// Returns (records lost, records torn).
-fn crash_fn<R: Clone + 'static>(d: partmap::seam::Disk<R>, torn: bool) -> Box<dyn Fn() -> (usize, usize)> {
+fn crash_fn<R: Clone + 'static>(d: partmap::seam::Disk<R>, torn: bool) -> Box<dyn Fn() -> CrashReport> {
     if torn {
         Box::new(move || d.crash_torn(madsim::rand::random::<usize>() % 9))
     } else {
-        Box::new(move || (d.crash(), 0))
+        Box::new(move || CrashReport { lost: d.crash(), survived: 0, torn: false })
     }
 }

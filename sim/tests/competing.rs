@@ -2,14 +2,43 @@
 //! the golden schedules of the competing-managers issue.
 
 mod common;
-use common::{of, scenario};
+use common::{harness, maps, scenario, sys};
 
 use partmap::config::Mutation;
+use partmap::event::ClientOp;
+use partmap::map::RangeState;
+use partmap::msg::Refusal;
+use partmap_sim::events::{Outcome, Sys, What};
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome, RunReport};
 
 /// The end of server `s`'s lease by its own clock (ms) as of its last renewal before `t_ms`.
-fn lease_end_before(report: &RunReport, s: u64, t_ms: u64) -> u64 {
-    of(report, "renewed").filter(|e| e.u("server") == s && e.t_us < t_ms * 1000).map(|e| e.u("valid_until_ms")).last().expect("renewed before")
+fn lease_end_before(report: &RunReport, s: u32, t_ms: u64) -> u64 {
+    sys(report)
+        .filter_map(|(t, e)| match e {
+            Sys::Renewed { server, valid_until_ms, .. } if server.0 == s && t < t_ms * 1000 => Some(*valid_until_ms),
+            _ => None,
+        })
+        .last()
+        .expect("renewed before")
+}
+
+/// `(time µs, server, event)` of every admitted append and every strong read served, in that
+/// order (admits first, then reads).
+fn served_writes_and_strong_reads(report: &RunReport) -> Vec<(u64, u32, &Sys)> {
+    let admits = sys(report).filter_map(|(t, e)| match e {
+        Sys::Admit { server, .. } => Some((t, server.0, e)),
+        _ => None,
+    });
+    let strong_reads = sys(report).filter_map(|(t, e)| match e {
+        Sys::ReadServed { server, bounded: false, .. } => Some((t, server.0, e)),
+        _ => None,
+    });
+    admits.chain(strong_reads).collect()
+}
+
+/// The times (µs) of every completion the frontend failed at once (`MapUnavailable`).
+fn unavailable_completions(report: &RunReport) -> Vec<u64> {
+    harness(report).filter(|(_, w)| matches!(w, What::Complete { outcome: Outcome::Unavailable, .. })).map(|(t, _)| t).collect()
 }
 
 /// tarantool/cartridge#2342: a leader cut off together with part of the cluster kept taking
@@ -23,19 +52,21 @@ fn golden_cut_off_owner_takes_no_write_once_its_lease_has_run_out() {
         let lease_end = lease_end_before(&report, 1, 20_000);
         assert!(lease_end > 20_000 && lease_end < 22_000, "seed {seed}: lease end {lease_end}");
         // Requests kept coming (frontend-1 routes on its cache) ...
-        let refused = of(&report, "refused").filter(|e| e.u("server") == 1 && e.t_us > lease_end * 1000 && e.t_us < 32_000_000 && e.s("reason") == "LeaseExpired").count();
+        let refused = sys(&report)
+            .filter(|(t, e)| matches!(e, Sys::Refused { server, reason: Refusal::LeaseExpired, .. } if server.0 == 1) && *t > lease_end * 1000 && *t < 32_000_000)
+            .count();
         assert!(refused > 10, "seed {seed}: only {refused} requests refused by server-1 with LeaseExpired after its lease ran out");
         // Before that it served them: the clients did reach it on the cached route.
-        let before = of(&report, "admit").filter(|e| e.u("server") == 1 && e.t_us > 20_000_000 && e.t_us < lease_end * 1000).count();
+        let before = sys(&report).filter(|(t, e)| matches!(e, Sys::Admit { server, .. } if server.0 == 1) && *t > 20_000_000 && *t < lease_end * 1000).count();
         assert!(before > 10, "seed {seed}: server-1 admitted only {before} appends between the cut and its lease end");
         // ... and server-1 admitted none and answered no strong read after its lease ran out.
-        let served = of(&report, "admit").chain(of(&report, "read_served").filter(|e| e.s("level") == "strong"));
-        let late: Vec<_> = served.filter(|e| e.u("server") == 1 && e.t_us > lease_end * 1000 && e.t_us < 32_000_000).collect();
-        assert!(late.is_empty(), "seed {seed}: server-1 served after its lease ran out at {lease_end} ms: {:?}", late.first());
+        let served = served_writes_and_strong_reads(&report);
+        let late: Vec<_> = served.iter().filter(|(t, server, _)| *server == 1 && *t > lease_end * 1000 && *t < 32_000_000).collect();
+        assert!(late.is_empty(), "seed {seed}: server-1 served after its lease ran out at {lease_end} ms: {:?}", late.first().map(|(t, _, e)| format!("{t} µs: {e}")));
         // Its ranges went to the others at newer epochs.
-        assert!(of(&report, "activated").any(|e| e.u("server") != 1 && e.t_us > 22_000_000 && e.t_us < 32_000_000), "seed {seed}");
+        assert!(sys(&report).any(|(t, e)| matches!(e, Sys::Activated { server, .. } if server.0 != 1) && t > 22_000_000 && t < 32_000_000), "seed {seed}");
         // frontend-1 could not read the map: 6 s after its last read it failed operations at once.
-        let unavailable: Vec<u64> = of(&report, "complete").filter(|e| e.s("outcome") == "unavailable").map(|e| e.t_us).collect();
+        let unavailable: Vec<u64> = unavailable_completions(&report);
         assert!(!unavailable.is_empty(), "seed {seed}: no MapUnavailable");
         let first = unavailable[0];
         assert!(first > 25_500_000 && first < 27_000_000, "seed {seed}: first MapUnavailable at {first} µs");
@@ -65,15 +96,17 @@ fn golden_authority_outage_fails_fast_and_resumes() {
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         for s in 1..=3 {
             let lease_end = lease_end_before(&report, s, 20_000);
-            let served = of(&report, "admit").chain(of(&report, "read_served").filter(|e| e.s("level") == "strong"));
-            let late = served.filter(|e| e.u("server") == s && e.t_us > lease_end * 1000 && e.t_us < 32_000_000).count();
+            let served = served_writes_and_strong_reads(&report);
+            let late = served.iter().filter(|(t, server, _)| *server == s && *t > lease_end * 1000 && *t < 32_000_000).count();
             assert_eq!(late, 0, "seed {seed}: server-{s} served after its lease ran out at {lease_end} ms");
         }
-        let unavailable: Vec<u64> = of(&report, "complete").filter(|e| e.s("outcome") == "unavailable").map(|e| e.t_us).collect();
+        let unavailable: Vec<u64> = unavailable_completions(&report);
         assert!(unavailable.len() > 100, "seed {seed}: {} MapUnavailable", unavailable.len());
         assert!(unavailable[0] > 22_500_000 && unavailable[0] < 23_500_000, "seed {seed}: first MapUnavailable at {} µs", unavailable[0]);
         // Service resumed after the authority came back, before the workload ended.
-        let after = of(&report, "complete").filter(|e| e.s("op") == "append" && e.s("outcome") == "ok" && e.t_us > 34_000_000 && e.t_us < 60_000_000).count();
+        let after = harness(&report)
+            .filter(|(t, w)| matches!(w, What::Complete { op: ClientOp::Append, outcome: Outcome::Ok, .. }) && *t > 34_000_000 && *t < 60_000_000)
+            .count();
         assert!(after > 1000, "seed {seed}: only {after} appends after the outage");
         assert!(report.unavailable_ms > 9_000 && report.unavailable_ms < 13_000, "seed {seed}: {}", report.unavailable_ms);
     }
@@ -87,12 +120,17 @@ fn golden_dueling_managers_deposed_leader_is_refused() {
     for seed in 0..6 {
         let report = run_seed(&RunOptions { seed, ..scenario("dueling-managers.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
-        let terms: Vec<u64> = of(&report, "leader").map(|e| e.u("leader_epoch")).collect();
+        let terms: Vec<u64> = sys(&report)
+            .filter_map(|(_, e)| match e {
+                Sys::Leader { leader_epoch, .. } => Some(*leader_epoch),
+                _ => None,
+            })
+            .collect();
         assert!(terms.len() >= 2, "seed {seed}: leader terms {terms:?}");
-        if of(&report, "stale_command").any(|e| e.u("leader_epoch") < e.u("seen")) {
+        if sys(&report).any(|(_, e)| matches!(e, Sys::StaleCommand { leader_epoch, seen, .. } if leader_epoch < seen)) {
             refused_seeds += 1;
         }
-        steps += of(&report, "stale_command").filter(|e| e.s("command") != "get_load").count();
+        steps += sys(&report).filter(|(_, e)| matches!(e, Sys::StaleCommand { command, .. } if *command != "get_load")).count();
     }
     assert!(refused_seeds >= 4, "a deposed leader's command was refused on only {refused_seeds} of 6 seeds");
     assert!(steps > 0, "no deposed leader's open, pre-copy, pause, finish or release was refused on 6 seeds");
@@ -106,7 +144,8 @@ fn golden_rolling_upgrade_pauses_only_for_planned_moves() {
     for seed in 1..=3 {
         let report = run_seed(&RunOptions { seed, ..scenario("rolling-upgrade.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
-        let assigned = of(&report, "map_row").filter(|e| e.s("state") == "preparing" && e.t_us > 5_000_000).count();
+        // Rows in state preparing, counted over every map version made current after 5 s.
+        let assigned: usize = maps(&report).filter(|(t, _)| *t > 5_000_000).map(|(_, map)| map.rows.values().filter(|row| row.state == RangeState::Preparing).count()).sum();
         assert_eq!(assigned, 0, "seed {seed}: a range was assigned (failover or rollback) during the upgrade");
         for s in 1..=3u64 {
             let away: Vec<&partmap_sim::handoff::Handoff> = report.handoffs.iter().filter(|h| h.from == s).collect();

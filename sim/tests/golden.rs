@@ -2,9 +2,10 @@
 //! mutation that removes the mechanism they exercise.
 
 mod common;
-use common::scenario;
+use common::{scenario, sys};
 
 use partmap::config::Mutation;
+use partmap_sim::events::Sys;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
 
 
@@ -15,7 +16,7 @@ fn golden_stale_write_after_failover_is_fenced_at_the_store() {
         let report = run_seed(&opts);
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         // The held appends did arrive, with server-1's old epoch, and the fence refused them.
-        let refused = report.events.iter().filter(|e| e.kind == "fenced" && e.u("server") == 1).count();
+        let refused = sys(&report).filter(|(_, e)| matches!(e, Sys::Fenced { server, .. } if server.0 == 1)).count();
         assert!(refused > 0, "seed {seed}: no stale write reached the store");
         assert!(report.coverage.get("delayed_write_after_fence").is_some_and(|n| *n > 0), "seed {seed}: {:?}", report.coverage);
         assert!(report.faults.get("delay") == Some(&1) && report.faults.get("crash_manager") == Some(&2));
@@ -73,7 +74,7 @@ fn golden_paused_owner_refuses_to_serve_after_waking() {
         assert_eq!(report.faults.get("pause"), Some(&1));
         assert_eq!(report.coverage.get("pause_owner_past_lease"), Some(&1), "seed {seed}: {:?}", report.coverage);
         // The failover did happen while server-1 slept.
-        let moved = report.events.iter().any(|e| e.kind == "activated" && e.u("server") != 1 && e.t_us > 20_000_000 && e.t_us < 26_000_000);
+        let moved = sys(&report).any(|(t, e)| matches!(e, Sys::Activated { server, .. } if server.0 != 1) && t > 20_000_000 && t < 26_000_000);
         assert!(moved, "seed {seed}: no range changed owner during the pause");
     }
 }
@@ -89,7 +90,7 @@ fn golden_paused_owner_without_authority_check_is_fenced_and_caught() {
         assert_eq!(report.outcome(), RunOutcome::SafetyViolation, "seed {seed}");
         let evidence = report.verdicts.iter().find(|v| v.property == "single_writer").and_then(|v| v.violation.clone()).expect("caught");
         assert!(evidence.contains("server-1"), "{evidence}");
-        fenced += report.events.iter().filter(|e| e.kind == "fenced" && e.u("server") == 1 && e.t_us > 26_000_000).count();
+        fenced += sys(&report).filter(|(t, e)| matches!(e, Sys::Fenced { server, .. } if server.0 == 1) && *t > 26_000_000).count();
     }
     assert!(fenced > 0, "the woken owner's writes never reached the store's fence");
 }
@@ -121,7 +122,7 @@ fn golden_held_store_append_is_refused_by_the_fence() {
         let report = run_seed(&RunOptions { seed, ..scenario("held-store-append.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         assert_eq!(report.faults.get("delay_next"), Some(&1));
-        let late = report.events.iter().find(|e| e.kind == "fenced" && e.u("server") == 1 && e.t_us >= 13_000_000);
+        let late = sys(&report).find(|(t, e)| matches!(e, Sys::Fenced { server, .. } if server.0 == 1) && *t >= 13_000_000);
         assert!(late.is_some(), "seed {seed}: the held append did not reach the store's fence after the hold");
         assert!(report.coverage.get("delayed_write_after_fence").is_some_and(|n| *n > 0), "seed {seed}: {:?}", report.coverage);
     }

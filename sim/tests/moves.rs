@@ -5,23 +5,47 @@ mod common;
 use common::*;
 
 use partmap::config::Mutation;
-use partmap_sim::events::Event;
+use partmap::ids::Key;
+use partmap::map::{RangeState, TransferPhase};
+use partmap_sim::events::Sys;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome, RunReport};
 
 
 
 /// The script client's effects at the store, in stream order: (key, bytes, epoch, server).
-fn scripted_effects(report: &RunReport) -> Vec<(String, u64, u64, u64)> {
-    let mut effects: Vec<(u64, (String, u64, u64, u64))> = of(report, "effect")
-        .filter(|e| e.u("client") == 2)
-        .map(|e| (e.u("offset"), (e.s("key").to_string(), e.u("bytes"), e.u("epoch"), e.u("server"))))
+fn scripted_effects(report: &RunReport) -> Vec<(Key, u64, u64, u32)> {
+    let mut effects: Vec<(u64, (Key, u64, u64, u32))> = sys(report)
+        .filter_map(|(_, e)| match e {
+            Sys::Effect { server, epoch, key, id, offset, bytes, .. } if id.client == 2 => Some((*offset, (key.clone(), *bytes as u64, epoch.0, server.0))),
+            _ => None,
+        })
         .collect();
     effects.sort();
     effects.into_iter().map(|(_, e)| e).collect()
 }
 
-fn effect(key: &str, bytes: u64, epoch: u64, server: u64) -> (String, u64, u64, u64) {
-    (key.to_string(), bytes, epoch, server)
+fn effect(key: &str, bytes: u64, epoch: u64, server: u32) -> (Key, u64, u64, u32) {
+    (key.as_bytes().to_vec(), bytes, epoch, server)
+}
+
+/// `(server, epoch)` of every `activated`, in history order.
+fn activated(report: &RunReport) -> Vec<(u32, u64)> {
+    sys(report)
+        .filter_map(|(_, e)| match e {
+            Sys::Activated { server, epoch, .. } => Some((server.0, epoch.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The times (µs) of every `admit`, with the admitting server and the key.
+fn admits(report: &RunReport) -> Vec<(u64, u32, &Key)> {
+    sys(report)
+        .filter_map(|(t, e)| match e {
+            Sys::Admit { server, key, .. } => Some((t, server.0, key)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// DESIGN.md's worked move: A (server-1) holds 6 bytes at epoch 1, B (server-2) pre-copies
@@ -33,11 +57,20 @@ fn golden_seed_transfer_moves_13_bytes_and_the_held_append_lands_at_b() {
     for seed in 1..=3 {
         let report = run_seed(&RunOptions { seed, ..scenario("seed-transfer.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
-        let activated: Vec<(u64, u64)> = of(&report, "activated").map(|e| (e.u("server"), e.u("epoch"))).collect();
-        assert_eq!(activated, vec![(1, 1), (2, 2)], "seed {seed}: A at epoch 1, then B at epoch 2");
-        let rounds: Vec<(u64, u64)> = of(&report, "precopied").map(|e| (e.u("server"), e.u("bytes"))).collect();
+        assert_eq!(activated(&report), vec![(1, 1), (2, 2)], "seed {seed}: A at epoch 1, then B at epoch 2");
+        let rounds: Vec<(u32, u64)> = sys(&report)
+            .filter_map(|(_, e)| match e {
+                Sys::Precopied { server, bytes, .. } => Some((server.0, *bytes)),
+                _ => None,
+            })
+            .collect();
         assert_eq!(rounds, vec![(2, 6)], "seed {seed}: B pre-copies r1's 6 bytes in one round");
-        let drained: Vec<(u64, u64, u64)> = of(&report, "drained").map(|e| (e.u("server"), e.u("epoch"), e.u("bytes"))).collect();
+        let drained: Vec<(u32, u64, u64)> = sys(&report)
+            .filter_map(|(_, e)| match e {
+                Sys::Drained { server, epoch, digest, .. } => Some((server.0, epoch.0, digest.bytes)),
+                _ => None,
+            })
+            .collect();
         assert_eq!(drained, vec![(1, 1, 13)], "seed {seed}: A's final length");
         let h = &report.handoffs;
         assert_eq!(h.len(), 1, "seed {seed}: {h:?}");
@@ -50,8 +83,13 @@ fn golden_seed_transfer_moves_13_bytes_and_the_held_append_lands_at_b() {
             "seed {seed}: 6 + 7 bytes at A, then r3's 6 at B: 19"
         );
         // The held r3 reached A after the cutover: refused with B named, never admitted there.
-        assert!(!of(&report, "admit").any(|e| e.s("key") == "r3" && e.u("server") == 1), "seed {seed}: A admitted r3");
-        let redirected: Vec<(u64, u64, u64)> = of(&report, "redirected").filter(|e| e.s("key") == "r3" && e.t_us < 10_000_000).map(|e| (e.u("epoch"), e.u("to"), e.u("new_epoch"))).collect();
+        assert!(!admits(&report).iter().any(|(_, server, key)| key.as_slice() == b"r3" && *server == 1), "seed {seed}: A admitted r3");
+        let redirected: Vec<(u64, u32, u64)> = sys(&report)
+            .filter_map(|(t, e)| match e {
+                Sys::Redirected { epoch, key, to, new_epoch, .. } if key.as_slice() == b"r3" && t < 10_000_000 => Some((epoch.0, to.0, new_epoch.0)),
+                _ => None,
+            })
+            .collect();
         assert_eq!(redirected, vec![(1, 2, 2)], "seed {seed}: A refuses r3 at epoch 1 with a hint naming B at epoch 2");
         assert_eq!(report.ops.appends_ok, 3);
     }
@@ -65,20 +103,33 @@ fn golden_diverged_copy_aborts_and_the_range_stays_at_a() {
     for seed in 1..=3 {
         let report = run_seed(&RunOptions { seed, ..scenario("transfer-divergence.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
-        let diverged: Vec<&Event> = of(&report, "diverged").collect();
+        let diverged: Vec<&str> = sys(&report)
+            .filter_map(|(_, e)| match e {
+                Sys::Diverged { error, .. } => Some(error.as_str()),
+                _ => None,
+            })
+            .collect();
         assert_eq!(diverged.len(), 1, "seed {seed}");
-        assert!(diverged[0].s("error").contains("13 bytes, checksum"), "{}", diverged[0].s("error"));
-        let abort = of(&report, "map_transfer").find(|e| e.s("phase") == "aborted").expect("the abort is journaled");
-        assert_eq!(abort.s("error"), diverged[0].s("error"), "seed {seed}: the journal records B's error");
-        let row_at_abort = of(&report, "map_row").find(|e| e.u("version") == abort.u("version")).expect("row");
-        assert_eq!((row_at_abort.s("state"), row_at_abort.u("owner"), row_at_abort.u("epoch")), ("paused", 1, 1), "seed {seed}: paused at A");
-        let activated: Vec<(u64, u64)> = of(&report, "activated").map(|e| (e.u("server"), e.u("epoch"))).collect();
-        assert_eq!(activated, vec![(1, 1), (1, 3)], "seed {seed}: B never serves; A reopens at epoch 3");
+        assert!(diverged[0].contains("13 bytes, checksum"), "{}", diverged[0]);
+        // The first map version whose transfer journal holds an aborted move.
+        let (t_abort, abort_map, abort_range, abort_error) = maps(&report)
+            .find_map(|(t, map)| {
+                map.transfers.values().find_map(|tr| match &tr.phase {
+                    TransferPhase::Aborted(error) => Some((t, map, tr.range, error.as_str())),
+                    _ => None,
+                })
+            })
+            .expect("the abort is journaled");
+        assert_eq!(abort_error, diverged[0], "seed {seed}: the journal records B's error");
+        // The moved range's row in that same map version (the scenario has one range).
+        let row_at_abort = abort_map.rows.get(&abort_range).expect("row");
+        assert_eq!((row_at_abort.state, row_at_abort.owner.map_or(0, |s| s.0), row_at_abort.epoch.0), (RangeState::Paused, 1, 1), "seed {seed}: paused at A");
+        assert_eq!(activated(&report), vec![(1, 1), (1, 3)], "seed {seed}: B never serves; A reopens at epoch 3");
         assert!(report.handoffs.is_empty());
         assert_eq!(scripted_effects(&report), vec![effect("r1", 6, 1, 1), effect("r2", 7, 1, 1), effect("r3", 6, 3, 1)], "seed {seed}");
         // Nothing B could have written: the paused range admitted nothing between abort and reopen.
-        let (t_abort, t_reopen) = (abort.t_us, of(&report, "activated").nth(1).expect("reopen").t_us);
-        assert!(!of(&report, "admit").any(|e| e.t_us > t_abort && e.t_us < t_reopen), "seed {seed}: an append was admitted while paused");
+        let t_reopen = sys(&report).filter(|(_, e)| matches!(e, Sys::Activated { .. })).nth(1).expect("reopen").0;
+        assert!(!admits(&report).iter().any(|(t, _, _)| *t > t_abort && *t < t_reopen), "seed {seed}: an append was admitted while paused");
     }
 }
 

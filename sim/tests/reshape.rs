@@ -5,16 +5,24 @@
 mod common;
 use common::*;
 
+use partmap::ids::RangeId;
+use partmap::map::TransferPhase;
+use partmap_sim::events::Sys;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome, RunReport};
 
 
 
 /// When the first split or merge was journaled as paused, and when (and how) it ended.
 fn first_reshape(report: &RunReport) -> Option<(u64, u64, String)> {
-    let paused = of(report, "map_child").find(|e| e.s("phase") == "paused")?;
-    let first = paused.u("first");
-    let ended = of(report, "reshaped").find(|e| e.s("parents").split(',').next() == Some(&format!("r{first}")))?;
-    Some((paused.t_us, ended.t_us, ended.s("outcome").to_string()))
+    // The first map version whose split/merge journal holds a paused entry with a child.
+    let (paused_t, first) = maps(report).find_map(|(t, map)| {
+        map.reshapes.iter().find(|(_, r)| r.phase == TransferPhase::Paused && !r.children.is_empty()).map(|(first, _)| (t, *first))
+    })?;
+    let (ended_t, committed) = sys(report).find_map(|(t, e)| match e {
+        Sys::Reshaped { parents, committed, .. } if parents.first() == Some(&first) => Some((t, *committed)),
+        _ => None,
+    })?;
+    Some((paused_t, ended_t, if committed { "committed" } else { "aborted" }.to_string()))
 }
 
 #[test]
@@ -38,10 +46,17 @@ fn golden_split_survives_a_crash_of_the_parents_owner() {
             let must_move: Vec<u64> = if outcome == "aborted" {
                 vec![1]
             } else {
-                of(&report, "map_child").filter(|e| e.u("first") == 1 && e.u("owner") == 1).map(|e| e.u("range")).collect()
+                // Every child journaled (in any map version) for the reshape whose first parent is
+                // r1, owned by server-1.
+                maps(&report)
+                    .filter_map(|(_, map)| map.reshapes.get(&RangeId(1)))
+                    .flat_map(|r| r.children.iter())
+                    .filter(|c| c.owner.0 .0 == 1)
+                    .map(|c| c.id.0)
+                    .collect()
             };
             for range in must_move {
-                let moved = of(&report, "activated").any(|e| e.u("range") == range && e.u("server") != 1 && e.t_us > crash_us);
+                let moved = sys(&report).any(|(t, e)| matches!(e, Sys::Activated { range: r, server, .. } if r.0 == range && server.0 != 1) && t > crash_us);
                 assert!(moved, "seed {seed}: r{range} ({outcome} split) was not failed over");
             }
         }
@@ -59,8 +74,8 @@ fn golden_merge_paused_when_the_manager_crashes_is_finished_by_the_next_leader()
         let Some((paused, ended, outcome)) = first_reshape(&report) else { panic!("seed {seed}: no merge") };
         if paused < crash_us && crash_us < ended {
             hit += 1;
-            let new_leader = of(&report, "leader").find(|e| e.t_us > crash_us).expect("a leader after the crash");
-            assert!(ended > new_leader.t_us, "seed {seed}: the merge ended before a new leader took over");
+            let new_leader_t = sys(&report).find(|(t, e)| matches!(e, Sys::Leader { .. }) && *t > crash_us).expect("a leader after the crash").0;
+            assert!(ended > new_leader_t, "seed {seed}: the merge ended before a new leader took over");
             assert_eq!(outcome, "committed", "seed {seed}: the next leader should finish the merge");
             assert_eq!(report.reshapes.get("merge_committed"), Some(&1), "seed {seed}: {:?}", report.reshapes);
         }

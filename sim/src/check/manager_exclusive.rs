@@ -1,47 +1,74 @@
 //! `manager_exclusive` (always): every map mutation carries the epoch of the leader term current
-//! when it was committed, and leader terms only grow. Read from the authority's `leader` and
-//! `map_commit` events. A deposed leader's write would commit with an older epoch.
+//! when it was committed, and leader terms only grow. A deposed leader's write would commit with
+//! an older epoch. Two views (issue 12):
+//! - **announced**: the authority's `leader`, `leader_recovered` and `map_commit` events;
+//! - **durable**: the authority's log, replayed after the run: each `Map` record written by a
+//!   leader carries the term of the latest `LeaderTerm` record before it (the authority writes
+//!   both under one lock, so the log order is the commit order), whether or not it was announced.
 
 use super::secs;
-use crate::events::Event;
+use crate::events::{Event, Sys, What};
+use partmap::lock::LockRecord;
 
-/// Check every commit against the latest leader term. Errors: the first stale commit.
+/// The announced view. Errors: the first stale commit or backward term.
 pub fn check(events: &[Event]) -> Result<(), String> {
-    let mut current: Option<(u64, u64, u64)> = None; // (epoch, manager, time)
+    let mut current: Option<(u64, u32, u64)> = None; // (epoch, manager, time)
     for ev in events {
-        match ev.kind.as_str() {
-            "leader" => {
-                let epoch = ev.u("leader_epoch");
+        let What::Sys(sys) = &ev.what else { continue };
+        match sys {
+            Sys::Leader { manager, leader_epoch } => {
                 if let Some((prev, m, t)) = current {
-                    if epoch <= prev {
-                        return Err(format!("leader term {epoch} (manager-{}) at {} after term {prev} (manager-{m}) at {}", ev.u("manager"), secs(ev.t_us), secs(t)));
+                    if *leader_epoch <= prev {
+                        return Err(format!("leader term {leader_epoch} (manager-{manager}) at {} after term {prev} (manager-{m}) at {}", secs(ev.t_us), secs(t)));
                     }
                 }
-                current = Some((epoch, ev.u("manager"), ev.t_us));
+                current = Some((*leader_epoch, *manager, ev.t_us));
             }
-            "leader_recovered" => {
+            Sys::LeaderRecovered { manager, leader_epoch } => {
                 // The authority restarted: its durable latest term may be one that was granted
                 // but never announced (the answer was lost); it must not go backwards.
-                let epoch = ev.u("leader_epoch");
                 match current {
-                    Some((prev, m, t)) if epoch < prev => {
-                        return Err(format!("the authority recovered leader term {epoch} at {} after term {prev} (manager-{m}) at {}", secs(ev.t_us), secs(t)));
+                    Some((prev, m, t)) if *leader_epoch < prev => {
+                        return Err(format!("the authority recovered leader term {leader_epoch} at {} after term {prev} (manager-{m}) at {}", secs(ev.t_us), secs(t)));
                     }
-                    Some((prev, _, _)) if epoch == prev => {}
-                    _ => current = Some((epoch, ev.u("manager"), ev.t_us)),
+                    Some((prev, _, _)) if *leader_epoch == prev => {}
+                    _ => current = Some((*leader_epoch, *manager, ev.t_us)),
                 }
             }
-            "map_commit" if ev.s("by") == "operator" => {} // requests only; the authority refuses anything else
-            "map_commit" => {
-                let epoch = ev.u("leader_epoch");
-                match current {
-                    Some((e, _, _)) if e == epoch => {}
-                    Some((e, m, t)) => {
-                        return Err(format!("map version {} committed at {} with leader epoch {epoch}, but the current term is {e} (manager-{m}, since {})", ev.u("version"), secs(ev.t_us), secs(t)));
-                    }
-                    None => return Err(format!("map version {} committed at {} before any leader was elected", ev.u("version"), secs(ev.t_us))),
+            Sys::MapCommit { leader_epoch: 0, .. } => {} // operator requests; the authority refuses anything else
+            Sys::MapCommit { leader_epoch, map } => match current {
+                Some((e, _, _)) if e == *leader_epoch => {}
+                Some((e, m, t)) => {
+                    return Err(format!("map version {} committed at {} with leader epoch {leader_epoch}, but the current term is {e} (manager-{m}, since {})", map.version, secs(ev.t_us), secs(t)));
                 }
+                None => return Err(format!("map version {} committed at {} before any leader was elected", map.version, secs(ev.t_us))),
+            },
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The durable view over the authority's log `durable`. Errors: the first map record whose
+/// term is not the latest granted before it, or a term that does not grow.
+pub fn check_durable(durable: &[LockRecord]) -> Result<(), String> {
+    let mut current: Option<(u64, u32)> = None;
+    for (i, rec) in durable.iter().enumerate() {
+        match rec {
+            LockRecord::LeaderTerm { candidate, epoch } => {
+                if let Some((prev, m)) = current.filter(|(prev, _)| epoch <= prev) {
+                    return Err(format!("durable record {i} of lock-1 grants leader term {epoch} (manager-{candidate}) after term {prev} (manager-{m})"));
+                }
+                current = Some((*epoch, *candidate));
             }
+            LockRecord::Map { leader_epoch: 0, .. } => {}
+            LockRecord::Map { map, leader_epoch } => match current {
+                Some((e, _)) if e == *leader_epoch => {}
+                Some((e, m)) => {
+                    return Err(format!("durable record {i} of lock-1 holds map version {} written with leader epoch {leader_epoch}, but the latest term granted before it is {e} (manager-{m})", map.version));
+                }
+                None => return Err(format!("durable record {i} of lock-1 holds map version {} written before any leader term", map.version)),
+            },
             _ => {}
         }
     }
@@ -51,25 +78,37 @@ pub fn check(events: &[Event]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::Val;
+    use crate::check::testkit::{at, commit, map_of};
 
-    fn ev(kind: &str, epoch: u64) -> Event {
-        Event { t_us: 0, kind: kind.into(), fields: vec![("leader_epoch", Val::U(epoch)), ("manager", Val::U(1)), ("version", Val::U(1))] }
+    fn leader(epoch: u64) -> Event {
+        at(0, Sys::Leader { manager: 1, leader_epoch: epoch })
     }
 
     /// Found by seed 741 of swarm.json: with torn writes a term can be durable at the authority
     /// without its `leader` event; after recovery its holder commits legitimately.
     #[test]
     fn manager_exclusive_accepts_a_term_recovered_by_the_authority() {
-        let recovered = Event { t_us: 0, kind: "leader_recovered".into(), fields: vec![("leader_epoch", Val::U(6)), ("manager", Val::U(1))] };
-        check(&[ev("leader", 5), recovered.clone(), ev("map_commit", 6)]).unwrap();
-        let backwards = Event { fields: vec![("leader_epoch", Val::U(4)), ("manager", Val::U(1))], ..recovered };
-        assert!(check(&[ev("leader", 5), backwards]).unwrap_err().contains("recovered leader term 4"));
+        let m = map_of(1, &[(1, "", None, 1, 1, "active")]);
+        let recovered = at(0, Sys::LeaderRecovered { manager: 1, leader_epoch: 6 });
+        check(&[leader(5), recovered, commit(6, 1, m)]).unwrap();
+        let backwards = at(0, Sys::LeaderRecovered { manager: 1, leader_epoch: 4 });
+        assert!(check(&[leader(5), backwards]).unwrap_err().contains("recovered leader term 4"));
     }
 
     #[test]
     fn manager_exclusive_flags_a_commit_from_a_deposed_leader() {
-        check(&[ev("leader", 1), ev("map_commit", 1), ev("leader", 2), ev("map_commit", 2)]).unwrap();
-        assert!(check(&[ev("leader", 1), ev("leader", 2), ev("map_commit", 1)]).unwrap_err().contains("current term is 2"));
+        let m = map_of(1, &[(1, "", None, 1, 1, "active")]);
+        check(&[leader(1), commit(1, 1, m.clone()), leader(2), commit(2, 1, m.clone())]).unwrap();
+        assert!(check(&[leader(1), leader(2), commit(1, 1, m)]).unwrap_err().contains("current term is 2"));
+    }
+
+    /// Issue 12: a stale write that is durable but never announced.
+    #[test]
+    fn manager_exclusive_flags_a_durable_map_of_an_old_term() {
+        let m = map_of(1, &[(1, "", None, 1, 1, "active")]);
+        let term = |epoch| LockRecord::LeaderTerm { candidate: 1, epoch };
+        check_durable(&[term(1), LockRecord::Map { map: m.clone(), leader_epoch: 1 }, term(2), LockRecord::Map { map: m.clone(), leader_epoch: 0 }]).unwrap();
+        let err = check_durable(&[term(1), term(2), LockRecord::Map { map: m, leader_epoch: 1 }]).unwrap_err();
+        assert!(err.contains("durable record 2"), "{err}");
     }
 }

@@ -2,12 +2,16 @@
 //! boundary). A strong read's prefix holds every append to the key acknowledged before the read
 //! was invoked; a bounded-staleness read's, every append acknowledged before (invocation −
 //! bound). Reads are recorded as length and hash of the returned content; the invocation
-//! carries the level (`strong` or `bounded`) and the bound in ms.
+//! carries the level (`strong` or `bounded`) and the bound in ms. The final content is the served
+//! view (the final strong reads after the heal), so a read is judged against what the live
+//! system serves.
 
+use super::no_lost_append::Content;
 use super::secs;
-use crate::events::Event;
+use crate::events::{Event, Outcome, What};
 use crate::workload::{content_hash, parse_content};
-use partmap::ids::{show_key, OpId};
+use partmap::event::ClientOp;
+use partmap::ids::{show_key, Key, OpId};
 use std::collections::{BTreeMap, BTreeSet};
 
 struct KeyFinal {
@@ -32,55 +36,53 @@ fn index(content: &[u8]) -> Result<KeyFinal, String> {
     Ok(KeyFinal { prefixes, end_of })
 }
 
-/// Check every successful read in `events` against `finals` (key, final content).
+/// Check every successful read in `events` against `finals` (key → final content).
 ///
 /// Errors: the first read that is not a prefix of the final content, or misses an append that
 /// was acknowledged before it began; with the key, the client, times and lengths.
-pub fn check(events: &[Event], finals: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
-    let mut index_of: BTreeMap<String, KeyFinal> = BTreeMap::new();
+pub fn check(events: &[Event], finals: &Content) -> Result<(), String> {
+    let mut index_of: BTreeMap<&[u8], KeyFinal> = BTreeMap::new();
     for (key, content) in finals {
-        index_of.insert(show_key(key), index(content).map_err(|e| format!("key {}: {e}", show_key(key)))?);
+        index_of.insert(key.as_slice(), index(content).map_err(|e| format!("key {}: {e}", show_key(key)))?);
     }
     let empty = KeyFinal { prefixes: BTreeSet::from([(0, content_hash(&[]))]), end_of: BTreeMap::new() };
-    // Acknowledged appends per key: (completion time, id).
-    let mut acked: BTreeMap<&str, Vec<(u64, OpId)>> = BTreeMap::new();
-    // Read (client, seq) -> (invocation time, bound in µs: 0 for a strong read).
-    let mut invoked: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    // Acknowledged appends per key: (completion time, id), in completion order.
+    let mut acked: BTreeMap<&Key, Vec<(u64, OpId)>> = BTreeMap::new();
+    // Read id -> (invocation time, bound in µs: 0 for a strong read).
+    let mut invoked: BTreeMap<OpId, (u64, u64)> = BTreeMap::new();
     for ev in events {
-        match (ev.kind.as_str(), ev.s("op")) {
-            ("invoke", "read") => {
-                let bound_us = if ev.s("level") == "bounded" { ev.u("bound_ms") * 1000 } else { 0 };
-                invoked.insert((ev.u("client"), ev.u("seq")), (ev.t_us, bound_us));
+        match &ev.what {
+            What::Invoke { op: ClientOp::Read, id, bound_ms, .. } => {
+                invoked.insert(*id, (ev.t_us, bound_ms.unwrap_or(0) * 1000));
             }
-            ("complete", "append") if ev.s("outcome") == "ok" => {
-                acked.entry(ev.s("key")).or_default().push((ev.t_us, OpId { client: ev.u("client") as u32, seq: ev.u("seq") }));
+            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } => {
+                acked.entry(key).or_default().push((ev.t_us, *id));
             }
             _ => {}
         }
     }
-    for ev in events.iter().filter(|e| e.kind == "complete" && e.s("op") == "read" && e.s("outcome") == "ok") {
-        let key = ev.s("key");
-        let fin = index_of.get(key).unwrap_or(&empty);
-        let (len, hash) = (ev.u("value_len"), ev.u("value_hash"));
-        let (client, seq) = (ev.u("client"), ev.u("seq"));
-        let (began, bound_us) = invoked.get(&(client, seq)).copied().unwrap_or((0, 0));
+    for ev in events {
+        let What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len: len, value_hash: hash, .. } = &ev.what else { continue };
+        let k = show_key(key);
+        let fin = index_of.get(key.as_slice()).unwrap_or(&empty);
+        let (began, bound_us) = invoked.get(id).copied().unwrap_or((0, 0));
         // Everything acknowledged before this instant must be in the answer.
         let horizon = began.saturating_sub(bound_us);
         let level = if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
-        if !fin.prefixes.contains(&(len, hash)) {
+        if !fin.prefixes.contains(&(*len, *hash)) {
             return Err(format!(
-                "key {key}: {level}read c{client}.{seq} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
+                "key {k}: {level}read {id} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
                 secs(began), secs(ev.t_us)
             ));
         }
-        for (done, id) in acked.get(key).map_or(&[][..], |v| v.as_slice()) {
-            if *done >= horizon {
-                continue;
-            }
-            let end = fin.end_of.get(id).copied().unwrap_or(u64::MAX);
-            if end > len {
+        // Acknowledgements come in time order: only those before the horizon count, and the
+        // one ending furthest into the content decides.
+        let on_key = acked.get(key).map_or(&[][..], |v| v.as_slice());
+        let before = &on_key[..on_key.partition_point(|(done, _)| *done < horizon)];
+        if let Some((done, missing, end)) = before.iter().map(|(done, a)| (done, a, fin.end_of.get(a).copied().unwrap_or(u64::MAX))).max_by_key(|x| x.2) {
+            if end > *len {
                 return Err(format!(
-                    "key {key}: {level}read c{client}.{seq} (invoked {}) returned {len} bytes, missing {id}, acknowledged at {} (ends at byte {})",
+                    "key {k}: {level}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
                     secs(began), secs(*done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
                 ));
             }
@@ -92,30 +94,34 @@ pub fn check(events: &[Event], finals: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::Val;
     use crate::workload::payload;
 
-    fn ev(kind: &str, t_us: u64, op: &str, seq: u64, extra: &[(&'static str, Val)]) -> Event {
-        let mut fields = vec![("op", Val::S(op.into())), ("client", Val::U(1)), ("seq", Val::U(seq)), ("key", Val::S("k1".into()))];
-        fields.extend_from_slice(extra);
-        Event { t_us, kind: kind.into(), fields }
+    fn id(seq: u64) -> OpId {
+        OpId { client: 1, seq }
     }
 
-    fn read_done(t: u64, seq: u64, value: &[u8]) -> Event {
-        let extra = [("outcome", Val::S("ok".into())), ("value_len", Val::U(value.len() as u64)), ("value_hash", Val::U(content_hash(value)))];
-        ev("complete", t, "read", seq, &extra)
+    fn invoke(t_us: u64, op: ClientOp, seq: u64, bound_ms: Option<u64>) -> Event {
+        Event { t_us, what: What::Invoke { op, id: id(seq), key: b"k1".to_vec(), bound_ms } }
+    }
+
+    fn acked(t_us: u64, seq: u64) -> Event {
+        Event { t_us, what: What::Complete { op: ClientOp::Append, id: id(seq), key: b"k1".to_vec(), outcome: Outcome::Ok, reason: String::new(), value_len: 0, value_hash: 0 } }
+    }
+
+    fn read_done(t_us: u64, seq: u64, value: &[u8]) -> Event {
+        let what = What::Complete { op: ClientOp::Read, id: id(seq), key: b"k1".to_vec(), outcome: Outcome::Ok, reason: String::new(), value_len: value.len() as u64, value_hash: content_hash(value) };
+        Event { t_us, what }
     }
 
     #[test]
     fn reads_consistent_flags_a_stale_and_a_foreign_read() {
-        let a = payload(OpId { client: 1, seq: 1 }, 16);
-        let b = payload(OpId { client: 1, seq: 2 }, 16);
-        let fin = vec![(b"k1".to_vec(), [a.clone(), b.clone()].concat())];
-        let ok = [("outcome", Val::S("ok".into()))];
-        let mut evs = vec![ev("invoke", 1, "append", 1, &[]), ev("complete", 2, "append", 1, &ok), ev("invoke", 3, "read", 3, &[]), read_done(4, 3, &a)];
+        let a = payload(id(1), 16);
+        let b = payload(id(2), 16);
+        let fin = Content::from([(b"k1".to_vec(), [a.clone(), b.clone()].concat())]);
+        let mut evs = vec![invoke(1, ClientOp::Append, 1, None), acked(2, 1), invoke(3, ClientOp::Read, 3, None), read_done(4, 3, &a)];
         check(&evs, &fin).unwrap();
         // A read that began after the ack must see it.
-        evs.push(ev("invoke", 5, "read", 4, &[]));
+        evs.push(invoke(5, ClientOp::Read, 4, None));
         evs.push(read_done(6, 4, &[]));
         assert!(check(&evs, &fin).unwrap_err().contains("missing c1.1"));
         evs.pop();
@@ -125,15 +131,13 @@ mod tests {
 
     #[test]
     fn reads_consistent_lets_a_bounded_read_miss_only_what_is_newer_than_its_bound() {
-        let a = payload(OpId { client: 1, seq: 1 }, 16);
-        let fin = vec![(b"k1".to_vec(), a.clone())];
-        let ok = [("outcome", Val::S("ok".into()))];
-        let bounded = [("level", Val::S("bounded".into())), ("bound_ms", Val::U(1))];
+        let a = payload(id(1), 16);
+        let fin = Content::from([(b"k1".to_vec(), a.clone())]);
         // Acknowledged at 2 ms; a bounded(1 ms) read invoked at 2.5 ms may miss it ...
-        let mut evs = vec![ev("invoke", 1_000, "append", 1, &[]), ev("complete", 2_000, "append", 1, &ok), ev("invoke", 2_500, "read", 3, &bounded), read_done(2_600, 3, &[])];
+        let mut evs = vec![invoke(1_000, ClientOp::Append, 1, None), acked(2_000, 1), invoke(2_500, ClientOp::Read, 3, Some(1)), read_done(2_600, 3, &[])];
         check(&evs, &fin).unwrap();
         // ... one invoked at 3.5 ms may not.
-        evs.push(ev("invoke", 3_500, "read", 4, &bounded));
+        evs.push(invoke(3_500, ClientOp::Read, 4, Some(1)));
         evs.push(read_done(3_600, 4, &[]));
         assert!(check(&evs, &fin).unwrap_err().contains("bounded(1 ms) read c1.4"));
     }
