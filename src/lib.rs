@@ -7,9 +7,11 @@
 //! | module | what |
 //! |---|---|
 //! | [`map`] | the partition map table: rows, ops, tiling (pure) |
-//! | [`lock`] | coordination authority: leader lease, session leases, map compare-and-set |
+//! | [`authority`] | the coordination authority's rules as a pure state machine: leader lease, session leases, map compare-and-set |
+//! | [`lock`] | the authority node: drives [`authority::AuthorityCore`] with the network and its disk |
 //! | [`store`] | durable stream store with fencing |
 //! | [`server`] | partition servers: authority check + admission, open by fence-and-load |
+//! | [`handoff`] | the move and split/merge flows as step machines: next step or abort from the state and the last reply |
 //! | [`manager`] | partition manager: leader-only planner (bootstrap, assign, failover) |
 //! | [`frontend`] | routing with a cached map, refresh and retry with the same idempotency id |
 //! | [`seam`] | the only door to network, clock and disk |
@@ -18,9 +20,11 @@
 //! Protocol decisions are plain functions and structs ([`map::PartitionMap::apply_batch`],
 //! [`manager::plan`], [`server::ServerCore`], [`frontend::route`]); node tasks are thin loops.
 
+pub mod authority;
 pub mod config;
 pub mod event;
 pub mod frontend;
+pub mod handoff;
 pub mod ids;
 pub mod lock;
 pub mod manager;

@@ -7,9 +7,10 @@
 //! chosen servers to open their ranges. The manager is off the request path.
 
 use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs, Mutation};
-use crate::ids::{Epoch, Key, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeKind, Strategy, Transfer, TransferPhase};
-use crate::msg::{FinishError, Msg, RangeLoad, SessionView, Source};
+use crate::ids::{Key, RangeId, ServerId};
+use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, Transfer, TransferPhase};
+use crate::msg::{Msg, RangeLoad, SessionView, Source};
+use crate::handoff::{Flow, MoveFlow, Peer, Reply, ReshapeFlow, Step};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -333,13 +334,13 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
     let mut go_on = true;
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
-        if leader.drive(&t, row, &map).await.is_none() {
+        if leader.drive(&mut MoveFlow::new(&t, row, &map, leader_epoch, knobs)).await.is_none() {
             go_on = false;
             break;
         }
     }
     for r in p.reshapes.into_iter().filter(|_| go_on) {
-        if leader.drive_reshape(&r, &map, &loads).await.is_none() {
+        if leader.drive(&mut ReshapeFlow::new(&r, &map, &loads, leader_epoch, knobs)).await.is_none() {
             go_on = false;
             break;
         }
@@ -399,113 +400,25 @@ impl Leader<'_> {
         }
     }
 
-    /// Drive the planned move `t` of `row` one step: a pre-copy round at the target, or the
-    /// cutover (journal the pause, pause the source and take its digest, have the target fence,
-    /// copy the tail and verify, then commit or journal the abort, and release the source).
-    /// Every step is safe to repeat, so a new leader finishes what a deposed one started.
-    /// Returns `None` when the round must stop (see [`Leader::commit`]).
-    async fn drive(&mut self, t: &Transfer, row: &RangeRow, map: &PartitionMap) -> Option<()> {
-        let (rpc, knobs) = (self.rpc, self.knobs);
-        let target = RangeRow { owner: Some(t.to.0), owner_session: t.to.1, epoch: t.epoch, state: RangeState::Preparing, ..row.clone() };
-        if t.phase == TransferPhase::Copying {
-            if t.strategy == Strategy::PreCopy {
-                let round = Msg::PreCopy { row: target.clone(), threshold_bytes: knobs.precopy_threshold_bytes, max_rounds: knobs.precopy_max_rounds, leader_epoch: self.leader_epoch };
-                let timeout = knobs.store_timeout_ms + knobs.rpc_timeout_ms;
-                match rpc.call(server_addr(t.to.0), round, timeout).await {
-                    Ok(Msg::PreCopied { result: Ok(p) }) if p.ready => {}
-                    _ => return Some(()), // another round next time
+    /// Drive `flow` through its steps for this round: perform each call or commit and feed the
+    /// reply back, until the flow is done. Returns `None` when the round must stop (see
+    /// [`Leader::commit`], or a flow planned on a map it cannot act on).
+    async fn drive(&mut self, flow: &mut dyn Flow) -> Option<()> {
+        let mut reply = None;
+        loop {
+            match flow.next(reply.take(), crate::seam::now_ms()) {
+                Step::Done => return Some(()),
+                Step::StopRound => return None,
+                Step::Commit(op) => reply = Some(Reply::Committed(self.commit(op).await?)),
+                Step::Call { to, msg, timeout_ms } => {
+                    let addr = match to {
+                        Peer::Server(s) => server_addr(s),
+                        Peer::Store => store_addr(),
+                    };
+                    reply = Some(self.rpc.call(addr, msg, timeout_ms).await.map_or(Reply::NoAnswer, Reply::Answer));
                 }
             }
-            if !self.commit(MapOp::PauseMove { range: t.range }).await? {
-                return Some(()); // refused: the next round re-plans
-            }
-        } else if t.phase != TransferPhase::Paused {
-            return Some(());
         }
-        let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
-        let digest = match rpc.call(server_addr(t.from.0), Msg::Pause { range: t.range, epoch: t.from_epoch, leader_epoch: self.leader_epoch }, drain_ms).await {
-            Ok(Msg::PausedAt { result: Ok(d) }) => d,
-            Ok(Msg::PausedAt { result: Err(error) }) => return self.commit(MapOp::AbortMove { range: t.range, error }).await.map(|_| ()),
-            _ => return Some(()), // no answer: try again next round (its session decides if it is gone)
-        };
-        let lineage = row_lineage(map, row);
-        let finish = Msg::FinishMove { row: target, digest, strategy: t.strategy, lineage, leader_epoch: self.leader_epoch };
-        let copy_ms = knobs.store_timeout_ms + knobs.rpc_timeout_ms + digest.bytes * 1000 / knobs.bandwidth_bytes_per_s;
-        match rpc.call(server_addr(t.to.0), finish, copy_ms).await {
-            Ok(Msg::MoveFinished { result: Ok(()) }) => {}
-            Ok(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }) => {
-                if self.commit(MapOp::AbortMove { range: t.range, error }).await? {
-                    // The target may hold the range at the transfer's epoch: let it go.
-                    let release = Msg::Release { range: t.range, epoch: t.epoch, to: t.from.0, new_epoch: Epoch(0), leader_epoch: self.leader_epoch };
-                    let _ = rpc.call(server_addr(t.to.0), release, knobs.rpc_timeout_ms).await;
-                }
-                return Some(());
-            }
-            _ => return Some(()),
-        }
-        if self.commit(MapOp::CommitMove { range: t.range }).await? {
-            let release = Msg::Release { range: t.range, epoch: t.from_epoch, to: t.to.0, new_epoch: t.epoch, leader_epoch: self.leader_epoch };
-            let _ = rpc.call(server_addr(t.from.0), release, knobs.rpc_timeout_ms).await;
-        }
-        Some(())
-    }
-
-    /// Drive the split or merge `r` one step: journal the pause, pause every parent and take
-    /// its drain, seal every parent's stream at the children's newest epoch, have every child's
-    /// owner open its child (fence its own stream, load the parents' sealed prefixes for its
-    /// key range), then commit (parents retired, children active, in one step) and release the
-    /// parents' owners. Every step can be repeated by a later round or a new leader.
-    /// `loads` are the load reports the round began with (used only by mutation
-    /// `merge-from-stale-view`).
-    async fn drive_reshape(&mut self, r: &Reshape, map: &PartitionMap, loads: &BTreeMap<RangeId, RangeLoad>) -> Option<()> {
-        let (rpc, knobs) = (self.rpc, self.knobs);
-        let first = r.parents[0].0;
-        if r.phase == TransferPhase::Copying {
-            if !self.commit(MapOp::PauseReshape { first }).await? {
-                return Some(());
-            }
-        } else if r.phase != TransferPhase::Paused {
-            return Some(());
-        }
-        let abort = |error: String| MapOp::AbortReshape { first, error };
-        let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
-        for (p, epoch) in &r.parents {
-            let owner = map.rows.get(p).and_then(|row| row.owner)?;
-            match rpc.call(server_addr(owner), Msg::Pause { range: *p, epoch: *epoch, leader_epoch: self.leader_epoch }, drain_ms).await {
-                Ok(Msg::PausedAt { result: Ok(_) }) => {}
-                Ok(Msg::PausedAt { result: Err(e) }) => return self.commit(abort(e)).await.map(|_| ()),
-                _ => return Some(()),
-            }
-        }
-        let seal_epoch = r.children.iter().map(|c| c.epoch).max().unwrap_or(Epoch(0));
-        let mut sealed = Vec::new();
-        for (p, _) in &r.parents {
-            match rpc.call(store_addr(), Msg::Seal { stream: *p, epoch: seal_epoch }, knobs.store_timeout_ms).await {
-                Ok(Msg::Sealed { result: Ok(len) }) if r.kind == ReshapeKind::Merge && knobs.mutated(Mutation::MergeFromStaleView) => {
-                    sealed.push(loads.get(p).map_or(len, |l| l.records.min(len)));
-                }
-                Ok(Msg::Sealed { result: Ok(len) }) => sealed.push(len),
-                Ok(Msg::Sealed { result: Err(fence) }) => return self.commit(abort(format!("{p} already fenced at {fence}"))).await.map(|_| ()),
-                _ => return Some(()),
-            }
-        }
-        let sources: Vec<(RangeId, u64)> = r.parents.iter().map(|(p, _)| *p).zip(sealed.iter().copied()).collect();
-        for c in &r.children {
-            let row = c.row(sources.iter().map(|(p, _)| *p).collect(), RangeState::Preparing, 0);
-            let open = Msg::Open { lineage: lineage(map, &sources, &c.start, &c.end), row, leader_epoch: self.leader_epoch };
-            match rpc.call(server_addr(c.owner.0), open, 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms).await {
-                Ok(Msg::Opened { result: Ok(()) }) => {}
-                _ => return Some(()), // next round; a lost owner aborts it (see `plan`)
-            }
-        }
-        if self.commit(MapOp::CommitReshape { first, sealed, born_ms: crate::seam::now_ms() }).await? {
-            for (p, epoch) in &r.parents {
-                let Some(owner) = map.rows.get(p).and_then(|row| row.owner) else { continue };
-                let release = Msg::Release { range: *p, epoch: *epoch, to: owner, new_epoch: Epoch(0), leader_epoch: self.leader_epoch };
-                let _ = rpc.call(server_addr(owner), release, knobs.rpc_timeout_ms).await;
-            }
-        }
-        Some(())
     }
 }
 
@@ -517,6 +430,7 @@ pub fn owned_by(map: &PartitionMap, server: ServerId) -> Vec<RangeId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::map::Strategy;
 
     fn sessions(live: &[(u32, u64, bool)]) -> Vec<SessionView> {
         live.iter().map(|&(s, session, live)| SessionView { server: ServerId(s), session, live }).collect()

@@ -1,0 +1,548 @@
+//! The coordination authority's rules as a pure state machine: leader lease, server session
+//! leases, and the partition map table with compare-and-set. No runtime, network or disk inside:
+//! [`AuthorityCore::handle`] takes a request and `now` and returns an [`Action`]: a reply, or
+//! records to make durable first and what to do once they are ([`AuthorityCore::apply`]). The node
+//! task in [`crate::lock`] performs the actions. Idea: raft-rs and quinn-proto keep the protocol a
+//! state machine that takes time and inputs and returns outputs, so it is tested without a
+//! runtime.
+//!
+//! Rules:
+//! - Linearizable: one process applies one request at a time for anything durable; a request that
+//!   writes needs the writers' lock ([`Action::NeedLock`]), and nothing it changes is visible
+//!   before its records are durable, so a reply never reveals undurable state.
+//! - Leases are not written to disk (renewals would cost an fsync each). After a restart the
+//!   authority knows which sessions and which leader existed but not when they last renewed, so
+//!   it treats every one of them as renewed at recovery time: nobody's lease can expire earlier
+//!   than its holder believes. Idea: Chubby's grace period after master fail-over (Burrows,
+//!   OSDI 2006).
+//! - Expiry is sticky and durable before anyone learns of it: a restarted authority does not
+//!   bring an expired session back after its ranges went to other servers (found by seed 41 of
+//!   the default scenario).
+//! - A map write carries the leader epoch of the term current at the write, and the version it
+//!   expects (compare-and-set); each durable map record carries that term.
+
+use crate::config::{Knobs, Mutation};
+use crate::event::{reshape_outcomes, Event, Restored};
+use crate::ids::ServerId;
+use crate::map::{MapOp, PartitionMap, RangeState};
+use crate::msg::{Msg, SessionView};
+use std::collections::BTreeMap;
+
+/// A durable record of the authority.
+#[derive(Clone, Debug)]
+pub enum LockRecord {
+    /// The whole map after a committed mutation (the last one wins on recovery), with the
+    /// leader term that committed it (0: an operator's request).
+    Map {
+        /// The map.
+        map: PartitionMap,
+        /// The committing term.
+        leader_epoch: u64,
+    },
+    /// A leader term was granted.
+    LeaderTerm {
+        /// The manager candidate.
+        candidate: u32,
+        /// The term.
+        epoch: u64,
+    },
+    /// A server session was started.
+    Session {
+        /// The server.
+        server: ServerId,
+        /// The session.
+        session: u64,
+    },
+    /// A server session expired. Durable before anyone learns of it, so that a restarted
+    /// authority does not bring the session back after its ranges went to other servers.
+    SessionExpired {
+        /// The server.
+        server: ServerId,
+        /// The session.
+        session: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Lease {
+    holder: u32,
+    epoch: u64,
+    expires_us: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Session {
+    session: u64,
+    expires_us: u64,
+    live: bool,
+}
+
+/// What the driver does next for one request.
+#[derive(Debug)]
+pub enum Action {
+    /// Take the writers' lock, then call [`AuthorityCore::handle`] again with `locked`.
+    NeedLock,
+    /// Emit `events`, then answer `msg`.
+    Reply {
+        /// The answer.
+        msg: Msg,
+        /// Events to emit first.
+        events: Vec<Event>,
+    },
+    /// Emit `events`, append `records` to the disk and sync it, then call
+    /// [`AuthorityCore::apply`] with `after`.
+    Persist {
+        /// Records to make durable.
+        records: Vec<LockRecord>,
+        /// What becomes true once they are.
+        after: Pending,
+        /// Events to emit first.
+        events: Vec<Event>,
+    },
+}
+
+/// A change that takes effect once its records are durable.
+#[derive(Debug)]
+pub enum Pending {
+    /// A server's new session.
+    Registered {
+        /// The server.
+        server: ServerId,
+        /// Its new session.
+        session: u64,
+    },
+    /// A new leader term.
+    Granted {
+        /// The candidate.
+        candidate: u32,
+        /// The term.
+        epoch: u64,
+    },
+    /// Session expiries; then the state request is answered (or more expiries persisted).
+    Expired(Vec<LockRecord>),
+    /// A map version becomes current; `then` is a second one to persist after it (mutation
+    /// `retire-parents-first` only).
+    Commit {
+        /// The new map.
+        next: PartitionMap,
+        /// The ops it applied (for the split and merge outcome events).
+        ops: Vec<MapOp>,
+        /// The committing term (0: operator).
+        leader_epoch: u64,
+        /// A further version and its ops.
+        then: Option<(PartitionMap, Vec<MapOp>)>,
+    },
+    /// Nothing changes; answer `msg` (mutation `authority-logs-refused-cas`: a refused write
+    /// was logged anyway).
+    Answer(Msg),
+}
+
+/// The authority's state in memory; rebuilt from the disk on start.
+#[derive(Debug)]
+pub struct AuthorityCore {
+    lease_us: u64,
+    mutation: Option<Mutation>,
+    map: PartitionMap,
+    /// The leader term that committed `map` (0: operator, or none yet).
+    map_leader_epoch: u64,
+    leader: Option<Lease>,
+    last_leader_epoch: u64,
+    sessions: BTreeMap<ServerId, Session>,
+    last_session: u64,
+    /// Session expiries not yet on disk.
+    unpersisted: Vec<LockRecord>,
+}
+
+impl AuthorityCore {
+    /// Rebuild from the durable `records` at `now` (µs): every lease restarts from now. Returns
+    /// the events of the recovery: `recovered`, one `restored` per record, the recovered leader
+    /// term, and the map made current (`map_restored`).
+    pub fn recover(knobs: &Knobs, records: &[LockRecord], now_us: u64) -> (Self, Vec<Event>) {
+        let grace = now_us + knobs.lease_ms * 1000;
+        let mut a = AuthorityCore {
+            lease_us: knobs.lease_ms * 1000,
+            mutation: knobs.mutation,
+            map: PartitionMap::default(),
+            map_leader_epoch: 0,
+            leader: None,
+            last_leader_epoch: 0,
+            sessions: BTreeMap::new(),
+            last_session: 0,
+            unpersisted: Vec::new(),
+        };
+        let mut events = vec![Event::Recovered { node: "lock-1", records: records.len() }];
+        for (index, rec) in records.iter().enumerate() {
+            events.push(Event::Restored { node: "lock-1", index, record: restored(rec) });
+            match rec {
+                LockRecord::Map { map, leader_epoch } => {
+                    a.map = map.clone();
+                    a.map_leader_epoch = *leader_epoch;
+                }
+                LockRecord::LeaderTerm { candidate, epoch } => {
+                    a.last_leader_epoch = *epoch;
+                    a.leader = Some(Lease { holder: *candidate, epoch: *epoch, expires_us: grace });
+                }
+                LockRecord::Session { server, session } => {
+                    a.last_session = a.last_session.max(*session);
+                    a.sessions.insert(*server, Session { session: *session, expires_us: grace, live: true });
+                }
+                LockRecord::SessionExpired { server, session } => {
+                    if let Some(s) = a.sessions.get_mut(server).filter(|s| s.session == *session) {
+                        s.live = false;
+                    }
+                }
+            }
+        }
+        // A leader term, or a map version, can be durable without ever having been announced
+        // (torn writes: the record reached the disk, the answer never left). Found by seed 741
+        // of swarm.json (a term) and issue 12 (a split's commit).
+        if let Some(l) = a.leader {
+            events.push(Event::LeaderRecovered { manager: l.holder, leader_epoch: l.epoch });
+        }
+        events.push(Event::MapRestored { leader_epoch: a.map_leader_epoch, map: a.map.clone() });
+        (a, events)
+    }
+
+    /// The current map.
+    pub fn map(&self) -> &PartitionMap {
+        &self.map
+    }
+
+    fn mutated(&self, m: Mutation) -> bool {
+        self.mutation == Some(m)
+    }
+
+    /// Expire every lease whose time has passed. Expiry is sticky: a session never comes back.
+    /// The expiries go to `unpersisted`, to be made durable before the manager learns of them.
+    fn expire(&mut self, now_us: u64) {
+        for (server, s) in self.sessions.iter_mut() {
+            if s.live && now_us > s.expires_us {
+                s.live = false;
+                self.unpersisted.push(LockRecord::SessionExpired { server: *server, session: s.session });
+            }
+        }
+        if self.leader.is_some_and(|l| now_us > l.expires_us) {
+            self.leader = None;
+        }
+    }
+
+    fn session_views(&self) -> Vec<SessionView> {
+        self.sessions.iter().map(|(server, s)| SessionView { server: *server, session: s.session, live: s.live }).collect()
+    }
+
+    /// Answer `msg` at `now_us`; `locked` says whether the driver holds the writers' lock.
+    ///
+    /// Panics on a message the authority does not serve (a protocol bug of the sender).
+    pub fn handle(&mut self, msg: &Msg, now_us: u64, locked: bool) -> Action {
+        let reply = |msg| Action::Reply { msg, events: Vec::new() };
+        match msg {
+            Msg::RenewSession { server, session } => {
+                self.expire(now_us);
+                let lease_us = self.lease_us;
+                let ok = match self.sessions.get_mut(server) {
+                    Some(s) if s.session == *session && s.live => {
+                        s.expires_us = now_us + lease_us;
+                        true
+                    }
+                    _ => false,
+                };
+                reply(Msg::SessionRenewed { ok })
+            }
+            Msg::GetMap => reply(Msg::Map { map: self.map.clone() }),
+            Msg::AcquireLeader { candidate } if !locked => {
+                self.expire(now_us);
+                match self.leader {
+                    Some(l) if l.holder == *candidate => {
+                        self.leader = Some(Lease { expires_us: now_us + self.lease_us, ..l });
+                        reply(Msg::LeaderLease { epoch: Some(l.epoch), holder: Some(*candidate) })
+                    }
+                    Some(l) => reply(Msg::LeaderLease { epoch: None, holder: Some(l.holder) }),
+                    None => Action::NeedLock,
+                }
+            }
+            _ if !locked => Action::NeedLock,
+            Msg::AcquireLeader { candidate } => {
+                self.expire(now_us);
+                if let Some(l) = self.leader {
+                    // Someone else won while we waited for the disk.
+                    return reply(Msg::LeaderLease { epoch: None, holder: Some(l.holder) });
+                }
+                self.last_leader_epoch += 1;
+                let epoch = self.last_leader_epoch;
+                Action::Persist { records: vec![LockRecord::LeaderTerm { candidate: *candidate, epoch }], after: Pending::Granted { candidate: *candidate, epoch }, events: Vec::new() }
+            }
+            Msg::RegisterServer { server } => {
+                self.last_session += 1;
+                let session = self.last_session;
+                Action::Persist { records: vec![LockRecord::Session { server: *server, session }], after: Pending::Registered { server: *server, session }, events: Vec::new() }
+            }
+            Msg::GetState => self.state(now_us, Vec::new()),
+            Msg::CasMap { expected_version, leader_epoch, ops } => {
+                self.expire(now_us);
+                let current = self.leader.map(|l| l.epoch);
+                let refusal = if current != Some(*leader_epoch) && !self.mutated(Mutation::AuthoritySkipsLeaderEpoch) {
+                    Some(format!("stale leader epoch {leader_epoch} (current {current:?})"))
+                } else if self.map.version != *expected_version {
+                    Some(format!("version {} expected, map is at {}", expected_version, self.map.version))
+                } else {
+                    None
+                };
+                let mut next = self.map.clone();
+                let refusal = refusal.or_else(|| next.apply_batch(ops).err().map(|e| e.to_string()));
+                if let Some(error) = refusal {
+                    let events = vec![Event::CasRefused { leader_epoch: *leader_epoch, expected_version: *expected_version, version: self.map.version, reason: error.clone() }];
+                    let answer = Msg::CasResult { map: self.map.clone(), error: Some(error) };
+                    if self.mutated(Mutation::AuthorityLogsRefusedCas) {
+                        // The mutation: the refused batch is written ahead of its validation and
+                        // never taken back (nothing in memory changes, nothing announces it).
+                        let mut logged = self.map.clone();
+                        let _ = logged.apply_batch(ops);
+                        return Action::Persist { records: vec![LockRecord::Map { map: logged, leader_epoch: *leader_epoch }], after: Pending::Answer(answer), events };
+                    }
+                    return Action::Reply { msg: answer, events };
+                }
+                if let Some(half) = self.retire_parents_first(ops) {
+                    next.version += 1;
+                    let record = LockRecord::Map { map: half.clone(), leader_epoch: *leader_epoch };
+                    return Action::Persist { records: vec![record], after: Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, then: Some((next, ops.clone())) }, events: Vec::new() };
+                }
+                self.commit(next, ops.clone(), *leader_epoch, Vec::new())
+            }
+            Msg::Admin { ops } => {
+                let mut next = self.map.clone();
+                let refusal = match ops.iter().find(|op| !op.is_operator_request()) {
+                    Some(op) => Some(format!("not an operator request: {op:?}")),
+                    None => next.apply_batch(ops).err().map(|e| e.to_string()),
+                };
+                if let Some(error) = refusal {
+                    let events = vec![Event::CasRefused { leader_epoch: 0, expected_version: self.map.version, version: self.map.version, reason: error.clone() }];
+                    return Action::Reply { msg: Msg::CasResult { map: self.map.clone(), error: Some(error) }, events };
+                }
+                self.commit(next, ops.clone(), 0, Vec::new())
+            }
+            other => panic!("lock-1: unexpected message {other:?}"),
+        }
+    }
+
+    /// Persist `next` (the map after `ops`, committed by term `leader_epoch`).
+    fn commit(&self, next: PartitionMap, ops: Vec<MapOp>, leader_epoch: u64, events: Vec<Event>) -> Action {
+        Action::Persist { records: vec![LockRecord::Map { map: next.clone(), leader_epoch }], after: Pending::Commit { next, ops, leader_epoch, then: None }, events }
+    }
+
+    /// The state request: expire what is due; any expiry not yet durable is persisted first
+    /// (the manager acts on expiries it sees here, so they must survive a restart), and the
+    /// answer is built only when nothing is left unsaved.
+    fn state(&mut self, now_us: u64, events: Vec<Event>) -> Action {
+        self.expire(now_us);
+        let expired = std::mem::take(&mut self.unpersisted);
+        if expired.is_empty() {
+            return Action::Reply { msg: Msg::State { map: self.map.clone(), sessions: self.session_views() }, events };
+        }
+        Action::Persist { records: expired.clone(), after: Pending::Expired(expired), events }
+    }
+
+    /// `after`'s records are durable: make its change current (at `now_us`) and say what next.
+    pub fn apply(&mut self, after: Pending, now_us: u64) -> Action {
+        match after {
+            Pending::Registered { server, session } => {
+                let old = self.sessions.insert(server, Session { session, expires_us: now_us + self.lease_us, live: true });
+                // The server restarted: its previous incarnation's memory, and authority, are gone.
+                let events = old.filter(|o| o.live).map(|o| Event::SessionExpired { server, session: o.session }).into_iter().collect();
+                Action::Reply { msg: Msg::Registered { session }, events }
+            }
+            Pending::Granted { candidate, epoch } => {
+                self.leader = Some(Lease { holder: candidate, epoch, expires_us: now_us + self.lease_us });
+                Action::Reply { msg: Msg::LeaderLease { epoch: Some(epoch), holder: Some(candidate) }, events: vec![Event::Leader { manager: candidate, leader_epoch: epoch }] }
+            }
+            Pending::Expired(records) => {
+                let events = records
+                    .into_iter()
+                    .filter_map(|r| match r {
+                        LockRecord::SessionExpired { server, session } => Some(Event::LeaseExpired { server, session }),
+                        _ => None,
+                    })
+                    .collect();
+                self.state(now_us, events)
+            }
+            Pending::Commit { next, ops, leader_epoch, then } => {
+                self.map_leader_epoch = leader_epoch;
+                let before = std::mem::replace(&mut self.map, next.clone());
+                let mut events = reshape_outcomes(&before, &ops);
+                events.push(Event::MapCommit { leader_epoch, map: next.clone() });
+                match then {
+                    Some((more, more_ops)) => self.commit(more, more_ops, leader_epoch, events),
+                    None => Action::Reply { msg: Msg::CasResult { map: next, error: None }, events },
+                }
+            }
+            Pending::Answer(msg) => Action::Reply { msg, events: Vec::new() },
+        }
+    }
+
+    /// Mutation `retire-parents-first`: for a split or merge commit, the map with only its
+    /// parents retired (and the version bumped), committed before the children are published.
+    fn retire_parents_first(&self, ops: &[MapOp]) -> Option<PartitionMap> {
+        let [MapOp::CommitReshape { first, .. }] = ops else { return None };
+        let r = self.map.reshapes.get(first).filter(|_| self.mutated(Mutation::RetireParentsFirst))?;
+        let mut half = self.map.clone();
+        for (p, _) in &r.parents {
+            half.rows.get_mut(p)?.state = RangeState::Retired;
+        }
+        half.version += 1;
+        Some(half)
+    }
+}
+
+/// What a durable record restores, for its recovery event.
+fn restored(rec: &LockRecord) -> Restored {
+    match rec {
+        LockRecord::Map { map, leader_epoch } => Restored::Map { version: map.version, leader_epoch: *leader_epoch, rows: map.rows.len() },
+        LockRecord::LeaderTerm { candidate, epoch } => Restored::LeaderTerm { candidate: *candidate, epoch: *epoch },
+        LockRecord::Session { server, session } => Restored::Session { server: *server, session: *session },
+        LockRecord::SessionExpired { server, session } => Restored::SessionExpired { server: *server, session: *session },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Transcripts without a runtime: each step is a request at a time, and the records the
+    //! core asks to persist are "synced" by appending them to a vector that stands for the disk.
+    use super::*;
+
+    const LEASE_MS: u64 = 1000;
+
+    fn knobs() -> Knobs {
+        Knobs { lease_ms: LEASE_MS, ..Knobs::default() }
+    }
+
+    /// Drive one request to its reply as the node task does, appending every persisted record
+    /// to `disk`. Returns the reply and the events in emission order.
+    fn run(core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, msg: Msg, now_us: u64) -> (Msg, Vec<Event>) {
+        let mut all = Vec::new();
+        let mut action = core.handle(&msg, now_us, false);
+        if matches!(action, Action::NeedLock) {
+            action = core.handle(&msg, now_us, true);
+        }
+        loop {
+            match action {
+                Action::NeedLock => panic!("asked for the lock twice"),
+                Action::Reply { msg, events } => {
+                    all.extend(events);
+                    return (msg, all);
+                }
+                Action::Persist { records, after, events } => {
+                    all.extend(events);
+                    disk.extend(records);
+                    action = core.apply(after, now_us);
+                }
+            }
+        }
+    }
+
+    fn fresh() -> (AuthorityCore, Vec<LockRecord>) {
+        (AuthorityCore::recover(&knobs(), &[], 0).0, Vec::new())
+    }
+
+    fn register(core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, server: u32, now_us: u64) -> u64 {
+        let (Msg::Registered { session }, _) = run(core, disk, Msg::RegisterServer { server: ServerId(server) }, now_us) else { panic!() };
+        session
+    }
+
+    fn leader(core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, candidate: u32, now_us: u64) -> Option<u64> {
+        let (Msg::LeaderLease { epoch, .. }, _) = run(core, disk, Msg::AcquireLeader { candidate }, now_us) else { panic!() };
+        epoch
+    }
+
+    /// Found by seed 41 of the default scenario: the authority expired server-1's session (the
+    /// manager gave its ranges away), then crashed; on restart it must not give the session a
+    /// fresh lease.
+    #[test]
+    fn authority_restart_does_not_revive_an_expired_session() {
+        let (mut core, mut disk) = fresh();
+        let session = register(&mut core, &mut disk, 1, 0);
+        let (Msg::State { sessions, .. }, events) = run(&mut core, &mut disk, Msg::GetState, 1_500_000) else { panic!() };
+        assert!(!sessions[0].live, "expired at the authority");
+        assert!(matches!(disk.last(), Some(LockRecord::SessionExpired { .. })), "the expiry is durable before the answer");
+        assert!(matches!(events[..], [Event::LeaseExpired { .. }]));
+        let (mut revived, _) = AuthorityCore::recover(&knobs(), &disk, 2_000_000);
+        let (reply, _) = run(&mut revived, &mut disk, Msg::RenewSession { server: ServerId(1), session }, 2_000_000);
+        assert!(matches!(reply, Msg::SessionRenewed { ok: false }), "a restarted authority must not bring an expired session back");
+    }
+
+    #[test]
+    fn authority_renewal_extends_a_live_session_and_a_restart_restarts_every_lease() {
+        let (mut core, mut disk) = fresh();
+        let session = register(&mut core, &mut disk, 1, 0);
+        let renew = |core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, now| run(core, disk, Msg::RenewSession { server: ServerId(1), session }, now).0;
+        assert!(matches!(renew(&mut core, &mut disk, 900_000), Msg::SessionRenewed { ok: true }));
+        assert!(matches!(renew(&mut core, &mut disk, 1_800_000), Msg::SessionRenewed { ok: true }), "renewed at 0.9 s, good until 1.9 s");
+        assert!(matches!(renew(&mut core, &mut disk, 2_900_000), Msg::SessionRenewed { ok: false }), "past its lease");
+        // A restart: the session comes back with a lease from the recovery on (never shorter
+        // than its holder believes).
+        let (mut core, mut disk) = fresh();
+        let session = register(&mut core, &mut disk, 1, 0);
+        let (mut revived, _) = AuthorityCore::recover(&knobs(), &disk, 5_000_000);
+        assert!(matches!(run(&mut revived, &mut disk, Msg::RenewSession { server: ServerId(1), session }, 5_900_000).0, Msg::SessionRenewed { ok: true }));
+    }
+
+    #[test]
+    fn authority_grants_one_leader_term_at_a_time_and_renews_its_holder() {
+        let (mut core, mut disk) = fresh();
+        assert_eq!(leader(&mut core, &mut disk, 1, 0), Some(1));
+        assert!(matches!(disk[..], [LockRecord::LeaderTerm { candidate: 1, epoch: 1 }]), "the term is durable before it is granted");
+        assert_eq!(leader(&mut core, &mut disk, 2, 500_000), None, "held by manager-1");
+        assert_eq!(leader(&mut core, &mut disk, 1, 900_000), Some(1), "the holder renews without a new term");
+        assert_eq!(disk.len(), 1, "a renewal writes nothing");
+        assert_eq!(leader(&mut core, &mut disk, 2, 1_950_000), Some(2), "expired at 1.9 s: a new term");
+    }
+
+    #[test]
+    fn authority_cas_refuses_a_stale_leader_epoch_and_a_stale_version() {
+        let (mut core, mut disk) = fresh();
+        let first = leader(&mut core, &mut disk, 1, 0).unwrap();
+        let second = leader(&mut core, &mut disk, 2, 1_500_000).unwrap();
+        let ops = vec![MapOp::Bootstrap { split_points: vec![] }];
+        let (Msg::CasResult { error: Some(e), map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: first, ops: ops.clone() }, 1_600_000) else { panic!() };
+        assert!(e.contains("stale leader"), "{e}");
+        assert_eq!(map.version, 0);
+        assert!(matches!(&events[..], [Event::CasRefused { reason, .. }] if reason.contains("stale leader")), "the refusal is traced with its reason");
+        let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 3, leader_epoch: second, ops: ops.clone() }, 1_600_000) else { panic!() };
+        assert!(e.contains("version 3 expected"), "{e}");
+        assert!(!disk.iter().any(|r| matches!(r, LockRecord::Map { .. })), "nothing refused is written");
+        let (Msg::CasResult { error: None, map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: second, ops }, 1_600_000) else { panic!() };
+        assert_eq!(map.version, 1);
+        assert!(matches!(disk.last(), Some(LockRecord::Map { leader_epoch, .. }) if *leader_epoch == second), "the record carries the term");
+        assert!(matches!(events.last(), Some(Event::MapCommit { .. })));
+    }
+
+    #[test]
+    fn authority_recovery_restores_the_last_map_and_traces_every_record() {
+        let (mut core, mut disk) = fresh();
+        let term = leader(&mut core, &mut disk, 1, 0).unwrap();
+        let ops = vec![MapOp::Bootstrap { split_points: vec![b"m".to_vec()] }];
+        run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, ops }, 10);
+        let (revived, events) = AuthorityCore::recover(&knobs(), &disk, 20);
+        assert_eq!(revived.map().version, 1);
+        let restored = events.iter().filter(|e| matches!(e, Event::Restored { .. })).count();
+        assert_eq!(restored, disk.len(), "one event per record");
+        assert!(matches!(events.last(), Some(Event::MapRestored { leader_epoch, map }) if *leader_epoch == term && map.version == 1));
+    }
+
+    #[test]
+    fn authority_operator_requests_only_take_operator_ops() {
+        let (mut core, mut disk) = fresh();
+        let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::Admin { ops: vec![MapOp::Bootstrap { split_points: vec![] }] }, 0) else { panic!() };
+        assert!(e.contains("not an operator request"), "{e}");
+    }
+
+    /// Mutation `authority-logs-refused-cas`: the refused version reaches the disk, not the map.
+    #[test]
+    fn authority_mutation_logs_a_refused_write() {
+        let mut core = AuthorityCore::recover(&Knobs { mutation: Some(Mutation::AuthorityLogsRefusedCas), ..knobs() }, &[], 0).0;
+        let mut disk = Vec::new();
+        let term = leader(&mut core, &mut disk, 1, 0).unwrap();
+        let ops = vec![MapOp::Bootstrap { split_points: vec![] }];
+        let (Msg::CasResult { error: Some(_), map }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 7, leader_epoch: term, ops }, 10) else { panic!() };
+        assert_eq!(map.version, 0, "nothing changes in memory");
+        assert!(matches!(disk.last(), Some(LockRecord::Map { map, .. }) if map.version == 1), "but the refused version is durable");
+    }
+}

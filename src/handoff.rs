@@ -1,0 +1,581 @@
+//! The handoff flows as explicit step machines: a planned move (pre-copy or stop-and-copy) and a
+//! split or merge, as the leader drives them. Each flow's next step, or its abort, is a pure
+//! function of its state and the last reply: [`Flow::next`] returns a [`Step`] (a call to a
+//! server or the store, a map commit, or the end of this round's work), and the leader's node
+//! task performs it and feeds the reply back. Every step is safe to repeat, so a later round or
+//! a new leader picks the flow up from the journal.
+//!
+//! The move (journal phases `Copying` → `Paused` → committed, or `Aborted` then rolled back):
+//!
+//! | phase | step | on the reply |
+//! |---|---|---|
+//! | pre-copy | call the target: `PreCopy` (one round) | ready → journal the pause; else done for this round |
+//! | journaling the pause | commit `PauseMove` | committed → pause; refused → done |
+//! | pausing | call the source: `Pause` (it drains) | its digest → finish; an error → abort; no answer → done |
+//! | finishing | call the target: `FinishMove` (fence, copy the tail, verify against the digest) | ok → commit; diverged → abort and release the target; else done |
+//! | committing | commit `CommitMove` | committed → release the source |
+//! | releasing | call the old owner: `Release` | done (the answer does not matter) |
+//! | aborting | commit `AbortMove` (the planner rolls the range back later) | done |
+//!
+//! The split or merge (journal `Copying` → `Paused` → committed or aborted): journal the pause,
+//! pause and drain every parent, seal every parent's stream at the children's newest epoch,
+//! have every child's owner open its child (fence its stream, load the parents' sealed prefixes
+//! for its key range), commit (parents retired and children active in one compare-and-set),
+//! release the parents' owners.
+//!
+//! Idea: raft-rs and quinn-proto keep the protocol a state machine that takes inputs and time
+//! and returns outputs; the flows are tested with readable transcripts, without a runtime.
+
+use crate::config::{Knobs, Mutation};
+use crate::ids::{Epoch, RangeId, ServerId};
+use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeKind, Strategy, Transfer, TransferPhase};
+use crate::msg::{FinishError, Msg, RangeLoad, StreamDigest};
+use std::collections::BTreeMap;
+
+/// Who a call goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// A partition server.
+    Server(ServerId),
+    /// The stream store.
+    Store,
+}
+
+/// What the leader does next for a flow.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Send `msg` to `to` and wait up to `timeout_ms` (of the leader's clock) for the answer.
+    Call {
+        /// The receiver.
+        to: Peer,
+        /// The request.
+        msg: Msg,
+        /// How long to wait, ms.
+        timeout_ms: u64,
+    },
+    /// Commit `op` to the map by compare-and-set under the leader's term.
+    Commit(MapOp),
+    /// This round's work on the flow is over (finished, or waiting for a later round).
+    Done,
+    /// Stop the whole round: the map the flow was planned on cannot be right (a parent with no
+    /// owner).
+    StopRound,
+}
+
+/// What came of the last step.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// The receiver answered.
+    Answer(Msg),
+    /// No answer within the timeout.
+    NoAnswer,
+    /// The commit went through (`true`) or was refused (`false`).
+    Committed(bool),
+}
+
+/// A flow the leader drives one step at a time.
+pub trait Flow {
+    /// The next step, given the reply to the previous one (`None` at the start) and the
+    /// leader's clock in ms (children of a split or merge are born at the commit's time).
+    fn next(&mut self, reply: Option<Reply>, now_ms: u64) -> Step;
+}
+
+/// The timeouts and policy a flow needs, from the knobs.
+#[derive(Clone, Debug)]
+struct Limits {
+    rpc_timeout_ms: u64,
+    store_timeout_ms: u64,
+    bandwidth_bytes_per_s: u64,
+    precopy_threshold_bytes: u64,
+    precopy_max_rounds: u32,
+    merge_from_stale_view: bool,
+}
+
+impl Limits {
+    fn of(knobs: &Knobs) -> Self {
+        Limits {
+            rpc_timeout_ms: knobs.rpc_timeout_ms,
+            store_timeout_ms: knobs.store_timeout_ms,
+            bandwidth_bytes_per_s: knobs.bandwidth_bytes_per_s,
+            precopy_threshold_bytes: knobs.precopy_threshold_bytes,
+            precopy_max_rounds: knobs.precopy_max_rounds,
+            merge_from_stale_view: knobs.mutated(Mutation::MergeFromStaleView),
+        }
+    }
+
+    /// A pause waits for the source's admitted appends (each bounded by the store timeout).
+    fn drain_ms(&self) -> u64 {
+        2 * self.store_timeout_ms + self.rpc_timeout_ms
+    }
+}
+
+/// Where a planned move stands in this round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MovePhase {
+    /// A pre-copy round at the target.
+    PreCopying,
+    /// Committing `PauseMove` to the journal.
+    JournalingPause,
+    /// The source pauses and drains.
+    Pausing,
+    /// The target fences, copies the tail and verifies it against the digest.
+    Finishing(StreamDigest),
+    /// Committing `CommitMove`.
+    Committing,
+    /// Telling an old owner to let the range go.
+    Releasing,
+    /// Committing `AbortMove`; on a diverged copy the target is released after it.
+    Aborting {
+        /// Release the target once the abort committed.
+        release_target: bool,
+    },
+    /// Nothing more this round.
+    Done,
+}
+
+/// A planned move driven one step at a time.
+#[derive(Clone, Debug)]
+pub struct MoveFlow {
+    t: Transfer,
+    /// The row as the target will hold it (the transfer's epoch, the target's session).
+    target: RangeRow,
+    lineage: Vec<crate::msg::Source>,
+    leader_epoch: u64,
+    limits: Limits,
+    /// Where it stands.
+    pub phase: MovePhase,
+}
+
+impl MoveFlow {
+    /// The flow of `t` (a journal entry of `map`) on `row`, driven under term `leader_epoch`.
+    pub fn new(t: &Transfer, row: &RangeRow, map: &PartitionMap, leader_epoch: u64, knobs: &Knobs) -> Self {
+        let target = RangeRow { owner: Some(t.to.0), owner_session: t.to.1, epoch: t.epoch, state: RangeState::Preparing, ..row.clone() };
+        let phase = match (&t.phase, t.strategy) {
+            (TransferPhase::Copying, Strategy::PreCopy) => MovePhase::PreCopying,
+            (TransferPhase::Copying, Strategy::StopAndCopy) => MovePhase::JournalingPause,
+            (TransferPhase::Paused, _) => MovePhase::Pausing,
+            (TransferPhase::Aborted(_), _) => MovePhase::Done,
+        };
+        let lineage = crate::manager::row_lineage(map, row);
+        MoveFlow { t: t.clone(), target, lineage, leader_epoch, limits: Limits::of(knobs), phase }
+    }
+
+    fn pause(&mut self) -> Step {
+        self.phase = MovePhase::Pausing;
+        let msg = Msg::Pause { range: self.t.range, epoch: self.t.from_epoch, leader_epoch: self.leader_epoch };
+        Step::Call { to: Peer::Server(self.t.from.0), msg, timeout_ms: self.limits.drain_ms() }
+    }
+
+    fn abort(&mut self, error: String, release_target: bool) -> Step {
+        self.phase = MovePhase::Aborting { release_target };
+        Step::Commit(MapOp::AbortMove { range: self.t.range, error })
+    }
+
+    fn release(&mut self, to: ServerId, epoch: Epoch, hint: ServerId, new_epoch: Epoch) -> Step {
+        self.phase = MovePhase::Releasing;
+        let msg = Msg::Release { range: self.t.range, epoch, to: hint, new_epoch, leader_epoch: self.leader_epoch };
+        Step::Call { to: Peer::Server(to), msg, timeout_ms: self.limits.rpc_timeout_ms }
+    }
+
+    fn done(&mut self) -> Step {
+        self.phase = MovePhase::Done;
+        Step::Done
+    }
+}
+
+impl Flow for MoveFlow {
+    fn next(&mut self, reply: Option<Reply>, _now_ms: u64) -> Step {
+        let l = &self.limits;
+        match (self.phase.clone(), reply) {
+            (MovePhase::PreCopying, None) => {
+                let msg = Msg::PreCopy { row: self.target.clone(), threshold_bytes: l.precopy_threshold_bytes, max_rounds: l.precopy_max_rounds, leader_epoch: self.leader_epoch };
+                Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.store_timeout_ms + l.rpc_timeout_ms }
+            }
+            (MovePhase::PreCopying, Some(Reply::Answer(Msg::PreCopied { result: Ok(p) }))) if p.ready => {
+                self.phase = MovePhase::JournalingPause;
+                Step::Commit(MapOp::PauseMove { range: self.t.range })
+            }
+            (MovePhase::PreCopying, Some(_)) => self.done(), // another round next time
+            (MovePhase::JournalingPause, None) => Step::Commit(MapOp::PauseMove { range: self.t.range }),
+            (MovePhase::JournalingPause, Some(Reply::Committed(true))) | (MovePhase::Pausing, None) => self.pause(),
+            (MovePhase::JournalingPause, Some(_)) => self.done(), // refused: the next round re-plans
+            (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Ok(digest) }))) => {
+                self.phase = MovePhase::Finishing(digest);
+                let copy_ms = l.store_timeout_ms + l.rpc_timeout_ms + digest.bytes * 1000 / l.bandwidth_bytes_per_s;
+                let msg = Msg::FinishMove { row: self.target.clone(), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
+                Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: copy_ms }
+            }
+            (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Err(error) }))) => self.abort(error, false),
+            // No answer: try again next round (its session decides if the source is gone).
+            (MovePhase::Pausing, Some(_)) => self.done(),
+            (MovePhase::Finishing(_), Some(Reply::Answer(Msg::MoveFinished { result: Ok(()) }))) => {
+                self.phase = MovePhase::Committing;
+                Step::Commit(MapOp::CommitMove { range: self.t.range })
+            }
+            (MovePhase::Finishing(_), Some(Reply::Answer(Msg::MoveFinished { result: Err(FinishError::Diverged(error)) }))) => self.abort(error, true),
+            (MovePhase::Finishing(_), Some(_)) => self.done(),
+            (MovePhase::Committing, Some(Reply::Committed(true))) => {
+                let (from, from_epoch, to, epoch) = (self.t.from.0, self.t.from_epoch, self.t.to.0, self.t.epoch);
+                self.release(from, from_epoch, to, epoch)
+            }
+            // The target may hold the range at the transfer's epoch: let it go.
+            (MovePhase::Aborting { release_target: true }, Some(Reply::Committed(true))) => {
+                let (to, epoch, from) = (self.t.to.0, self.t.epoch, self.t.from.0);
+                self.release(to, epoch, from, Epoch(0))
+            }
+            _ => self.done(),
+        }
+    }
+}
+
+/// Where a split or merge stands in this round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReshapePhase {
+    /// Committing `PauseReshape` to the journal.
+    JournalingPause,
+    /// Pausing and draining parent number `i`.
+    Pausing(usize),
+    /// Sealing parent number `i`'s stream.
+    Sealing(usize),
+    /// The owner of child number `i` opens it.
+    Opening(usize),
+    /// Committing `CommitReshape`.
+    Committing,
+    /// Releasing the owner of parent number `i`.
+    Releasing(usize),
+    /// Committing `AbortReshape`.
+    Aborting,
+    /// Nothing more this round.
+    Done,
+}
+
+/// A split or merge driven one step at a time.
+#[derive(Clone, Debug)]
+pub struct ReshapeFlow {
+    r: Reshape,
+    /// The parents' owners in the map the round began with (`None`: the map is wrong).
+    owners: Vec<Option<ServerId>>,
+    map: PartitionMap,
+    /// Records per parent in the load reports the round began with (mutation
+    /// `merge-from-stale-view` only).
+    reported: Vec<Option<u64>>,
+    /// The sealed length of each parent sealed so far.
+    sealed: Vec<u64>,
+    leader_epoch: u64,
+    limits: Limits,
+    /// Where it stands.
+    pub phase: ReshapePhase,
+}
+
+impl ReshapeFlow {
+    /// The flow of `r` (a journal entry of `map`) under term `leader_epoch`; `loads` are the
+    /// load reports the round began with.
+    pub fn new(r: &Reshape, map: &PartitionMap, loads: &BTreeMap<RangeId, RangeLoad>, leader_epoch: u64, knobs: &Knobs) -> Self {
+        let phase = match r.phase {
+            TransferPhase::Copying => ReshapePhase::JournalingPause,
+            TransferPhase::Paused => ReshapePhase::Pausing(0),
+            TransferPhase::Aborted(_) => ReshapePhase::Done,
+        };
+        let owners = r.parents.iter().map(|(p, _)| map.rows.get(p).and_then(|row| row.owner)).collect();
+        let reported = r.parents.iter().map(|(p, _)| loads.get(p).map(|l| l.records)).collect();
+        ReshapeFlow { r: r.clone(), owners, map: map.clone(), reported, sealed: Vec::new(), leader_epoch, limits: Limits::of(knobs), phase }
+    }
+
+    fn first(&self) -> RangeId {
+        self.r.parents[0].0
+    }
+
+    fn pause(&mut self, i: usize) -> Step {
+        self.phase = ReshapePhase::Pausing(i);
+        let Some(owner) = self.owners[i] else { return Step::StopRound };
+        let (p, epoch) = self.r.parents[i];
+        Step::Call { to: Peer::Server(owner), msg: Msg::Pause { range: p, epoch, leader_epoch: self.leader_epoch }, timeout_ms: self.limits.drain_ms() }
+    }
+
+    fn seal(&mut self, i: usize) -> Step {
+        self.phase = ReshapePhase::Sealing(i);
+        let seal_epoch = self.r.children.iter().map(|c| c.epoch).max().unwrap_or(Epoch(0));
+        Step::Call { to: Peer::Store, msg: Msg::Seal { stream: self.r.parents[i].0, epoch: seal_epoch }, timeout_ms: self.limits.store_timeout_ms }
+    }
+
+    fn sources(&self) -> Vec<(RangeId, u64)> {
+        self.r.parents.iter().map(|(p, _)| *p).zip(self.sealed.iter().copied()).collect()
+    }
+
+    fn open(&mut self, i: usize) -> Option<Step> {
+        let c = self.r.children.get(i)?;
+        self.phase = ReshapePhase::Opening(i);
+        let sources = self.sources();
+        let row = c.row(sources.iter().map(|(p, _)| *p).collect(), RangeState::Preparing, 0);
+        let lineage = crate::manager::lineage(&self.map, &sources, &c.start, &c.end);
+        let open = Msg::Open { lineage, row, leader_epoch: self.leader_epoch };
+        Some(Step::Call { to: Peer::Server(c.owner.0), msg: open, timeout_ms: 2 * self.limits.store_timeout_ms + self.limits.rpc_timeout_ms })
+    }
+
+    fn release(&mut self, from: usize) -> Step {
+        for i in from..self.r.parents.len() {
+            let Some(owner) = self.owners[i] else { continue };
+            self.phase = ReshapePhase::Releasing(i);
+            let (p, epoch) = self.r.parents[i];
+            let msg = Msg::Release { range: p, epoch, to: owner, new_epoch: Epoch(0), leader_epoch: self.leader_epoch };
+            return Step::Call { to: Peer::Server(owner), msg, timeout_ms: self.limits.rpc_timeout_ms };
+        }
+        self.done()
+    }
+
+    fn abort(&mut self, error: String) -> Step {
+        self.phase = ReshapePhase::Aborting;
+        Step::Commit(MapOp::AbortReshape { first: self.first(), error })
+    }
+
+    fn done(&mut self) -> Step {
+        self.phase = ReshapePhase::Done;
+        Step::Done
+    }
+}
+
+/// `Option<Step>` of [`ReshapeFlow::open`] past the last child: commit.
+trait OrCommit {
+    fn or_commit(self, flow: &mut ReshapeFlow, now_ms: u64) -> Step;
+}
+
+impl OrCommit for Option<Step> {
+    fn or_commit(self, flow: &mut ReshapeFlow, now_ms: u64) -> Step {
+        self.unwrap_or_else(|| {
+            flow.phase = ReshapePhase::Committing;
+            Step::Commit(MapOp::CommitReshape { first: flow.first(), sealed: flow.sealed.clone(), born_ms: now_ms })
+        })
+    }
+}
+
+impl ReshapeFlow {
+    fn seal_then(&mut self, i: usize, now_ms: u64) -> Step {
+        if i == self.r.parents.len() {
+            return self.open(0).or_commit(self, now_ms);
+        }
+        self.seal(i)
+    }
+
+    fn pause_then(&mut self, i: usize, now_ms: u64) -> Step {
+        if i == self.r.parents.len() {
+            return self.seal_then(0, now_ms);
+        }
+        self.pause(i)
+    }
+}
+
+impl Flow for ReshapeFlow {
+    fn next(&mut self, reply: Option<Reply>, now_ms: u64) -> Step {
+        match (self.phase.clone(), reply) {
+            (ReshapePhase::JournalingPause, None) => Step::Commit(MapOp::PauseReshape { first: self.first() }),
+            (ReshapePhase::JournalingPause, Some(Reply::Committed(true))) => self.pause_then(0, now_ms),
+            (ReshapePhase::Pausing(i), None) => self.pause_then(i, now_ms),
+            (ReshapePhase::Pausing(i), Some(Reply::Answer(Msg::PausedAt { result: Ok(_) }))) => self.pause_then(i + 1, now_ms),
+            (ReshapePhase::Pausing(_), Some(Reply::Answer(Msg::PausedAt { result: Err(e) }))) => self.abort(e),
+            (ReshapePhase::Sealing(i), Some(Reply::Answer(Msg::Sealed { result: Ok(len) }))) => {
+                // Mutation `merge-from-stale-view`: the length from the load report instead.
+                let len = match self.reported[i] {
+                    Some(records) if self.r.kind == ReshapeKind::Merge && self.limits.merge_from_stale_view => records.min(len),
+                    _ => len,
+                };
+                self.sealed.push(len);
+                self.seal_then(i + 1, now_ms)
+            }
+            (ReshapePhase::Sealing(i), Some(Reply::Answer(Msg::Sealed { result: Err(fence) }))) => {
+                let p = self.r.parents[i].0;
+                self.abort(format!("{p} already fenced at {fence}"))
+            }
+            (ReshapePhase::Opening(i), Some(Reply::Answer(Msg::Opened { result: Ok(()) }))) => self.open(i + 1).or_commit(self, now_ms),
+            // A lost child owner aborts it in a later round (see `manager::plan`).
+            (ReshapePhase::Committing, Some(Reply::Committed(true))) => self.release(0),
+            (ReshapePhase::Releasing(i), Some(_)) => self.release(i + 1),
+            _ => self.done(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Transcripts: each line is a step the flow asked for (`>`) and the reply fed back (`<`).
+    use super::*;
+    use crate::map::{ChildPlan, RangeRow};
+    use crate::msg::CopyProgress;
+
+    fn row(id: u64, owner: u32, epoch: u64, start: &str, end: Option<&str>) -> RangeRow {
+        RangeRow {
+            id: RangeId(id),
+            start: start.as_bytes().to_vec(),
+            end: end.map(|e| e.as_bytes().to_vec()),
+            owner: Some(ServerId(owner)),
+            owner_session: owner as u64,
+            epoch: Epoch(epoch),
+            state: RangeState::Active,
+            sources: Vec::new(),
+            sealed: 0,
+            born_ms: 0,
+        }
+    }
+
+    fn show(step: &Step) -> String {
+        match step {
+            Step::Call { to, msg, timeout_ms } => {
+                let to = match to {
+                    Peer::Server(s) => s.to_string(),
+                    Peer::Store => "store-1".to_string(),
+                };
+                format!("> call {to} {} ({timeout_ms} ms)", msg.kind_name())
+            }
+            Step::Commit(op) => format!("> commit {}", format!("{op:?}").split([' ', '{']).next().unwrap_or("")),
+            Step::Done => "done".to_string(),
+            Step::StopRound => "stop round".to_string(),
+        }
+    }
+
+    /// Run `flow` feeding `replies` in order; the transcript of steps.
+    fn transcript(flow: &mut dyn Flow, replies: Vec<Reply>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut replies = replies.into_iter();
+        let mut reply = None;
+        loop {
+            let step = flow.next(reply.take(), 1234);
+            out.push(show(&step));
+            if matches!(step, Step::Done | Step::StopRound) {
+                return out;
+            }
+            reply = Some(replies.next().expect("a reply for every step"));
+        }
+    }
+
+    fn digest(records: u64, bytes: u64) -> StreamDigest {
+        StreamDigest { records, bytes, checksum: 7 }
+    }
+
+    fn transfer(strategy: Strategy, phase: TransferPhase) -> Transfer {
+        Transfer { range: RangeId(1), from: (ServerId(1), 1), from_epoch: Epoch(1), to: (ServerId(2), 2), epoch: Epoch(2), strategy, phase }
+    }
+
+    fn knobs() -> Knobs {
+        Knobs { rpc_timeout_ms: 500, store_timeout_ms: 1000, bandwidth_bytes_per_s: 1000, ..Knobs::default() }
+    }
+
+    /// The seed design's worked move, as the leader sees it: A (server-1) holds r1 at epoch 1
+    /// with 6 bytes; one pre-copy round brings them to B (server-2); A takes 7 more (13 in all);
+    /// the leader journals the pause, A drains and reports 13 bytes; B fences, copies the 7-byte
+    /// tail, verifies and serves at epoch 2; the map publishes B; A is released (and answers a
+    /// held append with a hint naming B, which is the server's part of the story).
+    #[test]
+    fn handoff_worked_move_pre_copy_one_round() {
+        let t = transfer(Strategy::PreCopy, TransferPhase::Copying);
+        let r = row(1, 1, 1, "", None);
+        let map = PartitionMap::default();
+        let mut flow = MoveFlow::new(&t, &r, &map, 3, &knobs());
+        let replies = vec![
+            Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 1, bytes: 6, ready: true }) }),
+            Reply::Committed(true),
+            Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }),
+            Reply::Answer(Msg::MoveFinished { result: Ok(()) }),
+            Reply::Committed(true),
+            Reply::NoAnswer,
+        ];
+        assert_eq!(
+            transcript(&mut flow, replies),
+            [
+                "> call server-2 pre_copy (1500 ms)",
+                "> commit PauseMove",
+                "> call server-1 pause (2500 ms)",
+                // the finish's timeout grows with the range: 13 bytes at 1000 B/s add 13 ms
+                "> call server-2 finish_move (1513 ms)",
+                "> commit CommitMove",
+                "> call server-1 release (500 ms)",
+                "done",
+            ]
+        );
+    }
+
+    #[test]
+    fn handoff_move_waits_for_pre_copy_and_stops_on_a_refused_pause() {
+        let (t, r, map) = (transfer(Strategy::PreCopy, TransferPhase::Copying), row(1, 1, 1, "", None), PartitionMap::default());
+        let not_ready = Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 1, bytes: 6, ready: false }) });
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), vec![not_ready]), ["> call server-2 pre_copy (1500 ms)", "done"]);
+        let t = transfer(Strategy::StopAndCopy, TransferPhase::Copying);
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), vec![Reply::Committed(false)]), ["> commit PauseMove", "done"]);
+    }
+
+    #[test]
+    fn handoff_move_aborts_on_a_diverged_copy_and_releases_the_target() {
+        let (t, r, map) = (transfer(Strategy::StopAndCopy, TransferPhase::Paused), row(1, 1, 1, "", None), PartitionMap::default());
+        let replies = vec![
+            Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }),
+            Reply::Answer(Msg::MoveFinished { result: Err(FinishError::Diverged("checksum".into())) }),
+            Reply::Committed(true),
+            Reply::Answer(Msg::Released),
+        ];
+        assert_eq!(
+            transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), replies),
+            ["> call server-1 pause (2500 ms)", "> call server-2 finish_move (1513 ms)", "> commit AbortMove", "> call server-2 release (500 ms)", "done"]
+        );
+        // A source that refuses the pause (it no longer holds the range) aborts the move.
+        let refused = vec![Reply::Answer(Msg::PausedAt { result: Err("not held".into()) }), Reply::Committed(true)];
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), refused), ["> call server-1 pause (2500 ms)", "> commit AbortMove", "done"]);
+        // No answer from the target: the next round tries the finish again.
+        let silent = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }), Reply::NoAnswer];
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), silent), ["> call server-1 pause (2500 ms)", "> call server-2 finish_move (1513 ms)", "done"]);
+    }
+
+    fn split() -> (Reshape, PartitionMap) {
+        let mut map = PartitionMap::default();
+        map.rows.insert(RangeId(1), row(1, 1, 1, "", None));
+        let child = |id, start: &str, end: Option<&str>, owner| ChildPlan { id: RangeId(id), start: start.as_bytes().to_vec(), end: end.map(|e| e.as_bytes().to_vec()), owner: (ServerId(owner), owner as u64), epoch: Epoch(id) };
+        let r = Reshape { kind: ReshapeKind::Split, parents: vec![(RangeId(1), Epoch(1))], children: vec![child(2, "", Some("m"), 1), child(3, "m", None, 2)], phase: TransferPhase::Copying };
+        (r, map)
+    }
+
+    #[test]
+    fn handoff_split_pauses_seals_opens_commits_and_releases() {
+        let (r, map) = split();
+        let mut flow = ReshapeFlow::new(&r, &map, &BTreeMap::new(), 3, &knobs());
+        let replies = vec![
+            Reply::Committed(true),
+            Reply::Answer(Msg::PausedAt { result: Ok(digest(5, 80)) }),
+            Reply::Answer(Msg::Sealed { result: Ok(5) }),
+            Reply::Answer(Msg::Opened { result: Ok(()) }),
+            Reply::Answer(Msg::Opened { result: Ok(()) }),
+            Reply::Committed(true),
+            Reply::NoAnswer,
+        ];
+        assert_eq!(
+            transcript(&mut flow, replies),
+            [
+                "> commit PauseReshape",
+                "> call server-1 pause (2500 ms)",
+                "> call store-1 seal (1000 ms)",
+                "> call server-1 open (2500 ms)",
+                "> call server-2 open (2500 ms)",
+                "> commit CommitReshape",
+                "> call server-1 release (500 ms)",
+                "done",
+            ]
+        );
+        assert_eq!(flow.sealed, vec![5]);
+    }
+
+    #[test]
+    fn handoff_split_aborts_when_the_parent_was_fenced_and_waits_for_a_silent_child_owner() {
+        let (mut r, map) = split();
+        r.phase = TransferPhase::Paused;
+        let fenced = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(5, 80)) }), Reply::Answer(Msg::Sealed { result: Err(Epoch(9)) }), Reply::Committed(true)];
+        assert_eq!(
+            transcript(&mut ReshapeFlow::new(&r, &map, &BTreeMap::new(), 3, &knobs()), fenced),
+            ["> call server-1 pause (2500 ms)", "> call store-1 seal (1000 ms)", "> commit AbortReshape", "done"]
+        );
+        let silent = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(5, 80)) }), Reply::Answer(Msg::Sealed { result: Ok(5) }), Reply::NoAnswer];
+        assert_eq!(
+            transcript(&mut ReshapeFlow::new(&r, &map, &BTreeMap::new(), 3, &knobs()), silent),
+            ["> call server-1 pause (2500 ms)", "> call store-1 seal (1000 ms)", "> call server-1 open (2500 ms)", "done"]
+        );
+        // A parent with no owner in the map: the round stops.
+        let mut orphan = map.clone();
+        orphan.rows.get_mut(&RangeId(1)).unwrap().owner = None;
+        assert_eq!(transcript(&mut ReshapeFlow::new(&r, &orphan, &BTreeMap::new(), 3, &knobs()), vec![]), ["stop round"]);
+    }
+}
