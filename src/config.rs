@@ -132,12 +132,12 @@ pub enum Mutation {
     /// A merge commits from a stale view of a parent: the parent's length from the load report
     /// the round began with, not the length the seal returned.
     MergeFromStaleView,
-    /// A server activating a split or merge child (or moving one) loads its lineage one record
-    /// short: the last record it inherits from its parents' sealed prefixes is left out of what
-    /// it serves, while every
-    /// stream at the store stays intact. Only a check of what the live system serves (issue 12's
-    /// final strong reads) sees it; the store-side view holds the record.
-    ChildLoadDropsRecord,
+    /// A split commits its parent's sealed length one record short: every child, and every
+    /// range later made from them, inherits the parent's stream without its last record, while
+    /// the stream at the store keeps it. The store-side view of `no_lost_append` (the only one
+    /// before issue 12) passes; the served view (final strong reads of every appended key)
+    /// fails on every run; client reads catch it only when some client reads that key again.
+    SplitSealsOneShort,
     /// The authority writes a compare-and-set's result to its log before validating it and
     /// never takes a refused one back: refused map versions (a deposed leader's, or one built
     /// on an old version) are durable though never announced, and a restart may restore one.
@@ -164,7 +164,7 @@ impl Mutation {
         (Mutation::NewLeaderIgnoresJournal, "new-leader-ignores-journal"),
         (Mutation::StoreAcksBeforeSync, "store-acks-before-sync"),
         (Mutation::MergeFromStaleView, "merge-from-stale-view"),
-        (Mutation::ChildLoadDropsRecord, "child-load-drops-record"),
+        (Mutation::SplitSealsOneShort, "split-seals-one-short"),
         (Mutation::AuthorityLogsRefusedCas, "authority-logs-refused-cas"),
     ];
 

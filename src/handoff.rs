@@ -89,6 +89,7 @@ struct Limits {
     precopy_threshold_bytes: u64,
     precopy_max_rounds: u32,
     merge_from_stale_view: bool,
+    split_seals_one_short: bool,
 }
 
 impl Limits {
@@ -100,6 +101,7 @@ impl Limits {
             precopy_threshold_bytes: knobs.precopy_threshold_bytes,
             precopy_max_rounds: knobs.precopy_max_rounds,
             merge_from_stale_view: knobs.mutated(Mutation::MergeFromStaleView),
+            split_seals_one_short: knobs.mutated(Mutation::SplitSealsOneShort),
         }
     }
 
@@ -373,9 +375,11 @@ impl Flow for ReshapeFlow {
             (ReshapePhase::Pausing(i), Some(Reply::Answer(Msg::PausedAt { result: Ok(_) }))) => self.pause_then(i + 1, now_ms),
             (ReshapePhase::Pausing(_), Some(Reply::Answer(Msg::PausedAt { result: Err(e) }))) => self.abort(e),
             (ReshapePhase::Sealing(i), Some(Reply::Answer(Msg::Sealed { result: Ok(len) }))) => {
-                // Mutation `merge-from-stale-view`: the length from the load report instead.
+                // Mutation `merge-from-stale-view`: the length from the load report instead;
+                // mutation `split-seals-one-short`: one record short.
                 let len = match self.reported[i] {
                     Some(records) if self.r.kind == ReshapeKind::Merge && self.limits.merge_from_stale_view => records.min(len),
+                    _ if self.r.kind == ReshapeKind::Split && self.limits.split_seals_one_short => len.saturating_sub(1),
                     _ => len,
                 };
                 self.sealed.push(len);

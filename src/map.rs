@@ -570,6 +570,9 @@ impl PartitionMap {
     /// Errors: the first gap or overlap found, in key order, as a readable message.
     pub fn check_tiling(&self) -> Result<(), String> {
         let rows = self.live_rows();
+        if let Some(r) = rows.iter().find(|r| r.end.as_ref().is_some_and(|e| *e <= r.start)) {
+            return Err(format!("{} is empty or backwards: [{}, {})", r.id, show_key(&r.start), show_key(r.end.as_ref().expect("bounded"))));
+        }
         let Some(first) = rows.first() else { return Ok(()) };
         if !first.start.is_empty() {
             return Err(format!("gap: nothing covers [\"\", {})", show_key(&first.start)));

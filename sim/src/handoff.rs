@@ -85,6 +85,11 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
             What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.push((ev.t_us, key)),
             What::Sys(Sys::Handoff { server, range, epoch, strategy, precopy_bytes, tail_bytes, bytes }) => {
                 let (range, epoch) = (range.0, epoch.0);
+                // One handoff per move: a target that reports it again (it restarted and
+                // finished the same move) is the same handoff.
+                if pending.iter().any(|(h, _)| h.range == range && h.epoch == epoch) {
+                    continue;
+                }
                 let Some(&(from, from_epoch)) = journal.get(&(range, epoch)) else { continue };
                 let Some(&paused_at_us) = paused.get(&(range, from_epoch)) else { continue };
                 let h = Handoff {

@@ -172,6 +172,9 @@ fn main() -> ExitCode {
                     println!("  views: {}", views.join(" "));
                 }
             }
+            if opts.mutation.is_some() {
+                println!("checkers as before issue 12: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
+            }
             let outcome = report.outcome();
             println!("outcome={outcome:?} expected={:?}", opts.scenario.expect.outcome);
             println!("trace_hash={:016x}", report.trace_hash);

@@ -44,7 +44,7 @@ pub const TARGETS: [Target; 18] = [
     Target { mutation: Mutation::NewLeaderIgnoresJournal, scenario: "merge-manager-crash.json", budget: 10 },
     Target { mutation: Mutation::StoreAcksBeforeSync, scenario: "failover.json", budget: 30 },
     Target { mutation: Mutation::MergeFromStaleView, scenario: "split-merge.json", budget: 10 },
-    Target { mutation: Mutation::ChildLoadDropsRecord, scenario: "split-merge.json", budget: 5 },
+    Target { mutation: Mutation::SplitSealsOneShort, scenario: "split-merge.json", budget: 5 },
     Target { mutation: Mutation::AuthorityLogsRefusedCas, scenario: "dueling-managers.json", budget: 10 },
 ];
 
@@ -95,8 +95,8 @@ pub struct Hunt {
     pub catches: u64,
     /// Per property, the seeds on which it failed.
     pub by_property: BTreeMap<String, u64>,
-    /// Seeds on which the views the checkers had before issue 12 ([`crate::run::LEGACY_VIEWS`])
-    /// or liveness caught it.
+    /// Seeds on which the checkers as they were before issue 12
+    /// ([`crate::run::legacy_violation`]) or liveness caught it.
     pub legacy_catches: u64,
     /// The first seed on which a property failed, if any.
     pub caught_at: Option<u64>,
@@ -164,8 +164,7 @@ fn failure(opts: &RunOptions) -> Option<Found> {
         Ok(report) => {
             let first = report.verdicts.iter().find_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e)))?;
             let properties = report.verdicts.iter().filter(|v| v.violation.is_some()).map(|v| v.property.to_string()).collect();
-            let legacy = report.views.iter().any(|v| v.violation.is_some() && crate::run::LEGACY_VIEWS.contains(&v.view))
-                || report.verdicts.iter().any(|v| v.property == "liveness" && v.violation.is_some());
+            let legacy = report.legacy_violation.is_some() || report.verdicts.iter().any(|v| v.property == "liveness" && v.violation.is_some());
             Some(Found { first, properties, legacy })
         }
         Err(_) => Some(Found { first: (HARNESS_PANIC.into(), "the harness panicked (its message is on stderr)".into()), properties: vec![HARNESS_PANIC.into()], legacy: true }),

@@ -111,6 +111,9 @@ pub struct RunReport {
     pub views: Vec<View>,
     /// Durable map versions at the authority that no `map_commit` announced (each was judged).
     pub unannounced_versions: u64,
+    /// For a mutated run only: what the checkers as they were before issue 12 would have found
+    /// ([`legacy_violation`]).
+    pub legacy_violation: Option<String>,
     /// Handoffs a target reported whose move the map never published (superseded by a
     /// failover or a rollback); kept out of `handoffs` and the pause figures.
     pub superseded_handoffs: Vec<crate::handoff::Handoff>,
@@ -284,6 +287,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
     let views = judge(&events, served, &stored, &durable_map);
+    let legacy = opts.mutation.and_then(|_| legacy_violation(&events, &views, served, &stored));
     let first = |p: &str| views.iter().filter(|v| v.property == p).find_map(|v| v.violation.clone());
     let verdicts = vec![
         Verdict { property: "single_writer", kind: Kind::Always, violation: first("single_writer") },
@@ -302,6 +306,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         verdicts,
         unannounced_versions: check::map_tiles::unannounced(&durable_map, &events),
         views,
+        legacy_violation: legacy,
         faults,
         ops,
         sim_ms,
@@ -318,22 +323,61 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
 }
 
 /// The views the checkers had before issue 12 (the history, the store's streams, the announced
-/// maps), for showing what only the new views catch. The old probe's comparison of its final
-/// reads of the 16 busiest keys with the streams is not among them.
+/// maps), for showing what only the new views catch; see [`legacy_violation`].
 pub const LEGACY_VIEWS: [&str; 3] = ["history", "stored", "announced"];
 
+/// What the checkers as they were before issue 12 would have found, for the mutants table: the
+/// history, the store's streams and the announced maps ([`LEGACY_VIEWS`]), with
+/// `reads_consistent` on the clients' own reads against the streams, and the old probe's check
+/// that its final reads of the 16 most-appended keys and of the keys it appended to return what
+/// the streams hold. `None`: they would have passed it.
+pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stored: &Content) -> Option<String> {
+    let old_views = views.iter().filter(|v| LEGACY_VIEWS.contains(&v.view) && v.property != "reads_consistent").find_map(|v| v.violation.clone());
+    if old_views.is_some() {
+        return old_views;
+    }
+    let clients: Vec<Event> = events.iter().filter(|e| !matches!(&e.what, What::Complete { op: ClientOp::Read, id, .. } if id.client == 0)).cloned().collect();
+    if let Err(e) = check::reads_consistent::check(&clients, stored, None) {
+        return Some(e);
+    }
+    let mut count: BTreeMap<&partmap::ids::Key, u64> = BTreeMap::new();
+    let mut probed = std::collections::BTreeSet::new();
+    for e in events {
+        if let What::Invoke { op: ClientOp::Append, id, key, .. } = &e.what {
+            if id.client == 0 {
+                probed.insert(key);
+            } else {
+                *count.entry(key).or_default() += 1;
+            }
+        }
+    }
+    let mut busiest: Vec<(u64, &partmap::ids::Key)> = count.into_iter().map(|(k, c)| (c, k)).collect();
+    busiest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let empty = Vec::new();
+    for key in busiest.into_iter().take(16).map(|(_, k)| k).chain(probed) {
+        let Some(read) = served.get(key) else { continue };
+        if read != stored.get(key).unwrap_or(&empty) {
+            return Some(format!("key {}: the final read differs from the streams", partmap::ids::show_key(key)));
+        }
+    }
+    None
+}
+
 /// Every view of every safety property (issue 12): the history, what the live system serves
-/// (`served`, the final strong reads), what the store's streams hold (`stored`), and the
-/// authority's durable log (`durable`). When the served and stored views of the final content
-/// disagree and neither is violated on its own, `no_lost_append` fails on the disagreement.
+/// (`served`, the final strong reads, judged on the keys they answered), what the store's
+/// streams hold (`stored`), and the authority's durable log (`durable`). When the served and
+/// stored views of the final content disagree on a key that was read, `no_lost_append` fails on
+/// the disagreement.
 pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
     let view = |property, view, violation: Result<(), String>| View { property, view, violation: violation.err() };
+    // The keys the final reads answered; one they could not read fails liveness, not this.
+    let read: std::collections::BTreeSet<partmap::ids::Key> = served.keys().cloned().collect();
     let mut views = vec![
         view("single_writer", "history", check::single_writer::check(events)),
-        view("no_lost_append", "served", check::no_lost_append::check(events, served, "served")),
-        view("no_lost_append", "stored", check::no_lost_append::check(events, stored, "stored")),
-        view("reads_consistent", "served", check::reads_consistent::check(events, served)),
-        view("reads_consistent", "stored", check::reads_consistent::check(events, stored)),
+        view("no_lost_append", "served", check::no_lost_append::check(events, served, "served", Some(&read))),
+        view("no_lost_append", "stored", check::no_lost_append::check(events, stored, "stored", None)),
+        view("reads_consistent", "served", check::reads_consistent::check(events, served, Some(&read))),
+        view("reads_consistent", "stored", check::reads_consistent::check(events, stored, None)),
         view("map_tiles", "durable", check::map_tiles::check_durable(durable, events)),
         view("map_tiles", "announced", check::map_tiles::check_announced(events)),
         view("manager_exclusive", "durable", check::manager_exclusive::check_durable(durable)),

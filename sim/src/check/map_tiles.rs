@@ -18,12 +18,14 @@ use partmap::lock::LockRecord;
 use partmap::map::PartitionMap;
 use std::collections::BTreeMap;
 
-/// Whether `map`'s live rows tile the key space, with at least one row past version 0.
+/// Whether `map`'s live rows tile the key space. A map that has rows must have a live one: only
+/// a map never bootstrapped is empty (an operator's request can commit on it: seed 592 of
+/// swarm.json).
 ///
-/// Errors: the gap, overlap or emptiness, in words.
+/// Errors: the gap, overlap, backwards row or emptiness, in words.
 pub fn tiles(map: &PartitionMap) -> Result<(), String> {
-    if map.version > 0 && map.live_rows().is_empty() {
-        return Err("no live rows: nothing covers the key space".to_string());
+    if !map.rows.is_empty() && map.live_rows().is_empty() {
+        return Err("no live rows: every row is retired and nothing covers the key space".to_string());
     }
     map.check_tiling()
 }
@@ -67,10 +69,14 @@ pub fn check_announced(events: &[Event]) -> Result<(), String> {
 }
 
 /// The durable view: every `Map` record of the authority's log `durable` (replayed after the
-/// run), in log order; and every announced commit of `events` must be one of them, equal.
+/// run), in log order, against the history `events`:
+/// - each record tiles, and versions and epochs grow along the log;
+/// - every announced commit is a record of the log, equal;
+/// - a record no commit announced is explained only by a crash of lock-1 that cut off its
+///   announcement: it must be the last map record before the log length a recovery found;
+/// - every map a recovery restored equals the last map record before that length.
 ///
-/// Errors: the first bad record (by its index in the log), or an announced commit the log
-/// does not hold.
+/// Errors: the first bad record (by its index in the log), announced commit or restore.
 pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), String> {
     let mut last = (0, BTreeMap::new());
     let mut by_version: BTreeMap<u64, &PartitionMap> = BTreeMap::new();
@@ -81,12 +87,49 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Str
         tiles(map).map_err(|e| format!("version {} ({at}): {e}", map.version))?;
         by_version.insert(map.version, map);
     }
+    // The last map record before log length `n` (what a recovery that found `n` records restores).
+    let last_map_before = |n: usize| durable[..n.min(durable.len())].iter().rposition(|r| matches!(r, LockRecord::Map { .. }));
+    let mut announced: Vec<&PartitionMap> = Vec::new();
+    let mut recoveries: Vec<usize> = Vec::new();
+    let mut found: Option<usize> = None;
     for ev in events {
-        let What::Sys(Sys::MapCommit { map, .. }) = &ev.what else { continue };
-        match by_version.get(&map.version) {
-            Some(d) if *d == map => {}
-            Some(_) => return Err(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))),
-            None => return Err(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))),
+        match &ev.what {
+            What::Sys(Sys::MapCommit { map, .. }) => {
+                match by_version.get(&map.version) {
+                    Some(d) if *d == map => {}
+                    Some(_) => return Err(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))),
+                    None => return Err(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))),
+                }
+                announced.push(map);
+            }
+            What::Sys(Sys::Recovered { node: "lock-1", records }) => {
+                recoveries.push(*records);
+                found = Some(*records);
+            }
+            What::Sys(Sys::MapRestored { map, .. }) => {
+                let n = found.take().unwrap_or(0);
+                let expected = match last_map_before(n) {
+                    Some(i) => match &durable[i] {
+                        LockRecord::Map { map, .. } => map.clone(),
+                        _ => unreachable!("a map record"),
+                    },
+                    None => PartitionMap::default(),
+                };
+                if *map != expected {
+                    return Err(format!("the map restored at {} (version {}) is not the last map record of the {n} records lock-1 recovered (version {})", secs(ev.t_us), map.version, expected.version));
+                }
+            }
+            _ => {}
+        }
+    }
+    let cut_off: std::collections::BTreeSet<usize> = recoveries.iter().filter_map(|n| last_map_before(*n)).collect();
+    for (i, rec) in durable.iter().enumerate() {
+        let LockRecord::Map { map, .. } = rec else { continue };
+        if !announced.contains(&map) && !cut_off.contains(&i) {
+            return Err(format!(
+                "durable record {i} of lock-1 holds map version {} that no commit announced, and no crash of lock-1 cut off its announcement (a write the authority refused or never finished)",
+                map.version
+            ));
         }
     }
     Ok(())
@@ -107,7 +150,7 @@ pub fn unannounced(durable: &[LockRecord], events: &[Event]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::testkit::{commit, map_of, restored};
+    use crate::check::testkit::{at, commit, map_of, restored};
 
     #[test]
     fn map_tiles_accepts_a_tiling() {
@@ -127,8 +170,15 @@ mod tests {
         let only_retired = map_of(2, &[(1, "", None, 1, 1, "retired")]);
         assert!(check_announced(&[commit(1, 2, only_retired.clone())]).unwrap_err().contains("no live rows"));
         assert!(check_durable(&[LockRecord::Map { map: only_retired, leader_epoch: 1 }], &[]).unwrap_err().contains("no live rows"));
-        // Version 0, before the bootstrap, is the one empty map.
+        // A map never bootstrapped is the one empty map, whatever its version: seed 592 of
+        // swarm.json commits an operator's drain request on it first.
         check_announced(&[restored(0, PartitionMap::default())]).unwrap();
+        let drained = PartitionMap { version: 1, ..PartitionMap::default() };
+        check_durable(&[LockRecord::Map { map: drained.clone(), leader_epoch: 0 }], &[commit(0, 1, drained.clone())]).unwrap();
+        check_announced(&[commit(0, 1, drained)]).unwrap();
+        // A backwards row covers nothing, and its neighbours then overlap.
+        let backwards = map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", Some("k3"), 1, 2, "active"), (3, "k3", None, 1, 3, "active")]);
+        assert!(check_announced(&[commit(1, 1, backwards)]).unwrap_err().contains("backwards"));
         // A single range, and the last two merging into one.
         let single = map_of(1, &[(1, "", None, 1, 1, "active")]);
         let merged = map_of(2, &[(1, "", Some("k5"), 1, 1, "retired"), (2, "k5", None, 2, 2, "retired"), (3, "", None, 1, 3, "active")]);
@@ -154,6 +204,17 @@ mod tests {
         check_announced(&events).unwrap();
         assert!(check_durable(&log, &events).unwrap_err().contains("durable record 1"));
         assert_eq!(unannounced(&log, &events), 1);
+        // A tiling version no commit announced: explained by a crash that cut off its
+        // announcement (the recovery found it as the last map record and restored it) ...
+        let next = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
+        let log = [LockRecord::Map { map: good.clone(), leader_epoch: 1 }, LockRecord::Map { map: next.clone(), leader_epoch: 1 }];
+        let recovered = at(5, Sys::Recovered { node: "lock-1", records: 2 });
+        check_durable(&log, &[commit(1, 1, good.clone()), recovered.clone(), restored(1, next.clone())]).unwrap();
+        // ... not without one (a refused write applied anyway) ...
+        assert!(check_durable(&log, &[commit(1, 1, good.clone())]).unwrap_err().contains("no crash of lock-1 cut off"));
+        // ... and a recovery must restore exactly the last map record it found.
+        let err = check_durable(&log, &[commit(1, 1, good.clone()), recovered, restored(1, good.clone())]).unwrap_err();
+        assert!(err.contains("is not the last map record"), "{err}");
         // A version repeated in the log (a refused compare-and-set written anyway).
         let log = [LockRecord::Map { map: good.clone(), leader_epoch: 1 }, LockRecord::Map { map: good.clone(), leader_epoch: 1 }];
         assert!(check_durable(&log, &events).unwrap_err().contains("went from 1 to 1"));

@@ -40,7 +40,9 @@ fn index(content: &[u8]) -> Result<KeyFinal, String> {
 ///
 /// Errors: the first read that is not a prefix of the final content, or misses an append that
 /// was acknowledged before it began; with the key, the client, times and lengths.
-pub fn check(events: &[Event], finals: &Content) -> Result<(), String> {
+/// With `only`, just the reads of those keys are judged (the served view: the keys the final
+/// reads answered).
+pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -> Result<(), String> {
     let mut index_of: BTreeMap<&[u8], KeyFinal> = BTreeMap::new();
     for (key, content) in finals {
         index_of.insert(key.as_slice(), index(content).map_err(|e| format!("key {}: {e}", show_key(key)))?);
@@ -63,6 +65,9 @@ pub fn check(events: &[Event], finals: &Content) -> Result<(), String> {
     }
     for ev in events {
         let What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len: len, value_hash: hash, .. } = &ev.what else { continue };
+        if only.is_some_and(|o| !o.contains(key)) {
+            continue;
+        }
         let k = show_key(key);
         let fin = index_of.get(key.as_slice()).unwrap_or(&empty);
         let (began, bound_us) = invoked.get(id).copied().unwrap_or((0, 0));
@@ -119,14 +124,14 @@ mod tests {
         let b = payload(id(2), 16);
         let fin = Content::from([(b"k1".to_vec(), [a.clone(), b.clone()].concat())]);
         let mut evs = vec![invoke(1, ClientOp::Append, 1, None), acked(2, 1), invoke(3, ClientOp::Read, 3, None), read_done(4, 3, &a)];
-        check(&evs, &fin).unwrap();
+        check(&evs, &fin, None).unwrap();
         // A read that began after the ack must see it.
         evs.push(invoke(5, ClientOp::Read, 4, None));
         evs.push(read_done(6, 4, &[]));
-        assert!(check(&evs, &fin).unwrap_err().contains("missing c1.1"));
+        assert!(check(&evs, &fin, None).unwrap_err().contains("missing c1.1"));
         evs.pop();
         evs.push(read_done(6, 4, &b));
-        assert!(check(&evs, &fin).unwrap_err().contains("not a prefix"));
+        assert!(check(&evs, &fin, None).unwrap_err().contains("not a prefix"));
     }
 
     #[test]
@@ -135,10 +140,10 @@ mod tests {
         let fin = Content::from([(b"k1".to_vec(), a.clone())]);
         // Acknowledged at 2 ms; a bounded(1 ms) read invoked at 2.5 ms may miss it ...
         let mut evs = vec![invoke(1_000, ClientOp::Append, 1, None), acked(2_000, 1), invoke(2_500, ClientOp::Read, 3, Some(1)), read_done(2_600, 3, &[])];
-        check(&evs, &fin).unwrap();
+        check(&evs, &fin, None).unwrap();
         // ... one invoked at 3.5 ms may not.
         evs.push(invoke(3_500, ClientOp::Read, 4, Some(1)));
         evs.push(read_done(3_600, 4, &[]));
-        assert!(check(&evs, &fin).unwrap_err().contains("bounded(1 ms) read c1.4"));
+        assert!(check(&evs, &fin, None).unwrap_err().contains("bounded(1 ms) read c1.4"));
     }
 }
