@@ -51,6 +51,21 @@ impl fmt::Display for OpId {
     }
 }
 
+/// Whether `key` falls in the key range `[start, end)` (`end` `None`: unbounded). The one
+/// containment rule of rows, journaled children, lineage sources and the checkers.
+pub fn in_range(key: &[u8], start: &[u8], end: Option<&Key>) -> bool {
+    key >= start && end.is_none_or(|e| key < e.as_slice())
+}
+
+/// The FNV-1a 64-bit offset basis: the hash of nothing.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a (64-bit) of `bytes`, continuing from `h` (start from [`FNV_OFFSET`]): the stream
+/// digests' checksum and the workload's content hash. Idea: Fowler, Noll and Vo's hash.
+pub fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(h, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// Render a key for humans: printable ASCII as is, anything else as `\xNN`.
 pub fn show_key(key: &[u8]) -> String {
     let mut s = String::with_capacity(key.len());

@@ -30,6 +30,7 @@ pub mod lock;
 pub mod manager;
 pub mod map;
 pub mod msg;
+pub mod mutation;
 pub mod seam;
 pub mod server;
 pub mod store;

@@ -57,7 +57,7 @@ pub struct RangeRow {
 impl RangeRow {
     /// Whether `key` falls in `[start, end)`.
     pub fn contains(&self, key: &[u8]) -> bool {
-        key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
+        crate::ids::in_range(key, &self.start, self.end.as_ref())
     }
 }
 

@@ -41,7 +41,7 @@ pub struct StreamDigest {
 
 impl Default for StreamDigest {
     fn default() -> Self {
-        StreamDigest { records: 0, bytes: 0, checksum: 0xcbf2_9ce4_8422_2325 }
+        StreamDigest { records: 0, bytes: 0, checksum: crate::ids::FNV_OFFSET }
     }
 }
 
@@ -57,7 +57,7 @@ impl StreamDigest {
 
     /// Extend the digest by the next record of the stream.
     pub fn add(&mut self, r: &Record) {
-        let fnv = |h: u64, b: &[u8]| b.iter().fold(h, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3));
+        let fnv = crate::ids::fnv1a;
         let mut h = fnv(self.checksum, &r.id.client.to_le_bytes());
         h = fnv(h, &r.id.seq.to_le_bytes());
         h = fnv(h, &(r.key.len() as u64).to_le_bytes());
@@ -86,7 +86,7 @@ pub struct Source {
 impl Source {
     /// Whether `key` is taken from this source.
     pub fn contains(&self, key: &[u8]) -> bool {
-        key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
+        crate::ids::in_range(key, &self.start, self.end.as_ref())
     }
 }
 

@@ -410,14 +410,15 @@ impl ServerCore {
     }
 
     /// Pause `range` at `epoch` for a planned move: from now on it admits nothing and answers
-    /// no reads. Idempotent. Errors: the range is not held at that epoch.
-    pub fn pause(&mut self, range: RangeId, epoch: Epoch) -> Result<(), String> {
+    /// no reads, from `now_us` (the server's clock) on. Idempotent. Errors: the range is not held
+    /// at that epoch.
+    pub fn pause(&mut self, range: RangeId, epoch: Epoch, now_us: u64) -> Result<(), String> {
         let me = self.id;
         let skip = self.mutated(Mutation::ServerSkipsEpochCheck);
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch || skip).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
         if !held.paused {
             held.paused = true;
-            held.paused_at_us = now_us();
+            held.paused_at_us = now_us;
             emit(Event::Paused { server: me, range, epoch: held.row.epoch });
         }
         Ok(())
@@ -661,7 +662,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
         Msg::Pause { range, epoch, leader_epoch } => {
             let paused = {
                 let mut c = core.borrow_mut();
-                c.command(leader_epoch, "pause").and_then(|_| c.pause(range, epoch))
+                c.command(leader_epoch, "pause").and_then(|_| c.pause(range, epoch, now_us()))
             };
             if let Err(e) = paused {
                 return Some(Msg::PausedAt { result: Err(e) });

@@ -44,12 +44,12 @@ pub fn parse_content(content: &[u8]) -> Result<Vec<OpId>, String> {
 
 /// A stable 64-bit hash of a key's content (FNV-1a), for read results in the history.
 pub fn content_hash(content: &[u8]) -> u64 {
-    content_hash_extend(0xcbf2_9ce4_8422_2325, content)
+    content_hash_extend(partmap::ids::FNV_OFFSET, content)
 }
 
 /// [`content_hash`] of `a ++ more`, given `h = content_hash(a)`: prefixes hash incrementally.
 pub fn content_hash_extend(h: u64, more: &[u8]) -> u64 {
-    more.iter().fold(h, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3))
+    partmap::ids::fnv1a(h, more)
 }
 
 /// How long a client waits for its frontend: longer than the frontend's whole retry budget.

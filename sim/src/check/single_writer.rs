@@ -46,7 +46,7 @@ struct Activation {
 
 /// Whether `key` falls in `[start, end)` (`end` `None` = unbounded).
 pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
-    key >= bounds.0.as_slice() && bounds.1.as_ref().is_none_or(|e| key < e.as_slice())
+    partmap::ids::in_range(key, &bounds.0, bounds.1.as_ref())
 }
 
 /// Record every (range, epoch) → owner that `map` gives out: rows, the transfer journal (a
