@@ -271,3 +271,22 @@ fn cli_mutants_shows_progress_and_writes_the_table_only_when_asked() {
     assert_eq!(code, 64, "{err}");
     assert!(err.contains("--write-table") && err.contains("--only"), "{err}");
 }
+
+/// The fuzzing workflow runs the README's commands: every partmap-sim command in
+/// .github/workflows/fuzz.yml appears, as it is, in the README.
+#[test]
+fn ci_workflow_runs_the_readme_commands() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workflow = std::fs::read_to_string(root.join(".github/workflows/fuzz.yml")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let commands: Vec<&str> = workflow
+        .lines()
+        .map(|l| l.trim().trim_start_matches("run: "))
+        .filter(|l| l.starts_with("cargo run"))
+        .collect();
+    assert!(commands.iter().filter(|c| c.contains("partmap-sim -- sweep")).count() == 1, "{commands:?}");
+    assert!(commands.iter().filter(|c| c.contains("partmap-sim -- merge")).count() == 1, "{commands:?}");
+    for c in commands {
+        assert!(readme.lines().any(|l| l.trim() == c), "the workflow runs `{c}`, which the README does not show");
+    }
+}
