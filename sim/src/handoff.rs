@@ -18,7 +18,7 @@ use partmap::ids::Key;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One handoff a move's target reported.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Handoff {
     /// The range, `rN`.
     pub range: u64,

@@ -14,17 +14,23 @@
 //! | [`handoff`] | the write pause and bytes copied of every planned move |
 //! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
 //! | [`run`] | one seed, end to end |
-//! | [`sweep`] | many seeds, in parallel, with a summary |
+//! | [`seeds`] | which seeds a sweep runs: a range or a seeds file, one shard of it |
+//! | [`sweep`] | many seeds, in parallel, stopped by a time budget or a signal |
+//! | [`summary`] | the versioned JSON summary: a record per seed, totals, merge, the table |
+//! | [`junit`] | a summary as a JUnit report |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
 pub mod check;
 pub mod coverage;
 pub mod events;
 pub mod handoff;
+pub mod junit;
 pub mod mutants;
 pub mod nemesis;
 pub mod run;
 pub mod scenario;
+pub mod seeds;
+pub mod summary;
 pub mod sweep;
 pub mod workload;
 pub mod world;

@@ -7,15 +7,21 @@ use clap::{Parser, Subcommand};
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions};
 use partmap_sim::scenario::Scenario;
-use partmap_sim::{mutants, sweep};
+use partmap_sim::seeds::{read_seeds_file, SeedSelection, Shard, Source};
+use partmap_sim::summary::{self, Summary};
+use partmap_sim::sweep::{self, Stop, SweepConfig};
+use partmap_sim::mutants;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Deterministic simulation of a range-partitioned storage control plane.
 ///
 /// Exit codes: 0 every seed ended as its scenario expects (by default: every property held),
 /// 1 a safety property was violated (or an expected violation did not happen), 2 a liveness
-/// property failed, 3 the harness crashed or could not write its reports, 64 bad usage.
+/// property failed, 3 the harness crashed or could not write its reports, 64 bad usage (or, for
+/// merge, summaries that cannot be merged), 130 / 143 a sweep stopped by SIGINT / SIGTERM
+/// before any seed failed.
 #[derive(Parser)]
 #[command(name = "partmap-sim", version)]
 struct Cli {
@@ -41,11 +47,33 @@ enum Command {
         #[arg(long, value_parser = Mutation::parse)]
         mutation: Option<Mutation>,
     },
-    /// Run seeds A..B (B excluded) in parallel and summarize.
+    /// Run many seeds in parallel and summarize: a range (`--seeds A..B`) or a seeds file,
+    /// optionally one shard of it, optionally within a time budget. Writes a JSON summary with a
+    /// record per seed (REPORT_DIR/sweep-<scenario>[-shard-K-of-N].json), the failing seeds' logs
+    /// and, with `--junit`, a JUnit report. A first SIGINT or SIGTERM stops starting seeds and
+    /// summarizes what completed (exit 130 or 143 if nothing failed); a second abandons the
+    /// running seeds.
+    #[command(group(clap::ArgGroup::new("selection").required(true).args(["seeds", "seeds_file"])))]
     Sweep {
-        /// Seed range `A..B`.
+        /// Seed range `A..B` (B excluded).
         #[arg(long, value_parser = parse_seeds, allow_negative_numbers = true)]
-        seeds: (u64, u64),
+        seeds: Option<(u64, u64)>,
+        /// A file of seeds, one per line (`#` starts a comment), run in the file's order; e.g.
+        /// the `.failing-seeds.txt` a sweep writes beside its summary.
+        #[arg(long)]
+        seeds_file: Option<PathBuf>,
+        /// Run shard K of N only (K from 1): the K-th, (K+N)-th, (K+2N)-th ... seed of the
+        /// selection. Shards 1/N to N/N together run every seed once; `merge` joins their
+        /// summaries into the summary of one sweep.
+        #[arg(long, value_parser = Shard::parse)]
+        shard: Option<Shard>,
+        /// Start no seed once this much wall-clock time has passed (e.g. 90s, 10m, 1h30m); the
+        /// seeds run are then the first ones of the selection.
+        #[arg(long, value_parser = parse_budget)]
+        time_budget: Option<Duration>,
+        /// Also write a JUnit XML report (one test case per seed) to this file.
+        #[arg(long)]
+        junit: Option<PathBuf>,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
@@ -55,17 +83,32 @@ enum Command {
         /// Switch off one safety mechanism (to prove a checker catches it).
         #[arg(long, value_parser = Mutation::parse)]
         mutation: Option<Mutation>,
-        /// Where the JSON summary and failing seeds' logs go.
+        /// Where the JSON summary and failing seeds' logs go (checked writable before any
+        /// seed runs).
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
     },
+    /// Merge the JSON summaries of several sweeps (the shards of one, run on several machines)
+    /// into the summary and table one sweep of all their seeds prints. Refuses summaries of
+    /// different builds (version, commit), scenarios or mutations, and a seed present twice.
+    /// The exit code is the merged sweep's.
+    Merge {
+        /// The summaries (`sweep-*.json` files written by `sweep`).
+        #[arg(required = true)]
+        summaries: Vec<PathBuf>,
+        /// Where the merged summary goes; default: reports/sweep-<scenario>[-<mutation>]-merged.json.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Also write a JUnit XML report (one test case per seed) to this file.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
     /// Run every named mutation on the scenario where it applies (with `--rate`, also on the
     /// default scenario), seed after seed up to its budget, and the unmutated system on the same
-    /// seeds. Prints a table (mutation, caught,
-    /// seeds to the first violation, property, repro) and, when every mutation ran (no
-    /// `--only`), writes it to REPORT_DIR/mutants.md.
-    /// Exits 1 if any mutation is not caught (it survived, the unmutated system failed a seed
-    /// too, or the harness panicked).
+    /// seeds. Prints a line on stderr as each mutation's hunt ends, then a table (mutation,
+    /// caught, seeds to the first violation, property, repro); `--write-table` also writes it
+    /// to REPORT_DIR/mutants.md. Exits 1 if any mutation is not caught (it survived, the
+    /// unmutated system failed a seed too, or the harness panicked).
     Mutants {
         /// Seed budget per mutation (default: each mutation's own, 5 to 30).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -80,6 +123,10 @@ enum Command {
         /// Worker threads (each takes whole mutations).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
         jobs: u32,
+        /// Write the table to REPORT_DIR/mutants.md (the copy kept in the repository is
+        /// `mutants --seeds 20 --rate --write-table`); needs every mutation, so not with `--only`.
+        #[arg(long, conflicts_with = "only")]
+        write_table: bool,
         /// Where mutants.md goes.
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
@@ -87,13 +134,15 @@ enum Command {
 }
 
 fn parse_seeds(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s.split_once("..").ok_or_else(|| format!("`{s}` is not a seed range; write A..B, e.g. 0..2000"))?;
-    let a: u64 = a.trim().parse().map_err(|_| format!("`{a}` is not a seed (a non-negative integer)"))?;
-    let b: u64 = b.trim().parse().map_err(|_| format!("`{b}` is not a seed (a non-negative integer)"))?;
-    if b <= a {
-        return Err(format!("empty seed range {a}..{b}: the end is excluded, so it must be greater than the start"));
+    partmap_sim::seeds::parse_range(s)
+}
+
+fn parse_budget(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 90s, 10m or 1h30m"))?;
+    if d.is_zero() {
+        return Err(format!("`{s}`: the time budget must be more than zero"));
     }
-    Ok((a, b))
+    Ok(d)
 }
 
 fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
@@ -186,7 +235,7 @@ fn main() -> ExitCode {
                 ExitCode::from(outcome.exit_code() as u8)
             }
         }
-        Command::Sweep { seeds, scenario, jobs, mutation, report_dir } => {
+        Command::Sweep { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir } => {
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -194,17 +243,83 @@ fn main() -> ExitCode {
                     return ExitCode::from(64);
                 }
             };
-            let base = RunOptions { seed: seeds.0, scenario, scenario_label, mutation, trace: false, echo_header: false };
-            let summary = sweep::sweep(&base, seeds.0, seeds.1, jobs as usize, &report_dir, true);
-            print!("{}", sweep::render(&summary, &base));
-            ExitCode::from(summary.exit_code() as u8)
+            let source = match (seeds, seeds_file) {
+                (Some((first, end)), _) => Source::Range { first, end },
+                (None, Some(path)) => match read_seeds_file(&path) {
+                    Ok(seeds) => Source::File { path: path.display().to_string(), seeds },
+                    Err(e) => {
+                        eprintln!("error: --seeds-file {e}");
+                        return ExitCode::from(64);
+                    }
+                },
+                (None, None) => unreachable!("clap requires --seeds or --seeds-file"),
+            };
+            let selection = SeedSelection { source, shard };
+            let base = RunOptions { seed: 0, scenario, scenario_label, mutation, trace: false, echo_header: false };
+            let cfg = SweepConfig { jobs: jobs as usize, report_dir, junit, time_budget, progress: true };
+            let stop = Stop::new();
+            let _signals = match stop.on_signals() {
+                Ok(guard) => guard,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(3);
+                }
+            };
+            match sweep::run_sweep(&base, &selection, &cfg, &stop) {
+                Ok(summary) => {
+                    print!("{}", sweep::render(&summary));
+                    ExitCode::from(summary.exit_code() as u8)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}; no seed was run");
+                    ExitCode::from(3)
+                }
+            }
         }
-        Command::Mutants { seeds, rate, only, jobs, report_dir } => {
+        Command::Merge { summaries, out, junit } => {
+            let mut inputs = Vec::new();
+            for path in &summaries {
+                match Summary::read(path) {
+                    Ok(s) => inputs.push((path.display().to_string(), s)),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(64);
+                    }
+                }
+            }
+            let mut merged = match summary::merge(inputs) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(64);
+                }
+            };
+            let out = out.unwrap_or_else(|| {
+                let b = &merged.build;
+                let mutation = b.mutation.as_ref().map_or(String::new(), |m| format!("-{m}"));
+                PathBuf::from("reports").join(format!("sweep-{}{mutation}-merged.json", sweep::scenario_stem(&b.scenario)))
+            });
+            if let Err(e) = merged.write(&out) {
+                merged.report_errors.push(e);
+            }
+            merged.json_path = Some(out);
+            if let Some(junit) = junit {
+                match partmap_sim::junit::write(&merged, &junit) {
+                    Ok(()) => merged.junit_path = Some(junit),
+                    Err(e) => merged.report_errors.push(e),
+                }
+            }
+            print!("{}", summary::render(&merged));
+            ExitCode::from(merged.exit_code() as u8)
+        }
+        Command::Mutants { seeds, rate, only, jobs, write_table, report_dir } => {
             let mut targets: Vec<mutants::Target> = mutants::TARGETS.iter().filter(|t| only.is_empty() || only.contains(&t.mutation)).copied().collect();
             if rate {
                 targets = mutants::with_default_scenario(&targets);
             }
-            let hunts = match mutants::hunt_all(&targets, seeds, rate, true, jobs as usize) {
+            eprintln!("hunting {} mutations with {jobs} jobs (a line as each ends)", targets.len());
+            let progress = |ended: usize, of: usize, h: &Result<mutants::Hunt, String>| eprintln!("{}", mutants::progress_line(ended, of, h));
+            let hunts = match mutants::hunt_all(&targets, seeds, rate, true, jobs as usize, &progress) {
                 Ok(h) => h,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -213,13 +328,13 @@ fn main() -> ExitCode {
             };
             let table = mutants::render(&hunts);
             print!("{table}");
-            // Only a run of every mutation replaces the kept table.
-            if !only.is_empty() {
-                println!("(reports not written: --only runs part of the table)");
+            // The kept table is rewritten only when asked (clap refuses --write-table with --only).
+            if !write_table {
+                println!("(table not written; --write-table writes it to {})", report_dir.join("mutants.md").display());
                 return if hunts.iter().filter(|h| h.own()).all(|h| h.caught()) { ExitCode::SUCCESS } else { ExitCode::from(1) };
             }
             let path = report_dir.join("mutants.md");
-            let args = seeds.map_or(String::new(), |n| format!(" --seeds {n}")) + if rate { " --rate" } else { "" };
+            let args = seeds.map_or(String::new(), |n| format!(" --seeds {n}")) + if rate { " --rate" } else { "" } + " --write-table";
             let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`.\n\n{table}");
             if let Err(e) = std::fs::create_dir_all(&report_dir).and_then(|_| std::fs::write(&path, doc)) {
                 eprintln!("error: cannot write {}: {e}", path.display());

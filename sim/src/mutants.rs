@@ -201,7 +201,7 @@ pub fn hunt(target: &Target, budget: u64, rate: bool, check_unmutated: bool, bas
         }
         let (property, evidence) = found.first;
         if h.caught_at.is_none() {
-            h.repro = crate::sweep::repro_command(&opts, seed);
+            h.repro = crate::run::repro_command(&opts, seed);
             h.caught_at = Some(seed);
             h.property = Some(property);
             h.evidence = Some(evidence);
@@ -211,7 +211,7 @@ pub fn hunt(target: &Target, budget: u64, rate: bool, check_unmutated: bool, bas
         }
     }
     if h.caught_at.is_none() {
-        h.repro = crate::sweep::repro_command(&options(target, budget.saturating_sub(1), true)?, budget.saturating_sub(1));
+        h.repro = crate::run::repro_command(&options(target, budget.saturating_sub(1), true)?, budget.saturating_sub(1));
     }
     if check_unmutated {
         let mut all = true;
@@ -232,12 +232,24 @@ pub fn hunt(target: &Target, budget: u64, rate: bool, check_unmutated: bool, bas
     Ok(h)
 }
 
+/// Called as each hunt ends, with how many have ended, of how many, and the hunt.
+pub type HuntEnded = dyn Fn(usize, usize, &Result<Hunt, String>) + Sync;
+
 /// Hunt every target with `jobs` worker threads (each takes whole mutations). `budget`
-/// overrides every target's own; `rate` runs every seed of it (see [`hunt`]). Results come
-/// back in [`TARGETS`] order.
+/// overrides every target's own; `rate` runs every seed of it (see [`hunt`]). `on_done` is
+/// called as each hunt ends, with how many have ended, of how many, and the hunt (for
+/// progress). Results come back in `targets` order.
 ///
 /// Errors: a target's scenario is not built in.
-pub fn hunt_all(targets: &[Target], budget: Option<u64>, rate: bool, check_unmutated: bool, jobs: usize) -> Result<Vec<Hunt>, String> {
+pub fn hunt_all(
+    targets: &[Target],
+    budget: Option<u64>,
+    rate: bool,
+    check_unmutated: bool,
+    jobs: usize,
+    on_done: &HuntEnded,
+) -> Result<Vec<Hunt>, String> {
+    let ended = AtomicUsize::new(0);
     let next = AtomicUsize::new(0);
     let baseline = Mutex::new(BTreeMap::new());
     let results: Mutex<Vec<(usize, Result<Hunt, String>)>> = Mutex::new(Vec::new());
@@ -247,6 +259,7 @@ pub fn hunt_all(targets: &[Target], budget: Option<u64>, rate: bool, check_unmut
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(t) = targets.get(i) else { return };
                 let h = hunt(t, budget.unwrap_or(t.budget), rate, check_unmutated, &baseline);
+                on_done(ended.fetch_add(1, Ordering::SeqCst) + 1, targets.len(), &h);
                 results.lock().expect("results").push((i, h));
             });
         }
@@ -254,6 +267,26 @@ pub fn hunt_all(targets: &[Target], budget: Option<u64>, rate: bool, check_unmut
     let mut results = results.into_inner().expect("results");
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, h)| h).collect()
+}
+
+/// One line of progress for a hunt that ended: `[3/18] store-ignores-fence on
+/// stale-write-after-failover.json: caught at seed 0 (1 of 1 seeds), unmutated passes`.
+pub fn progress_line(ended: usize, of: usize, h: &Result<Hunt, String>) -> String {
+    match h {
+        Err(e) => format!("[{ended}/{of}] error: {e}"),
+        Ok(h) => {
+            let caught = match h.caught_at {
+                Some(seed) => format!("caught at seed {seed} ({} of {} seeds)", h.catches, h.seeds_run),
+                None => format!("NOT caught in {} seeds", h.seeds_run),
+            };
+            let unmutated = match h.unmutated_pass {
+                None => "",
+                Some(true) => ", unmutated passes",
+                Some(false) => ", UNMUTATED FAILS",
+            };
+            format!("[{ended}/{of}] {} on {}: {caught}{unmutated}", h.mutation, h.scenario)
+        }
+    }
 }
 
 /// The table: mutation, caught, seeds to the first violation, the seeds caught of those run,

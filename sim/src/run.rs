@@ -38,7 +38,7 @@ pub struct RunOptions {
 }
 
 /// How a run ended. Exit codes: 0, 1, 2, 3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
     /// Every property held.
@@ -74,7 +74,7 @@ impl RunOutcome {
 }
 
 /// Client operations of a run, by outcome (the probe client excluded).
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpCounts {
     /// Appends acknowledged.
     pub appends_ok: u64,
@@ -182,6 +182,27 @@ pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
     }
     worst / 1000
 }
+
+/// The command that reproduces `seed` of `opts`'s scenario and mutation, with the scenario's
+/// path quoted for a POSIX shell when it needs it (spaces, quotes, `$`).
+pub fn repro_command(opts: &RunOptions, seed: u64) -> String {
+    let mut cmd = format!("cargo run --release -p partmap-sim -- run --seed {seed}");
+    if !opts.scenario_label.ends_with(BUILTIN_SUFFIX) {
+        let path = opts.scenario_label.as_str();
+        // shlex refuses only text with a NUL byte, which no path holds.
+        let quoted = shlex::try_quote(path).map_or_else(|_| path.into(), |q| q.into_owned());
+        cmd.push_str(" --scenario ");
+        cmd.push_str(&quoted);
+    }
+    if let Some(m) = opts.mutation {
+        cmd.push_str(" --mutation ");
+        cmd.push_str(m.name());
+    }
+    cmd
+}
+
+/// What a built-in scenario's label ends with (`scenarios/swarm.json (built-in)`).
+pub const BUILTIN_SUFFIX: &str = " (built-in)";
 
 /// The knobs the nodes run with, as `name=value` lines. `s` is the scenario as run (its
 /// topology drawn, for a swarm scenario).

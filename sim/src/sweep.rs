@@ -1,400 +1,141 @@
 //! Many seeds of one scenario, run in parallel (one madsim runtime per seed per worker thread),
-//! with a progress bar, a summary table, a JSON summary under `reports/`, the log of every
-//! failing seed, and the exact command that reproduces each failure.
+//! with a progress bar, a JSON summary ([`crate::summary`]) and optionally a JUnit report, the
+//! log of every failing seed, and the exact command that reproduces each failure.
+//!
+//! A sweep runs a [`SeedSelection`] (a range or a seeds file, optionally one shard of it) in
+//! order. Three things stop it early, and each still writes the summary of what completed:
+//! - a time budget: no seed starts once it is spent (the wall clock is read between seeds,
+//!   never inside a run), so the seeds run are a prefix of the selection;
+//! - a first SIGINT or SIGTERM ([`Stop`]): no seed starts after it, and the running ones
+//!   finish; the summary is marked interrupted;
+//! - a second signal: the running seeds are abandoned (listed in the summary, no record).
+//!
+//! Reports are checked writable before any seed runs.
 
-use crate::run::{run_seed, RunOptions, RunOutcome};
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use crate::run::{run_seed, RunOptions, BUILTIN_SUFFIX};
+use crate::seeds::SeedSelection;
+use crate::summary::{Build, Measured, SeedRecord, Selection, Stopped, Summary};
+use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// Every property with its kind, in report order.
-pub const PROPERTIES: [(&str, &str); 6] = [
-    ("single_writer", "always"),
-    ("no_lost_append", "always"),
-    ("reads_consistent", "always"),
-    ("map_tiles", "always"),
-    ("manager_exclusive", "always"),
-    ("liveness", "eventually"),
-];
-
-/// One seed's result, kept for the summary.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct SeedResult {
-    /// The seed.
-    pub seed: u64,
-    /// Its outcome.
-    pub outcome: RunOutcome,
-    /// Whether that outcome is what the scenario expects.
-    pub as_expected: bool,
-    /// Violated properties with their evidence.
-    pub violations: Vec<(String, String)>,
-    /// Faults injected by kind.
-    pub faults: BTreeMap<String, u64>,
-    /// Client operations.
-    pub ops: crate::run::OpCounts,
-    /// Simulated ms.
-    pub sim_ms: u64,
-    /// Client-visible unavailability, ms ([`crate::run::unavailable_ms`]).
-    pub unavailable_ms: u64,
-    /// Coverage situations hit, with counts.
-    pub coverage: BTreeMap<String, u64>,
-    /// Trace hash.
-    pub trace_hash: String,
-    /// Committed planned moves with their pause figures.
-    pub handoffs: Vec<crate::handoff::Handoff>,
-    /// Splits and merges committed and aborted.
-    pub reshapes: BTreeMap<String, u64>,
-    /// Handoffs a target reported that no map version published (superseded).
-    pub superseded_handoffs: u64,
-    /// Durable map versions no `map_commit` announced (judged from the authority's log).
-    pub unannounced_versions: u64,
-    /// Properties whose views disagreed on this seed (one violated, another not).
-    pub views_disagreeing: Vec<String>,
-    /// Fault kinds injected while each flow was in flight.
-    pub fault_flows: Vec<(String, String)>,
+/// A request to stop a sweep, set by a signal handler ([`Stop::on_signals`]) or by a caller
+/// ([`Stop::request`]). The first request stops starting seeds; the second abandons the running
+/// ones.
+#[derive(Debug, Default)]
+pub struct Stop {
+    /// The first signal's number (0: none yet).
+    signal: AtomicUsize,
+    /// Requests so far.
+    requests: AtomicUsize,
 }
 
-/// Write-pause figures of the handoffs of one strategy and range-size class, over a sweep.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PauseFigures {
-    /// `pre-copy` or `stop-and-copy`.
-    pub strategy: String,
-    /// `all`, `<= 1 MiB` or `> 1 MiB` (the range's payload bytes at the cutover).
-    pub size: String,
-    /// Handoffs counted.
-    pub handoffs: u64,
-    /// Pause at the servers (source paused until target serves), ms: p50, p99, max.
-    pub server_ms: [f64; 3],
-    /// Longest gap between acknowledged appends around the pause, ms: p50, p99, max (over the
-    /// handoffs where a client kept trying; `client_handoffs` of them).
-    pub client_ms: [f64; 3],
-    /// Handoffs with a client figure.
-    pub client_handoffs: u64,
-    /// Payload bytes copied before the pause, p50.
-    pub precopy_bytes_p50: f64,
-    /// Payload bytes copied during the pause, p50 and max.
-    pub tail_bytes: [f64; 2],
-}
+impl Stop {
+    /// No request yet.
+    pub fn new() -> Arc<Stop> {
+        Arc::new(Stop::default())
+    }
 
-/// Pause figures per strategy, over all handoffs and split at 1 MiB of range size.
-pub fn pause_figures(handoffs: &[&crate::handoff::Handoff]) -> Vec<PauseFigures> {
-    use crate::handoff::percentile;
-    const MIB: u64 = 1 << 20;
-    let mut out = Vec::new();
-    for (_, strategy) in partmap::map::Strategy::ALL {
-        for size in ["all", "<= 1 MiB", "> 1 MiB"] {
-            let hs: Vec<&&crate::handoff::Handoff> = handoffs
-                .iter()
-                .filter(|h| h.strategy == strategy && (size == "all" || (size == "> 1 MiB") == (h.bytes > MIB)))
-                .collect();
-            if hs.is_empty() {
-                continue;
-            }
-            let three = |v: &[f64]| [percentile(v, 0.5).unwrap_or(0.0), percentile(v, 0.99).unwrap_or(0.0), percentile(v, 1.0).unwrap_or(0.0)];
-            let server: Vec<f64> = hs.iter().map(|h| h.server_pause_ms).collect();
-            let client: Vec<f64> = hs.iter().filter_map(|h| h.client_gap_ms).collect();
-            let pre: Vec<f64> = hs.iter().map(|h| h.precopy_bytes as f64).collect();
-            let tail: Vec<f64> = hs.iter().map(|h| h.tail_bytes as f64).collect();
-            out.push(PauseFigures {
-                strategy: strategy.to_string(),
-                size: size.to_string(),
-                handoffs: hs.len() as u64,
-                server_ms: three(&server),
-                client_ms: three(&client),
-                client_handoffs: client.len() as u64,
-                precopy_bytes_p50: percentile(&pre, 0.5).unwrap_or(0.0),
-                tail_bytes: [percentile(&tail, 0.5).unwrap_or(0.0), percentile(&tail, 1.0).unwrap_or(0.0)],
-            });
+    /// Ask the sweep to stop, as signal `signal` (a `libc::SIG*` number) would. Only atomic
+    /// stores: safe inside a signal handler.
+    pub fn request(&self, signal: i32) {
+        let _ = self.signal.compare_exchange(0, signal as usize, Ordering::SeqCst, Ordering::SeqCst);
+        self.requests.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was requested (start no more seeds).
+    pub fn stopping(&self) -> bool {
+        self.requests.load(Ordering::SeqCst) >= 1
+    }
+
+    /// Whether a second stop was requested (abandon the running seeds).
+    pub fn abandoning(&self) -> bool {
+        self.requests.load(Ordering::SeqCst) >= 2
+    }
+
+    /// The first signal's name (`SIGINT`, `SIGTERM`, or `signal N`), if a stop was requested.
+    pub fn signal_name(&self) -> Option<String> {
+        match self.signal.load(Ordering::SeqCst) as i32 {
+            0 => None,
+            libc::SIGINT => Some("SIGINT".into()),
+            libc::SIGTERM => Some("SIGTERM".into()),
+            n => Some(format!("signal {n}")),
         }
     }
-    out
+
+    /// Route SIGINT and SIGTERM to [`Stop::request`] instead of ending the process, until the
+    /// returned guard is dropped.
+    ///
+    /// Errors: the operating system refused to install a handler.
+    pub fn on_signals(self: &Arc<Self>) -> Result<SignalGuard, String> {
+        let mut ids = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            let stop = Arc::clone(self);
+            // SAFETY: the handler only performs atomic operations (Stop::request), which are
+            // async-signal-safe; it allocates nothing and takes no lock.
+            let id = unsafe { signal_hook::low_level::register(signal, move || stop.request(signal)) }.map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
+            ids.push(id);
+        }
+        Ok(SignalGuard { ids })
+    }
 }
 
-/// The summary of a sweep (also written as JSON).
-#[derive(Debug, serde::Serialize)]
-pub struct Summary {
-    /// Scenario label.
-    pub scenario: String,
-    /// Mutation, if any.
-    pub mutation: Option<String>,
-    /// First seed.
-    pub first_seed: u64,
-    /// One past the last seed.
-    pub end_seed: u64,
-    /// Worker threads.
+/// Keeps the signal handlers of [`Stop::on_signals`] installed; dropping it restores the
+/// previous handling.
+#[derive(Debug)]
+pub struct SignalGuard {
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// How to run a sweep.
+#[derive(Clone, Debug)]
+pub struct SweepConfig {
+    /// Worker threads, each running whole seeds (at least 1).
     pub jobs: usize,
-    /// Wall-clock seconds of the sweep (a measurement, never an input to a run).
-    pub wall_s: f64,
-    /// Seeds per wall-clock second.
-    pub seeds_per_s: f64,
-    /// Violations per property (seeds violating it).
-    pub violations: BTreeMap<String, u64>,
-    /// Faults injected per kind, summed over seeds.
-    pub faults: BTreeMap<String, u64>,
-    /// Seeds with at least one fault of each kind.
-    pub seeds_with_fault: BTreeMap<String, u64>,
-    /// Seeds with at least one server crash and at least one network fault (isolate, split,
-    /// one_way or delay).
-    pub seeds_with_server_crash_and_partition: u64,
-    /// Seeds that hit each coverage situation (every situation listed, zeros included).
-    pub coverage_seeds: BTreeMap<String, u64>,
-    /// Operations summed over seeds.
-    pub ops: crate::run::OpCounts,
-    /// Mean simulated seconds per seed.
-    pub sim_s_per_seed: f64,
-    /// Client-visible unavailability per seed ([`crate::run::unavailable_ms`]), ms: p50 and
-    /// max over the seeds.
-    pub unavailable_ms_p50_max: (u64, u64),
-    /// Write-pause figures of the committed planned moves, per strategy and range size.
-    pub pauses: Vec<PauseFigures>,
-    /// Splits and merges committed and aborted, summed over seeds.
-    pub reshapes: BTreeMap<String, u64>,
-    /// Seeds with at least one of each kind of `reshapes`.
-    pub seeds_with_reshape: BTreeMap<String, u64>,
-    /// Seeds that committed at least one split and at least one merge.
-    pub seeds_with_split_and_merge: u64,
-    /// Handoffs superseded (the target served, no map version published it), in all.
-    pub superseded_handoffs: u64,
-    /// Durable map versions no event announced, in all, and the seeds that had one.
-    pub unannounced_versions: (u64, u64),
-    /// Per property, the seeds on which its views disagreed.
-    pub views_disagreeing: BTreeMap<String, u64>,
-    /// Seeds where each fault kind was injected while each flow was in flight:
-    /// fault kind → flow → seeds.
-    pub fault_flow_seeds: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Seeds whose outcome was not the expected one.
-    pub failing: Vec<SeedResult>,
-    /// Seeds that crashed the harness, with the panic message.
-    pub crashed: Vec<(u64, String)>,
-    /// Where the JSON summary went.
-    pub json_path: String,
-    /// Report files that could not be written, with the error.
-    pub report_errors: Vec<String>,
+    /// Where the JSON summary (`sweep-<name>.json`) and failing seeds' logs (`failing/`) go.
+    pub report_dir: PathBuf,
+    /// Where to write a JUnit report, if anywhere.
+    pub junit: Option<PathBuf>,
+    /// Start no seed after this much wall-clock time.
+    pub time_budget: Option<Duration>,
+    /// Show progress on stderr: a bar on a terminal, else a line every tenth of the seeds (or
+    /// of the time budget).
+    pub progress: bool,
 }
 
-impl Summary {
-    /// The exit code: 3 if the harness crashed on any seed or could not write a report, else 1 if any seed broke safety
-    /// unexpectedly, else 2 for a liveness failure, else 0.
-    pub fn exit_code(&self) -> i32 {
-        let any = |o: RunOutcome| self.failing.iter().any(|f| f.outcome == o);
-        if !self.crashed.is_empty() || !self.report_errors.is_empty() {
-            3
-        } else if any(RunOutcome::SafetyViolation) {
-            1
-        } else if any(RunOutcome::LivenessFailure) {
-            2
-        } else if !self.failing.is_empty() {
-            1 // a violation was expected and not found
-        } else {
-            0
-        }
+impl SweepConfig {
+    /// `jobs` workers, reports under `report_dir`, no JUnit, no budget, no progress.
+    pub fn new(jobs: usize, report_dir: &Path) -> SweepConfig {
+        SweepConfig { jobs, report_dir: report_dir.to_path_buf(), junit: None, time_budget: None, progress: false }
     }
 }
 
-/// The command that reproduces `seed`.
-pub fn repro_command(opts: &RunOptions, seed: u64) -> String {
-    let mut cmd = format!("cargo run --release -p partmap-sim -- run --seed {seed}");
-    if !opts.scenario_label.ends_with("(built-in)") {
-        let _ = write!(cmd, " --scenario {}", opts.scenario_label);
-    }
-    if let Some(m) = opts.mutation {
-        let _ = write!(cmd, " --mutation {}", m.name());
-    }
-    cmd
+/// Characters kept in report file names; any other becomes `_`.
+fn file_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect()
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into())
+/// `scenarios/failover.json` → `failover`; `scenarios/swarm.json (built-in)` → `swarm`;
+/// `my runs/a b.json` → `a_b` (safe in a file name).
+pub fn scenario_stem(label: &str) -> String {
+    let path = label.strip_suffix(BUILTIN_SUFFIX).unwrap_or(label);
+    let stem = Path::new(path).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    file_safe(&stem)
 }
 
-/// Run seeds `first..end` with `jobs` worker threads. `base` gives the scenario and mutation
-/// (its seed is ignored). Failing seeds' event logs go to `report_dir/failing/`, the JSON
-/// summary to `report_dir/sweep-<name>.json`.
-pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &PathBuf, progress: bool) -> Summary {
-    let started = Instant::now();
-    let next = AtomicU64::new(first);
-    let results: Mutex<Vec<SeedResult>> = Mutex::new(Vec::new());
-    let crashed: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
-    use std::io::IsTerminal;
-    let progress_on_tty = progress && std::io::stderr().is_terminal();
-    let done_count = AtomicU64::new(0);
-    let bar = if progress_on_tty { indicatif::ProgressBar::new(end - first) } else { indicatif::ProgressBar::hidden() };
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta} {msg}").expect("template"));
-    let failing_dir = report_dir.join("failing");
-    let stem = report_stem(base);
-    let report_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    // Logs of an earlier sweep of the same scenario would be mistaken for this one's.
-    if let Ok(entries) = std::fs::read_dir(&failing_dir) {
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&format!("{stem}-seed-")) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| loop {
-                let seed = next.fetch_add(1, Ordering::SeqCst);
-                if seed >= end {
-                    return;
-                }
-                let opts = RunOptions { seed, trace: false, echo_header: false, ..base.clone() };
-                match catch_unwind(AssertUnwindSafe(|| run_seed(&opts))) {
-                    Ok(report) => {
-                        let outcome = report.outcome();
-                        let as_expected = outcome.matches(opts.scenario.expect.outcome);
-                        let violations: Vec<(String, String)> =
-                            report.verdicts.iter().filter_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))).collect();
-                        if !as_expected {
-                            let path = failing_dir.join(format!("{stem}-seed-{seed}.log"));
-                            let mut text = report.header.join("\n");
-                            text.push('\n');
-                            for ev in &report.events {
-                                text.push_str(&ev.render());
-                                text.push('\n');
-                            }
-                            for (p, e) in &violations {
-                                let _ = writeln!(text, "VIOLATION {p}: {e}");
-                            }
-                            let _ = writeln!(text, "repro: {}", repro_command(&opts, seed));
-                            if let Err(e) = std::fs::create_dir_all(&failing_dir).and_then(|_| std::fs::write(&path, text)) {
-                                report_errors.lock().expect("report errors").push(format!("{}: {e}", path.display()));
-                            }
-                            bar.set_message(format!("seed {seed} FAILED"));
-                        }
-                        let r = SeedResult {
-                            seed,
-                            outcome,
-                            as_expected,
-                            violations,
-                            faults: report.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                            ops: report.ops.clone(),
-                            sim_ms: report.sim_ms,
-                            unavailable_ms: report.unavailable_ms,
-                            coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                            trace_hash: format!("{:016x}", report.trace_hash),
-                            handoffs: report.handoffs.clone(),
-                            reshapes: report.reshapes.clone(),
-                            superseded_handoffs: report.superseded_handoffs.len() as u64,
-                            unannounced_versions: report.unannounced_versions,
-                            views_disagreeing: {
-                                let mut d: Vec<String> = report.views.iter().filter(|v| v.violation.is_some()).map(|v| v.property.to_string()).filter(|p| report.views.iter().any(|w| w.property == p && w.violation.is_none())).collect();
-                                d.dedup();
-                                d
-                            },
-                            fault_flows: report.fault_flows.iter().map(|(k, f)| (k.clone(), f.to_string())).collect(),
-                        };
-                        results.lock().expect("results").push(r);
-                    }
-                    Err(p) => crashed.lock().expect("crashed").push((seed, panic_message(&*p))),
-                }
-                bar.inc(1);
-                if !progress_on_tty {
-                    let done = done_count.fetch_add(1, Ordering::SeqCst) + 1;
-                    let total = end - first;
-                    if progress && (done * 10 / total != (done - 1) * 10 / total || done == total) {
-                        eprintln!("{done}/{total} seeds");
-                    }
-                }
-            });
-        }
-    });
-    bar.finish_and_clear();
-    let mut results = results.into_inner().expect("results");
-    results.sort_by_key(|r| r.seed);
-    let mut crashed = crashed.into_inner().expect("crashed");
-    crashed.sort();
-    let wall_s = started.elapsed().as_secs_f64();
-    let mut s = Summary {
-        scenario: base.scenario_label.clone(),
-        mutation: base.mutation.map(|m| m.name().to_string()),
-        first_seed: first,
-        end_seed: end,
-        jobs,
-        wall_s,
-        seeds_per_s: (end - first) as f64 / wall_s.max(1e-9),
-        violations: PROPERTIES.iter().map(|(p, _)| p).map(|p| (p.to_string(), 0)).collect(),
-        faults: BTreeMap::new(),
-        seeds_with_fault: BTreeMap::new(),
-        seeds_with_server_crash_and_partition: 0,
-        coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
-        ops: Default::default(),
-        sim_s_per_seed: 0.0,
-        unavailable_ms_p50_max: (0, 0),
-        pauses: Vec::new(),
-        reshapes: BTreeMap::new(),
-        seeds_with_reshape: BTreeMap::new(),
-        seeds_with_split_and_merge: 0,
-        superseded_handoffs: 0,
-        unannounced_versions: (0, 0),
-        views_disagreeing: BTreeMap::new(),
-        fault_flow_seeds: BTreeMap::new(),
-        failing: Vec::new(),
-        crashed,
-        json_path: String::new(),
-        report_errors: Vec::new(),
-    };
-    for r in &results {
-        let partitioned = ["isolate", "split", "one_way", "delay"].iter().any(|k| r.faults.contains_key(*k));
-        if partitioned && r.faults.contains_key("crash_server") {
-            s.seeds_with_server_crash_and_partition += 1;
-        }
-        for k in r.coverage.keys() {
-            *s.coverage_seeds.entry(k.clone()).or_default() += 1;
-        }
-        for (p, _) in &r.violations {
-            *s.violations.entry(p.clone()).or_default() += 1;
-        }
-        for (k, v) in &r.faults {
-            *s.faults.entry(k.clone()).or_default() += v;
-            *s.seeds_with_fault.entry(k.clone()).or_default() += 1;
-        }
-        s.ops.appends_ok += r.ops.appends_ok;
-        s.ops.appends_failed += r.ops.appends_failed;
-        s.ops.appends_unknown += r.ops.appends_unknown;
-        s.ops.reads_ok += r.ops.reads_ok;
-        s.ops.reads_failed += r.ops.reads_failed;
-        s.ops.unavailable += r.ops.unavailable;
-        s.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
-        for (k, v) in &r.reshapes {
-            *s.reshapes.entry(k.clone()).or_default() += v;
-            *s.seeds_with_reshape.entry(k.clone()).or_default() += 1;
-        }
-        for (kind, flow) in &r.fault_flows {
-            *s.fault_flow_seeds.entry(kind.clone()).or_default().entry(flow.clone()).or_default() += 1;
-        }
-        if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
-            s.seeds_with_split_and_merge += 1;
-        }
-        s.superseded_handoffs += r.superseded_handoffs;
-        s.unannounced_versions.0 += r.unannounced_versions;
-        s.unannounced_versions.1 += u64::from(r.unannounced_versions > 0);
-        for p in &r.views_disagreeing {
-            *s.views_disagreeing.entry(p.clone()).or_default() += 1;
-        }
-    }
-    s.sim_s_per_seed /= results.len().max(1) as f64;
-    let gaps: Vec<f64> = results.iter().map(|r| r.unavailable_ms as f64).collect();
-    let pct = |p: f64| crate::handoff::percentile(&gaps, p).unwrap_or(0.0) as u64;
-    s.unavailable_ms_p50_max = (pct(0.5), pct(1.0));
-    s.pauses = pause_figures(&results.iter().flat_map(|r| r.handoffs.iter()).collect::<Vec<_>>());
-    s.failing = results.into_iter().filter(|r| !r.as_expected).collect();
-    s.report_errors = report_errors.into_inner().expect("report errors");
-    let json_path = report_dir.join(format!("sweep-{stem}.json"));
-    s.json_path = json_path.display().to_string();
-    let json = serde_json::to_string_pretty(&s).expect("summary serializes");
-    if let Err(e) = std::fs::create_dir_all(report_dir).and_then(|_| std::fs::write(&json_path, json)) {
-        s.report_errors.push(format!("{}: {e}", json_path.display()));
-    }
-    s
-}
-
-/// The name reports of this sweep go under: the scenario's file stem, plus the mutation if any.
-fn report_stem(base: &RunOptions) -> String {
+/// The name failing logs of this sweep go under: the scenario's stem, plus the mutation if any.
+fn log_stem(base: &RunOptions) -> String {
     let stem = scenario_stem(&base.scenario_label);
     match base.mutation {
         Some(m) => format!("{stem}-{}", m.name()),
@@ -402,119 +143,277 @@ fn report_stem(base: &RunOptions) -> String {
     }
 }
 
-/// `scenarios/failover.json` → `failover`.
-pub fn scenario_stem(label: &str) -> String {
-    let first = label.split_whitespace().next().unwrap_or(label);
-    std::path::Path::new(first).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
+/// Where the JSON summary of a sweep of `base` over `seeds` goes:
+/// `report_dir/sweep-<scenario>[-<mutation>][-shard-K-of-N].json`.
+pub fn summary_path(base: &RunOptions, seeds: &SeedSelection, report_dir: &Path) -> PathBuf {
+    let shard = seeds.shard.map_or(String::new(), |s| format!("-shard-{}-of-{}", s.index, s.count));
+    report_dir.join(format!("sweep-{}{shard}.json", log_stem(base)))
 }
 
-/// The human summary: table of properties, faults, operations, failing seeds with repro commands.
-pub fn render(s: &Summary, base: &RunOptions) -> String {
-    let n = (s.end_seed - s.first_seed).max(1);
-    let mut out = String::new();
-    let _ = writeln!(out, "scenario={} mutation={} seeds={}..{} ({} seeds) jobs={}", s.scenario, s.mutation.as_deref().unwrap_or("none"), s.first_seed, s.end_seed, n, s.jobs);
-    let _ = writeln!(out, "wall={:.1}s seeds_per_s={:.1} sim_s_per_seed={:.1}", s.wall_s, s.seeds_per_s, s.sim_s_per_seed);
-    let _ = writeln!(out, "\n{:<18} {:<11} {:>10}", "property", "kind", "violations");
-    for (p, kind) in PROPERTIES {
-        let _ = writeln!(out, "{:<18} {:<11} {:>10}", p, kind, s.violations.get(p).copied().unwrap_or(0));
-    }
-    let _ = writeln!(out, "\n{:<16} {:>8} {:>10} {:>12}", "fault", "total", "per seed", "seeds with");
-    for (k, v) in &s.faults {
-        let seeds = s.seeds_with_fault.get(k).copied().unwrap_or(0);
-        let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
-    }
-    let _ = writeln!(out, "\n{:<30} {:>12}  situation", "coverage", "seeds with");
-    for (k, what) in crate::coverage::SITUATIONS {
-        let seeds = s.coverage_seeds.get(k).copied().unwrap_or(0);
-        let _ = writeln!(out, "{:<30} {:>6} ({:>3.0}%)  {}", k, seeds, 100.0 * seeds as f64 / n as f64, what);
-    }
-    let never: Vec<&str> = crate::coverage::SITUATIONS.iter().map(|(k, _)| *k).filter(|k| s.coverage_seeds.get(*k).copied().unwrap_or(0) == 0).collect();
-    if !never.is_empty() {
-        let _ = writeln!(out, "never hit: {}", never.join(", "));
-    }
-    let flows: Vec<&str> = crate::coverage::FLOWS.iter().copied().filter(|f| s.fault_flow_seeds.values().any(|m| m.contains_key(*f))).collect();
-    if !flows.is_empty() {
-        let _ = write!(out, "\n{:<30}", "fault kind x flow in flight");
-        for f in &flows {
-            let _ = write!(out, " {f:>9}");
+/// Check that every report of the sweep can be written: the report folder and its `failing/`
+/// (created if missing) and the JUnit file's folder, by creating and removing a file in each.
+///
+/// Errors: `--report-dir <dir>: ...` or `--junit <file>: ...` with the operating system's
+/// reason.
+pub fn check_writable(cfg: &SweepConfig) -> Result<(), String> {
+    let probe = |dir: &Path, flag: &str, shown: &Path| -> Result<(), String> {
+        let fail = |e: std::io::Error| format!("{flag} {}: cannot write there: {e}", shown.display());
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        let file = dir.join(format!(".partmap-write-check-{}", std::process::id()));
+        std::fs::write(&file, b"").map_err(fail)?;
+        std::fs::remove_file(&file).map_err(fail)
+    };
+    probe(&cfg.report_dir, "--report-dir", &cfg.report_dir)?;
+    probe(&cfg.report_dir.join("failing"), "--report-dir", &cfg.report_dir.join("failing"))?;
+    if let Some(junit) = &cfg.junit {
+        if junit.is_dir() {
+            return Err(format!("--junit {}: is a folder; give a file name, e.g. reports/junit.xml", junit.display()));
         }
-        let _ = writeln!(out, "   (seeds)");
-        let mut never = Vec::new();
-        for kind in s.faults.keys() {
-            let _ = write!(out, "{kind:<30}");
-            for f in &flows {
-                let n = s.fault_flow_seeds.get(kind).and_then(|m| m.get(*f)).copied().unwrap_or(0);
-                if n == 0 {
-                    never.push(format!("{kind}/{f}"));
+        let dir = junit.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        probe(dir, "--junit", junit)?;
+    }
+    Ok(())
+}
+
+/// Write a failing seed's log: its header (seed and knobs first), then the outcome, each
+/// violation and the repro command, then every event, then the violations again (at the end of
+/// a file of megabytes, where a reader of its tail looks).
+fn write_failing_log(path: &Path, report: &crate::run::RunReport, record: &SeedRecord, expected: crate::scenario::ExpectedOutcome) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for line in &report.header {
+        writeln!(f, "{line}")?;
+    }
+    let verdict = |f: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {
+        writeln!(f, "outcome={:?} expected={expected:?}", record.outcome)?;
+        for (p, e) in record.violations() {
+            writeln!(f, "VIOLATION {p}: {e}")?;
+        }
+        writeln!(f, "repro: {}", record.repro)
+    };
+    verdict(&mut f)?;
+    writeln!(f, "--- events ({}) ---", report.events.len())?;
+    for ev in &report.events {
+        writeln!(f, "{}", ev.render())?;
+    }
+    writeln!(f, "--- end of events ---")?;
+    verdict(&mut f)?;
+    f.flush()
+}
+
+/// Shared by the workers of one sweep (they outlive the sweep call when abandoned).
+struct Shared {
+    base: RunOptions,
+    seeds: SeedSelection,
+    next: AtomicU64,
+    records: Mutex<Vec<SeedRecord>>,
+    running: Mutex<BTreeSet<u64>>,
+    workers_done: AtomicUsize,
+    budget_spent: AtomicBool,
+    started: Instant,
+    time_budget: Option<Duration>,
+    stop: Arc<Stop>,
+    failing_dir: PathBuf,
+    stem: String,
+    report_errors: Mutex<Vec<String>>,
+    bar: indicatif::ProgressBar,
+    lines: bool,
+    done: AtomicU64,
+    /// Tenths of the time budget spent, as last reported.
+    budget_tenths: AtomicU64,
+}
+
+impl Shared {
+    /// The next seed to run, or `None`: the selection is done, a stop was requested, or the
+    /// time budget is spent.
+    fn take(&self) -> Option<u64> {
+        if self.stop.stopping() {
+            return None;
+        }
+        if self.time_budget.is_some_and(|b| self.started.elapsed() >= b) {
+            self.budget_spent.store(true, Ordering::SeqCst);
+            return None;
+        }
+        let seed = self.seeds.get(self.next.fetch_add(1, Ordering::SeqCst))?;
+        self.running.lock().expect("running").insert(seed);
+        Some(seed)
+    }
+
+    fn run(&self, seed: u64) {
+        let opts = RunOptions { seed, trace: false, echo_header: false, ..self.base.clone() };
+        let record = match catch_unwind(AssertUnwindSafe(|| run_seed(&opts))) {
+            Ok(report) => {
+                let record = SeedRecord::of(&opts, &report);
+                if !record.as_expected {
+                    let path = self.failing_dir.join(format!("{}-seed-{seed}.log", self.stem));
+                    if let Err(e) = std::fs::create_dir_all(&self.failing_dir).and_then(|_| write_failing_log(&path, &report, &record, opts.scenario.expect.outcome)) {
+                        self.report_errors.lock().expect("report errors").push(format!("{}: {e}", path.display()));
+                    }
+                    self.bar.set_message(format!("seed {seed} FAILED"));
                 }
-                let _ = write!(out, " {n:>9}");
+                record
             }
-            let _ = writeln!(out);
-        }
-        if !never.is_empty() {
-            let _ = writeln!(out, "never met: {}", never.join(", "));
-        }
-    }
-    let both = s.seeds_with_server_crash_and_partition;
-    let _ = writeln!(out, "seeds with a server crash and a network fault: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
-    let o = &s.ops;
-    let _ = writeln!(
-        out,
-        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}",
-        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable
-    );
-    let (p50, max) = s.unavailable_ms_p50_max;
-    let _ = writeln!(out, "client-visible unavailability (per seed, the longest stretch with no append acknowledged): p50 {p50} ms, max {max} ms");
-    if !s.reshapes.is_empty() {
-        let _ = writeln!(out, "\n{:<18} {:>8} {:>10} {:>12}", "split / merge", "total", "per seed", "seeds with");
-        for (k, v) in &s.reshapes {
-            let seeds = s.seeds_with_reshape.get(k).copied().unwrap_or(0);
-            let _ = writeln!(out, "{:<18} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
-        }
-        let both = s.seeds_with_split_and_merge;
-        let _ = writeln!(out, "seeds with a split and a merge committed: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
-    }
-    if !s.pauses.is_empty() {
-        let _ = writeln!(out, "\nhandoffs (planned moves the map published): write pause in ms as p50 / p99 / max; bytes copied");
-        let _ = writeln!(out, "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "at the servers", "at the clients (n)", "before, p50", "during, p50/max");
-        for f in &s.pauses {
-            let ms = |v: [f64; 3]| format!("{:.1} / {:.1} / {:.1}", v[0], v[1], v[2]);
-            let _ = writeln!(
-                out,
-                "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}",
-                f.strategy, f.size, f.handoffs, ms(f.server_ms), format!("{} ({})", ms(f.client_ms), f.client_handoffs),
-                format!("{:.0} B", f.precopy_bytes_p50), format!("{:.0} / {:.0} B", f.tail_bytes[0], f.tail_bytes[1])
-            );
+            Err(p) => {
+                let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into());
+                SeedRecord::crashed(&opts, seed, msg)
+            }
+        };
+        // Record and mark done under one lock order, so a snapshot never misses a seed.
+        let mut records = self.records.lock().expect("records");
+        records.push(record);
+        self.running.lock().expect("running").remove(&seed);
+        drop(records);
+        self.bar.inc(1);
+        let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.lines {
+            let total = self.seeds.len().max(1);
+            if done * 10 / total != (done - 1) * 10 / total || done == total {
+                eprintln!("{done}/{total} seeds");
+            } else if let Some(budget) = self.time_budget {
+                let spent = self.started.elapsed();
+                let tenths = (spent.as_secs_f64() * 10.0 / budget.as_secs_f64()) as u64;
+                if self.budget_tenths.fetch_max(tenths, Ordering::SeqCst) < tenths {
+                    eprintln!("{done}/{total} seeds, {}s of the {} time budget", spent.as_secs(), humantime::format_duration(budget));
+                }
+            }
         }
     }
-    if s.superseded_handoffs > 0 {
-        let _ = writeln!(out, "{:<14} {:<9} {:>8}  (the target served, but the map never published it: the range failed over or the move rolled back; not in the figures above)", "superseded", "all", s.superseded_handoffs);
-    }
-    let (versions, seeds) = s.unannounced_versions;
-    let _ = writeln!(out, "\nmap versions durable at lock-1 but never announced (judged from its log): {versions} on {seeds} seeds");
-    if !s.views_disagreeing.is_empty() {
-        let parts: Vec<String> = s.views_disagreeing.iter().map(|(p, n)| format!("{p} on {n} seeds")).collect();
-        let _ = writeln!(out, "views that disagreed (one violated, another not): {}", parts.join(", "));
-    }
-    let _ = writeln!(out, "\nsummary: {}", s.json_path);
-    if !s.failing.is_empty() {
-        let _ = writeln!(out, "failing seeds' logs: {}", std::path::Path::new(&s.json_path).with_file_name("failing").display());
-    }
-    for e in &s.report_errors {
-        let _ = writeln!(out, "ERROR: could not write report {e}");
-    }
-    for (seed, msg) in &s.crashed {
-        let _ = writeln!(out, "\nseed {seed}: HARNESS CRASH: {msg}\n  repro: {}", repro_command(base, *seed));
-    }
-    if s.failing.is_empty() && s.crashed.is_empty() && s.report_errors.is_empty() {
-        let _ = writeln!(out, "\nall {n} seeds as expected ({:?})", base.scenario.expect.outcome);
-    }
-    for f in &s.failing {
-        let _ = writeln!(out, "\nseed {}: {:?} (expected {:?})", f.seed, f.outcome, base.scenario.expect.outcome);
-        for (p, e) in &f.violations {
-            let _ = writeln!(out, "  {p}: {e}");
+}
+
+/// Run `seeds` of `base`'s scenario and mutation (its seed is ignored) as `cfg` says, stopping
+/// early on `stop` or the time budget. Writes the JSON summary to [`summary_path`], the JUnit
+/// report if asked, and each failing seed's log to `report_dir/failing/<scenario>-seed-N.log`
+/// (first removing the logs an earlier sweep of the same scenario left for the seeds this one
+/// selects: all of them, unless it runs a shard). Report files that cannot be written at the end
+/// are listed in the summary's `report_errors`.
+///
+/// Errors: the reports cannot be written ([`check_writable`]); then no seed was run.
+pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, stop: &Arc<Stop>) -> Result<Summary, String> {
+    check_writable(cfg)?;
+    let started = Instant::now();
+    let failing_dir = cfg.report_dir.join("failing");
+    let stem = log_stem(base);
+    if let Ok(entries) = std::fs::read_dir(&failing_dir) {
+        let prefix = format!("{stem}-seed-");
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let seed = name.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".log")).and_then(|s| s.parse::<u64>().ok());
+            if seed.is_some_and(|s| seeds.shard.is_none() || seeds.contains(s)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
-        let _ = writeln!(out, "  repro: {}", repro_command(base, f.seed));
     }
-    out
+    use std::io::IsTerminal;
+    let on_tty = cfg.progress && std::io::stderr().is_terminal();
+    let bar = if on_tty { indicatif::ProgressBar::new(seeds.len()) } else { indicatif::ProgressBar::hidden() };
+    let template = if cfg.time_budget.is_some() { "{pos}/{len} seeds {per_sec} {elapsed} of the time budget {msg}" } else { "{bar:40} {pos}/{len} seeds {per_sec} eta {eta} {msg}" };
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("template"));
+    let jobs = cfg.jobs.max(1);
+    if cfg.progress {
+        let budget = cfg.time_budget.map_or(String::new(), |b| format!(", time budget {}", humantime::format_duration(b)));
+        let shard = seeds.shard.map_or(String::new(), |s| format!(" shard {}", s.label()));
+        eprintln!("sweeping {} seeds ({}{shard}) of {} with {jobs} jobs{budget}", seeds.len(), seeds.describe_source(), base.scenario_label);
+    }
+    let shared = Arc::new(Shared {
+        base: base.clone(),
+        seeds: seeds.clone(),
+        next: AtomicU64::new(0),
+        records: Mutex::new(Vec::new()),
+        running: Mutex::new(BTreeSet::new()),
+        workers_done: AtomicUsize::new(0),
+        budget_spent: AtomicBool::new(false),
+        started,
+        time_budget: cfg.time_budget,
+        stop: Arc::clone(stop),
+        failing_dir: failing_dir.clone(),
+        stem,
+        report_errors: Mutex::new(Vec::new()),
+        bar: bar.clone(),
+        lines: cfg.progress && !on_tty,
+        done: AtomicU64::new(0),
+        budget_tenths: AtomicU64::new(0),
+    });
+    // Detached threads, so that a second signal can leave the running seeds behind.
+    for _ in 0..jobs {
+        let shared = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            while let Some(seed) = shared.take() {
+                shared.run(seed);
+            }
+            shared.workers_done.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    // The wall clock here only paces this wait; no run reads it.
+    while shared.workers_done.load(Ordering::SeqCst) < jobs && !stop.abandoning() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bar.finish_and_clear();
+    let (mut records, abandoned) = {
+        let records = shared.records.lock().expect("records");
+        let running = shared.running.lock().expect("running");
+        (records.clone(), running.iter().copied().collect::<Vec<u64>>())
+    };
+    records.sort_by_key(|r| r.seed);
+    let wall_s = started.elapsed().as_secs_f64();
+    let selection = Selection {
+        seeds: seeds.describe_source(),
+        shard: seeds.shard.map(|s| s.label()),
+        time_budget: cfg.time_budget.map(|b| humantime::format_duration(b).to_string()),
+        planned: seeds.len(),
+    };
+    let stopped = Stopped { interrupted: stop.signal_name(), time_budget_spent: shared.budget_spent.load(Ordering::SeqCst), abandoned };
+    let measured = Measured { jobs: jobs as u64, wall_s, seeds_per_s: records.len() as f64 / wall_s.max(1e-9), merged_from: Vec::new() };
+    let mut s = Summary::new(Build::of(base), selection, stopped, measured, records);
+    s.report_errors = shared.report_errors.lock().expect("report errors").clone();
+    s.logs_dir = Some(failing_dir);
+    let json_path = summary_path(base, seeds, &cfg.report_dir);
+    if let Err(e) = s.write(&json_path) {
+        s.report_errors.push(e);
+    }
+    s.json_path = Some(json_path);
+    if let Some(junit) = &cfg.junit {
+        match crate::junit::write(&s, junit) {
+            Ok(()) => s.junit_path = Some(junit.clone()),
+            Err(e) => s.report_errors.push(e),
+        }
+    }
+    Ok(s)
+}
+
+/// Run seeds `first..end` of `base` with `jobs` workers, reports under `report_dir`, no budget,
+/// no signal handling: the short form tests use.
+///
+/// # Panics
+/// If the reports cannot be written under `report_dir`.
+pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &Path, progress: bool) -> Summary {
+    let cfg = SweepConfig { progress, ..SweepConfig::new(jobs, report_dir) };
+    run_sweep(base, &SeedSelection::range(first, end), &cfg, &Stop::new()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The human summary of a sweep ([`crate::summary::render`]).
+pub fn render(s: &Summary) -> String {
+    crate::summary::render(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_stem_is_safe_in_a_file_name() {
+        assert_eq!(scenario_stem("scenarios/swarm.json (built-in)"), "swarm");
+        assert_eq!(scenario_stem("scenarios/failover.json"), "failover");
+        assert_eq!(scenario_stem("my runs/a b (copy).json"), "a_b__copy_");
+    }
+
+    #[test]
+    fn stop_counts_requests_and_keeps_the_first_signal() {
+        let stop = Stop::new();
+        assert!(!stop.stopping() && stop.signal_name().is_none());
+        stop.request(libc::SIGTERM);
+        assert!(stop.stopping() && !stop.abandoning());
+        stop.request(libc::SIGINT);
+        assert!(stop.abandoning());
+        assert_eq!(stop.signal_name().as_deref(), Some("SIGTERM"));
+    }
 }

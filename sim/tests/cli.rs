@@ -45,3 +45,248 @@ fn cli_run_prints_seed_first_and_the_same_hash_twice() {
     assert_eq!(hash(&a), hash(&b));
     assert!(a.trim_end().ends_with(hash(&a).unwrap().as_str()), "trace hash is the last line");
 }
+
+/// A fresh folder for one test's reports.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("partmap-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+/// Issue 16: three machines each sweep a shard of 0..8; merging their summaries gives the
+/// summary one sweep of 0..8 writes, seed by seed (trace hashes included) and in every total,
+/// and the same table apart from the wall-clock line.
+#[test]
+fn cli_sweep_in_3_shards_merges_into_the_sweep_of_the_range() {
+    let dir = scratch("shards");
+    let d = |s: &str| dir.join(s).to_str().unwrap().to_string();
+    let (code, full_out, err) = sim(&["sweep", "--seeds", "0..8", "--jobs", "2", "--report-dir", &d("full")]);
+    assert_eq!(code, 0, "{full_out}{err}");
+    for k in 1..=3 {
+        let (code, out, err) = sim(&["sweep", "--seeds", "0..8", "--shard", &format!("{k}/3"), "--report-dir", &d("shards")]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains(&format!("shard={k}/3")), "{out}");
+    }
+    let shard = |k: u32| d(&format!("shards/sweep-swarm-shard-{k}-of-3.json"));
+    let (code, merged_out, err) = sim(&["merge", &shard(1), &shard(2), &shard(3), "--out", &d("merged.json"), "--junit", &d("junit.xml")]);
+    assert_eq!(code, 0, "{merged_out}{err}");
+
+    let full = json(&dir.join("full/sweep-swarm.json"));
+    let merged = json(&dir.join("merged.json"));
+    let hashes = |v: &serde_json::Value| -> Vec<(u64, String)> {
+        v["records"].as_array().unwrap().iter().map(|r| (r["seed"].as_u64().unwrap(), r["trace_hash"].as_str().unwrap().to_string())).collect()
+    };
+    assert_eq!(hashes(&full).iter().map(|(s, _)| *s).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    assert!(hashes(&full).iter().all(|(_, h)| h.len() == 16));
+    assert_eq!(hashes(&merged), hashes(&full), "per-seed trace hashes");
+    for part in ["records", "totals", "selection", "stopped", "build"] {
+        assert_eq!(merged[part], full[part], "{part} differs between the merged shards and the sweep of the range");
+    }
+    assert_eq!(merged["measured"]["merged_from"].as_array().unwrap().len(), 3);
+    // The table: the same lines but the wall-clock ones, the jobs and where reports went.
+    let table = |s: &str| -> Vec<String> {
+        s.lines().filter(|l| !l.starts_with("wall=") && !l.starts_with("summary:") && !l.starts_with("junit:")).map(|l| l.split(" jobs=").next().unwrap().to_string()).collect()
+    };
+    assert_eq!(table(&merged_out), table(&full_out));
+    assert!(full_out.starts_with("scenario=scenarios/swarm.json (built-in) mutation=none seeds=0..8 (8 seeds) jobs=2\nbuild: partmap-sim "), "{full_out}");
+
+    // JUnit: well-formed, one test case per seed.
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut cases = 0;
+    loop {
+        match reader.read_event().unwrap_or_else(|e| panic!("junit.xml is not well-formed: {e}\n{xml}")) {
+            quick_xml::events::Event::Eof => break,
+            quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e) if e.name().as_ref() == "testcase" => cases += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(cases, 8, "{xml}");
+    assert!(xml.contains(r#"tests="8" failures="0" errors="0""#), "{xml}");
+
+    // Refused: a seed twice, another scenario, another build, an old summary.
+    let (code, _, err) = sim(&["merge", &shard(1), &shard(1), "--out", &d("twice.json")]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("seed 0 is in both"), "{err}");
+    let (code, out, err) = sim(&["sweep", "--seeds", "0..1", "--scenario", concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/failover.json"), "--report-dir", &d("other")]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = sim(&["merge", &shard(2), &d("other/sweep-failover.json"), "--out", &d("x.json")]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("different scenarios: scenario_hash"), "{err}");
+    let mut rebuilt = json(&dir.join("shards/sweep-swarm-shard-1-of-3.json"));
+    rebuilt["build"]["commit"] = serde_json::json!("0000000000000000000000000000000000000000");
+    std::fs::write(dir.join("rebuilt.json"), rebuilt.to_string()).unwrap();
+    let (code, _, err) = sim(&["merge", &shard(2), &d("rebuilt.json"), "--out", &d("x.json")]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("different builds: commit"), "{err}");
+    let mut old = json(&dir.join("shards/sweep-swarm-shard-1-of-3.json"));
+    old["format_version"] = serde_json::json!(1);
+    std::fs::write(dir.join("old.json"), old.to_string()).unwrap();
+    let (code, _, err) = sim(&["merge", &d("old.json")]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("format_version 1"), "{err}");
+}
+
+/// Issue 16: SIGINT in the middle of a sweep stops it starting seeds; the running one
+/// finishes, and the summary of what completed is written, valid and marked interrupted.
+#[test]
+fn cli_sweep_interrupted_by_sigint_writes_a_summary_marked_interrupted() {
+    use std::io::{BufRead, BufReader, Read};
+    let dir = scratch("interrupt");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/failover.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_partmap-sim"))
+        .args(["sweep", "--seeds", "0..50", "--scenario", scenario, "--report-dir", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    // Progress is a line per tenth of the seeds: interrupt once 5 have completed.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the sweep ended before 5 seeds: {seen}");
+        seen.push_str(&line);
+        if line.trim() == "5/50 seeds" {
+            break;
+        }
+    }
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(out.contains("seeds run: interrupted by SIGINT"), "{out}");
+
+    let path = dir.join("sweep-failover.json");
+    let summary = partmap_sim::summary::Summary::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(summary.stopped.interrupted.as_deref(), Some("SIGINT"));
+    assert!(summary.stopped.abandoned.is_empty(), "one signal abandons nothing");
+    assert_eq!(summary.selection.planned, 50);
+    let seeds: Vec<u64> = summary.records.iter().map(|r| r.seed).collect();
+    let n = seeds.len() as u64;
+    assert!((5..50).contains(&n), "{n} seeds completed");
+    assert_eq!(seeds, (0..n).collect::<Vec<_>>(), "one job runs the seeds in order, so what completed is a prefix");
+    assert!(summary.records.iter().all(|r| r.as_expected && r.trace_hash.len() == 16));
+    assert_eq!(summary.totals.seeds, n);
+}
+
+/// A time budget runs the first seeds of the range until it is spent, and says so.
+#[test]
+fn cli_sweep_time_budget_runs_a_prefix_of_the_range() {
+    let dir = scratch("budget");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/failover.json");
+    let (code, out, err) = sim(&["sweep", "--seeds", "100..100000", "--time-budget", "1s", "--scenario", scenario, "--report-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("time_budget=1s (") && out.contains("seeds run: time budget spent"), "{out}");
+    let summary = partmap_sim::summary::Summary::read(&dir.join("sweep-failover.json")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(summary.stopped.time_budget_spent);
+    let seeds: Vec<u64> = summary.records.iter().map(|r| r.seed).collect();
+    assert!(!seeds.is_empty() && seeds.len() < 1000, "{} seeds", seeds.len());
+    assert_eq!(seeds, (100..100 + seeds.len() as u64).collect::<Vec<_>>());
+}
+
+/// Bad selections are refused before anything runs, naming the flag and the problem.
+#[test]
+fn cli_sweep_bad_seeds_file_shard_and_budget_exit_64() {
+    let dir = scratch("bad-input");
+    let file = dir.join("seeds.txt");
+    std::fs::write(&file, "3\n# yesterday's failures\nseven\n").unwrap();
+    let (code, _, err) = sim(&["sweep", "--seeds-file", file.to_str().unwrap()]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--seeds-file") && err.contains("seeds.txt:3: `seven` is not a seed"), "{err}");
+    let (code, _, err) = sim(&["sweep", "--seeds", "0..9", "--shard", "0/3"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--shard") && err.contains("count from 1"), "{err}");
+    let (code, _, err) = sim(&["sweep", "--seeds", "0..9", "--time-budget", "ten minutes"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--time-budget") && err.contains("write e.g. 90s, 10m or 1h30m"), "{err}");
+    let (code, _, err) = sim(&["sweep", "--seeds", "0..9", "--seeds-file", file.to_str().unwrap()]);
+    assert_eq!(code, 64, "{err}");
+    let (code, _, err) = sim(&["sweep"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--seeds-file"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// An unwritable report folder is reported before any seed runs, naming the flag.
+#[test]
+fn cli_sweep_unwritable_report_dir_fails_before_any_seed() {
+    let dir = scratch("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let target = file.join("reports");
+    let (code, out, err) = sim(&["sweep", "--seeds", "0..1000", "--report-dir", target.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("--report-dir") && err.contains("cannot write there") && err.contains("no seed was run"), "{err}");
+    assert!(out.is_empty() && !err.contains("sweeping"), "{out}{err}");
+}
+
+/// A scenario path with a space: report names stay plain, the repro command is quoted and,
+/// pasted into a shell, reproduces the failing seed with its trace hash; the log says what
+/// failed before its events.
+#[test]
+fn cli_sweep_quotes_a_scenario_path_with_spaces_in_the_repro_command() {
+    let dir = scratch("space");
+    let scenarios = dir.join("my scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    let scenario = scenarios.join("stale write.json");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/stale-write-after-failover.json"), &scenario).unwrap();
+    let reports = dir.join("reports");
+    let (code, out, err) = sim(&["sweep", "--seeds", "0..1", "--scenario", scenario.to_str().unwrap(), "--mutation", "store-ignores-fence", "--report-dir", reports.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    let repro = out.lines().find_map(|l| l.trim().strip_prefix("repro: ")).unwrap_or_else(|| panic!("no repro line: {out}"));
+    assert!(repro.contains(&format!("--scenario '{}'", scenario.display())), "{repro}");
+    let summary = partmap_sim::summary::Summary::read(&reports.join("sweep-stale_write-store-ignores-fence.json")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(std::fs::read_to_string(reports.join("sweep-stale_write-store-ignores-fence.failing-seeds.txt")).unwrap(), "0\n");
+    let bin = env!("CARGO_BIN_EXE_partmap-sim");
+    let pasted = repro.replace("cargo run --release -p partmap-sim --", &shlex::try_quote(bin).unwrap());
+    let run = Command::new("sh").arg("-c").arg(&pasted).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{pasted}\n{stdout}");
+    assert!(stdout.contains(&format!("trace_hash={}", summary.records[0].trace_hash)), "{stdout}");
+    let log = std::fs::read_to_string(reports.join("failing/stale_write-store-ignores-fence-seed-0.log")).unwrap();
+    let head: Vec<&str> = log.lines().take(20).collect();
+    assert_eq!(head[0], "seed=0");
+    assert!(head.iter().any(|l| l.starts_with("VIOLATION single_writer:")) && head.iter().any(|l| l.starts_with("repro: ")), "{}", head.join("\n"));
+}
+
+/// `mutants` prints a line as each hunt ends and leaves reports/mutants.md alone unless
+/// `--write-table` is given (which needs every mutation).
+#[test]
+fn cli_mutants_shows_progress_and_writes_the_table_only_when_asked() {
+    let dir = scratch("mutants");
+    let (code, out, err) = sim(&["mutants", "--only", "store-ignores-fence", "--report-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("[1/1] store-ignores-fence on stale-write-after-failover.json: caught at seed 0"), "{err}");
+    assert!(out.contains("table not written"), "{out}");
+    assert!(!dir.join("mutants.md").exists());
+    let (code, _, err) = sim(&["mutants", "--only", "store-ignores-fence", "--write-table"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--write-table") && err.contains("--only"), "{err}");
+}
+
+/// The fuzzing workflow runs the README's commands: every partmap-sim command in
+/// .github/workflows/fuzz.yml appears, as it is, in the README.
+#[test]
+fn ci_workflow_runs_the_readme_commands() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workflow = std::fs::read_to_string(root.join(".github/workflows/fuzz.yml")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let commands: Vec<&str> = workflow
+        .lines()
+        .map(|l| l.trim().trim_start_matches("run: "))
+        .filter(|l| l.starts_with("cargo run"))
+        .collect();
+    assert!(commands.iter().filter(|c| c.contains("partmap-sim -- sweep")).count() == 1, "{commands:?}");
+    assert!(commands.iter().filter(|c| c.contains("partmap-sim -- merge")).count() == 1, "{commands:?}");
+    for c in commands {
+        assert!(readme.lines().any(|l| l.trim() == c), "the workflow runs `{c}`, which the README does not show");
+    }
+}

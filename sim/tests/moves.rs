@@ -153,8 +153,8 @@ fn mutation_source_ignores_pause_is_caught_by_single_writer() {
     let dir = std::env::temp_dir().join(format!("partmap-moves-{}", std::process::id()));
     let opts = RunOptions { mutation: Some(Mutation::SourceIgnoresPause), ..base };
     let summary = partmap_sim::sweep::sweep(&opts, 0, 12, 2, &dir, false);
-    let caught = summary.failing.iter().filter(|f| f.violations.iter().any(|(p, e)| p == "single_writer" && e.contains("two servers with authority"))).count();
-    assert!(caught >= 1, "source-ignores-pause survived 12 seeds of moves.json: {}", partmap_sim::sweep::render(&summary, &opts));
+    let caught = summary.failing().filter(|f| f.violations().any(|(p, e)| p == "single_writer" && e.contains("two servers with authority"))).count();
+    assert!(caught >= 1, "source-ignores-pause survived 12 seeds of moves.json: {}", partmap_sim::sweep::render(&summary));
 }
 
 /// Moves under the random fault mix: a short sweep holds every property, commits moves of both
@@ -164,10 +164,10 @@ fn moves_sweep_holds_and_commits_handoffs() {
     let base = scenario("moves.json");
     let dir = std::env::temp_dir().join(format!("partmap-moves-ok-{}", std::process::id()));
     let summary = partmap_sim::sweep::sweep(&base, 0, 16, 2, &dir, false);
-    assert!(summary.failing.is_empty() && summary.crashed.is_empty(), "{}", partmap_sim::sweep::render(&summary, &base));
+    assert!(summary.totals.failing == 0, "{}", partmap_sim::sweep::render(&summary));
     for strategy in ["pre-copy", "stop-and-copy"] {
-        let all = summary.pauses.iter().find(|p| p.strategy == strategy && p.size == "all");
-        assert!(all.is_some_and(|p| p.handoffs >= 10), "{strategy}: {:?}", summary.pauses);
+        let all = summary.totals.pauses.iter().find(|p| p.strategy == strategy && p.size == "all");
+        assert!(all.is_some_and(|p| p.handoffs >= 10), "{strategy}: {:?}", summary.totals.pauses);
     }
     let again = run_seed(&RunOptions { seed: 3, ..base.clone() });
     assert_eq!(run_seed(&RunOptions { seed: 3, ..base }).trace_hash, again.trace_hash);

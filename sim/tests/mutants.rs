@@ -11,7 +11,7 @@ fn mutants_every_mutation_is_caught_and_the_unmutated_system_passes_the_same_see
     for (t, (m, _)) in TARGETS.iter().zip(Mutation::ALL) {
         assert_eq!(t.mutation, m, "targets follow Mutation::ALL");
     }
-    let hunts = hunt_all(&TARGETS, None, false, true, 2).expect("built-in scenarios");
+    let hunts = hunt_all(&TARGETS, None, false, true, 2, &|_, _, _| {}).expect("built-in scenarios");
     let table = render(&hunts);
     for h in &hunts {
         assert!(h.caught_at.is_some(), "{} survived {} seeds of {}\n{table}", h.mutation, h.seeds_run, h.scenario);

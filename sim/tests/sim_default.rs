@@ -26,13 +26,13 @@ fn report_dir() -> std::path::PathBuf {
 fn sweep_default_200_seeds_all_properties_hold() {
     let base = opts(0);
     let summary = sweep(&base, 0, 200, 2, &report_dir(), false);
-    assert!(summary.crashed.is_empty(), "{}", render(&summary, &base));
-    assert!(summary.failing.is_empty(), "{}", render(&summary, &base));
+    assert!(summary.totals.crashed == 0, "{}", render(&summary));
+    assert!(summary.totals.failing == 0, "{}", render(&summary));
     // The nemesis really did something: most seeds crash a server and cut the network.
-    let with = |k: &str| summary.seeds_with_fault.get(k).copied().unwrap_or(0);
-    assert!(with("crash_server") > 100, "{}", render(&summary, &base));
-    assert!(with("isolate") + with("split") + with("one_way") > 150, "{}", render(&summary, &base));
-    assert!(summary.ops.appends_ok > 200 * 3000, "{}", render(&summary, &base));
+    let with = |k: &str| summary.totals.seeds_with_fault.get(k).copied().unwrap_or(0);
+    assert!(with("crash_server") > 100, "{}", render(&summary));
+    assert!(with("isolate") + with("split") + with("one_way") > 150, "{}", render(&summary));
+    assert!(summary.totals.ops.appends_ok > 200 * 3000, "{}", render(&summary));
 }
 
 #[test]
@@ -49,9 +49,9 @@ fn determinism_same_seed_same_trace_hash() {
 fn mutation_server_skips_authority_check_is_caught_by_single_writer() {
     let base = RunOptions { mutation: Some(Mutation::ServerSkipsAuthorityCheck), ..opts(0) };
     let summary = sweep(&base, 0, 60, 2, &report_dir(), false);
-    let caught: Vec<_> = summary.failing.iter().filter(|f| f.outcome == RunOutcome::SafetyViolation).collect();
-    assert!(!caught.is_empty(), "mutation survived 60 seeds:\n{}", render(&summary, &base));
-    assert!(caught.iter().any(|f| f.violations.iter().any(|(p, _)| p == "single_writer")));
+    let caught: Vec<_> = summary.failing().filter(|f| f.outcome == RunOutcome::SafetyViolation).collect();
+    assert!(!caught.is_empty(), "mutation survived 60 seeds:\n{}", render(&summary));
+    assert!(caught.iter().any(|f| f.violations().any(|(p, _)| p == "single_writer")));
     assert_eq!(summary.exit_code(), 1);
 }
 
@@ -62,13 +62,13 @@ fn mutation_server_skips_authority_check_is_caught_by_single_writer() {
 fn sweep_swarm_default_holds_and_faults_meet_every_flow() {
     let base = RunOptions { scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(0) };
     let summary = sweep(&base, 0, 40, 2, &report_dir(), false);
-    assert!(summary.crashed.is_empty() && summary.failing.is_empty(), "{}", render(&summary, &base));
+    assert!(summary.totals.crashed == 0 && summary.totals.failing == 0, "{}", render(&summary));
     // Found by the 5000-seed sweep: a leader term the authority recovered from a torn write was
     // never announced, and manager_exclusive took its holder's commits for a deposed leader's.
     let recovered = run_seed(&RunOptions { seed: 741, ..base.clone() });
     assert_eq!(recovered.outcome(), RunOutcome::Pass, "{:?}", recovered.verdicts);
     for flow in ["failover", "move", "split", "merge"] {
-        let kinds = summary.fault_flow_seeds.values().filter(|m| m.contains_key(flow)).count();
-        assert!(kinds >= 5, "only {kinds} fault kinds met the {flow} flow:\n{}", render(&summary, &base));
+        let kinds = summary.totals.fault_flow_seeds.values().filter(|m| m.contains_key(flow)).count();
+        assert!(kinds >= 5, "only {kinds} fault kinds met the {flow} flow:\n{}", render(&summary));
     }
 }

@@ -1,0 +1,914 @@
+//! The summary of a sweep: one record per seed, totals computed from the records alone, the
+//! build's identity, which seeds were selected and why the sweep stopped. It is written as
+//! versioned JSON ([`FORMAT_VERSION`]), read back, merged across shards ([`merge`]) and rendered
+//! as the table a sweep prints ([`render`]).
+//!
+//! Merging is exact: the totals are a function of the records sorted by seed, and floats
+//! round-trip through the JSON bit for bit, so the merged summary of the shards of a range is
+//! the summary one sweep of the range writes, apart from the wall-clock measurements
+//! ([`Measured`]).
+
+use crate::handoff::{percentile, Handoff};
+use crate::run::{OpCounts, RunOptions, RunOutcome, RunReport};
+use crate::scenario::ExpectedOutcome;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The `format` field of every summary.
+pub const FORMAT: &str = "partmap-sim sweep summary";
+
+/// The version of the summary's layout. Version 1 (before issue 16) held aggregates only.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Every property with its kind, in report order.
+pub const PROPERTIES: [(&str, &str); 6] = [
+    ("single_writer", "always"),
+    ("no_lost_append", "always"),
+    ("reads_consistent", "always"),
+    ("map_tiles", "always"),
+    ("manager_exclusive", "always"),
+    ("liveness", "eventually"),
+];
+
+/// What a summary's seeds were run by: the binary and the scenario. Two summaries merge only
+/// when these agree (the scenario's label, a path, may differ).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Build {
+    /// partmap-sim's version (its Cargo.toml).
+    pub version: String,
+    /// The git commit the binary was built from, with `-dirty` when tracked sources differed
+    /// from it; `None` when it was not built from a git checkout (set `PARTMAP_COMMIT` at build
+    /// time to name it).
+    pub commit: Option<String>,
+    /// The scenario as given: its path, or `scenarios/swarm.json (built-in)`.
+    pub scenario: String,
+    /// FNV-1a (64 bits, 16 hex digits) of the scenario as parsed, every default filled in and
+    /// serialized as JSON: two files that parse to the same scenario have the same hash.
+    pub scenario_hash: String,
+    /// The mutation switched on, if any.
+    pub mutation: Option<String>,
+    /// How the scenario expects each seed to end.
+    pub expected: ExpectedOutcome,
+}
+
+impl Build {
+    /// The identity of this binary running `opts` (its seed is ignored).
+    pub fn of(opts: &RunOptions) -> Build {
+        let canonical = serde_json::to_string(&opts.scenario).expect("a scenario serializes");
+        Build {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: option_env!("PARTMAP_COMMIT").map(str::to_string),
+            scenario: opts.scenario_label.clone(),
+            scenario_hash: format!("{:016x}", fnv1a(canonical.as_bytes())),
+            mutation: opts.mutation.map(|m| m.name().to_string()),
+            expected: opts.scenario.expect.outcome,
+        }
+    }
+
+    /// The first field on which `other` is another build or scenario, as `field: this vs
+    /// that`; `None` when they may be merged.
+    pub fn mismatch(&self, other: &Build) -> Option<String> {
+        let opt = |v: &Option<String>, none: &str| v.clone().unwrap_or_else(|| none.to_string());
+        if self.version != other.version {
+            return Some(format!("different builds: version {} vs {}", self.version, other.version));
+        }
+        if self.commit != other.commit {
+            return Some(format!("different builds: commit {} vs {}", opt(&self.commit, "unknown"), opt(&other.commit, "unknown")));
+        }
+        if self.scenario_hash != other.scenario_hash {
+            return Some(format!("different scenarios: scenario_hash {} ({}) vs {} ({})", self.scenario_hash, self.scenario, other.scenario_hash, other.scenario));
+        }
+        if self.mutation != other.mutation {
+            return Some(format!("different mutations: {} vs {}", opt(&self.mutation, "none"), opt(&other.mutation, "none")));
+        }
+        None
+    }
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Whether a property held on a seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PropertyOutcome {
+    /// It held.
+    Pass,
+    /// It was violated.
+    Violated,
+}
+
+/// One property's verdict on one seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PropertyVerdict {
+    /// The property (a name of [`PROPERTIES`]).
+    pub property: String,
+    /// `always` (safety) or `eventually` (liveness).
+    pub kind: String,
+    /// Held or violated.
+    pub verdict: PropertyOutcome,
+    /// The evidence of a violation.
+    pub evidence: Option<String>,
+}
+
+/// One seed's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeedRecord {
+    /// The seed.
+    pub seed: u64,
+    /// How it ended (`harness_crash`: the harness panicked; nothing else is known).
+    pub outcome: RunOutcome,
+    /// Whether that is what the scenario expects.
+    pub as_expected: bool,
+    /// Every property's verdict, in [`PROPERTIES`] order (empty if the harness crashed).
+    pub properties: Vec<PropertyVerdict>,
+    /// The trace hash, 16 hex digits (empty if the harness crashed). The same seed of the same
+    /// build and scenario always gives the same hash.
+    pub trace_hash: String,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<String, u64>,
+    /// Coverage situations hit ([`crate::coverage::SITUATIONS`]), with how often.
+    pub coverage: BTreeMap<String, u64>,
+    /// Fault kinds injected while each flow was in flight, as `(fault kind, flow)`.
+    pub fault_flows: Vec<(String, String)>,
+    /// Planned moves the map published, with their write pause and bytes copied.
+    pub handoffs: Vec<Handoff>,
+    /// Handoffs a target reported that no map version published (superseded).
+    pub superseded_handoffs: u64,
+    /// Splits and merges committed and aborted.
+    pub reshapes: BTreeMap<String, u64>,
+    /// Client operations.
+    pub ops: OpCounts,
+    /// Simulated time of the run, ms.
+    pub sim_ms: u64,
+    /// Client-visible unavailability, ms ([`crate::run::unavailable_ms`]).
+    pub unavailable_ms: u64,
+    /// Durable map versions no `map_commit` announced (judged from the authority's log).
+    pub unannounced_versions: u64,
+    /// Properties whose views disagreed on this seed (one violated, another not).
+    pub views_disagreeing: Vec<String>,
+    /// The panic message, if the harness crashed.
+    pub panic: Option<String>,
+    /// The command that reproduces this seed.
+    pub repro: String,
+}
+
+impl SeedRecord {
+    /// The record of a seed that ran to the end.
+    pub fn of(opts: &RunOptions, report: &RunReport) -> SeedRecord {
+        let outcome = report.outcome();
+        let properties = report
+            .verdicts
+            .iter()
+            .map(|v| PropertyVerdict {
+                property: v.property.to_string(),
+                kind: PROPERTIES.iter().find(|(p, _)| *p == v.property).map_or("always", |(_, k)| k).to_string(),
+                verdict: if v.violation.is_some() { PropertyOutcome::Violated } else { PropertyOutcome::Pass },
+                evidence: v.violation.clone(),
+            })
+            .collect();
+        let mut views_disagreeing: Vec<String> = report
+            .views
+            .iter()
+            .filter(|v| v.violation.is_some())
+            .map(|v| v.property.to_string())
+            .filter(|p| report.views.iter().any(|w| w.property == p && w.violation.is_none()))
+            .collect();
+        views_disagreeing.dedup();
+        SeedRecord {
+            seed: report.seed,
+            outcome,
+            as_expected: outcome.matches(opts.scenario.expect.outcome),
+            properties,
+            trace_hash: format!("{:016x}", report.trace_hash),
+            faults: report.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            fault_flows: report.fault_flows.iter().map(|(k, f)| (k.clone(), f.to_string())).collect(),
+            handoffs: report.handoffs.clone(),
+            superseded_handoffs: report.superseded_handoffs.len() as u64,
+            reshapes: report.reshapes.clone(),
+            ops: report.ops.clone(),
+            sim_ms: report.sim_ms,
+            unavailable_ms: report.unavailable_ms,
+            unannounced_versions: report.unannounced_versions,
+            views_disagreeing,
+            panic: None,
+            repro: crate::run::repro_command(opts, report.seed),
+        }
+    }
+
+    /// The record of a seed whose harness panicked with `message`.
+    pub fn crashed(opts: &RunOptions, seed: u64, message: String) -> SeedRecord {
+        SeedRecord {
+            seed,
+            outcome: RunOutcome::HarnessCrash,
+            as_expected: false,
+            properties: Vec::new(),
+            trace_hash: String::new(),
+            faults: BTreeMap::new(),
+            coverage: BTreeMap::new(),
+            fault_flows: Vec::new(),
+            handoffs: Vec::new(),
+            superseded_handoffs: 0,
+            reshapes: BTreeMap::new(),
+            ops: OpCounts::default(),
+            sim_ms: 0,
+            unavailable_ms: 0,
+            unannounced_versions: 0,
+            views_disagreeing: Vec::new(),
+            panic: Some(message),
+            repro: crate::run::repro_command(opts, seed),
+        }
+    }
+
+    /// Violated properties with their evidence.
+    pub fn violations(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.properties.iter().filter_map(|p| p.evidence.as_deref().map(|e| (p.property.as_str(), e)))
+    }
+}
+
+/// Write-pause figures of the handoffs of one strategy and range-size class, over a sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PauseFigures {
+    /// `pre-copy` or `stop-and-copy`.
+    pub strategy: String,
+    /// `all`, `<= 1 MiB` or `> 1 MiB` (the range's payload bytes at the cutover).
+    pub size: String,
+    /// Handoffs counted.
+    pub handoffs: u64,
+    /// Pause at the servers (source paused until target serves), ms: p50, p99, max.
+    pub server_ms: [f64; 3],
+    /// Longest gap between acknowledged appends around the pause, ms: p50, p99, max (over the
+    /// handoffs where a client kept trying; `client_handoffs` of them).
+    pub client_ms: [f64; 3],
+    /// Handoffs with a client figure.
+    pub client_handoffs: u64,
+    /// Payload bytes copied before the pause, p50.
+    pub precopy_bytes_p50: f64,
+    /// Payload bytes copied during the pause, p50 and max.
+    pub tail_bytes: [f64; 2],
+}
+
+/// Pause figures per strategy, over all handoffs and split at 1 MiB of range size.
+pub fn pause_figures(handoffs: &[&Handoff]) -> Vec<PauseFigures> {
+    const MIB: u64 = 1 << 20;
+    let mut out = Vec::new();
+    for (_, strategy) in partmap::map::Strategy::ALL {
+        for size in ["all", "<= 1 MiB", "> 1 MiB"] {
+            let hs: Vec<&&Handoff> = handoffs.iter().filter(|h| h.strategy == strategy && (size == "all" || (size == "> 1 MiB") == (h.bytes > MIB))).collect();
+            if hs.is_empty() {
+                continue;
+            }
+            let three = |v: &[f64]| [percentile(v, 0.5).unwrap_or(0.0), percentile(v, 0.99).unwrap_or(0.0), percentile(v, 1.0).unwrap_or(0.0)];
+            let server: Vec<f64> = hs.iter().map(|h| h.server_pause_ms).collect();
+            let client: Vec<f64> = hs.iter().filter_map(|h| h.client_gap_ms).collect();
+            let pre: Vec<f64> = hs.iter().map(|h| h.precopy_bytes as f64).collect();
+            let tail: Vec<f64> = hs.iter().map(|h| h.tail_bytes as f64).collect();
+            out.push(PauseFigures {
+                strategy: strategy.to_string(),
+                size: size.to_string(),
+                handoffs: hs.len() as u64,
+                server_ms: three(&server),
+                client_ms: three(&client),
+                client_handoffs: client.len() as u64,
+                precopy_bytes_p50: percentile(&pre, 0.5).unwrap_or(0.0),
+                tail_bytes: [percentile(&tail, 0.5).unwrap_or(0.0), percentile(&tail, 1.0).unwrap_or(0.0)],
+            });
+        }
+    }
+    out
+}
+
+/// Totals over the records of a summary: a function of the records alone ([`Totals::of`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Seeds run to the end (harness crashes included).
+    pub seeds: u64,
+    /// Seeds that did not end as the scenario expects (harness crashes included).
+    pub failing: u64,
+    /// Seeds whose harness crashed.
+    pub crashed: u64,
+    /// Violations per property (seeds violating it).
+    pub violations: BTreeMap<String, u64>,
+    /// Faults injected per kind, summed over seeds.
+    pub faults: BTreeMap<String, u64>,
+    /// Seeds with at least one fault of each kind.
+    pub seeds_with_fault: BTreeMap<String, u64>,
+    /// Seeds with at least one server crash and at least one network fault (isolate, split,
+    /// one_way or delay).
+    pub seeds_with_server_crash_and_partition: u64,
+    /// Seeds that hit each coverage situation (every situation listed, zeros included).
+    pub coverage_seeds: BTreeMap<String, u64>,
+    /// Operations summed over seeds.
+    pub ops: OpCounts,
+    /// Mean simulated seconds per seed.
+    pub sim_s_per_seed: f64,
+    /// Client-visible unavailability per seed ([`crate::run::unavailable_ms`]), ms: p50 and
+    /// max over the seeds.
+    pub unavailable_ms_p50_max: (u64, u64),
+    /// Write-pause figures of the committed planned moves, per strategy and range size.
+    pub pauses: Vec<PauseFigures>,
+    /// Splits and merges committed and aborted, summed over seeds.
+    pub reshapes: BTreeMap<String, u64>,
+    /// Seeds with at least one of each kind of `reshapes`.
+    pub seeds_with_reshape: BTreeMap<String, u64>,
+    /// Seeds that committed at least one split and at least one merge.
+    pub seeds_with_split_and_merge: u64,
+    /// Handoffs superseded (the target served, no map version published it), in all.
+    pub superseded_handoffs: u64,
+    /// Durable map versions no event announced, in all, and the seeds that had one.
+    pub unannounced_versions: (u64, u64),
+    /// Per property, the seeds on which its views disagreed.
+    pub views_disagreeing: BTreeMap<String, u64>,
+    /// Seeds where each fault kind was injected while each flow was in flight:
+    /// fault kind → flow → seeds.
+    pub fault_flow_seeds: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+impl Totals {
+    /// The totals of `records`, which must be sorted by seed (the float sums depend on the
+    /// order).
+    pub fn of(records: &[SeedRecord]) -> Totals {
+        assert!(records.windows(2).all(|w| w[0].seed < w[1].seed), "records sorted by seed, each once");
+        let mut t = Totals {
+            seeds: records.len() as u64,
+            failing: records.iter().filter(|r| !r.as_expected).count() as u64,
+            crashed: records.iter().filter(|r| r.panic.is_some()).count() as u64,
+            violations: PROPERTIES.iter().map(|(p, _)| (p.to_string(), 0)).collect(),
+            faults: BTreeMap::new(),
+            seeds_with_fault: BTreeMap::new(),
+            seeds_with_server_crash_and_partition: 0,
+            coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
+            ops: OpCounts::default(),
+            sim_s_per_seed: 0.0,
+            unavailable_ms_p50_max: (0, 0),
+            pauses: Vec::new(),
+            reshapes: BTreeMap::new(),
+            seeds_with_reshape: BTreeMap::new(),
+            seeds_with_split_and_merge: 0,
+            superseded_handoffs: 0,
+            unannounced_versions: (0, 0),
+            views_disagreeing: BTreeMap::new(),
+            fault_flow_seeds: BTreeMap::new(),
+        };
+        // A crashed seed left nothing to count but itself.
+        let ran: Vec<&SeedRecord> = records.iter().filter(|r| r.panic.is_none()).collect();
+        for r in &ran {
+            let partitioned = ["isolate", "split", "one_way", "delay"].iter().any(|k| r.faults.contains_key(*k));
+            if partitioned && r.faults.contains_key("crash_server") {
+                t.seeds_with_server_crash_and_partition += 1;
+            }
+            for k in r.coverage.keys() {
+                *t.coverage_seeds.entry(k.clone()).or_default() += 1;
+            }
+            for (p, _) in r.violations() {
+                *t.violations.entry(p.to_string()).or_default() += 1;
+            }
+            for (k, v) in &r.faults {
+                *t.faults.entry(k.clone()).or_default() += v;
+                *t.seeds_with_fault.entry(k.clone()).or_default() += 1;
+            }
+            t.ops.appends_ok += r.ops.appends_ok;
+            t.ops.appends_failed += r.ops.appends_failed;
+            t.ops.appends_unknown += r.ops.appends_unknown;
+            t.ops.reads_ok += r.ops.reads_ok;
+            t.ops.reads_failed += r.ops.reads_failed;
+            t.ops.unavailable += r.ops.unavailable;
+            t.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
+            for (k, v) in &r.reshapes {
+                *t.reshapes.entry(k.clone()).or_default() += v;
+                *t.seeds_with_reshape.entry(k.clone()).or_default() += 1;
+            }
+            for (kind, flow) in &r.fault_flows {
+                *t.fault_flow_seeds.entry(kind.clone()).or_default().entry(flow.clone()).or_default() += 1;
+            }
+            if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
+                t.seeds_with_split_and_merge += 1;
+            }
+            t.superseded_handoffs += r.superseded_handoffs;
+            t.unannounced_versions.0 += r.unannounced_versions;
+            t.unannounced_versions.1 += u64::from(r.unannounced_versions > 0);
+            for p in &r.views_disagreeing {
+                *t.views_disagreeing.entry(p.clone()).or_default() += 1;
+            }
+        }
+        t.sim_s_per_seed /= ran.len().max(1) as f64;
+        let gaps: Vec<f64> = ran.iter().map(|r| r.unavailable_ms as f64).collect();
+        let pct = |p: f64| percentile(&gaps, p).unwrap_or(0.0) as u64;
+        t.unavailable_ms_p50_max = (pct(0.5), pct(1.0));
+        t.pauses = pause_figures(&ran.iter().flat_map(|r| r.handoffs.iter()).collect::<Vec<_>>());
+        t
+    }
+}
+
+/// Which seeds were selected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// The whole selection: `A..B`, or `file PATH`; merged summaries of other selections join
+    /// theirs with ` + `.
+    pub seeds: String,
+    /// The shard run (`K/N`), if any; merged summaries that do not make up every shard list
+    /// theirs (`1/3, 2/3`).
+    pub shard: Option<String>,
+    /// The wall-clock budget (`10m`), if any: seeds were started in order until it was spent.
+    pub time_budget: Option<String>,
+    /// Seeds selected (of this shard), whether or not they ran.
+    pub planned: u64,
+}
+
+/// Why a sweep ran fewer seeds than it selected.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopped {
+    /// The signal (`SIGINT`, `SIGTERM`) that stopped it, if one did: it started no seed after.
+    pub interrupted: Option<String>,
+    /// Whether the time budget was spent before every selected seed had started.
+    pub time_budget_spent: bool,
+    /// Seeds that were running when a second signal arrived and were abandoned (no record).
+    pub abandoned: Vec<u64>,
+}
+
+/// Wall-clock measurements of the sweep: never an input to a run, and the only part of a
+/// summary that differs between two sweeps of the same seeds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Worker threads (summed over merged summaries).
+    pub jobs: u64,
+    /// Wall-clock seconds of the sweep (of a merge: the longest of its summaries).
+    pub wall_s: f64,
+    /// Seeds per wall-clock second (of a merge: the sum of its summaries').
+    pub seeds_per_s: f64,
+    /// The summaries a merge read, in order (empty for a sweep).
+    pub merged_from: Vec<String>,
+}
+
+/// The summary of a sweep (or of several, merged): the JSON a sweep writes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`] when written by this build.
+    pub format_version: u32,
+    /// The binary and scenario that ran the seeds.
+    pub build: Build,
+    /// Which seeds were selected.
+    pub selection: Selection,
+    /// Why fewer seeds ran than were selected, if they did.
+    pub stopped: Stopped,
+    /// Wall-clock measurements.
+    pub measured: Measured,
+    /// Totals over `records`.
+    pub totals: Totals,
+    /// One record per seed that ran to the end, sorted by seed.
+    pub records: Vec<SeedRecord>,
+    /// Where this summary was written (not part of the JSON).
+    #[serde(skip)]
+    pub json_path: Option<PathBuf>,
+    /// Where the JUnit report was written (not part of the JSON).
+    #[serde(skip)]
+    pub junit_path: Option<PathBuf>,
+    /// Where failing seeds' logs went, for a sweep (not part of the JSON).
+    #[serde(skip)]
+    pub logs_dir: Option<PathBuf>,
+    /// Report files that could not be written, with the error (not part of the JSON).
+    #[serde(skip)]
+    pub report_errors: Vec<String>,
+}
+
+impl Summary {
+    /// A summary of `records` (sorted by seed), with its totals computed.
+    pub fn new(build: Build, selection: Selection, stopped: Stopped, measured: Measured, records: Vec<SeedRecord>) -> Summary {
+        let totals = Totals::of(&records);
+        Summary {
+            format: FORMAT.to_string(),
+            format_version: FORMAT_VERSION,
+            build,
+            selection,
+            stopped,
+            measured,
+            totals,
+            records,
+            json_path: None,
+            junit_path: None,
+            logs_dir: None,
+            report_errors: Vec::new(),
+        }
+    }
+
+    /// Seeds that did not end as the scenario expects (harness crashes included).
+    pub fn failing(&self) -> impl Iterator<Item = &SeedRecord> + '_ {
+        self.records.iter().filter(|r| !r.as_expected)
+    }
+
+    /// Seeds whose harness crashed.
+    pub fn crashed(&self) -> impl Iterator<Item = &SeedRecord> + '_ {
+        self.records.iter().filter(|r| r.panic.is_some())
+    }
+
+    /// The exit code: 3 if the harness crashed on any seed or a report could not be written,
+    /// else 1 if any seed broke safety unexpectedly (or an expected violation did not happen),
+    /// else 2 for a liveness failure, else 128 + the signal number if a signal stopped the sweep
+    /// (130 for SIGINT, 143 for SIGTERM), else 0.
+    pub fn exit_code(&self) -> i32 {
+        let any = |o: RunOutcome| self.failing().any(|f| f.outcome == o);
+        if self.totals.crashed > 0 || !self.report_errors.is_empty() {
+            3
+        } else if any(RunOutcome::SafetyViolation) {
+            1
+        } else if any(RunOutcome::LivenessFailure) {
+            2
+        } else if self.totals.failing > 0 {
+            1 // a violation was expected and not found
+        } else if let Some(signal) = &self.stopped.interrupted {
+            if signal == "SIGTERM" {
+                143
+            } else {
+                130
+            }
+        } else {
+            0
+        }
+    }
+
+    /// The summary as JSON: indented, but each record on one line (so a seed's record is one
+    /// `grep '"seed":17,'` away, and the file stays about half the size).
+    pub fn to_json(&self) -> String {
+        /// Every field but the records, in the summary's order.
+        #[derive(Serialize)]
+        struct Head<'a> {
+            format: &'a str,
+            format_version: u32,
+            build: &'a Build,
+            selection: &'a Selection,
+            stopped: &'a Stopped,
+            measured: &'a Measured,
+            totals: &'a Totals,
+        }
+        let head = Head {
+            format: &self.format,
+            format_version: self.format_version,
+            build: &self.build,
+            selection: &self.selection,
+            stopped: &self.stopped,
+            measured: &self.measured,
+            totals: &self.totals,
+        };
+        let head = serde_json::to_string_pretty(&head).expect("a summary serializes");
+        let head = head.strip_suffix("\n}").expect("a pretty JSON object ends with a closing brace");
+        let records: Vec<String> = self.records.iter().map(|r| serde_json::to_string(r).expect("a record serializes")).collect();
+        if records.is_empty() {
+            format!("{head},\n  \"records\": []\n}}\n")
+        } else {
+            format!("{head},\n  \"records\": [\n    {}\n  ]\n}}\n", records.join(",\n    "))
+        }
+    }
+
+    /// Write the summary as JSON ([`Summary::to_json`]) to `path` (through a temporary file renamed over it, so a
+    /// reader never sees half a summary), and the failing seeds, one per line (a `--seeds-file`
+    /// for a re-run), to [`failing_seeds_path`] of it (an old list there is removed when no seed
+    /// failed).
+    ///
+    /// Errors: `<path>: <io error>` when a file cannot be written.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let json = self.to_json();
+        let tmp = path.with_extension("json.tmp");
+        let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, path)).map_err(fail)?;
+        let seeds_path = failing_seeds_path(path);
+        let failing: Vec<String> = self.failing().map(|r| r.seed.to_string()).collect();
+        if failing.is_empty() {
+            if seeds_path.exists() {
+                std::fs::remove_file(&seeds_path).map_err(|e| format!("{}: {e}", seeds_path.display()))?;
+            }
+        } else {
+            std::fs::write(&seeds_path, failing.join("\n") + "\n").map_err(|e| format!("{}: {e}", seeds_path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Read a summary written by [`Summary::write`].
+    ///
+    /// Errors, each naming the file: it cannot be read, it is not JSON, it is not a partmap-sim
+    /// summary, it has another `format_version` (a summary of version 1 has no records and
+    /// cannot be merged), or a field is missing or malformed (with its path).
+    pub fn read(path: &Path) -> Result<Summary, String> {
+        let origin = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: cannot read: {e}"))?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not JSON: {e}"))?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+            return Err(format!("{origin}: not a partmap-sim sweep summary (no `\"format\": \"{FORMAT}\"`)"));
+        }
+        match value.get("format_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) => return Err(format!("{origin}: format_version {v}; this partmap-sim reads version {FORMAT_VERSION} (sweep again with this build)")),
+            None => return Err(format!("{origin}: format_version missing")),
+        }
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let summary: Summary = serde_path_to_error::deserialize(&mut de).map_err(|e| format!("{origin}: field `{}`: {}", e.path(), e.inner()))?;
+        if !summary.records.windows(2).all(|w| w[0].seed < w[1].seed) {
+            return Err(format!("{origin}: records: not sorted by seed, or a seed is there twice"));
+        }
+        if Totals::of(&summary.records) != summary.totals {
+            return Err(format!("{origin}: totals: do not match the records (was the file edited?)"));
+        }
+        Ok(summary)
+    }
+}
+
+/// Where [`Summary::write`] lists the failing seeds: `sweep-x.json` → `sweep-x.failing-seeds.txt`.
+pub fn failing_seeds_path(json_path: &Path) -> PathBuf {
+    json_path.with_extension("failing-seeds.txt")
+}
+
+/// Merge summaries (`(path, summary)`, paths for messages) into the summary one sweep of the
+/// union of their seeds would write. When they are every shard of one selection (`1/N` to
+/// `N/N`), the merged selection is that selection, unsharded.
+///
+/// Errors: no summary; summaries of different builds or scenarios ([`Build::mismatch`]); a seed
+/// in two summaries.
+pub fn merge(inputs: Vec<(String, Summary)>) -> Result<Summary, String> {
+    let Some((first_path, first)) = inputs.first() else { return Err("merge: no summary given".into()) };
+    for (path, s) in &inputs[1..] {
+        if let Some(why) = first.build.mismatch(&s.build) {
+            return Err(format!("cannot merge {path} with {first_path}: {why}"));
+        }
+    }
+    let mut owner: BTreeMap<u64, &str> = BTreeMap::new();
+    let mut records = Vec::new();
+    for (path, s) in &inputs {
+        for r in &s.records {
+            if let Some(other) = owner.insert(r.seed, path) {
+                return Err(format!("seed {} is in both {other} and {path}: each seed must come from one summary (the same shard, or overlapping ranges, given twice?)", r.seed));
+            }
+            records.push(r.clone());
+        }
+    }
+    records.sort_by_key(|r| r.seed);
+    let sels: Vec<&Selection> = inputs.iter().map(|(_, s)| &s.selection).collect();
+    let planned = sels.iter().map(|s| s.planned).sum();
+    let budgets: BTreeSet<Option<&str>> = sels.iter().map(|s| s.time_budget.as_deref()).collect();
+    let time_budget = if budgets.len() == 1 {
+        budgets.into_iter().next().flatten().map(str::to_string)
+    } else {
+        Some(budgets.into_iter().map(|b| b.unwrap_or("none")).collect::<Vec<_>>().join(", "))
+    };
+    let same_seeds = sels.iter().all(|s| s.seeds == first.selection.seeds);
+    let shards: Vec<&str> = sels.iter().filter_map(|s| s.shard.as_deref()).collect();
+    let complete = same_seeds && shards.len() == sels.len() && {
+        let parsed: Option<Vec<crate::seeds::Shard>> = shards.iter().map(|s| crate::seeds::Shard::parse(s).ok()).collect();
+        parsed.is_some_and(|p| {
+            let n = p[0].count;
+            let indexes: BTreeSet<u64> = p.iter().map(|s| s.index).collect();
+            p.iter().all(|s| s.count == n) && p.len() as u64 == n && indexes.len() as u64 == n
+        })
+    };
+    let selection = Selection {
+        seeds: if same_seeds { first.selection.seeds.clone() } else { sels.iter().map(|s| s.seeds.as_str()).collect::<Vec<_>>().join(" + ") },
+        shard: if complete || shards.is_empty() { None } else { Some(shards.join(", ")) },
+        time_budget,
+        planned,
+    };
+    let mut abandoned: Vec<u64> = inputs.iter().flat_map(|(_, s)| s.stopped.abandoned.iter().copied()).collect();
+    abandoned.sort_unstable();
+    let stopped = Stopped {
+        interrupted: inputs.iter().find_map(|(_, s)| s.stopped.interrupted.clone()),
+        time_budget_spent: inputs.iter().any(|(_, s)| s.stopped.time_budget_spent),
+        abandoned,
+    };
+    let measured = Measured {
+        jobs: inputs.iter().map(|(_, s)| s.measured.jobs).sum(),
+        wall_s: inputs.iter().map(|(_, s)| s.measured.wall_s).fold(0.0, f64::max),
+        seeds_per_s: inputs.iter().map(|(_, s)| s.measured.seeds_per_s).sum(),
+        merged_from: inputs.iter().map(|(p, _)| p.clone()).collect(),
+    };
+    Ok(Summary::new(first.build.clone(), selection, stopped, measured, records))
+}
+
+/// The human summary: table of properties, faults, coverage, operations, handoffs, failing
+/// seeds with repro commands. A function of the summary alone, so a merged summary prints the
+/// table one sweep of its seeds prints.
+pub fn render(s: &Summary) -> String {
+    let t = &s.totals;
+    let n = t.seeds.max(1);
+    let mut out = String::new();
+    let b = &s.build;
+    let sel = &s.selection;
+    let mut seeds = format!("seeds={}", sel.seeds);
+    if let Some(shard) = &sel.shard {
+        let _ = write!(seeds, " shard={shard}");
+    }
+    if let Some(budget) = &sel.time_budget {
+        let _ = write!(seeds, " time_budget={budget}");
+    }
+    let mut ran = if t.seeds == sel.planned { format!("{} seeds", t.seeds) } else { format!("{} of {} seeds run", t.seeds, sel.planned) };
+    if let Some(signal) = &s.stopped.interrupted {
+        let _ = write!(ran, ": interrupted by {signal}");
+    } else if s.stopped.time_budget_spent {
+        let _ = write!(ran, ": time budget spent");
+    }
+    if !s.stopped.abandoned.is_empty() {
+        let list: Vec<String> = s.stopped.abandoned.iter().map(u64::to_string).collect();
+        let _ = write!(ran, "; abandoned while running: {}", list.join(" "));
+    }
+    let m = &s.measured;
+    let _ = writeln!(out, "scenario={} mutation={} {seeds} ({ran}) jobs={}", b.scenario, b.mutation.as_deref().unwrap_or("none"), m.jobs);
+    let _ = writeln!(out, "build: partmap-sim {} commit={} scenario_hash={}", b.version, b.commit.as_deref().unwrap_or("unknown"), b.scenario_hash);
+    let merged = if m.merged_from.is_empty() { String::new() } else { format!(" (merged from {} summaries: the longest wall, the summed rate)", m.merged_from.len()) };
+    let _ = writeln!(out, "wall={:.1}s seeds_per_s={:.1} sim_s_per_seed={:.1}{merged}", m.wall_s, m.seeds_per_s, t.sim_s_per_seed);
+    let _ = writeln!(out, "\n{:<18} {:<11} {:>10}", "property", "kind", "violations");
+    for (p, kind) in PROPERTIES {
+        let _ = writeln!(out, "{:<18} {:<11} {:>10}", p, kind, t.violations.get(p).copied().unwrap_or(0));
+    }
+    let _ = writeln!(out, "\n{:<16} {:>8} {:>10} {:>12}", "fault", "total", "per seed", "seeds with");
+    for (k, v) in &t.faults {
+        let seeds = t.seeds_with_fault.get(k).copied().unwrap_or(0);
+        let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
+    }
+    let _ = writeln!(out, "\n{:<30} {:>12}  situation", "coverage", "seeds with");
+    for (k, what) in crate::coverage::SITUATIONS {
+        let seeds = t.coverage_seeds.get(k).copied().unwrap_or(0);
+        let _ = writeln!(out, "{:<30} {:>6} ({:>3.0}%)  {}", k, seeds, 100.0 * seeds as f64 / n as f64, what);
+    }
+    let never: Vec<&str> = crate::coverage::SITUATIONS.iter().map(|(k, _)| *k).filter(|k| t.coverage_seeds.get(*k).copied().unwrap_or(0) == 0).collect();
+    if !never.is_empty() {
+        let _ = writeln!(out, "never hit: {}", never.join(", "));
+    }
+    let flows: Vec<&str> = crate::coverage::FLOWS.iter().copied().filter(|f| t.fault_flow_seeds.values().any(|m| m.contains_key(*f))).collect();
+    if !flows.is_empty() {
+        let _ = write!(out, "\n{:<30}", "fault kind x flow in flight");
+        for f in &flows {
+            let _ = write!(out, " {f:>9}");
+        }
+        let _ = writeln!(out, "   (seeds)");
+        let mut never = Vec::new();
+        for kind in t.faults.keys() {
+            let _ = write!(out, "{kind:<30}");
+            for f in &flows {
+                let n = t.fault_flow_seeds.get(kind).and_then(|m| m.get(*f)).copied().unwrap_or(0);
+                if n == 0 {
+                    never.push(format!("{kind}/{f}"));
+                }
+                let _ = write!(out, " {n:>9}");
+            }
+            let _ = writeln!(out);
+        }
+        if !never.is_empty() {
+            let _ = writeln!(out, "never met: {}", never.join(", "));
+        }
+    }
+    let both = t.seeds_with_server_crash_and_partition;
+    let _ = writeln!(out, "seeds with a server crash and a network fault: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
+    let o = &t.ops;
+    let _ = writeln!(
+        out,
+        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}",
+        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable
+    );
+    let (p50, max) = t.unavailable_ms_p50_max;
+    let _ = writeln!(out, "client-visible unavailability (per seed, the longest stretch with no append acknowledged): p50 {p50} ms, max {max} ms");
+    if !t.reshapes.is_empty() {
+        let _ = writeln!(out, "\n{:<18} {:>8} {:>10} {:>12}", "split / merge", "total", "per seed", "seeds with");
+        for (k, v) in &t.reshapes {
+            let seeds = t.seeds_with_reshape.get(k).copied().unwrap_or(0);
+            let _ = writeln!(out, "{:<18} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
+        }
+        let both = t.seeds_with_split_and_merge;
+        let _ = writeln!(out, "seeds with a split and a merge committed: {both} ({:.0}%)", 100.0 * both as f64 / n as f64);
+    }
+    if !t.pauses.is_empty() {
+        let _ = writeln!(out, "\nhandoffs (planned moves the map published): write pause in ms as p50 / p99 / max; bytes copied");
+        let _ = writeln!(out, "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "at the servers", "at the clients (n)", "before, p50", "during, p50/max");
+        for f in &t.pauses {
+            let ms = |v: [f64; 3]| format!("{:.1} / {:.1} / {:.1}", v[0], v[1], v[2]);
+            let _ = writeln!(
+                out,
+                "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}",
+                f.strategy, f.size, f.handoffs, ms(f.server_ms), format!("{} ({})", ms(f.client_ms), f.client_handoffs),
+                format!("{:.0} B", f.precopy_bytes_p50), format!("{:.0} / {:.0} B", f.tail_bytes[0], f.tail_bytes[1])
+            );
+        }
+    }
+    if t.superseded_handoffs > 0 {
+        let _ = writeln!(out, "{:<14} {:<9} {:>8}  (the target served, but the map never published it: the range failed over or the move rolled back; not in the figures above)", "superseded", "all", t.superseded_handoffs);
+    }
+    let (versions, seeds) = t.unannounced_versions;
+    let _ = writeln!(out, "\nmap versions durable at lock-1 but never announced (judged from its log): {versions} on {seeds} seeds");
+    if !t.views_disagreeing.is_empty() {
+        let parts: Vec<String> = t.views_disagreeing.iter().map(|(p, n)| format!("{p} on {n} seeds")).collect();
+        let _ = writeln!(out, "views that disagreed (one violated, another not): {}", parts.join(", "));
+    }
+    let _ = writeln!(out);
+    if let Some(p) = &s.json_path {
+        let written = !s.report_errors.iter().any(|e| e.starts_with(&format!("{}:", p.display())));
+        let _ = writeln!(out, "summary: {}{}", p.display(), if written { "" } else { " (NOT WRITTEN: see the error below)" });
+        if written && t.failing > 0 {
+            let _ = writeln!(out, "failing seeds (a --seeds-file): {}", failing_seeds_path(p).display());
+        }
+    }
+    if let Some(p) = &s.junit_path {
+        let _ = writeln!(out, "junit: {}", p.display());
+    }
+    if let Some(dir) = s.logs_dir.as_ref().filter(|_| t.failing > 0) {
+        let _ = writeln!(out, "failing seeds' logs: {}", dir.display());
+    }
+    for e in &s.report_errors {
+        let _ = writeln!(out, "ERROR: could not write report {e}");
+    }
+    if t.failing == 0 && s.report_errors.is_empty() {
+        let stop = if s.stopped.interrupted.is_some() || s.stopped.time_budget_spent { " before the sweep stopped" } else { "" };
+        let _ = writeln!(out, "\nall {} seeds as expected ({:?}){stop}", t.seeds, b.expected);
+    }
+    for f in s.failing() {
+        match &f.panic {
+            Some(msg) => {
+                let _ = writeln!(out, "\nseed {}: HARNESS CRASH: {msg}", f.seed);
+            }
+            None => {
+                let _ = writeln!(out, "\nseed {}: {:?} (expected {:?})", f.seed, f.outcome, b.expected);
+                for (p, e) in f.violations() {
+                    let _ = writeln!(out, "  {p}: {e}");
+                }
+            }
+        }
+        let _ = writeln!(out, "  repro: {}", f.repro);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seed: u64) -> SeedRecord {
+        SeedRecord {
+            seed,
+            outcome: RunOutcome::Pass,
+            as_expected: true,
+            properties: Vec::new(),
+            trace_hash: format!("{seed:016x}"),
+            faults: BTreeMap::from([("crash_server".to_string(), seed)]),
+            coverage: BTreeMap::new(),
+            fault_flows: Vec::new(),
+            handoffs: Vec::new(),
+            superseded_handoffs: 0,
+            reshapes: BTreeMap::new(),
+            ops: OpCounts::default(),
+            sim_ms: 1000 + seed,
+            unavailable_ms: 0,
+            unannounced_versions: 0,
+            views_disagreeing: Vec::new(),
+            panic: None,
+            repro: String::new(),
+        }
+    }
+
+    fn summary(records: Vec<SeedRecord>) -> Summary {
+        let build = Build {
+            version: "0.1.0".into(),
+            commit: None,
+            scenario: "s.json".into(),
+            scenario_hash: "0".repeat(16),
+            mutation: None,
+            expected: ExpectedOutcome::Pass,
+        };
+        let selection = Selection { seeds: "0..3".into(), shard: None, time_budget: None, planned: 3 };
+        Summary::new(build, selection, Stopped::default(), Measured::default(), records)
+    }
+
+    #[test]
+    fn summary_json_has_a_record_per_line_and_reads_back_equal() {
+        for records in [vec![], vec![record(0), record(2)]] {
+            let s = summary(records);
+            let json = s.to_json();
+            let back: Summary = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+            assert_eq!(back, s);
+            for r in &s.records {
+                assert_eq!(json.lines().filter(|l| l.trim_start().starts_with(&format!("{{\"seed\":{},", r.seed))).count(), 1, "{json}");
+            }
+        }
+    }
+
+    #[test]
+    fn merge_of_every_shard_is_the_range_and_of_some_lists_them() {
+        let shard = |k: u64, seeds: &[u64]| {
+            let mut s = summary(seeds.iter().map(|x| record(*x)).collect());
+            s.selection = Selection { seeds: "0..3".into(), shard: Some(format!("{k}/3")), time_budget: None, planned: 1 };
+            (format!("s{k}.json"), s)
+        };
+        let all = merge(vec![shard(2, &[1]), shard(1, &[0]), shard(3, &[2])]).unwrap();
+        let whole = summary(vec![record(0), record(1), record(2)]);
+        assert_eq!((&all.selection, &all.totals, &all.records), (&whole.selection, &whole.totals, &whole.records));
+        let some = merge(vec![shard(1, &[0]), shard(3, &[2])]).unwrap();
+        assert_eq!(some.selection.shard.as_deref(), Some("1/3, 3/3"));
+        assert_eq!(some.selection.planned, 2);
+        let mut other = shard(2, &[1]);
+        other.1.build.mutation = Some("store-ignores-fence".into());
+        assert!(merge(vec![shard(1, &[0]), other]).unwrap_err().contains("different mutations: none vs store-ignores-fence"));
+    }
+}
