@@ -3,8 +3,8 @@
 //! handoff the target reported but the map never published (superseded by a failover or a
 //! rollback) is marked and counted apart.
 //!
-//! The write-unavailable interval is measured two ways (DESIGN.md, "Uses": design review of
-//! pause-length trade-offs):
+//! The write-unavailable interval is measured two ways (the design review of pause lengths,
+//! one of the three jobs DESIGN.md names):
 //! - as the servers see it: from the source's `paused` event to the target's `handoff` event
 //!   (the target serves from then on);
 //! - as clients see it: the gap between the last append to the range acknowledged before the

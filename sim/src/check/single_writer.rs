@@ -13,11 +13,12 @@
 //!    whenever its `effect` event, which follows the store's fsync, comes);
 //! 6. a paused range reports itself drained only once every append it admitted at that epoch
 //!    has landed or been refused at the store, or the server reloaded the range since (the
-//!    outcome was unknown): DESIGN.md's "pausing a range waits for every admitted effect";
+//!    outcome was unknown): DESIGN.md's "a pause waits for every admitted append to land or
+//!    be refused";
 //! 7. no server admits an append or answers a strong read after the authority expired its
 //!    session, until it registers anew: its lease, by its own clock and with the safety
-//!    margin, must run out first (DESIGN.md: "a server serves only while its session lease at
-//!    the lock service is valid by its own clock").
+//!    margin, must run out first (DESIGN.md: "a server serves a range only while its session
+//!    lease is valid by its own clock").
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the maps of the
 //! authority's `map_commit` and `map_restored` events (rows, the transfer journal with a move's
