@@ -402,8 +402,11 @@ pub enum Event {
     },
 }
 
+/// Where [`emit`] sends events: the harness's collector.
+pub type Sink = Box<dyn FnMut(Event)>;
+
 thread_local! {
-    static SINK: RefCell<Option<Box<dyn FnMut(Event)>>> = const { RefCell::new(None) };
+    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
 }
 
 /// Report `event` to the sink installed on this thread, if any. The one way events leave the
@@ -418,7 +421,7 @@ pub fn emit(event: Event) {
 
 /// Install `sink` for this thread's events (`None` removes it); returns the previous one. The
 /// sink must not emit events itself.
-pub fn set_sink(sink: Option<Box<dyn FnMut(Event)>>) -> Option<Box<dyn FnMut(Event)>> {
+pub fn set_sink(sink: Option<Sink>) -> Option<Sink> {
     SINK.with(|s| std::mem::replace(&mut *s.borrow_mut(), sink))
 }
 

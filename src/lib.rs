@@ -20,6 +20,7 @@
 //! Protocol decisions are plain functions and structs ([`map::PartitionMap::apply_batch`],
 //! [`manager::plan`], [`server::ServerCore`], [`frontend::route`]); node tasks are thin loops.
 
+#![deny(missing_docs)]
 pub mod authority;
 pub mod config;
 pub mod event;

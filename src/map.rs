@@ -200,49 +200,122 @@ pub struct Reshape {
 pub enum MapOp {
     /// Create the initial ranges on an empty map: `split_points` (strictly increasing, none
     /// empty) cut the key space into `split_points.len() + 1` unowned `Preparing` rows.
-    Bootstrap { split_points: Vec<Key> },
+    Bootstrap {
+        /// The keys the initial ranges are cut at, strictly increasing, none empty.
+        split_points: Vec<Key>,
+    },
     /// Give `range` to `owner` at a new epoch (failover, initial assignment or a move); the row
     /// becomes `Preparing` until the owner confirms with [`MapOp::Activate`].
-    Assign { range: RangeId, owner: ServerId, owner_session: u64 },
+    Assign {
+        /// The range to give.
+        range: RangeId,
+        /// The new owner.
+        owner: ServerId,
+        /// The owner's current session at the authority (a later incarnation of the server
+        /// will not inherit the range).
+        owner_session: u64,
+    },
     /// The owner of `range` at `epoch` fenced the stream and serves: `Preparing` → `Active`.
-    Activate { range: RangeId, epoch: Epoch },
+    Activate {
+        /// The range the owner now serves.
+        range: RangeId,
+        /// The epoch it opened the range at; must be the row's current epoch.
+        epoch: Epoch,
+    },
     /// Journal a split of the `Active` `range` at `at` (strictly inside it): two children,
     /// left owned by `owners[0]`, right by `owners[1]`, get ids and new epochs now; the parent
     /// keeps serving until [`MapOp::PauseReshape`].
-    BeginSplit { range: RangeId, at: Key, owners: [(ServerId, u64); 2] },
+    BeginSplit {
+        /// The parent: the `Active` range to split.
+        range: RangeId,
+        /// The split key: the right child's first key, strictly inside the parent.
+        at: Key,
+        /// The owners of the left and the right child, each with its session.
+        owners: [(ServerId, u64); 2],
+    },
     /// Journal a merge of the adjacent `Active` `left` and `right` into one child owned by
     /// `owner`.
-    BeginMerge { left: RangeId, right: RangeId, owner: (ServerId, u64) },
+    BeginMerge {
+        /// The left parent (the reshape's first, its journal key).
+        left: RangeId,
+        /// The right parent, starting where `left` ends.
+        right: RangeId,
+        /// The child's owner and its session.
+        owner: (ServerId, u64),
+    },
     /// The reshape keyed by `first` (its first parent) enters its pause: every parent row
     /// becomes `Paused`.
-    PauseReshape { first: RangeId },
+    PauseReshape {
+        /// The reshape's first parent (its journal key).
+        first: RangeId,
+    },
     /// Retire the parents of the reshape keyed by `first`, recording the lengths their
     /// streams were sealed at (`sealed`, one per parent), and make the children `Active`
     /// (`born_ms` by the leader's clock), in one step. Refused unless every parent is still the
     /// paused row at its journaled epoch.
-    CommitReshape { first: RangeId, sealed: Vec<u64>, born_ms: u64 },
+    CommitReshape {
+        /// The reshape's first parent (its journal key).
+        first: RangeId,
+        /// The sealed length (records) of each parent's stream, in parent order.
+        sealed: Vec<u64>,
+        /// The commit time, ms by the leader's clock: the children's `born_ms`.
+        born_ms: u64,
+    },
     /// The reshape keyed by `first` failed with `error`: before the pause the entry simply
     /// goes; after it, it stays as `Aborted` (the parents stay `Paused`) until assignments roll
     /// the parents back.
-    AbortReshape { first: RangeId, error: String },
+    AbortReshape {
+        /// The reshape's first parent (its journal key).
+        first: RangeId,
+        /// Why it failed (kept in the `Aborted` phase after the pause).
+        error: String,
+    },
     /// Journal a planned move of the `Active` `range` to `to` (a server and its session) with
     /// `strategy`: a new epoch is allocated for the target; the row is unchanged (its owner
     /// still serves). Consumes an operator's move request for the range.
-    BeginMove { range: RangeId, to: (ServerId, u64), strategy: Strategy },
+    BeginMove {
+        /// The `Active` range to move.
+        range: RangeId,
+        /// The target server and its session.
+        to: (ServerId, u64),
+        /// How the stream is copied to the target.
+        strategy: Strategy,
+    },
     /// The move of `range` enters its pause: the row becomes `Paused`.
-    PauseMove { range: RangeId },
+    PauseMove {
+        /// The range being moved (its transfer's journal key).
+        range: RangeId,
+    },
     /// The target verified its copy and fenced the stream: the row gets the target and the
     /// transfer's epoch, `Active`, and the journal entry goes.
-    CommitMove { range: RangeId },
+    CommitMove {
+        /// The range being moved (its transfer's journal key).
+        range: RangeId,
+    },
     /// The move of `range` failed with `error`. While copying, the entry simply goes (the
     /// source never stopped serving); while paused, it stays as `Aborted` and the row stays
     /// `Paused` until an [`MapOp::Assign`] rolls it back.
-    AbortMove { range: RangeId, error: String },
+    AbortMove {
+        /// The range being moved (its transfer's journal key).
+        range: RangeId,
+        /// Why it failed (kept in the `Aborted` phase when paused).
+        error: String,
+    },
     /// Operator request: move `range` to `to` when possible (replaces an earlier request).
-    RequestMove { range: RangeId, to: ServerId },
+    RequestMove {
+        /// The range to move.
+        range: RangeId,
+        /// The server to move it to.
+        to: ServerId,
+    },
     /// Operator request: move every range off `server` and assign it nothing new (`on`), or
     /// stop doing so.
-    Drain { server: ServerId, on: bool },
+    Drain {
+        /// The server to drain.
+        server: ServerId,
+        /// `true`: start draining it; `false`: stop.
+        on: bool,
+    },
 }
 
 impl MapOp {
@@ -265,7 +338,14 @@ pub enum MapError {
     /// The range is retired (or otherwise in the wrong state for the op).
     WrongState(RangeId, RangeState),
     /// Activate named an epoch that is not the row's current one.
-    StaleEpoch { range: RangeId, row: Epoch, asked: Epoch },
+    StaleEpoch {
+        /// The range the op named.
+        range: RangeId,
+        /// The row's current epoch.
+        row: Epoch,
+        /// The epoch the op named.
+        asked: Epoch,
+    },
     /// Split point outside `(start, end)`.
     BadSplitKey(RangeId),
     /// Merge of ranges that are not neighbours (`left.end != right.start`).
@@ -650,7 +730,7 @@ mod tests {
         map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
         map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
         let begin = MapOp::BeginMove { range: RangeId(1), to: (ServerId(2), 2), strategy: super::Strategy::PreCopy };
-        map.apply_batch(&[begin.clone()]).unwrap();
+        map.apply_batch(std::slice::from_ref(&begin)).unwrap();
         assert_eq!(map.transfers[&RangeId(1)].epoch, Epoch(2));
         assert_eq!(map.rows[&RangeId(1)].epoch, Epoch(1), "the source serves until the commit");
         assert_eq!(map.apply_batch(&[begin]), Err(MapError::WrongPhase(RangeId(1))));
@@ -706,11 +786,11 @@ mod tests {
         map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }, MapOp::Assign { range: RangeId(2), owner: ServerId(2), owner_session: 2 }]).unwrap();
         assert!(map.reshapes.is_empty(), "the rollback drops the merge");
         let commit = MapOp::CommitReshape { first: RangeId(1), sealed: vec![1, 1], born_ms: 0 };
-        assert_eq!(map.apply_batch(&[commit.clone()]), Err(MapError::NoTransfer(RangeId(1))));
+        assert_eq!(map.apply_batch(std::slice::from_ref(&commit)), Err(MapError::NoTransfer(RangeId(1))));
         // Even a journal entry that looks the same cannot commit once a parent moved on.
         let mut racing = stale.clone();
         racing.rows.get_mut(&RangeId(2)).unwrap().epoch = Epoch(9);
-        assert_eq!(racing.apply_batch(&[commit.clone()]), Err(MapError::WrongState(RangeId(2), RangeState::Paused)));
+        assert_eq!(racing.apply_batch(std::slice::from_ref(&commit)), Err(MapError::WrongState(RangeId(2), RangeState::Paused)));
         stale.clone().apply_batch(&[commit]).unwrap();
     }
 

@@ -146,7 +146,10 @@ pub enum Refusal {
     /// The server does not hold the range (never did, dropped it, or restarted).
     NotOwner,
     /// The request's epoch is older than the server's for this range: the map moved on.
-    StaleEpoch { current: Epoch },
+    StaleEpoch {
+        /// The epoch this server holds the range at (newer than the request's).
+        current: Epoch,
+    },
     /// The server holds the range but not yet active (still loading) or paused.
     NotReady,
     /// The server's session lease cannot be trusted by its own clock.
@@ -156,13 +159,26 @@ pub enum Refusal {
     /// An append with this idempotency id is already in flight here; retry later.
     InFlight,
     /// The store refused the effect: a newer owner fenced the stream.
-    Fenced { fence: Epoch },
+    Fenced {
+        /// The stream's fence at the store: the epoch of the newer owner that fenced it, above
+        /// the epoch this server wrote at.
+        fence: Epoch,
+    },
     /// The range moved away from this server: `owner` serves it at `epoch` (a hint; the map
     /// is the authority).
-    Moved { owner: ServerId, epoch: Epoch },
+    Moved {
+        /// The server the range moved to.
+        owner: ServerId,
+        /// The epoch `owner` serves the range at (the move's new epoch).
+        epoch: Epoch,
+    },
     /// A bounded-staleness read: this server last knew itself the owner `age_ms` ago, more
     /// than the read's bound.
-    TooStale { age_ms: u64 },
+    TooStale {
+        /// How long ago this server last knew itself the owner, ms by its own clock (inflated by
+        /// the drift the lease margin allows).
+        age_ms: u64,
+    },
 }
 
 /// Outcome of one client operation, as the frontend reports it.
@@ -202,102 +218,314 @@ pub enum ReadLevel {
 pub enum Msg {
     // ---- coordination authority (`lock-1`) ----
     /// Server → authority: start a session (a new one per incarnation).
-    RegisterServer { server: ServerId },
+    RegisterServer {
+        /// The server registering.
+        server: ServerId,
+    },
     /// Authority → server: the new session.
-    Registered { session: u64 },
+    Registered {
+        /// The new session number (from the authority's counter, unique across servers); the
+        /// server names it in every renewal.
+        session: u64,
+    },
     /// Server → authority: extend the session lease.
-    RenewSession { server: ServerId, session: u64 },
+    RenewSession {
+        /// The server renewing.
+        server: ServerId,
+        /// The session to extend, as `Registered` gave it.
+        session: u64,
+    },
     /// Authority → server: renewed (`ok`) or expired (the server must drop all its ranges).
-    SessionRenewed { ok: bool },
+    SessionRenewed {
+        /// Whether the lease was extended; `false`: the session is expired or superseded.
+        ok: bool,
+    },
     /// Manager candidate → authority: acquire or renew the leader lease.
-    AcquireLeader { candidate: u32 },
+    AcquireLeader {
+        /// The candidate's number N (`manager-N`).
+        candidate: u32,
+    },
     /// Authority → candidate: `epoch` is `Some` when the candidate holds the lease.
-    LeaderLease { epoch: Option<u64>, holder: Option<u32> },
+    LeaderLease {
+        /// The leader epoch (term) of the lease the candidate now holds; `None` when another
+        /// candidate holds the lease.
+        epoch: Option<u64>,
+        /// The number of the candidate holding the lease: the asker when `epoch` is `Some`,
+        /// else the current leader.
+        holder: Option<u32>,
+    },
     /// Frontend → authority: send the map.
     GetMap,
     /// Authority → frontend: the map.
-    Map { map: PartitionMap },
+    Map {
+        /// The authority's current map.
+        map: PartitionMap,
+    },
     /// Manager → authority: map plus session states.
     GetState,
     /// Authority → manager: the map and all sessions.
-    State { map: PartitionMap, sessions: Vec<SessionView> },
+    State {
+        /// The authority's current map.
+        map: PartitionMap,
+        /// Each server's latest session and whether its lease is still live (expiries due
+        /// are applied and made durable before the answer).
+        sessions: Vec<SessionView>,
+    },
     /// Manager → authority: apply `ops` atomically if the map is at `expected_version` and
     /// `leader_epoch` is the current, unexpired leader lease.
-    CasMap { expected_version: u64, leader_epoch: u64, ops: Vec<MapOp> },
+    CasMap {
+        /// The map version the ops were planned against; refused unless the map is still at it.
+        expected_version: u64,
+        /// The sending manager's leader epoch (term), as `LeaderLease` granted it.
+        leader_epoch: u64,
+        /// The mutations, applied as one batch (all or none).
+        ops: Vec<MapOp>,
+    },
     /// Authority → manager: the map after the attempt, and the refusal reason if any.
-    CasResult { map: PartitionMap, error: Option<String> },
+    CasResult {
+        /// The authority's map after the attempt (unchanged when refused).
+        map: PartitionMap,
+        /// Why the batch was refused (stale leader epoch, version mismatch, a
+        /// [`MapError`](crate::map::MapError), or not an operator request); `None`: committed.
+        error: Option<String>,
+    },
     /// Operator → authority: apply operator requests (see [`MapOp::is_operator_request`]);
     /// answered with `CasResult`.
-    Admin { ops: Vec<MapOp> },
+    Admin {
+        /// The operator requests (`RequestMove`, `Drain` only), applied as one batch.
+        ops: Vec<MapOp>,
+    },
 
     // ---- store (`store-1`) ----
     /// New owner → store: raise the stream's fence to `epoch` and return its sealed content
     /// from offset `from` on (the records before it the caller already has).
-    Fence { stream: RangeId, epoch: Epoch, from: u64 },
+    Fence {
+        /// The stream to fence: the id of the range being opened.
+        stream: RangeId,
+        /// The new owner's epoch (its row's epoch): the fence is raised to it.
+        epoch: Epoch,
+        /// Offset (records) to return content from: how many records the caller already has
+        /// (0 for a full load, the pre-copied count at a move's cutover).
+        from: u64,
+    },
     /// Store → owner: the stream content from `from` up to the fence (`Err` = fence already
     /// above).
-    FenceResult { result: Result<Vec<Record>, Epoch> },
+    FenceResult {
+        /// `Ok`: the durable records from `from` up to the sealed length at the fence; `Err`:
+        /// the stream's fence, already above the requested epoch.
+        result: Result<Vec<Record>, Epoch>,
+    },
     /// Move target or new owner → store: the durable records of `stream` from offset `from`
     /// on (below `upto` if given), without fencing (a pre-copy round, or a sealed ancestor).
-    ReadStream { stream: RangeId, from: u64, upto: Option<u64> },
+    ReadStream {
+        /// The stream to read: the range's own (pre-copy) or a sealed ancestor's.
+        stream: RangeId,
+        /// First offset to return (records).
+        from: u64,
+        /// Offset (records) to stop before: an ancestor's sealed length; `None`: up to the
+        /// durable end.
+        upto: Option<u64>,
+    },
     /// Store → move target: the records read.
-    StreamRead { records: Vec<Record> },
+    StreamRead {
+        /// The durable records from `from` to `upto` (fewer if the stream is shorter).
+        records: Vec<Record>,
+    },
     /// Leader → store: seal `stream` (a split or merge parent) by raising its fence to `epoch`.
-    Seal { stream: RangeId, epoch: Epoch },
+    Seal {
+        /// The parent's stream (its range id).
+        stream: RangeId,
+        /// The epoch to raise the fence to: the highest epoch of the reshape's children.
+        epoch: Epoch,
+    },
     /// Store → leader: the sealed length (records), or the fence already above `epoch`.
-    Sealed { result: Result<u64, Epoch> },
+    Sealed {
+        /// `Ok`: the sealed length (records), everything below it durable; `Err`: the
+        /// stream's fence, already above `epoch`.
+        result: Result<u64, Epoch>,
+    },
     /// Owner → store: append a record to `stream` if the fence is not above its epoch.
-    StoreAppend { stream: RangeId, server: ServerId, record: Record },
+    StoreAppend {
+        /// The range's stream (its range id).
+        stream: RangeId,
+        /// The owner sending the append (named in the store's events).
+        server: ServerId,
+        /// The record; its epoch is the one checked against the fence.
+        record: Record,
+    },
     /// Store → owner: `Ok(offset)` after the record is synced, or `Err(fence)`.
-    StoreAppended { result: Result<u64, Epoch> },
+    StoreAppended {
+        /// `Ok`: the record's offset in the stream (its first offset when the id was already
+        /// there); `Err`: the stream's fence, above the record's epoch.
+        result: Result<u64, Epoch>,
+    },
 
     // ---- partition servers (`server-N`) ----
     /// Manager → server: become the owner of `row` at `row.epoch` (fence, load `lineage` and
     /// the row's own stream, serve). Every command from a manager carries the sender's leader
     /// epoch; a server refuses one older than the newest it has seen.
-    Open { row: RangeRow, leader_epoch: u64, lineage: Vec<Source> },
+    Open {
+        /// The row to open: the range's id and keys, this server as owner with its session, and
+        /// the epoch to fence the stream at.
+        row: RangeRow,
+        /// The leader epoch (term) of the manager sending the command.
+        leader_epoch: u64,
+        /// The sealed ancestor prefixes the range's content starts from, oldest first (empty
+        /// unless the range came from a split or merge).
+        lineage: Vec<Source>,
+    },
     /// Leader → server: report the load of every range held.
-    GetLoad { leader_epoch: u64 },
+    GetLoad {
+        /// The leader epoch (term) of the manager asking; a server that has seen a newer one
+        /// reports nothing.
+        leader_epoch: u64,
+    },
     /// Server → leader: the load report.
-    Load { ranges: Vec<RangeLoad> },
+    Load {
+        /// One report per active, unpaused range held (none if the request was stale).
+        ranges: Vec<RangeLoad>,
+    },
     /// Server → manager: opened (`Ok`) or why not.
-    Opened { result: Result<(), String> },
+    Opened {
+        /// `Ok(())`: the range serves at the row's epoch (or already did); `Err`: why not
+        /// (stale leader epoch, wrong session, newer epoch held, fenced, store silent...).
+        result: Result<(), String>,
+    },
     /// Manager → move target: run a pre-copy round of `row` (the target's row: the new epoch
     /// and its session) unless pre-copy is done.
-    PreCopy { row: RangeRow, threshold_bytes: u64, max_rounds: u32, leader_epoch: u64 },
+    PreCopy {
+        /// The target's row: the range with this server as owner, its session, and the
+        /// transfer's new epoch.
+        row: RangeRow,
+        /// Pre-copy is done once a round copied at most this many payload bytes.
+        threshold_bytes: u64,
+        /// Pre-copy is done after this many rounds (at least 1) whatever the last round copied.
+        max_rounds: u32,
+        /// The leader epoch (term) of the manager sending the command.
+        leader_epoch: u64,
+    },
     /// Move target → manager: how far it got.
-    PreCopied { result: Result<CopyProgress, String> },
+    PreCopied {
+        /// `Ok`: rounds and bytes copied so far and whether pre-copy is done; `Err`: why not
+        /// (stale leader epoch, or the row names another session).
+        result: Result<CopyProgress, String>,
+    },
     /// Manager → move source: stop admitting appends to `range` at `epoch`, wait for every
     /// admitted effect, and report the final digest.
-    Pause { range: RangeId, epoch: Epoch, leader_epoch: u64 },
+    Pause {
+        /// The range to pause: the range being moved, or a parent of a split or merge.
+        range: RangeId,
+        /// The epoch the source must hold the range at: the transfer's `from_epoch`, or the
+        /// parent's journaled epoch.
+        epoch: Epoch,
+        /// The leader epoch (term) of the manager sending the command.
+        leader_epoch: u64,
+    },
     /// Move source → manager: the digest of everything in the range at the pause, or why not.
-    PausedAt { result: Result<StreamDigest, String> },
+    PausedAt {
+        /// `Ok`: the digest (records, payload bytes, checksum) of the range's own stream as
+        /// applied at the source once drained; `Err`: why not (not held at that epoch, stale
+        /// leader epoch, or the drain did not finish in time).
+        result: Result<StreamDigest, String>,
+    },
     /// Manager → move target: fence the stream at `row.epoch`, copy the tail, check the copy
     /// against `digest` (the source's), and serve.
-    FinishMove { row: RangeRow, digest: StreamDigest, strategy: Strategy, lineage: Vec<Source>, leader_epoch: u64 },
+    FinishMove {
+        /// The target's row: this server as owner, its session, and the transfer's new epoch,
+        /// which the stream is fenced at.
+        row: RangeRow,
+        /// The source's digest at the pause (from `PausedAt`); the copy must match it.
+        digest: StreamDigest,
+        /// How the move copies the stream (named in the target's handoff event).
+        strategy: Strategy,
+        /// The range's sealed ancestor prefixes, oldest first, as for `Open`.
+        lineage: Vec<Source>,
+        /// The leader epoch (term) of the manager sending the command.
+        leader_epoch: u64,
+    },
     /// Move target → manager: serving (`Ok`), or why not.
-    MoveFinished { result: Result<(), FinishError> },
+    MoveFinished {
+        /// `Ok(())`: the target serves at the new epoch (or already did); `Err`: diverged
+        /// copy (abort) or not now (retry).
+        result: Result<(), FinishError>,
+    },
     /// Manager → move source: the move committed; drop `range` and point requests at `to`.
-    Release { range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch, leader_epoch: u64 },
+    Release {
+        /// The range to drop.
+        range: RangeId,
+        /// The epoch the receiver must hold it at for the drop: the source's `from_epoch`, an
+        /// aborted move's new epoch at its target, or a reshape parent's journaled epoch.
+        epoch: Epoch,
+        /// The server that now serves the range, for the `Moved` hint (only kept when
+        /// `new_epoch` is above 0).
+        to: ServerId,
+        /// The epoch `to` serves the range at; `Epoch(0)` when there is no single new owner
+        /// (an aborted move, a split or merge).
+        new_epoch: Epoch,
+        /// The leader epoch (term) of the manager sending the command.
+        leader_epoch: u64,
+    },
     /// Move source → manager: done.
     Released,
     /// Frontend → server: append to `key` in `range` at `epoch`.
-    Append { range: RangeId, epoch: Epoch, key: Key, id: OpId, bytes: Vec<u8> },
+    Append {
+        /// The range holding `key`, by the frontend's map.
+        range: RangeId,
+        /// The owner's epoch by the frontend's map (or by a `Moved` refusal).
+        epoch: Epoch,
+        /// The object key.
+        key: Key,
+        /// The append's idempotency id (the same on every retry).
+        id: OpId,
+        /// The bytes to append to the object.
+        bytes: Vec<u8>,
+    },
     /// Frontend → server: read `key` in `range` at `epoch`, at consistency `level`.
-    Read { range: RangeId, epoch: Epoch, key: Key, level: ReadLevel },
+    Read {
+        /// The range holding `key`, by the frontend's map.
+        range: RangeId,
+        /// The owner's epoch by the frontend's map (or by a `Moved` refusal); not checked by
+        /// a bounded read.
+        epoch: Epoch,
+        /// The object key.
+        key: Key,
+        /// How current the answer must be.
+        level: ReadLevel,
+    },
     /// Server → frontend: answer to `Append` (empty bytes) or `Read` (the object's bytes).
-    Served { result: Result<Vec<u8>, Refusal> },
+    Served {
+        /// `Ok`: empty for an append, the object's bytes (empty if absent) for a read; `Err`:
+        /// the refusal (the request had no effect).
+        result: Result<Vec<u8>, Refusal>,
+    },
     /// Server → frontend: the append was admitted but its effect's outcome is unknown
     /// (the store did not answer in time).
     ServedUnknown,
 
     // ---- frontends (`frontend-N`) ----
     /// Client → frontend: append `bytes` to `key` with idempotency id `id`.
-    ClientAppend { key: Key, id: OpId, bytes: Vec<u8> },
+    ClientAppend {
+        /// The object key.
+        key: Key,
+        /// The append's idempotency id, chosen by the client.
+        id: OpId,
+        /// The bytes to append to the object.
+        bytes: Vec<u8>,
+    },
     /// Client → frontend: read `key` at consistency `level`.
-    ClientRead { key: Key, level: ReadLevel },
+    ClientRead {
+        /// The object key.
+        key: Key,
+        /// How current the answer must be.
+        level: ReadLevel,
+    },
     /// Frontend → client: the outcome, and for a read the bytes.
-    ClientResult { outcome: Outcome, value: Vec<u8> },
+    ClientResult {
+        /// What became of the operation.
+        outcome: Outcome,
+        /// For a successful read, the object's bytes; empty otherwise.
+        value: Vec<u8>,
+    },
 }
 
 impl Msg {

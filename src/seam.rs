@@ -287,7 +287,12 @@ type Link = (std::net::IpAddr, std::net::IpAddr);
 /// The link faults in force, shared by every node of a run. Each is counted, so overlapping
 /// faults each need their removal.
 #[derive(Clone, Debug, Default)]
-pub struct LinkFaults(Arc<Mutex<BTreeMap<(Link, LinkFault), u32>>>, Arc<Mutex<BTreeMap<(Link, &'static str), Vec<u64>>>>);
+pub struct LinkFaults(Arc<Mutex<FaultCounts>>, Arc<Mutex<Holds>>);
+
+/// How many faults of each kind are on each link.
+type FaultCounts = BTreeMap<(Link, LinkFault), u32>;
+/// Per link and message kind, the holds (ms) waiting for the next message of that kind.
+type Holds = BTreeMap<(Link, &'static str), Vec<u64>>;
 
 impl PartialEq for LinkFaults {
     /// Equal when the same faults are in force now.

@@ -190,7 +190,8 @@ impl ServerCore {
         if held.state != HeldState::Active || (held.paused && !self.mutated(Mutation::SourceIgnoresPause)) {
             return Err(Refusal::NotReady);
         }
-        if !self.lease_valid(now_us) && !(self.mutated(Mutation::ServerIgnoresLeaseExpiry) && self.session.is_some()) {
+        let ignores_expiry = self.mutated(Mutation::ServerIgnoresLeaseExpiry) && self.session.is_some();
+        if !(self.lease_valid(now_us) || ignores_expiry) {
             return Err(Refusal::LeaseExpired);
         }
         if !held.row.contains(key) {

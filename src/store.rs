@@ -22,9 +22,19 @@ use std::rc::Rc;
 #[derive(Clone, Debug)]
 pub enum StoreRecord {
     /// The fence of `stream` was raised to `epoch`.
-    Fence { stream: RangeId, epoch: Epoch },
+    Fence {
+        /// The stream (its range id).
+        stream: RangeId,
+        /// The new fence: appends at a lower epoch fail from now on.
+        epoch: Epoch,
+    },
     /// `record` was appended to `stream`.
-    Append { stream: RangeId, record: Record },
+    Append {
+        /// The stream (its range id).
+        stream: RangeId,
+        /// The record, with the writer's epoch and its idempotency id.
+        record: Record,
+    },
 }
 
 /// One stream: its fence and its records in append order.

@@ -178,10 +178,8 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
             What::Sys(Sys::Dropped { server, range, .. }) => {
                 holds.entry(server.0).or_default().remove(&range.0);
             }
-            What::Sys(Sys::LeaseExpired { server, .. }) => {
-                if paused.contains(&server.0) && holds.get(&server.0).is_some_and(|h| !h.is_empty()) {
-                    bump("pause_owner_past_lease");
-                }
+            What::Sys(Sys::LeaseExpired { server, .. }) if paused.contains(&server.0) && holds.get(&server.0).is_some_and(|h| !h.is_empty()) => {
+                bump("pause_owner_past_lease");
             }
             What::Sys(Sys::Fenced { server, .. }) => {
                 bump("stale_write_fenced");
@@ -257,10 +255,8 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                         }
                     }
                     f if f.is_partition() && named.iter().any(|s| holders.contains(s)) => bump("partition_owner"),
-                    Fault::Duplicate(from, to) => {
-                        if to == "store-1" && server_of(from).is_some_and(|s| holders.contains(&s)) {
-                            bump("duplicate_on_store_link");
-                        }
+                    Fault::Duplicate(from, to) if to == "store-1" && server_of(from).is_some_and(|s| holders.contains(&s)) => {
+                        bump("duplicate_on_store_link");
                     }
                     Fault::SlowDisk(..) if failover => bump("slow_disk_during_failover"),
                     _ => {}

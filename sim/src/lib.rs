@@ -20,6 +20,7 @@
 //! | [`junit`] | a summary as a JUnit report |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
+#![deny(missing_docs)]
 pub mod check;
 pub mod coverage;
 pub mod events;

@@ -143,7 +143,7 @@ fn options(target: &Target, seed: u64, mutated: bool) -> Result<RunOptions, Stri
     Ok(RunOptions { seed, scenario, scenario_label: format!("scenarios/{}", target.scenario), mutation, trace: false, echo_header: false })
 }
 
-/// The property name [`failure`] gives a run whose harness panicked. Not a catch: a panic is
+/// The property name a run whose harness panicked is given. Not a catch: a panic is
 /// a bug of the harness or an assertion of the system, and says nothing about the checkers.
 pub const HARNESS_PANIC: &str = "harness panic";
 

@@ -300,9 +300,19 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
 #[derive(Clone, Debug, PartialEq)]
 pub enum OperatorAction {
     /// Move the range holding `key` to `server-N`.
-    Move { key: Vec<u8>, to: u32 },
+    Move {
+        /// A key of the range to move; the operator looks up its range in the current map.
+        key: Vec<u8>,
+        /// The target server's number N (`server-N`).
+        to: u32,
+    },
     /// Drain `server-N` (`on`), or stop draining it.
-    Drain { server: u32, on: bool },
+    Drain {
+        /// The server's number N (`server-N`).
+        server: u32,
+        /// `true`: start draining it; `false`: stop.
+        on: bool,
+    },
 }
 
 impl FaultPlan {

@@ -320,42 +320,100 @@ pub struct TimedFault {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// The node stops (losing its memory, keeping its disk) and later restarts.
-    Crash { node: String },
+    Crash {
+        /// The node to crash, by name (`server-2`, `lock-1`, ...).
+        node: String,
+    },
     /// Every message to and from the node is dropped.
-    Isolate { node: String },
+    Isolate {
+        /// The node to cut off, by name.
+        node: String,
+    },
     /// The cluster is cut between the nodes of `side` and all other nodes. `side` is non-empty,
     /// has no duplicates and leaves at least one node on the other side.
-    Split { side: Vec<String> },
+    Split {
+        /// The node names on one side of the cut.
+        side: Vec<String>,
+    },
     /// Messages from `from` to `to` are dropped; the reverse direction still works.
-    OneWay { from: String, to: String },
+    OneWay {
+        /// The sending node whose messages are dropped.
+        from: String,
+        /// The receiving node.
+        to: String,
+    },
     /// Messages from `from` to `to` are held, not dropped, until the fault ends; then they are
     /// delivered: a write that reaches the store after a cutover.
-    Delay { from: String, to: String },
+    Delay {
+        /// The sending node whose messages are held.
+        from: String,
+        /// The receiving node.
+        to: String,
+    },
     /// Every message from `from` to `to` is delivered twice (the copy up to 10 ms later) until
     /// the fault ends.
-    Duplicate { from: String, to: String },
+    Duplicate {
+        /// The sending node whose messages are duplicated.
+        from: String,
+        /// The receiving node.
+        to: String,
+    },
     /// Every fsync on the node's disk (`lock-1` or `store-1`) takes `extra_ms` longer until the
     /// fault ends: a slow disk.
-    SlowDisk { node: String, extra_ms: u64 },
+    SlowDisk {
+        /// The node whose disk is slow: `lock-1` or `store-1`.
+        node: String,
+        /// Extra time each fsync takes, ms. 1..=60000.
+        extra_ms: u64,
+    },
     /// The node's process is frozen (no task runs; messages to it queue up), then resumes
     /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
-    Pause { node: String },
+    Pause {
+        /// The node to freeze, by name.
+        node: String,
+    },
     /// One bit of every pre-copy chunk sent from `from` (the store) to `to` (a move target) is
     /// flipped until the fault ends: the copies diverge, and the final checksum must say so.
-    Corrupt { from: String, to: String },
+    Corrupt {
+        /// The sending node; only stream reads (`stream_read` answers) are corrupted, so in
+        /// effect `store-1`.
+        from: String,
+        /// The receiving node (a move target pre-copying, or a server reading a sealed ancestor).
+        to: String,
+    },
     /// Messages from `from` to `to` each wait a random extra 0 to 50 ms until the fault ends, so
     /// they overtake each other.
-    Reorder { from: String, to: String },
+    Reorder {
+        /// The sending node whose messages are reordered.
+        from: String,
+        /// The receiving node.
+        to: String,
+    },
     /// The next message of kind `message` (`store_append`, `fence`, `append`, `cas_map`, ...:
     /// any message in snake case) sent from `from` to `to` after `at_ms` is held for
     /// `duration_ms`, then delivered: "delay the next store append from server-1 by 8 s".
-    DelayNext { from: String, to: String, message: String },
+    DelayNext {
+        /// The sending node.
+        from: String,
+        /// The receiving node.
+        to: String,
+        /// The message kind to hold, one of [`partmap::msg::Msg::KIND_NAMES`].
+        message: String,
+    },
     /// An operator asks the leader to move the range holding `key` to server `to` (no
     /// `duration_ms`).
-    Move { key: String, to: String },
+    Move {
+        /// A key of the range to move (the range holding it when the request is sent).
+        key: String,
+        /// The target server's name, `server-N`.
+        to: String,
+    },
     /// An operator drains server `node` (moves its ranges away, assigns it nothing) for the
     /// duration.
-    Drain { node: String },
+    Drain {
+        /// The server to drain, by name, `server-N`.
+        node: String,
+    },
 }
 
 /// What happens after the faults stop.

@@ -69,8 +69,11 @@ pub mod testkit {
         Event { t_us, what: What::Sys(sys) }
     }
 
+    /// A row for [`map_of`]: `(id, start, end, owner, epoch, state)`.
+    pub type RowSpec<'a> = (u64, &'a str, Option<&'a str>, u32, u64, &'a str);
+
     /// A map at `version` with rows `(id, start, end, owner, epoch, state)`.
-    pub fn map_of(version: u64, rows: &[(u64, &str, Option<&str>, u32, u64, &str)]) -> PartitionMap {
+    pub fn map_of(version: u64, rows: &[RowSpec<'_>]) -> PartitionMap {
         let mut m = PartitionMap { version, ..PartitionMap::default() };
         for &(id, start, end, owner, epoch, state) in rows {
             let state = match state {

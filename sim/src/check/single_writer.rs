@@ -120,12 +120,10 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                     ));
                 }
             }
-            Sys::LeaseExpired { server, session } => {
-                // An expiry the authority records after the server moved on to a newer session
-                // (it restarted and registered again) concerns an incarnation that is gone.
-                if current_session.get(&server.0).is_none_or(|c| c <= session) {
-                    expired.insert(server.0, (*session, ev.t_us));
-                }
+            // An expiry the authority records after the server moved on to a newer session (it
+            // restarted and registered again) concerns an incarnation that is gone.
+            Sys::LeaseExpired { server, session } if current_session.get(&server.0).is_none_or(|c| c <= session) => {
+                expired.insert(server.0, (*session, ev.t_us));
             }
             Sys::Renewed { server, session, ok: true, .. } => {
                 current_session.insert(server.0, *session);
