@@ -14,6 +14,7 @@
 //! | [`handoff`] | the write pause and bytes copied of every planned move |
 //! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
 //! | [`run`] | one seed, end to end |
+//! | [`schedule`] | a run's faults written out as an explicit schedule that replays it |
 //! | [`sweep`] | many seeds, in parallel, with a summary |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
@@ -25,6 +26,7 @@ pub mod mutants;
 pub mod nemesis;
 pub mod run;
 pub mod scenario;
+pub mod schedule;
 pub mod sweep;
 pub mod workload;
 pub mod world;

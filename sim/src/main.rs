@@ -40,6 +40,11 @@ enum Command {
         /// Switch off one safety mechanism (to prove a checker catches it).
         #[arg(long, value_parser = Mutation::parse)]
         mutation: Option<Mutation>,
+        /// Also write the run as a scenario file whose explicit `faults.schedule` holds every
+        /// fault and operator request the seed injected, with the topology and knobs it drew;
+        /// run with the same seed it replays this run exactly.
+        #[arg(long, value_name = "FILE")]
+        emit_schedule: Option<PathBuf>,
     },
     /// Run seeds A..B (B excluded) in parallel and summarize.
     Sweep {
@@ -120,7 +125,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Run { seed, scenario, trace, mutation } => {
+        Command::Run { seed, scenario, trace, mutation, emit_schedule } => {
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -171,6 +176,15 @@ fn main() -> ExitCode {
                 if views.len() > 1 {
                     println!("  views: {}", views.join(" "));
                 }
+            }
+            if let Some(path) = &emit_schedule {
+                let s = partmap_sim::schedule::from_run(&report, &opts);
+                let (faults, requests) = partmap_sim::schedule::counts(&s);
+                if let Err(e) = partmap_sim::schedule::write(path, &s) {
+                    eprintln!("error: --emit-schedule: cannot write {e}");
+                    return ExitCode::from(3);
+                }
+                println!("schedule: {} ({faults} faults, {requests} operator requests; replay with --seed {seed})", path.display());
             }
             let outcome = report.outcome();
             println!("outcome={outcome:?} expected={:?}", opts.scenario.expect.outcome);

@@ -140,6 +140,12 @@ pub struct RunReport {
     pub reshapes: BTreeMap<String, u64>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
+    /// The scenario as run: the topology and move strategy drawn for this seed (no `swarm`
+    /// section, no `per-seed` strategy left).
+    pub scenario_run: Scenario,
+    /// Every fault and operator request the nemesis planned (drawn or scheduled), sorted by
+    /// start time; some may not have been injected (a crash of a node already down).
+    pub plan: Vec<nemesis::Planned>,
 }
 
 impl RunReport {
@@ -258,7 +264,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let sim = rt.block_on(simulate(opts.clone()));
     drop(rt);
     let events = crate::events::finish();
-    let Simulated { header, probe, stored, durable_map, faults, sim_ms } = sim;
+    let Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
         let What::Complete { op, id, outcome, .. } = &ev.what else { continue };
@@ -314,6 +320,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         superseded_handoffs,
         reshapes,
         events,
+        scenario_run,
+        plan,
     }
 }
 
@@ -378,12 +386,18 @@ struct Simulated {
     durable_map: Vec<partmap::lock::LockRecord>,
     faults: BTreeMap<&'static str, u64>,
     sim_ms: u64,
+    scenario_run: Scenario,
+    plan: Vec<nemesis::Planned>,
 }
 
 async fn simulate(opts: RunOptions) -> Simulated {
     // The seed decides everything from here on: first the topology (swarm scenarios), then the
     // clocks and the faults. The header is printed before any node runs.
-    let s = opts.scenario.draw_swarm(&mut madsim::rand::thread_rng());
+    // Topology, rates and faults come from the nemesis's own stream (see
+    // `nemesis::plan_rng`), so the run's generator draws the same whether the faults are
+    // random or written out as a schedule.
+    let mut plan_rng = nemesis::plan_rng(opts.seed);
+    let s = opts.scenario.draw_swarm(&mut plan_rng);
     let mut knobs = s.node_knobs();
     knobs.mutation = opts.mutation;
     let mut header = header(&opts, &s, &knobs);
@@ -398,7 +412,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
         by_role.entry(node.role).or_default().push(node.name.clone());
     }
     by_role.remove(&Role::Frontend);
-    let plan = nemesis::draw(&s, &by_role, &mut madsim::rand::thread_rng());
+    let plan = nemesis::draw(&s, &by_role, &mut plan_rng);
     header.push(drawn_line(&plan));
     if opts.echo_header {
         // Before any node runs, so the header precedes the trace.
@@ -484,5 +498,5 @@ async fn simulate(opts: RunOptions) -> Simulated {
         handle.kill(id);
     }
     sleep_ms(1).await;
-    Simulated { header, probe, stored, durable_map, faults, sim_ms }
+    Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run: s, plan: plan.faults }
 }
