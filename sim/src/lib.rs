@@ -15,6 +15,7 @@
 //! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
 //! | [`run`] | one seed, end to end |
 //! | [`schedule`] | a run's faults written out as an explicit schedule that replays it |
+//! | [`shrink`] | from a failing seed to a smallest schedule that still fails the same way |
 //! | [`sweep`] | many seeds, in parallel, with a summary |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
@@ -27,6 +28,7 @@ pub mod nemesis;
 pub mod run;
 pub mod scenario;
 pub mod schedule;
+pub mod shrink;
 pub mod sweep;
 pub mod workload;
 pub mod world;

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions};
 use partmap_sim::scenario::Scenario;
+use partmap_sim::shrink::{self, ShrinkOptions};
 use partmap_sim::{mutants, sweep};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +46,34 @@ enum Command {
         /// run with the same seed it replays this run exactly.
         #[arg(long, value_name = "FILE")]
         emit_schedule: Option<PathBuf>,
+    },
+    /// Shrink a failing seed to a smallest schedule that still violates the same property:
+    /// delta debugging over its faults, then shorter faults, later starts, a shorter and
+    /// lighter workload and fewer nodes. Prints each step; writes the result to
+    /// REPORT_DIR/shrunk/<scenario>[-<mutation>]-seed-N.json.
+    Shrink {
+        /// The failing seed.
+        #[arg(long, allow_negative_numbers = true)]
+        seed: u64,
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// The mutation the seed fails under, if any.
+        #[arg(long, value_parser = Mutation::parse)]
+        mutation: Option<Mutation>,
+        /// Worker threads (each runs whole candidates).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
+        /// At most this many runs in all; then the smallest schedule found so far is written.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+        max_runs: u64,
+        /// Only remove faults (delta debugging); leave durations, starts, workload and
+        /// topology alone.
+        #[arg(long)]
+        faults_only: bool,
+        /// Where shrunk/ goes.
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
     },
     /// Run seeds A..B (B excluded) in parallel and summarize.
     Sweep {
@@ -196,6 +225,40 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::from(outcome.exit_code() as u8)
             }
+        }
+        Command::Shrink { seed, scenario, mutation, jobs, max_runs, faults_only, report_dir } => {
+            let (scenario, scenario_label) = match load(scenario) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(64);
+                }
+            };
+            let opts = ShrinkOptions { seed, scenario, scenario_label, mutation, jobs: jobs as usize, max_runs: max_runs as usize, faults_only, echo: true };
+            let shrunk = match shrink::shrink(&opts) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let path = shrink::output_path(&report_dir, &opts.scenario_label, mutation, seed);
+            let described = shrink::describe_result(&shrunk, &opts, &path);
+            if let Err(e) = partmap_sim::schedule::write(&path, &described) {
+                eprintln!("error: cannot write the shrunk scenario: {e}");
+                return ExitCode::from(3);
+            }
+            let flag = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+            println!(
+                "shrunk: faults {} -> {}, operator requests {} -> {}, in {} runs, {:.1} s; {} still violated: {}",
+                shrunk.before.0, shrunk.after.0, shrunk.before.1, shrunk.after.1, shrunk.runs, shrunk.wall_s, shrunk.property, shrunk.evidence
+            );
+            for f in &described.faults.schedule {
+                println!("  {}", shrink::describe(f));
+            }
+            println!("written: {}", path.display());
+            println!("repro: cargo run --release -p partmap-sim -- run --seed {seed} --scenario {}{flag}", path.display());
+            ExitCode::SUCCESS
         }
         Command::Sweep { seeds, scenario, jobs, mutation, report_dir } => {
             let (scenario, scenario_label) = match load(scenario) {
