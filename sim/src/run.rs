@@ -290,14 +290,17 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
     let views = judge(&events, served, &stored, &durable_map);
-    let first = |p: &str| views.iter().filter(|v| v.property == p).find_map(|v| v.violation.clone());
+    let verdict = |property: &'static str| {
+        let first = views.iter().find(|v| v.property == property && v.violation.is_some());
+        Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
+    };
     let verdicts = vec![
-        Verdict { property: "single_writer", kind: Kind::Always, violation: first("single_writer") },
-        Verdict { property: "no_lost_append", kind: Kind::Always, violation: first("no_lost_append") },
-        Verdict { property: "reads_consistent", kind: Kind::Always, violation: first("reads_consistent") },
-        Verdict { property: "map_tiles", kind: Kind::Always, violation: first("map_tiles") },
-        Verdict { property: "manager_exclusive", kind: Kind::Always, violation: first("manager_exclusive") },
-        Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
+        verdict("single_writer"),
+        verdict("no_lost_append"),
+        verdict("reads_consistent"),
+        verdict("map_tiles"),
+        verdict("manager_exclusive"),
+        Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness, evidence: Default::default() },
     ];
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
@@ -335,7 +338,7 @@ pub const LEGACY_VIEWS: [&str; 3] = ["history", "stored", "announced"];
 /// authority's durable log (`durable`). When the served and stored views of the final content
 /// disagree and neither is violated on its own, `no_lost_append` fails on the disagreement.
 pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
-    let view = |property, view, violation: Result<(), String>| View { property, view, violation: violation.err() };
+    let view = View::of;
     let mut views = vec![
         view("single_writer", "history", check::single_writer::check(events)),
         view("no_lost_append", "served", check::no_lost_append::check(events, served, "served")),
@@ -348,7 +351,7 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
         view("manager_exclusive", "announced", check::manager_exclusive::check(events)),
     ];
     let disagreement = check::no_lost_append::disagreement(served, stored).map(|d| format!("the served and stored views disagree: {d}"));
-    views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement });
+    views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });
     views
 }
 

@@ -12,7 +12,7 @@
 //! A mutation that retires a parent before its children exist (HBASE-5986) shows up as a gap, or
 //! as an empty map when it retires the only range.
 
-use super::secs;
+use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::lock::LockRecord;
 use partmap::map::PartitionMap;
@@ -51,7 +51,7 @@ fn grows(map: &PartitionMap, last: &mut (u64, BTreeMap<u64, u64>), allow_equal: 
 /// repeat the last version (it is the same one), never go below it.
 ///
 /// Errors: the first bad version, with its time and the offending rows.
-pub fn check_announced(events: &[Event]) -> Result<(), String> {
+pub fn check_announced(events: &[Event]) -> Result<(), Violation> {
     let mut last = (0, BTreeMap::new());
     for ev in events {
         let (map, restored) = match &ev.what {
@@ -60,8 +60,9 @@ pub fn check_announced(events: &[Event]) -> Result<(), String> {
             _ => continue,
         };
         let at = format!("{} at {}", if restored { "restored" } else { "committed" }, secs(ev.t_us));
-        grows(map, &mut last, restored, &at)?;
-        tiles(map).map_err(|e| format!("version {} ({at}): {e}", map.version))?;
+        let cite = |e: String| Violation::new(e).at(ev.t_us).version(map.version);
+        grows(map, &mut last, restored, &at).map_err(cite)?;
+        tiles(map).map_err(|e| cite(format!("version {} ({at}): {e}", map.version)))?;
     }
     Ok(())
 }
@@ -71,22 +72,22 @@ pub fn check_announced(events: &[Event]) -> Result<(), String> {
 ///
 /// Errors: the first bad record (by its index in the log), or an announced commit the log
 /// does not hold.
-pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), String> {
+pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Violation> {
     let mut last = (0, BTreeMap::new());
     let mut by_version: BTreeMap<u64, &PartitionMap> = BTreeMap::new();
     for (i, rec) in durable.iter().enumerate() {
         let LockRecord::Map { map, .. } = rec else { continue };
         let at = format!("durable record {i} of lock-1");
-        grows(map, &mut last, false, &at)?;
-        tiles(map).map_err(|e| format!("version {} ({at}): {e}", map.version))?;
+        grows(map, &mut last, false, &at).map_err(|e| Violation::new(e).version(map.version))?;
+        tiles(map).map_err(|e| Violation::new(format!("version {} ({at}): {e}", map.version)).version(map.version))?;
         by_version.insert(map.version, map);
     }
     for ev in events {
         let What::Sys(Sys::MapCommit { map, .. }) = &ev.what else { continue };
         match by_version.get(&map.version) {
             Some(d) if *d == map => {}
-            Some(_) => return Err(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))),
-            None => return Err(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))),
+            Some(_) => return Err(Violation::new(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))).at(ev.t_us).version(map.version)),
+            None => return Err(Violation::new(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))).at(ev.t_us).version(map.version)),
         }
     }
     Ok(())
