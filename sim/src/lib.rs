@@ -16,6 +16,7 @@
 //! | [`run`] | one seed, end to end |
 //! | [`schedule`] | a run's faults written out as an explicit schedule that replays it |
 //! | [`shrink`] | from a failing seed to a smallest schedule that still fails the same way |
+//! | [`timeline`] | a run drawn as one self-contained HTML page |
 //! | [`sweep`] | many seeds, in parallel, with a summary |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
@@ -30,5 +31,6 @@ pub mod scenario;
 pub mod schedule;
 pub mod shrink;
 pub mod sweep;
+pub mod timeline;
 pub mod workload;
 pub mod world;

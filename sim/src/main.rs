@@ -75,6 +75,28 @@ enum Command {
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
     },
+    /// Draw one run as a self-contained HTML page (inline SVG and a little script): a lane per
+    /// node (up, crashed, paused, cut off), per range its owner and epoch over time with moves,
+    /// splits and merges, faults as spans, client operations, handoff pauses, and the
+    /// violation's evidence with the events around it. Writes OUT (default
+    /// REPORT_DIR/timelines/<scenario>[-<mutation>]-seed-N.html).
+    Timeline {
+        /// The seed.
+        #[arg(long, allow_negative_numbers = true)]
+        seed: u64,
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Switch off one safety mechanism.
+        #[arg(long, value_parser = Mutation::parse)]
+        mutation: Option<Mutation>,
+        /// The HTML file to write.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Where timelines/ goes when --out is not given.
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
+    },
     /// Run seeds A..B (B excluded) in parallel and summarize.
     Sweep {
         /// Seed range `A..B`.
@@ -258,6 +280,35 @@ fn main() -> ExitCode {
             }
             println!("written: {}", path.display());
             println!("repro: cargo run --release -p partmap-sim -- run --seed {seed} --scenario {}{flag}", path.display());
+            ExitCode::SUCCESS
+        }
+        Command::Timeline { seed, scenario, mutation, out, report_dir } => {
+            let (scenario, scenario_label) = match load(scenario) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(64);
+                }
+            };
+            let opts = RunOptions { seed, scenario, scenario_label, mutation, trace: false, echo_header: false };
+            let report = match std::panic::catch_unwind(|| run_seed(&opts)) {
+                Ok(report) => report,
+                Err(_) => {
+                    eprintln!("HARNESS CRASH on seed {seed} (the panic message is above)");
+                    return ExitCode::from(3);
+                }
+            };
+            let path = out.unwrap_or_else(|| report_dir.join("timelines").join(format!("{}-seed-{seed}.html", sweep::report_stem(&opts))));
+            let html = partmap_sim::timeline::render(&report, &opts);
+            if let Err(e) = path.parent().filter(|d| !d.as_os_str().is_empty()).map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, html)) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(3);
+            }
+            for v in report.verdicts.iter().filter(|v| v.violation.is_some()) {
+                println!("property {}: VIOLATED: {}", v.property, v.violation.as_deref().unwrap_or(""));
+            }
+            println!("outcome={:?} trace_hash={:016x}", report.outcome(), report.trace_hash);
+            println!("timeline: {}", path.display());
             ExitCode::SUCCESS
         }
         Command::Sweep { seeds, scenario, jobs, mutation, report_dir } => {

@@ -251,18 +251,13 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
                             report.verdicts.iter().filter_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))).collect();
                         if !as_expected {
                             let path = failing_dir.join(format!("{stem}-seed-{seed}.log"));
-                            let mut text = report.header.join("\n");
-                            text.push('\n');
-                            for ev in &report.events {
-                                text.push_str(&ev.render());
-                                text.push('\n');
-                            }
-                            for (p, e) in &violations {
-                                let _ = writeln!(text, "VIOLATION {p}: {e}");
-                            }
-                            let _ = writeln!(text, "repro: {}", repro_command(&opts, seed));
-                            if let Err(e) = std::fs::create_dir_all(&failing_dir).and_then(|_| std::fs::write(&path, text)) {
-                                report_errors.lock().expect("report errors").push(format!("{}: {e}", path.display()));
+                            let timeline = failing_dir.join(format!("{stem}-seed-{seed}.html"));
+                            let text = failing_log(&report, &opts, &violations, &timeline);
+                            let html = crate::timeline::render(&report, &opts);
+                            let written = std::fs::create_dir_all(&failing_dir).and_then(|_| std::fs::write(&path, text)).map_err(|e| format!("{}: {e}", path.display()));
+                            let written = written.and_then(|_| std::fs::write(&timeline, html).map_err(|e| format!("{}: {e}", timeline.display())));
+                            if let Err(e) = written {
+                                report_errors.lock().expect("report errors").push(e);
                             }
                             bar.set_message(format!("seed {seed} FAILED"));
                         }
@@ -394,12 +389,33 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
 }
 
 /// The name reports of this sweep go under: the scenario's file stem, plus the mutation if any.
-fn report_stem(base: &RunOptions) -> String {
+pub fn report_stem(base: &RunOptions) -> String {
     let stem = scenario_stem(&base.scenario_label);
     match base.mutation {
         Some(m) => format!("{stem}-{}", m.name()),
         None => stem,
     }
+}
+
+/// A failing seed's log: the violations and the repro command first, then where its timeline
+/// is, the header (seed, knobs, drawn rates), and every event.
+pub fn failing_log(report: &crate::run::RunReport, opts: &RunOptions, violations: &[(String, String)], timeline: &std::path::Path) -> String {
+    let mut text = String::new();
+    if violations.is_empty() {
+        let _ = writeln!(text, "OUTCOME {:?} (expected {:?})", report.outcome(), opts.scenario.expect.outcome);
+    }
+    for (p, e) in violations {
+        let _ = writeln!(text, "VIOLATION {p}: {e}");
+    }
+    let _ = writeln!(text, "repro: {}", repro_command(opts, opts.seed));
+    let _ = writeln!(text, "timeline: {}", timeline.display());
+    text.push_str(&report.header.join("\n"));
+    text.push('\n');
+    for ev in &report.events {
+        text.push_str(&ev.render());
+        text.push('\n');
+    }
+    text
 }
 
 /// `scenarios/failover.json` → `failover`.
