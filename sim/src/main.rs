@@ -50,7 +50,8 @@ enum Command {
     /// Shrink a failing seed to a smallest schedule that still violates the same property:
     /// delta debugging over its faults, then shorter faults, later starts, a shorter and
     /// lighter workload and fewer nodes. Prints each step; writes the result to
-    /// REPORT_DIR/shrunk/<scenario>[-<mutation>]-seed-N.json.
+    /// REPORT_DIR/shrunk/<scenario>[-<mutation>]-seed-N.json. Exits 1 if the seed passes, 3 if
+    /// the harness panics, its schedule does not reproduce it, or the file cannot be written.
     Shrink {
         /// The failing seed.
         #[arg(long, allow_negative_numbers = true)]
@@ -261,7 +262,10 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return ExitCode::from(1);
+                    return ExitCode::from(match e {
+                        shrink::ShrinkError::Passes(_) => 1,
+                        shrink::ShrinkError::HarnessPanic(_) | shrink::ShrinkError::NotReproduced(_) => 3,
+                    });
                 }
             };
             let path = shrink::output_path(&report_dir, &opts.scenario_label, mutation, seed);

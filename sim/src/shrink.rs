@@ -18,7 +18,7 @@
 //!
 //! Numbers shrink as in Hypothesis and proptest: try the smallest value first, then values a
 //! quarter, a half and three quarters of the way back, and repeat from the best one that still
-//! fails. Rounds repeat until one changes nothing. Candidates run on `jobs` threads; the first
+//! fails. Rounds repeat until one changes nothing (at most [`MAX_ROUNDS`]). Candidates run on `jobs` threads; the first
 //! failing candidate *in order* is taken, so the result does not depend on which thread ends
 //! first.
 
@@ -30,6 +30,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
+
+/// Rounds of every pass at most: a round that changes nothing ends the search sooner.
+pub const MAX_ROUNDS: usize = 8;
 
 /// What to shrink and how.
 #[derive(Clone, Debug)]
@@ -330,17 +333,37 @@ fn describe_entries(all: &[crate::scenario::TimedFault], idx: &[usize]) -> Strin
     parts.join("; ")
 }
 
+/// Why a seed could not be shrunk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShrinkError {
+    /// The seed passes every property: nothing to shrink.
+    Passes(String),
+    /// The harness panicked on the seed.
+    HarnessPanic(String),
+    /// The seed's schedule does not fail as the seed did (a harness bug: something the nemesis
+    /// draws came from the run's generator).
+    NotReproduced(String),
+}
+
+impl std::fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkError::Passes(m) | ShrinkError::HarnessPanic(m) | ShrinkError::NotReproduced(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Shrink `opts.seed`'s failure (see the module doc). Prints each step with `opts.echo`.
 ///
-/// Errors: the seed passes (nothing to shrink), the harness panics on it, or its schedule does
-/// not reproduce the failure (a harness bug: the nemesis drew from the run's generator).
-pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, String> {
+/// Errors: [`ShrinkError`]: the seed passes (nothing to shrink), the harness panics on it, or
+/// its schedule does not reproduce the failure.
+pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, ShrinkError> {
     let started = Instant::now();
     let mutation = opts.mutation.map_or(String::new(), |m| format!(" with --mutation {}", m.name()));
     let run_opts = RunOptions { seed: opts.seed, scenario: opts.scenario.clone(), scenario_label: opts.scenario_label.clone(), mutation: opts.mutation, trace: false, echo_header: false };
-    let report = catch_unwind(AssertUnwindSafe(|| run_seed(&run_opts))).map_err(|_| format!("seed {} of {}{mutation}: the harness panicked (its message is above); nothing to shrink", opts.seed, opts.scenario_label))?;
+    let report = catch_unwind(AssertUnwindSafe(|| run_seed(&run_opts))).map_err(|_| ShrinkError::HarnessPanic(format!("seed {} of {}{mutation}: the harness panicked (its message is above); nothing to shrink", opts.seed, opts.scenario_label)))?;
     let Some((property, evidence)) = report.verdicts.iter().find_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))) else {
-        return Err(format!("seed {} of {}{mutation} passes every property: nothing to shrink", opts.seed, opts.scenario_label));
+        return Err(ShrinkError::Passes(format!("seed {} of {}{mutation} passes every property: nothing to shrink", opts.seed, opts.scenario_label)));
     };
     let emitted = crate::schedule::from_run(&report, &run_opts);
     let before = crate::schedule::counts(&emitted);
@@ -348,11 +371,23 @@ pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, String> {
     let mut search = Search { oracle: &oracle, best: emitted.clone(), evidence: evidence.clone(), steps: Vec::new(), started, echo: opts.echo };
     search.step(format!("seed {} of {}{mutation} violates {property}: {evidence}", opts.seed, opts.scenario_label));
     let Some(replayed) = oracle.fails(&emitted) else {
-        return Err(format!("the schedule of seed {} does not violate {property} as the seed did; the nemesis must draw from its own stream (nemesis::plan_rng)", opts.seed));
+        return Err(ShrinkError::NotReproduced(format!("the schedule of seed {} does not violate {property} as the seed did; the nemesis must draw from its own stream (nemesis::plan_rng)", opts.seed)));
     };
     search.evidence = replayed;
-    search.step(format!("schedule: {} faults and {} operator requests, workload {} s at {} ops/s, {} clients, {} frontends, {} servers, {} managers, {} ranges; the replay fails the same way", before.0, before.1, emitted.workload.duration_s, emitted.workload.ops_per_s, emitted.topology.clients, emitted.topology.frontends, emitted.topology.servers, emitted.topology.managers, emitted.topology.initial_ranges));
-    for round in 1..=3 {
+    let t = &emitted.topology;
+    search.step(format!(
+        "schedule: {} and {}, workload {} s at {} ops/s, {}, {}, {}, {}, {}; the replay fails the same way",
+        count(before.0, "fault"),
+        count(before.1, "operator request"),
+        emitted.workload.duration_s,
+        emitted.workload.ops_per_s,
+        count(t.clients as usize, "client"),
+        count(t.frontends as usize, "frontend"),
+        count(t.servers as usize, "server"),
+        count(t.managers as usize, "manager"),
+        count(t.initial_ranges as usize, "initial range"),
+    ));
+    for round in 1..=MAX_ROUNDS {
         let mut moved = search.ddmin();
         if !opts.faults_only {
             moved |= search.workload();
@@ -362,7 +397,7 @@ pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, String> {
         if !moved || oracle.spent() {
             break;
         }
-        if round < 3 {
+        if round < MAX_ROUNDS {
             search.step(format!("round {round} changed the scenario; another round"));
         }
     }
@@ -392,6 +427,11 @@ pub fn output_path(report_dir: &std::path::Path, label: &str, mutation: Option<M
     report_dir.join("shrunk").join(format!("{stem}-seed-{seed}.json"))
 }
 
+/// `1 fault`, `2 faults`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// `shrunk` with a description saying what it came from and how to run it, ready to write to
 /// `path`.
 pub fn describe_result(shrunk: &Shrunk, opts: &ShrinkOptions, path: &std::path::Path) -> Scenario {
@@ -402,23 +442,23 @@ pub fn describe_result(shrunk: &Shrunk, opts: &ShrinkOptions, path: &std::path::
     let t = &s.topology;
     let entries: Vec<String> = s.faults.schedule.iter().map(describe).collect();
     s.description = format!(
-        "Shrunk from seed {seed} of {label}{flag_text} by `partmap-sim shrink --seed {seed}{scenario_flag}{flag}` ({runs} runs): of the {bf} faults and {br} operator requests that seed injected, {af} faults and {ar} requests are left ({list}), in a {dur} s workload at {ops} ops/s with {clients} clients, {frontends} frontends, {servers} servers, {managers} managers and {ranges} initial ranges. Run with seed {seed}{flag_text}, it violates {property}: {evidence} Reproduce: `partmap-sim run --seed {seed} --scenario {path}{flag}`. The source scenario: {source}",
+        "Shrunk from seed {seed} of {label}{flag_text} by `partmap-sim shrink --seed {seed}{scenario_flag}{flag}` ({runs} runs): of the {bf} and {br} that seed injected, {af} and {ar} are left ({list}), in a {dur} s workload at {ops} ops/s with {clients}, {frontends}, {servers}, {managers} and {ranges}. Run with seed {seed}{flag_text}, it violates {property}: {evidence}. Reproduce: `partmap-sim run --seed {seed} --scenario {path}{flag}`. The source scenario: {source}",
         seed = opts.seed,
         label = opts.scenario_label,
         flag_text = opts.mutation.map_or(String::new(), |m| format!(" with --mutation {}", m.name())),
         runs = shrunk.runs,
-        bf = shrunk.before.0,
-        br = shrunk.before.1,
-        af = shrunk.after.0,
-        ar = shrunk.after.1,
+        bf = count(shrunk.before.0, "fault"),
+        br = count(shrunk.before.1, "operator request"),
+        af = count(shrunk.after.0, "fault"),
+        ar = count(shrunk.after.1, "request"),
         list = if entries.is_empty() { "none".to_string() } else { entries.join("; ") },
         dur = w.duration_s,
         ops = w.ops_per_s,
-        clients = t.clients,
-        frontends = t.frontends,
-        servers = t.servers,
-        managers = t.managers,
-        ranges = t.initial_ranges,
+        clients = count(t.clients as usize, "client"),
+        frontends = count(t.frontends as usize, "frontend"),
+        servers = count(t.servers as usize, "server"),
+        managers = count(t.managers as usize, "manager"),
+        ranges = count(t.initial_ranges as usize, "initial range"),
         property = shrunk.property,
         evidence = shrunk.evidence,
         path = path.display(),
