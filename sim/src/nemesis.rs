@@ -381,8 +381,9 @@ fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
 }
 
 /// The operator node (`operator`, not faulted): send each request of `actions` to the authority
-/// at its time, retrying a few times while it does not answer. A move names a key; the
-/// operator looks up its range in the map first.
+/// at its time, retrying a few times (500 ms apart) while it does not answer or refuses the
+/// request (e.g. before the leader bootstrapped the map). A move names a key; the operator
+/// looks up its range in the map first.
 pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::config::Knobs) {
     use partmap::ids::ServerId;
     use partmap::map::MapOp;
@@ -407,7 +408,7 @@ pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::confi
                 }
             };
             match rpc.call(lock, Msg::Admin { ops: vec![op] }, knobs.rpc_timeout_ms).await {
-                Ok(Msg::CasResult { .. }) => break,
+                Ok(Msg::CasResult { error: None, .. }) => break,
                 _ => sleep_ms(500).await,
             }
         }
