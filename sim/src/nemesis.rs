@@ -137,11 +137,6 @@ impl Fault {
             Fault::Drain(node) => FaultSpec::Drain { node: node.clone() },
         }
     }
-
-    /// Whether this is an operator request (`move` or `drain`) rather than a failure.
-    pub fn is_request(&self) -> bool {
-        matches!(self, Fault::MoveRequest(..) | Fault::Drain(_))
-    }
 }
 
 /// The nemesis's own random stream for a run of `seed`: the swarm topology, the per-seed rates

@@ -22,13 +22,21 @@ pub fn from_run(report: &RunReport, opts: &RunOptions) -> Scenario {
     s.faults.schedule = report.plan.iter().map(|p| TimedFault { at_ms: p.at_ms, duration_ms: p.duration_ms, fault: p.fault.spec() }).collect();
     let mutation = opts.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
     let (faults, requests) = counts(&s);
+    let scenario_flag = if opts.scenario_label.ends_with("(built-in)") { String::new() } else { format!(" --scenario {}", opts.scenario_label) };
     s.description = format!(
-        "Seed {seed} of {label}{mutation} as an explicit schedule: the topology, knobs and move strategy that seed drew, and the {faults} faults and {requests} operator requests its nemesis injected (random faults and requests off). Run it with the same seed (`partmap-sim run --seed {seed} --scenario FILE{mutation}`) to replay that run exactly. Written by `partmap-sim run --seed {seed} --emit-schedule`. The source scenario: {source}",
+        "Seed {seed} of {label}{mutation} as an explicit schedule: the topology, knobs and move strategy that seed drew, and the {faults} and {requests} its nemesis injected (random faults and requests off). Run it with the same seed (`partmap-sim run --seed {seed} --scenario FILE{mutation}`) to replay that run exactly. Written by `partmap-sim run --seed {seed}{scenario_flag}{mutation} --emit-schedule FILE`. The source scenario: {source}",
         seed = opts.seed,
         label = opts.scenario_label,
+        faults = count(faults, "fault"),
+        requests = count(requests, "operator request"),
         source = opts.scenario.description,
     );
     s
+}
+
+/// `1 fault`, `2 faults`: a count in words.
+pub(crate) fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Faults and operator requests (`move`, `drain`) in `s.faults.schedule`.

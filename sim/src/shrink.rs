@@ -24,6 +24,7 @@
 
 use crate::run::{run_seed, RunOptions, RunOutcome};
 use crate::scenario::{FaultSpec, Scenario};
+use crate::schedule::count;
 use partmap::config::Mutation;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -425,11 +426,6 @@ pub fn output_path(report_dir: &std::path::Path, label: &str, mutation: Option<M
         None => stem,
     };
     report_dir.join("shrunk").join(format!("{stem}-seed-{seed}.json"))
-}
-
-/// `1 fault`, `2 faults`.
-fn count(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// `shrunk` with a description saying what it came from and how to run it, ready to write to
