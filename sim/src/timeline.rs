@@ -83,6 +83,9 @@ fn fault_colour(f: &Fault) -> &'static str {
     }
 }
 
+/// One operation on a key the violation names: invoked and completed (µs), id, kind, outcome.
+type KeyOp = (u64, u64, OpId, ClientOp, Outcome);
+
 /// One injected fault with its span (end = when it was undone, or the heal).
 struct Span {
     fault: Fault,
@@ -296,9 +299,9 @@ fn around(events: &[Event], t_us: u64, evidence: &Evidence) -> String {
     let to = events.partition_point(|e| e.t_us <= t_us + 2_000_000);
     let mut out = String::new();
     let mut last_shown: Option<usize> = None;
-    for i in from..to {
+    for (i, ev) in events.iter().enumerate().take(to).skip(from) {
         let near = (lo..hi).contains(&i);
-        let hit = touches(&events[i], evidence);
+        let hit = touches(ev, evidence);
         if !near && !hit {
             continue;
         }
@@ -306,8 +309,8 @@ fn around(events: &[Event], t_us: u64, evidence: &Evidence) -> String {
             out.push_str("<li class=gap>…</li>");
         }
         last_shown = Some(i);
-        let class = if events[i].t_us == t_us { "now" } else if hit { "hit" } else { "" };
-        let _ = write!(out, "<li class=\"{class}\">{}</li>", esc(&line_of(&events[i])));
+        let class = if ev.t_us == t_us { "now" } else if hit { "hit" } else { "" };
+        let _ = write!(out, "<li class=\"{class}\">{}</li>", esc(&line_of(ev)));
     }
     out
 }
@@ -537,7 +540,7 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
     // [appends ok, unknown, fail, unavailable; reads ok, fail]
     let mut counts = vec![[0u32; 6]; n_buckets];
     let mut invoked_at: BTreeMap<OpId, u64> = BTreeMap::new();
-    let mut key_ops: BTreeMap<Key, Vec<(u64, u64, OpId, ClientOp, Outcome)>> = BTreeMap::new();
+    let mut key_ops: BTreeMap<Key, Vec<KeyOp>> = BTreeMap::new();
     for ev in events {
         match &ev.what {
             What::Invoke { id, .. } => {

@@ -68,14 +68,14 @@ pub struct Evidence {
 pub struct Violation {
     /// The smallest evidence, in words.
     pub message: String,
-    /// What the message cites, as values.
-    pub evidence: Evidence,
+    /// What the message cites, as values (boxed: a checker's `Result` stays small).
+    pub evidence: Box<Evidence>,
 }
 
 impl Violation {
     /// A violation with `message` and no evidence values yet.
     pub fn new(message: impl Into<String>) -> Violation {
-        Violation { message: message.into(), evidence: Evidence::default() }
+        Violation { message: message.into(), evidence: Box::default() }
     }
 
     /// Cite simulated time `t_us` (µs).
@@ -173,7 +173,7 @@ impl View {
     pub fn of(property: &'static str, view: &'static str, finding: Result<(), Violation>) -> View {
         match finding {
             Ok(()) => View { property, view, violation: None, evidence: Evidence::default() },
-            Err(v) => View { property, view, violation: Some(v.message), evidence: v.evidence },
+            Err(v) => View { property, view, violation: Some(v.message), evidence: *v.evidence },
         }
     }
 }
