@@ -17,6 +17,16 @@ transfer:
 repro seed scenario="scenarios/swarm.json" *args="":
     cargo run --release -p partmap-sim -- run --seed {{seed}} --scenario {{scenario}} --trace {{args}}
 
+# Shrink a failing seed to a smallest schedule that still fails the same way (written to
+# reports/shrunk/). Example: just shrink 0 scenarios/cut-off-owner.json --mutation server-ignores-lease-expiry
+shrink seed scenario="scenarios/swarm.json" *args="":
+    cargo run --release -p partmap-sim -- shrink --seed {{seed}} --scenario {{scenario}} {{args}}
+
+# Draw one run as a self-contained HTML timeline (written to reports/timelines/).
+# Example: just timeline 0 scenarios/paused-owner.json --mutation server-skips-authority-check
+timeline seed scenario="scenarios/swarm.json" *args="":
+    cargo run --release -p partmap-sim -- timeline --seed {{seed}} --scenario {{scenario}} {{args}}
+
 # Unit, property, golden and simulation tests (the README's test command).
 test:
     cargo test --workspace --release

@@ -354,6 +354,10 @@ pub enum MapError {
     NoTransfer(RangeId),
     /// A move op that does not fit the transfer's phase (or a second move of one range).
     WrongPhase(RangeId),
+    /// An operator request before the leader bootstrapped the map: committing it would make a
+    /// map version with no rows, which tiles nothing (found by seeds 622 and 1415 of
+    /// `swarm.json`, a drain sent 10 ms after the start).
+    NotBootstrapped,
 }
 
 impl fmt::Display for MapError {
@@ -622,6 +626,9 @@ impl PartitionMap {
                 self.move_requests.insert(*range, *to);
             }
             MapOp::Drain { server, on } => {
+                if self.rows.is_empty() {
+                    return Err(MapError::NotBootstrapped);
+                }
                 if *on {
                     self.draining.insert(*server);
                 } else {
@@ -699,6 +706,19 @@ mod tests {
         assert_eq!(map.lookup(b"g").unwrap().id, RangeId(2));
         assert_eq!(map.lookup(b"zzz").unwrap().id, RangeId(3));
         assert_eq!(map.version, 1);
+    }
+
+    /// Seeds 622 and 1415 of swarm.json: an operator's drain reached the authority before the
+    /// leader's bootstrap and committed version 1 with no rows. It must be refused instead.
+    #[test]
+    fn map_refuses_an_operator_request_before_the_bootstrap() {
+        let mut map = PartitionMap::default();
+        assert_eq!(map.apply_batch(&[MapOp::Drain { server: ServerId(3), on: true }]), Err(MapError::NotBootstrapped));
+        assert_eq!(map, PartitionMap::default(), "nothing changes");
+        assert!(map.apply_batch(&[MapOp::RequestMove { range: RangeId(1), to: ServerId(2) }]).is_err());
+        let mut map = boot(&["m"]);
+        map.apply_batch(&[MapOp::Drain { server: ServerId(3), on: true }]).unwrap();
+        assert!(map.draining.contains(&ServerId(3)));
     }
 
     #[test]

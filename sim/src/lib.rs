@@ -9,15 +9,18 @@
 //! | [`world`] | the world builder: named nodes, addresses, disks; kill, restart, cut links |
 //! | [`nemesis`] | fault schedules: explicit, or drawn from the seed with per-seed rates (swarm) |
 //! | [`workload`] | clients and their history; the heal-phase probe and final reads |
-//! | [`events`] | the tracing layer that collects the event stream; the trace hash |
+//! | [`events`] | the typed history of a run (control-plane and harness events); the trace hash |
 //! | [`coverage`] | which fault met which step of a flow, per run and per sweep |
 //! | [`handoff`] | the write pause and bytes copied of every planned move |
-//! | [`check`] | the properties: `single_writer`, `no_lost_append`, `map_tiles`, `liveness` |
+//! | [`check`] | the properties and their views: `single_writer`, `no_lost_append`, `reads_consistent`, `map_tiles`, `manager_exclusive` |
 //! | [`run`] | one seed, end to end |
 //! | [`seeds`] | which seeds a sweep runs: a range or a seeds file, one shard of it |
 //! | [`sweep`] | many seeds, in parallel, stopped by a time budget or a signal |
 //! | [`summary`] | the versioned JSON summary: a record per seed, totals, merge, the table |
 //! | [`junit`] | a summary as a JUnit report |
+//! | [`schedule`] | a run's faults written out as an explicit schedule that replays it |
+//! | [`shrink`] | from a failing seed to a smallest schedule that still fails the same way |
+//! | [`timeline`] | a run drawn as one self-contained HTML page |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
 #![deny(missing_docs)]
@@ -32,6 +35,9 @@ pub mod run;
 pub mod scenario;
 pub mod seeds;
 pub mod summary;
+pub mod schedule;
+pub mod shrink;
 pub mod sweep;
+pub mod timeline;
 pub mod workload;
 pub mod world;

@@ -11,6 +11,7 @@ use partmap_sim::seeds::{read_seeds_file, SeedSelection, Shard, Source};
 use partmap_sim::summary::{self, Summary};
 use partmap_sim::sweep::{self, Stop, SweepConfig};
 use partmap_sim::mutants;
+use partmap_sim::shrink::{self, ShrinkOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -46,6 +47,62 @@ enum Command {
         /// Switch off one safety mechanism (to prove a checker catches it).
         #[arg(long, value_parser = Mutation::parse)]
         mutation: Option<Mutation>,
+        /// Also write the run as a scenario file whose explicit `faults.schedule` holds every
+        /// fault and operator request the seed injected, with the topology and knobs it drew;
+        /// run with the same seed it replays this run exactly.
+        #[arg(long, value_name = "FILE")]
+        emit_schedule: Option<PathBuf>,
+    },
+    /// Shrink a failing seed to a smallest schedule that still violates the same property:
+    /// delta debugging over its faults, then shorter faults, later starts, a shorter and
+    /// lighter workload and fewer nodes. Prints each step; writes the result to
+    /// REPORT_DIR/shrunk/<scenario>[-<mutation>]-seed-N.json. Exits 1 if the seed passes, 3 if
+    /// the harness panics, its schedule does not reproduce it, or the file cannot be written.
+    Shrink {
+        /// The failing seed.
+        #[arg(long, allow_negative_numbers = true)]
+        seed: u64,
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// The mutation the seed fails under, if any.
+        #[arg(long, value_parser = Mutation::parse)]
+        mutation: Option<Mutation>,
+        /// Worker threads (each runs whole candidates).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
+        /// At most this many runs in all; then the smallest schedule found so far is written.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+        max_runs: u64,
+        /// Only remove faults (delta debugging); leave durations, starts, workload and
+        /// topology alone.
+        #[arg(long)]
+        faults_only: bool,
+        /// Where shrunk/ goes.
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
+    },
+    /// Draw one run as a self-contained HTML page (inline SVG and a little script): a lane per
+    /// node (up, crashed, paused, cut off), per range its owner and epoch over time with moves,
+    /// splits and merges, faults as spans, client operations, handoff pauses, and the
+    /// violation's evidence with the events around it. Writes OUT (default
+    /// REPORT_DIR/timelines/<scenario>[-<mutation>]-seed-N.html).
+    Timeline {
+        /// The seed.
+        #[arg(long, allow_negative_numbers = true)]
+        seed: u64,
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Switch off one safety mechanism.
+        #[arg(long, value_parser = Mutation::parse)]
+        mutation: Option<Mutation>,
+        /// The HTML file to write.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Where timelines/ goes when --out is not given.
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
     },
     /// Run many seeds in parallel and summarize: a range (`--seeds A..B`) or a seeds file,
     /// optionally one shard of it, optionally within a time budget. Writes a JSON summary with a
@@ -169,7 +226,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Run { seed, scenario, trace, mutation } => {
+        Command::Run { seed, scenario, trace, mutation, emit_schedule } => {
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -224,6 +281,15 @@ fn main() -> ExitCode {
             if opts.mutation.is_some() {
                 println!("checkers as before issue 12: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
             }
+            if let Some(path) = &emit_schedule {
+                let s = partmap_sim::schedule::from_run(&report, &opts);
+                let (faults, requests) = partmap_sim::schedule::counts(&s);
+                if let Err(e) = partmap_sim::schedule::write(path, &s) {
+                    eprintln!("error: --emit-schedule: cannot write {e}");
+                    return ExitCode::from(3);
+                }
+                println!("schedule: {} ({faults} faults, {requests} operator requests; replay with --seed {seed})", path.display());
+            }
             let outcome = report.outcome();
             println!("outcome={outcome:?} expected={:?}", opts.scenario.expect.outcome);
             println!("trace_hash={:016x}", report.trace_hash);
@@ -234,6 +300,72 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::from(outcome.exit_code() as u8)
             }
+        }
+        Command::Shrink { seed, scenario, mutation, jobs, max_runs, faults_only, report_dir } => {
+            let (scenario, scenario_label) = match load(scenario) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(64);
+                }
+            };
+            let opts = ShrinkOptions { seed, scenario, scenario_label, mutation, jobs: jobs as usize, max_runs: max_runs as usize, faults_only, echo: true };
+            let shrunk = match shrink::shrink(&opts) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(match e {
+                        shrink::ShrinkError::Passes(_) => 1,
+                        shrink::ShrinkError::HarnessPanic(_) | shrink::ShrinkError::NotReproduced(_) => 3,
+                    });
+                }
+            };
+            let path = shrink::output_path(&report_dir, &opts.scenario_label, mutation, seed);
+            let described = shrink::describe_result(&shrunk, &opts, &path);
+            if let Err(e) = partmap_sim::schedule::write(&path, &described) {
+                eprintln!("error: cannot write the shrunk scenario: {e}");
+                return ExitCode::from(3);
+            }
+            let flag = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+            println!(
+                "shrunk: faults {} -> {}, operator requests {} -> {}, in {} runs, {:.1} s; {} still violated: {}",
+                shrunk.before.0, shrunk.after.0, shrunk.before.1, shrunk.after.1, shrunk.runs, shrunk.wall_s, shrunk.property, shrunk.evidence
+            );
+            for f in &described.faults.schedule {
+                println!("  {}", shrink::describe(f));
+            }
+            println!("written: {}", path.display());
+            println!("repro: cargo run --release -p partmap-sim -- run --seed {seed} --scenario {}{flag}", path.display());
+            ExitCode::SUCCESS
+        }
+        Command::Timeline { seed, scenario, mutation, out, report_dir } => {
+            let (scenario, scenario_label) = match load(scenario) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(64);
+                }
+            };
+            let opts = RunOptions { seed, scenario, scenario_label, mutation, trace: false, echo_header: false };
+            let report = match std::panic::catch_unwind(|| run_seed(&opts)) {
+                Ok(report) => report,
+                Err(_) => {
+                    eprintln!("HARNESS CRASH on seed {seed} (the panic message is above)");
+                    return ExitCode::from(3);
+                }
+            };
+            let path = out.unwrap_or_else(|| report_dir.join("timelines").join(format!("{}-seed-{seed}.html", sweep::report_stem(&opts))));
+            let html = partmap_sim::timeline::render(&report, &opts);
+            if let Err(e) = path.parent().filter(|d| !d.as_os_str().is_empty()).map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, html)) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(3);
+            }
+            for v in report.verdicts.iter().filter(|v| v.violation.is_some()) {
+                println!("property {}: VIOLATED: {}", v.property, v.violation.as_deref().unwrap_or(""));
+            }
+            println!("outcome={:?} trace_hash={:016x}", report.outcome(), report.trace_hash);
+            println!("timeline: {}", path.display());
+            ExitCode::SUCCESS
         }
         Command::Sweep { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir } => {
             let (scenario, scenario_label) = match load(scenario) {

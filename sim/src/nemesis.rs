@@ -94,6 +94,64 @@ impl Fault {
     }
 }
 
+impl Fault {
+    /// The fault a schedule entry names. `spec` must be validated ([`Scenario::validate`]):
+    /// a `delay_next` of an unknown message kind panics.
+    pub fn from_spec(spec: &FaultSpec) -> Fault {
+        match spec {
+            FaultSpec::Crash { node } => Fault::Crash(node.clone()),
+            FaultSpec::Isolate { node } => Fault::Isolate(node.clone()),
+            FaultSpec::Split { side } => Fault::Split(side.clone()),
+            FaultSpec::OneWay { from, to } => Fault::OneWay(from.clone(), to.clone()),
+            FaultSpec::Delay { from, to } => Fault::Delay(from.clone(), to.clone()),
+            FaultSpec::Duplicate { from, to } => Fault::Duplicate(from.clone(), to.clone()),
+            FaultSpec::Pause { node } => Fault::Pause(node.clone()),
+            FaultSpec::SlowDisk { node, extra_ms } => Fault::SlowDisk(node.clone(), *extra_ms),
+            FaultSpec::Corrupt { from, to } => Fault::Corrupt(from.clone(), to.clone()),
+            FaultSpec::Reorder { from, to } => Fault::Reorder(from.clone(), to.clone()),
+            FaultSpec::DelayNext { from, to, message } => {
+                let kind = partmap::msg::Msg::KIND_NAMES.iter().find(|k| **k == message.as_str()).expect("validated");
+                Fault::DelayNext(from.clone(), to.clone(), kind)
+            }
+            FaultSpec::Move { key, to } => Fault::MoveRequest(key.clone(), to.clone()),
+            FaultSpec::Drain { node } => Fault::Drain(node.clone()),
+        }
+    }
+
+    /// The scenario-file form of this fault (`faults.schedule[i].fault`), the inverse of the
+    /// conversion [`draw`] applies to a schedule entry.
+    pub fn spec(&self) -> FaultSpec {
+        match self {
+            Fault::Crash(node) => FaultSpec::Crash { node: node.clone() },
+            Fault::Isolate(node) => FaultSpec::Isolate { node: node.clone() },
+            Fault::Split(side) => FaultSpec::Split { side: side.clone() },
+            Fault::OneWay(from, to) => FaultSpec::OneWay { from: from.clone(), to: to.clone() },
+            Fault::Delay(from, to) => FaultSpec::Delay { from: from.clone(), to: to.clone() },
+            Fault::Duplicate(from, to) => FaultSpec::Duplicate { from: from.clone(), to: to.clone() },
+            Fault::Pause(node) => FaultSpec::Pause { node: node.clone() },
+            Fault::SlowDisk(node, extra_ms) => FaultSpec::SlowDisk { node: node.clone(), extra_ms: *extra_ms },
+            Fault::Corrupt(from, to) => FaultSpec::Corrupt { from: from.clone(), to: to.clone() },
+            Fault::Reorder(from, to) => FaultSpec::Reorder { from: from.clone(), to: to.clone() },
+            Fault::DelayNext(from, to, kind) => FaultSpec::DelayNext { from: from.clone(), to: to.clone(), message: kind.to_string() },
+            Fault::MoveRequest(key, to) => FaultSpec::Move { key: key.clone(), to: to.clone() },
+            Fault::Drain(node) => FaultSpec::Drain { node: node.clone() },
+        }
+    }
+}
+
+/// The nemesis's own random stream for a run of `seed`: the swarm topology, the per-seed rates
+/// and every random fault and operator request are drawn from it, never from the run's
+/// (madsim's) generator, which the workload, the network and the nodes draw from. So a run of
+/// the same seed with the drawn faults written out as an explicit schedule
+/// (`run --emit-schedule`) draws exactly what the random run drew and replays it bit for bit,
+/// and removing a fault from that schedule does not reshuffle the others. Xoshiro256++, the
+/// generator madsim uses, seeded with `seed` mixed with a constant that names the stream.
+pub fn plan_rng(seed: u64) -> rand_xoshiro::Xoshiro256PlusPlus {
+    use madsim::rand::SeedableRng;
+    // "nemesis!" in ASCII: a fixed, documented stream apart from madsim's own seeding.
+    rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321)
+}
+
 /// A fault at a time, for a duration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Planned {
@@ -159,25 +217,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
     let duration_ms = scenario.workload.duration_s * 1000;
     let mut plan = FaultPlan::default();
     for tf in &scenario.faults.schedule {
-        let fault = match &tf.fault {
-            FaultSpec::Crash { node } => Fault::Crash(node.clone()),
-            FaultSpec::Isolate { node } => Fault::Isolate(node.clone()),
-            FaultSpec::Split { side } => Fault::Split(side.clone()),
-            FaultSpec::OneWay { from, to } => Fault::OneWay(from.clone(), to.clone()),
-            FaultSpec::Delay { from, to } => Fault::Delay(from.clone(), to.clone()),
-            FaultSpec::Duplicate { from, to } => Fault::Duplicate(from.clone(), to.clone()),
-            FaultSpec::Pause { node } => Fault::Pause(node.clone()),
-            FaultSpec::SlowDisk { node, extra_ms } => Fault::SlowDisk(node.clone(), *extra_ms),
-            FaultSpec::Corrupt { from, to } => Fault::Corrupt(from.clone(), to.clone()),
-            FaultSpec::Reorder { from, to } => Fault::Reorder(from.clone(), to.clone()),
-            FaultSpec::DelayNext { from, to, message } => {
-                let kind = partmap::msg::Msg::KIND_NAMES.iter().find(|k| **k == message.as_str()).expect("validated");
-                Fault::DelayNext(from.clone(), to.clone(), kind)
-            }
-            FaultSpec::Move { key, to } => Fault::MoveRequest(key.clone(), to.clone()),
-            FaultSpec::Drain { node } => Fault::Drain(node.clone()),
-        };
-        plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault });
+        plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault: Fault::from_spec(&tf.fault) });
     }
     if let Some(random) = &scenario.faults.random {
         plan.crash_per_min = uniform_f(rng, random.crash_per_min);
@@ -346,8 +386,9 @@ fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
 }
 
 /// The operator node (`operator`, not faulted): send each request of `actions` to the authority
-/// at its time, retrying a few times while it does not answer. A move names a key; the
-/// operator looks up its range in the map first.
+/// at its time, retrying a few times (500 ms apart) while it does not answer or refuses the
+/// request (e.g. before the leader bootstrapped the map). A move names a key; the operator
+/// looks up its range in the map first.
 pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::config::Knobs) {
     use partmap::ids::ServerId;
     use partmap::map::MapOp;
@@ -372,7 +413,7 @@ pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::confi
                 }
             };
             match rpc.call(lock, Msg::Admin { ops: vec![op] }, knobs.rpc_timeout_ms).await {
-                Ok(Msg::CasResult { .. }) => break,
+                Ok(Msg::CasResult { error: None, .. }) => break,
                 _ => sleep_ms(500).await,
             }
         }

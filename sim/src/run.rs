@@ -143,6 +143,12 @@ pub struct RunReport {
     pub reshapes: BTreeMap<String, u64>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
+    /// The scenario as run: the topology and move strategy drawn for this seed (no `swarm`
+    /// section, no `per-seed` strategy left).
+    pub scenario_run: Scenario,
+    /// Every fault and operator request the nemesis planned (drawn or scheduled), sorted by
+    /// start time; some may not have been injected (a crash of a node already down).
+    pub plan: Vec<nemesis::Planned>,
 }
 
 impl RunReport {
@@ -282,7 +288,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let sim = rt.block_on(simulate(opts.clone()));
     drop(rt);
     let events = crate::events::finish();
-    let Simulated { header, probe, stored, durable_map, faults, sim_ms } = sim;
+    let Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
         let What::Complete { op, id, outcome, .. } = &ev.what else { continue };
@@ -309,14 +315,17 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let served = &probe.served;
     let views = judge(&events, served, &stored, &durable_map);
     let legacy = opts.mutation.and_then(|_| legacy_violation(&events, &views, served, &stored));
-    let first = |p: &str| views.iter().filter(|v| v.property == p).find_map(|v| v.violation.clone());
+    let verdict = |property: &'static str| {
+        let first = views.iter().find(|v| v.property == property && v.violation.is_some());
+        Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
+    };
     let verdicts = vec![
-        Verdict { property: "single_writer", kind: Kind::Always, violation: first("single_writer") },
-        Verdict { property: "no_lost_append", kind: Kind::Always, violation: first("no_lost_append") },
-        Verdict { property: "reads_consistent", kind: Kind::Always, violation: first("reads_consistent") },
-        Verdict { property: "map_tiles", kind: Kind::Always, violation: first("map_tiles") },
-        Verdict { property: "manager_exclusive", kind: Kind::Always, violation: first("manager_exclusive") },
-        Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness },
+        verdict("single_writer"),
+        verdict("no_lost_append"),
+        verdict("reads_consistent"),
+        verdict("map_tiles"),
+        verdict("manager_exclusive"),
+        Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness, evidence: Default::default() },
     ];
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
@@ -340,6 +349,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         superseded_handoffs,
         reshapes,
         events,
+        scenario_run,
+        plan,
     }
 }
 
@@ -359,7 +370,7 @@ pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stor
     }
     let clients: Vec<Event> = events.iter().filter(|e| !matches!(&e.what, What::Complete { op: ClientOp::Read, id, .. } if id.client == 0)).cloned().collect();
     if let Err(e) = check::reads_consistent::check(&clients, stored, None) {
-        return Some(e);
+        return Some(e.message);
     }
     let mut count: BTreeMap<&partmap::ids::Key, u64> = BTreeMap::new();
     let mut probed = std::collections::BTreeSet::new();
@@ -390,7 +401,7 @@ pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stor
 /// stored views of the final content disagree on a key that was read, `no_lost_append` fails on
 /// the disagreement.
 pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
-    let view = |property, view, violation: Result<(), String>| View { property, view, violation: violation.err() };
+    let view = View::of;
     // The keys the final reads answered; one they could not read fails liveness, not this.
     let read: std::collections::BTreeSet<partmap::ids::Key> = served.keys().cloned().collect();
     let mut views = vec![
@@ -405,7 +416,7 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
         view("manager_exclusive", "announced", check::manager_exclusive::check(events)),
     ];
     let disagreement = check::no_lost_append::disagreement(served, stored).map(|d| format!("the served and stored views disagree: {d}"));
-    views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement });
+    views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });
     views
 }
 
@@ -443,12 +454,18 @@ struct Simulated {
     durable_map: Vec<partmap::lock::LockRecord>,
     faults: BTreeMap<&'static str, u64>,
     sim_ms: u64,
+    scenario_run: Scenario,
+    plan: Vec<nemesis::Planned>,
 }
 
 async fn simulate(opts: RunOptions) -> Simulated {
     // The seed decides everything from here on: first the topology (swarm scenarios), then the
     // clocks and the faults. The header is printed before any node runs.
-    let s = opts.scenario.draw_swarm(&mut madsim::rand::thread_rng());
+    // Topology, rates and faults come from the nemesis's own stream (see
+    // `nemesis::plan_rng`), so the run's generator draws the same whether the faults are
+    // random or written out as a schedule.
+    let mut plan_rng = nemesis::plan_rng(opts.seed);
+    let s = opts.scenario.draw_swarm(&mut plan_rng);
     let mut knobs = s.node_knobs();
     knobs.mutation = opts.mutation;
     let mut header = header(&opts, &s, &knobs);
@@ -463,7 +480,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
         by_role.entry(node.role).or_default().push(node.name.clone());
     }
     by_role.remove(&Role::Frontend);
-    let plan = nemesis::draw(&s, &by_role, &mut madsim::rand::thread_rng());
+    let plan = nemesis::draw(&s, &by_role, &mut plan_rng);
     header.push(drawn_line(&plan));
     if opts.echo_header {
         // Before any node runs, so the header precedes the trace.
@@ -549,5 +566,5 @@ async fn simulate(opts: RunOptions) -> Simulated {
         handle.kill(id);
     }
     sleep_ms(1).await;
-    Simulated { header, probe, stored, durable_map, faults, sim_ms }
+    Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run: s, plan: plan.faults }
 }

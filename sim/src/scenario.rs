@@ -38,6 +38,7 @@ pub struct Scenario {
     pub expect: Expect,
     /// Swarm testing of the topology: when present, each seed draws its servers, frontends and
     /// initial ranges from these ranges (the `topology` values for them are then ignored).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<Swarm>,
 }
 
@@ -166,6 +167,10 @@ pub struct ScriptedAppend {
 
 fn one() -> u32 {
     1
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Planned moves: the copy strategy and its knobs, and what starts moves.
@@ -309,7 +314,7 @@ pub struct TimedFault {
     pub at_ms: u64,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
     /// 1..=3600000; required for every kind but `move`, which must leave it out.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub duration_ms: u64,
     /// What goes wrong.
     pub fault: FaultSpec,

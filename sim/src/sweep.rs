@@ -135,7 +135,7 @@ pub fn scenario_stem(label: &str) -> String {
 }
 
 /// The name failing logs of this sweep go under: the scenario's stem, plus the mutation if any.
-fn log_stem(base: &RunOptions) -> String {
+pub fn report_stem(base: &RunOptions) -> String {
     let stem = scenario_stem(&base.scenario_label);
     match base.mutation {
         Some(m) => format!("{stem}-{}", m.name()),
@@ -147,7 +147,7 @@ fn log_stem(base: &RunOptions) -> String {
 /// `report_dir/sweep-<scenario>[-<mutation>][-shard-K-of-N].json`.
 pub fn summary_path(base: &RunOptions, seeds: &SeedSelection, report_dir: &Path) -> PathBuf {
     let shard = seeds.shard.map_or(String::new(), |s| format!("-shard-{}-of-{}", s.index, s.count));
-    report_dir.join(format!("sweep-{}{shard}.json", log_stem(base)))
+    report_dir.join(format!("sweep-{}{shard}.json", report_stem(base)))
 }
 
 /// Check that every report of the sweep can be written: the report folder and its `failing/`
@@ -175,23 +175,24 @@ pub fn check_writable(cfg: &SweepConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Write a failing seed's log: its header (seed and knobs first), then the outcome, each
-/// violation and the repro command, then every event, then the violations again (at the end of
-/// a file of megabytes, where a reader of its tail looks).
-fn write_failing_log(path: &Path, report: &crate::run::RunReport, record: &SeedRecord, expected: crate::scenario::ExpectedOutcome) -> std::io::Result<()> {
+/// Write a failing seed's log: the outcome, each violation, the repro command and the path of
+/// its timeline first, then its header (seed and knobs), then every event, then the violations
+/// again (at the end of a file of megabytes, where a reader of its tail looks).
+fn write_failing_log(path: &Path, report: &crate::run::RunReport, record: &SeedRecord, expected: crate::scenario::ExpectedOutcome, timeline: &Path) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for line in &report.header {
-        writeln!(f, "{line}")?;
-    }
     let verdict = |f: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {
         writeln!(f, "outcome={:?} expected={expected:?}", record.outcome)?;
         for (p, e) in record.violations() {
             writeln!(f, "VIOLATION {p}: {e}")?;
         }
-        writeln!(f, "repro: {}", record.repro)
+        writeln!(f, "repro: {}", record.repro)?;
+        writeln!(f, "timeline: {}", timeline.display())
     };
     verdict(&mut f)?;
+    for line in &report.header {
+        writeln!(f, "{line}")?;
+    }
     writeln!(f, "--- events ({}) ---", report.events.len())?;
     for ev in &report.events {
         writeln!(f, "{}", ev.render())?;
@@ -246,8 +247,13 @@ impl Shared {
                 let record = SeedRecord::of(&opts, &report);
                 if !record.as_expected {
                     let path = self.failing_dir.join(format!("{}-seed-{seed}.log", self.stem));
-                    if let Err(e) = std::fs::create_dir_all(&self.failing_dir).and_then(|_| write_failing_log(&path, &report, &record, opts.scenario.expect.outcome)) {
-                        self.report_errors.lock().expect("report errors").push(format!("{}: {e}", path.display()));
+                    let timeline = self.failing_dir.join(format!("{}-seed-{seed}.html", self.stem));
+                    let written = std::fs::create_dir_all(&self.failing_dir)
+                        .and_then(|_| write_failing_log(&path, &report, &record, opts.scenario.expect.outcome, &timeline))
+                        .map_err(|e| format!("{}: {e}", path.display()))
+                        .and_then(|_| std::fs::write(&timeline, crate::timeline::render(&report, &opts)).map_err(|e| format!("{}: {e}", timeline.display())));
+                    if let Err(e) = written {
+                        self.report_errors.lock().expect("report errors").push(e);
                     }
                     self.bar.set_message(format!("seed {seed} FAILED"));
                 }
@@ -292,12 +298,12 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
     check_writable(cfg)?;
     let started = Instant::now();
     let failing_dir = cfg.report_dir.join("failing");
-    let stem = log_stem(base);
+    let stem = report_stem(base);
     if let Ok(entries) = std::fs::read_dir(&failing_dir) {
         let prefix = format!("{stem}-seed-");
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let seed = name.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".log")).and_then(|s| s.parse::<u64>().ok());
+            let seed = name.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".log").or_else(|| r.strip_suffix(".html"))).and_then(|s| s.parse::<u64>().ok());
             if seed.is_some_and(|s| seeds.shard.is_none() || seeds.contains(s)) {
                 let _ = std::fs::remove_file(entry.path());
             }

@@ -290,3 +290,24 @@ fn ci_workflow_runs_the_readme_commands() {
         assert!(readme.lines().any(|l| l.trim() == c), "the workflow runs `{c}`, which the README does not show");
     }
 }
+
+#[test]
+fn cli_shrink_of_a_passing_seed_says_so_and_exits_1() {
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/paused-owner.json");
+    let (code, out, err) = sim(&["shrink", "--seed", "1", "--scenario", scenario, "--max-runs", "5"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("passes every property: nothing to shrink") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn cli_emit_schedule_to_an_unwritable_path_names_the_flag_and_exits_3() {
+    let dir = std::env::temp_dir().join(format!("partmap-cli-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let target = file.join("schedule.json");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/paused-owner.json");
+    let (code, out, err) = sim(&["run", "--seed", "1", "--scenario", scenario, "--emit-schedule", target.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("--emit-schedule: cannot write") && !err.contains("panicked"), "{err}");
+}

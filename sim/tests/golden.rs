@@ -127,3 +127,19 @@ fn golden_held_store_append_is_refused_by_the_fence() {
         assert!(report.coverage.get("delayed_write_after_fence").is_some_and(|n| *n > 0), "seed {seed}: {:?}", report.coverage);
     }
 }
+
+/// Seeds 622 and 1415 of swarm.json, shrunk: an operator's drain reached the authority before
+/// the leader's bootstrap and was committed to the empty map (a version with no rows). It must
+/// be refused, retried once the map has rows, and take effect then.
+#[test]
+fn golden_drain_before_bootstrap_is_refused_then_retried() {
+    use partmap::ids::ServerId;
+    for seed in 1..=3 {
+        let report = run_seed(&RunOptions { seed, ..scenario("drain-before-bootstrap.json") });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
+        let refused = sys(&report).any(|(_, e)| matches!(e, Sys::CasRefused { leader_epoch: 0, reason, .. } if reason.contains("NotBootstrapped")));
+        assert!(refused, "seed {seed}: the early drain was not refused");
+        let drained = sys(&report).any(|(_, e)| matches!(e, Sys::MapCommit { leader_epoch: 0, map } if !map.rows.is_empty() && map.draining.contains(&ServerId(3))));
+        assert!(drained, "seed {seed}: the retried drain never took effect");
+    }
+}

@@ -63,9 +63,18 @@ fn sweep_swarm_default_holds_and_faults_meet_every_flow() {
     let base = RunOptions { scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(0) };
     let summary = sweep(&base, 0, 40, 2, &report_dir(), false);
     assert!(summary.totals.crashed == 0 && summary.totals.failing == 0, "{}", render(&summary));
-    // Found by the 5000-seed sweep: a leader term the authority recovered from a torn write was
-    // never announced, and manager_exclusive took its holder's commits for a deposed leader's.
-    let recovered = run_seed(&RunOptions { seed: 741, ..base.clone() });
+    // Found by the 5000-seed sweep (seed 741 before the nemesis drew from its own stream): a
+    // leader term the authority recovered from a torn write was never announced, and
+    // manager_exclusive took its holder's commits for a deposed leader's. Seed 151 has that
+    // situation now: lock-1 crashes with the term's record surviving unsynced.
+    let recovered = run_seed(&RunOptions { seed: 151, ..base.clone() });
+    use partmap_sim::events::{Sys, What};
+    let announced: Vec<(u32, u64)> = recovered.events.iter().filter_map(|e| match &e.what {
+        What::Sys(Sys::Leader { manager, leader_epoch }) => Some((*manager, *leader_epoch)),
+        _ => None,
+    }).collect();
+    let unannounced = recovered.events.iter().any(|e| matches!(&e.what, What::Sys(Sys::LeaderRecovered { manager, leader_epoch }) if *leader_epoch > 0 && !announced.contains(&(*manager, *leader_epoch))));
+    assert!(unannounced, "seed 151 no longer recovers an unannounced leader term; pick another seed");
     assert_eq!(recovered.outcome(), RunOutcome::Pass, "{:?}", recovered.verdicts);
     for flow in ["failover", "move", "split", "merge"] {
         let kinds = summary.totals.fault_flow_seeds.values().filter(|m| m.contains_key(flow)).count();

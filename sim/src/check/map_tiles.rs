@@ -12,20 +12,20 @@
 //! A mutation that retires a parent before its children exist (HBASE-5986) shows up as a gap, or
 //! as an empty map when it retires the only range.
 
-use super::secs;
+use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::lock::LockRecord;
 use partmap::map::PartitionMap;
 use std::collections::BTreeMap;
 
-/// Whether `map`'s live rows tile the key space. A map that has rows must have a live one: only
-/// a map never bootstrapped is empty (an operator's request can commit on it: seed 592 of
-/// swarm.json).
+/// Whether `map`'s live rows tile the key space, with at least one live row in every version
+/// past 0 (the authority refuses any op before the bootstrap: an operator's drain committed to
+/// the empty map was a bug, seeds 622 and 1415 of swarm.json, `drain-before-bootstrap.json`).
 ///
 /// Errors: the gap, overlap, backwards row or emptiness, in words.
 pub fn tiles(map: &PartitionMap) -> Result<(), String> {
-    if !map.rows.is_empty() && map.live_rows().is_empty() {
-        return Err("no live rows: every row is retired and nothing covers the key space".to_string());
+    if map.version > 0 && map.live_rows().is_empty() {
+        return Err("no live rows: nothing covers the key space".to_string());
     }
     map.check_tiling()
 }
@@ -53,7 +53,7 @@ fn grows(map: &PartitionMap, last: &mut (u64, BTreeMap<u64, u64>), allow_equal: 
 /// repeat the last version (it is the same one), never go below it.
 ///
 /// Errors: the first bad version, with its time and the offending rows.
-pub fn check_announced(events: &[Event]) -> Result<(), String> {
+pub fn check_announced(events: &[Event]) -> Result<(), Violation> {
     let mut last = (0, BTreeMap::new());
     for ev in events {
         let (map, restored) = match &ev.what {
@@ -62,8 +62,9 @@ pub fn check_announced(events: &[Event]) -> Result<(), String> {
             _ => continue,
         };
         let at = format!("{} at {}", if restored { "restored" } else { "committed" }, secs(ev.t_us));
-        grows(map, &mut last, restored, &at)?;
-        tiles(map).map_err(|e| format!("version {} ({at}): {e}", map.version))?;
+        let cite = |e: String| Violation::new(e).at(ev.t_us).version(map.version);
+        grows(map, &mut last, restored, &at).map_err(cite)?;
+        tiles(map).map_err(|e| cite(format!("version {} ({at}): {e}", map.version)))?;
     }
     Ok(())
 }
@@ -77,14 +78,14 @@ pub fn check_announced(events: &[Event]) -> Result<(), String> {
 /// - every map a recovery restored equals the last map record before that length.
 ///
 /// Errors: the first bad record (by its index in the log), announced commit or restore.
-pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), String> {
+pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Violation> {
     let mut last = (0, BTreeMap::new());
     let mut by_version: BTreeMap<u64, &PartitionMap> = BTreeMap::new();
     for (i, rec) in durable.iter().enumerate() {
         let LockRecord::Map { map, .. } = rec else { continue };
         let at = format!("durable record {i} of lock-1");
-        grows(map, &mut last, false, &at)?;
-        tiles(map).map_err(|e| format!("version {} ({at}): {e}", map.version))?;
+        grows(map, &mut last, false, &at).map_err(|e| Violation::new(e).version(map.version))?;
+        tiles(map).map_err(|e| Violation::new(format!("version {} ({at}): {e}", map.version)).version(map.version))?;
         by_version.insert(map.version, map);
     }
     // The last map record before log length `n` (what a recovery that found `n` records restores).
@@ -97,8 +98,8 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Str
             What::Sys(Sys::MapCommit { map, .. }) => {
                 match by_version.get(&map.version) {
                     Some(d) if *d == map => {}
-                    Some(_) => return Err(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))),
-                    None => return Err(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))),
+                    Some(_) => return Err(Violation::new(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))).at(ev.t_us).version(map.version)),
+                    None => return Err(Violation::new(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))).at(ev.t_us).version(map.version)),
                 }
                 announced.push(map);
             }
@@ -116,7 +117,7 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Str
                     None => PartitionMap::default(),
                 };
                 if *map != expected {
-                    return Err(format!("the map restored at {} (version {}) is not the last map record of the {n} records lock-1 recovered (version {})", secs(ev.t_us), map.version, expected.version));
+                    return Err(Violation::new(format!("the map restored at {} (version {}) is not the last map record of the {n} records lock-1 recovered (version {})", secs(ev.t_us), map.version, expected.version)).at(ev.t_us).version(map.version));
                 }
             }
             _ => {}
@@ -126,10 +127,11 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Str
     for (i, rec) in durable.iter().enumerate() {
         let LockRecord::Map { map, .. } = rec else { continue };
         if !announced.contains(&map) && !cut_off.contains(&i) {
-            return Err(format!(
+            return Err(Violation::new(format!(
                 "durable record {i} of lock-1 holds map version {} that no commit announced, and no crash of lock-1 cut off its announcement (a write the authority refused or never finished)",
                 map.version
-            ));
+            ))
+            .version(map.version));
         }
     }
     Ok(())
@@ -170,12 +172,11 @@ mod tests {
         let only_retired = map_of(2, &[(1, "", None, 1, 1, "retired")]);
         assert!(check_announced(&[commit(1, 2, only_retired.clone())]).unwrap_err().contains("no live rows"));
         assert!(check_durable(&[LockRecord::Map { map: only_retired, leader_epoch: 1 }], &[]).unwrap_err().contains("no live rows"));
-        // A map never bootstrapped is the one empty map, whatever its version: seed 592 of
-        // swarm.json commits an operator's drain request on it first.
+        // Version 0, before the bootstrap, is the one empty map; a version committed to it
+        // before the bootstrap (an operator's drain: seeds 622 and 1415 of swarm.json) fails.
         check_announced(&[restored(0, PartitionMap::default())]).unwrap();
         let drained = PartitionMap { version: 1, ..PartitionMap::default() };
-        check_durable(&[LockRecord::Map { map: drained.clone(), leader_epoch: 0 }], &[commit(0, 1, drained.clone())]).unwrap();
-        check_announced(&[commit(0, 1, drained)]).unwrap();
+        assert!(check_announced(&[commit(0, 1, drained)]).unwrap_err().message.contains("no live rows"));
         // A backwards row covers nothing, and its neighbours then overlap.
         let backwards = map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", Some("k3"), 1, 2, "active"), (3, "k3", None, 1, 3, "active")]);
         assert!(check_announced(&[commit(1, 1, backwards)]).unwrap_err().contains("backwards"));

@@ -18,6 +18,8 @@ pub mod no_lost_append;
 pub mod reads_consistent;
 pub mod single_writer;
 
+use partmap::ids::{Key, OpId};
+
 
 /// Whether a property must hold at every step or eventually.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +39,113 @@ pub struct Verdict {
     pub kind: Kind,
     /// `None` = holds; `Some(evidence)` = violated.
     pub violation: Option<String>,
+    /// The violation's evidence as values (empty when it holds).
+    pub evidence: Evidence,
+}
+
+/// The evidence of a violation as values, for tools that point at it (the timeline highlights
+/// these times, keys, servers, ranges, map versions and client operations): everything the
+/// message cites, in the order it cites them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// Simulated times the violation cites, µs since the run started.
+    pub times_us: Vec<u64>,
+    /// Keys it names.
+    pub keys: Vec<Key>,
+    /// Servers it names (`server-N` numbers).
+    pub servers: Vec<u32>,
+    /// Ranges or streams it names (`rN` numbers).
+    pub ranges: Vec<u64>,
+    /// Map versions it names.
+    pub versions: Vec<u64>,
+    /// Client operations (appends and reads) it names.
+    pub ops: Vec<OpId>,
+}
+
+/// A checker's finding: the message a reader starts debugging from, and the same evidence as
+/// values. Derefs to the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The smallest evidence, in words.
+    pub message: String,
+    /// What the message cites, as values (boxed: a checker's `Result` stays small).
+    pub evidence: Box<Evidence>,
+}
+
+impl Violation {
+    /// A violation with `message` and no evidence values yet.
+    pub fn new(message: impl Into<String>) -> Violation {
+        Violation { message: message.into(), evidence: Box::default() }
+    }
+
+    /// Cite simulated time `t_us` (µs).
+    pub fn at(mut self, t_us: u64) -> Violation {
+        self.evidence.times_us.push(t_us);
+        self
+    }
+
+    /// Cite `key`.
+    pub fn key(mut self, key: &[u8]) -> Violation {
+        if !self.evidence.keys.iter().any(|k| k == key) {
+            self.evidence.keys.push(key.to_vec());
+        }
+        self
+    }
+
+    /// Cite `server-N`.
+    pub fn server(mut self, n: u32) -> Violation {
+        if !self.evidence.servers.contains(&n) {
+            self.evidence.servers.push(n);
+        }
+        self
+    }
+
+    /// Cite range (stream) `rN`.
+    pub fn range(mut self, n: u64) -> Violation {
+        if !self.evidence.ranges.contains(&n) {
+            self.evidence.ranges.push(n);
+        }
+        self
+    }
+
+    /// Cite map version `v`.
+    pub fn version(mut self, v: u64) -> Violation {
+        self.evidence.versions.push(v);
+        self
+    }
+
+    /// Cite client operation `id`.
+    pub fn op(mut self, id: OpId) -> Violation {
+        if !self.evidence.ops.contains(&id) {
+            self.evidence.ops.push(id);
+        }
+        self
+    }
+
+    /// The same evidence behind `prefix: ` in the message.
+    pub fn context(mut self, prefix: &str) -> Violation {
+        self.message = format!("{prefix}: {}", self.message);
+        self
+    }
+}
+
+impl From<String> for Violation {
+    fn from(message: String) -> Violation {
+        Violation::new(message)
+    }
+}
+
+impl std::ops::Deref for Violation {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// Render a simulated time in µs as seconds.
@@ -55,6 +164,18 @@ pub struct View {
     pub view: &'static str,
     /// `None` = holds in this view.
     pub violation: Option<String>,
+    /// The violation's evidence as values (empty when it holds).
+    pub evidence: Evidence,
+}
+
+impl View {
+    /// The view `view` of `property` with the checker's `finding`.
+    pub fn of(property: &'static str, view: &'static str, finding: Result<(), Violation>) -> View {
+        match finding {
+            Ok(()) => View { property, view, violation: None, evidence: Evidence::default() },
+            Err(v) => View { property, view, violation: Some(v.message), evidence: *v.evidence },
+        }
+    }
 }
 
 /// Builders of histories for the checkers' unit tests.

@@ -14,7 +14,7 @@
 //!
 //! [`disagreement`] reports a key whose two views differ.
 
-use super::secs;
+use super::{secs, Violation};
 use crate::events::{Event, Outcome, What};
 use crate::workload::parse_content;
 use partmap::event::ClientOp;
@@ -37,7 +37,7 @@ struct Op {
 /// reads answered; a key that could not be read fails liveness instead).
 ///
 /// Errors: the first violation, naming the view, the key, the append, its outcome and times.
-pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std::collections::BTreeSet<Key>>) -> Result<(), String> {
+pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std::collections::BTreeSet<Key>>) -> Result<(), Violation> {
     let judged_key = |k: &Key| only.is_none_or(|o| o.contains(k));
     let mut ops: BTreeMap<OpId, Op> = BTreeMap::new();
     for ev in events {
@@ -59,7 +59,7 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
         judged.entry(op.key.as_slice()).or_default();
     }
     for (key, bytes) in content {
-        let ids = parse_content(bytes).map_err(|e| format!("{view}: key {}: {e}", show_key(key)))?;
+        let ids = parse_content(bytes).map_err(|e| Violation::new(format!("{view}: key {}: {e}", show_key(key))).key(key))?;
         judged.insert(key.as_slice(), ids);
     }
     let mut by_key: BTreeMap<&[u8], Vec<(&OpId, &Op)>> = BTreeMap::new();
@@ -71,25 +71,36 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
         let mut position: BTreeMap<OpId, usize> = BTreeMap::new();
         for (i, id) in ids.iter().enumerate() {
             let Some(op) = ops.get(id) else {
-                return Err(format!("{view}: key {k} holds {id}, which no client appended"));
+                return Err(Violation::new(format!("{view}: key {k} holds {id}, which no client appended")).key(key).op(*id));
+            };
+            let cite = |v: Violation| {
+                let v = v.key(key).op(*id).at(op.invoke_us);
+                match op.complete_us {
+                    Some(t) => v.at(t),
+                    None => v,
+                }
             };
             if op.key.as_slice() != *key {
-                return Err(format!("{view}: key {k} holds {id}, which was appended to key {}", show_key(&op.key)));
+                return Err(cite(Violation::new(format!("{view}: key {k} holds {id}, which was appended to key {}", show_key(&op.key)))).key(&op.key));
             }
             if let Some(first) = position.insert(*id, i) {
-                return Err(format!("{view}: key {k}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", name(op.outcome), secs(op.invoke_us)));
+                return Err(cite(Violation::new(format!("{view}: key {k}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", name(op.outcome), secs(op.invoke_us)))));
             }
             if matches!(op.outcome, Some(Outcome::Fail | Outcome::Unavailable)) {
-                return Err(format!("{view}: key {k}: {id} definitely failed (completed {}) but is in the final content at position {i}", secs(op.complete_us.unwrap_or(0))));
+                return Err(cite(Violation::new(format!("{view}: key {k}: {id} definitely failed (completed {}) but is in the final content at position {i}", secs(op.complete_us.unwrap_or(0))))));
             }
         }
         let on_key: &[(&OpId, &Op)] = by_key.get(key).map_or(&[], |v| v.as_slice());
         for (id, op) in on_key {
             if op.outcome == Some(Outcome::Ok) && !position.contains_key(id) {
-                return Err(format!(
+                return Err(Violation::new(format!(
                     "{view}: key {k}: {id} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
                     secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), ids.len()
-                ));
+                ))
+                .at(op.invoke_us)
+                .at(op.complete_us.unwrap_or(0))
+                .key(key)
+                .op(**id));
             }
         }
         // Real-time order: every append acknowledged before `b` was invoked precedes `b`. The
@@ -111,10 +122,15 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
             let (pos_a, a) = latest[n - 1];
             if pos_a > pos_b {
                 let done = acked.iter().find(|(_, _, id)| *id == a).map_or(0, |x| x.0);
-                return Err(format!(
+                return Err(Violation::new(format!(
                     "{view}: key {k}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
                     secs(done), secs(op.invoke_us)
-                ));
+                ))
+                .at(done)
+                .at(op.invoke_us)
+                .key(key)
+                .op(*a)
+                .op(**b));
             }
         }
     }

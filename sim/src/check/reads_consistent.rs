@@ -7,7 +7,7 @@
 //! system serves.
 
 use super::no_lost_append::Content;
-use super::secs;
+use super::{secs, Violation};
 use crate::events::{Event, Outcome, What};
 use crate::workload::{content_hash, parse_content};
 use partmap::event::ClientOp;
@@ -42,10 +42,10 @@ fn index(content: &[u8]) -> Result<KeyFinal, String> {
 /// was acknowledged before it began; with the key, the client, times and lengths.
 /// With `only`, just the reads of those keys are judged (the served view: the keys the final
 /// reads answered).
-pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -> Result<(), String> {
+pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -> Result<(), Violation> {
     let mut index_of: BTreeMap<&[u8], KeyFinal> = BTreeMap::new();
     for (key, content) in finals {
-        index_of.insert(key.as_slice(), index(content).map_err(|e| format!("key {}: {e}", show_key(key)))?);
+        index_of.insert(key.as_slice(), index(content).map_err(|e| Violation::new(format!("key {}: {e}", show_key(key))).key(key))?);
     }
     let empty = KeyFinal { prefixes: BTreeSet::from([(0, content_hash(&[]))]), end_of: BTreeMap::new() };
     // Acknowledged appends per key: (completion time, id), in completion order.
@@ -75,10 +75,14 @@ pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -
         let horizon = began.saturating_sub(bound_us);
         let level = if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
         if !fin.prefixes.contains(&(*len, *hash)) {
-            return Err(format!(
+            return Err(Violation::new(format!(
                 "key {k}: {level}read {id} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
                 secs(began), secs(ev.t_us)
-            ));
+            ))
+            .at(began)
+            .at(ev.t_us)
+            .key(key)
+            .op(*id));
         }
         // Acknowledgements come in time order: only those before the horizon count, and the
         // one ending furthest into the content decides.
@@ -86,10 +90,16 @@ pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -
         let before = &on_key[..on_key.partition_point(|(done, _)| *done < horizon)];
         if let Some((done, missing, end)) = before.iter().map(|(done, a)| (done, a, fin.end_of.get(a).copied().unwrap_or(u64::MAX))).max_by_key(|x| x.2) {
             if end > *len {
-                return Err(format!(
+                return Err(Violation::new(format!(
                     "key {k}: {level}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
                     secs(began), secs(*done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
-                ));
+                ))
+                .at(began)
+                .at(ev.t_us)
+                .at(*done)
+                .key(key)
+                .op(*id)
+                .op(*missing));
             }
         }
     }

@@ -24,9 +24,9 @@
 //! authority's `map_commit` and `map_restored` events (rows, the transfer journal with a move's
 //! target and its new epoch, and the children of splits and merges).
 
-use super::secs;
+use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
-use partmap::ids::{show_key, Key};
+use partmap::ids::{show_key, Key, OpId};
 use partmap::map::PartitionMap;
 use std::collections::BTreeMap;
 
@@ -37,6 +37,8 @@ struct Effect {
     t_us: u64,
     /// `c1.7 on key k000042`, for messages.
     what: String,
+    key: Key,
+    id: OpId,
 }
 
 struct Activation {
@@ -52,13 +54,18 @@ pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
 
 /// Record every (range, epoch) → owner that `map` gives out: rows, the transfer journal (a
 /// move's target gets its new epoch when journaled) and the children of splits and merges.
-fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>) -> Result<(), String> {
-    let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), String> {
+fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>) -> Result<(), Violation> {
+    let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
             return Ok(());
         }
         match owner_of.insert((range, epoch), owner) {
-            Some(prev) if prev != owner => Err(format!("epoch {epoch} of r{range} was given to server-{prev} and later to {what}server-{owner} (map version {}, {})", map.version, secs(t_us))),
+            Some(prev) if prev != owner => Err(Violation::new(format!("epoch {epoch} of r{range} was given to server-{prev} and later to {what}server-{owner} (map version {}, {})", map.version, secs(t_us)))
+                .at(t_us)
+                .range(range)
+                .server(prev)
+                .server(owner)
+                .version(map.version)),
             _ => Ok(()),
         }
     };
@@ -78,7 +85,7 @@ fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64)
 }
 
 /// Check every clause. Errors: the first violation, with both sides.
-pub fn check(events: &[Event]) -> Result<(), String> {
+pub fn check(events: &[Event]) -> Result<(), Violation> {
     // (range, epoch) -> owner, from the map (announced and restored versions).
     let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
     let mut bounds: BTreeMap<u64, (Key, Option<Key>)> = BTreeMap::new();
@@ -114,10 +121,15 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
                 let pending = open.range((range, 0, 0)..=(range, u32::MAX, u64::MAX)).find(|(_, (s, e, _))| *s == server && *e == epoch);
                 if let Some(((_, client, seq), (_, _, t_admit))) = pending {
-                    return Err(format!(
+                    return Err(Violation::new(format!(
                         "server-{server} reported r{range} drained at epoch {epoch} at {} while c{client}.{seq}, admitted at {}, had neither landed nor been refused at the store",
                         secs(ev.t_us), secs(*t_admit)
-                    ));
+                    ))
+                    .at(ev.t_us)
+                    .at(*t_admit)
+                    .server(server)
+                    .range(range)
+                    .op(OpId { client: *client, seq: *seq }));
                 }
             }
             // An expiry the authority records after the server moved on to a newer session (it
@@ -140,10 +152,19 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                     None => format!("answered {any}read"),
                 };
                 if let Some(&(session, t_exp)) = expired.get(&server) {
-                    return Err(format!(
+                    let v = Violation::new(format!(
                         "server-{server} {} on key {} (r{range} at epoch {epoch}) at {}, after the authority expired its session {session} at {}",
                         what("a strong "), show_key(key), secs(ev.t_us), secs(t_exp)
-                    ));
+                    ))
+                    .at(ev.t_us)
+                    .at(t_exp)
+                    .server(server)
+                    .range(range)
+                    .key(key);
+                    return Err(match admit_id {
+                        Some(id) => v.op(id),
+                        None => v,
+                    });
                 }
                 if let Some(id) = admit_id {
                     let op = (range, id.client, id.seq);
@@ -154,10 +175,21 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 for (other, a) in &activations {
                     let covers = bounds.get(other).is_some_and(|b| contains(b, key));
                     if covers && a.server != server && a.epoch > epoch {
-                        return Err(format!(
+                        let v = Violation::new(format!(
                             "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
                             show_key(key), what("a "), secs(ev.t_us), a.server, a.epoch, secs(a.t_us)
-                        ));
+                        ))
+                        .at(ev.t_us)
+                        .at(a.t_us)
+                        .key(key)
+                        .server(server)
+                        .server(a.server)
+                        .range(range)
+                        .range(*other);
+                        return Err(match admit_id {
+                            Some(id) => v.op(id),
+                            None => v,
+                        });
                     }
                 }
             }
@@ -176,20 +208,23 @@ pub fn check(events: &[Event]) -> Result<(), String> {
                 let op = (stream, id.client, id.seq);
                 open.remove(&op);
                 landed.insert(op);
+                let cite = |v: Violation| v.at(ev.t_us).key(key).op(*id).server(server).range(stream);
                 if let Some(&(newer, by, t_act, loaded)) = newest.get(&stream).filter(|n| n.0 > epoch && offset >= n.3) {
-                    return Err(format!(
+                    return Err(cite(Violation::new(format!(
                         "effect {what} at {} in stream r{stream} by server-{server} at epoch {epoch} landed at offset {offset}, past the {loaded} records server-{by} loaded when it activated r{stream} at epoch {newer} at {}",
                         secs(ev.t_us), secs(t_act)
-                    ));
+                    )))
+                    .at(t_act)
+                    .server(by));
                 }
                 match owner_of.get(&(stream, epoch)) {
                     Some(&owner) if owner == server => {}
                     Some(&owner) => {
-                        return Err(format!("effect {what} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", secs(ev.t_us)));
+                        return Err(cite(Violation::new(format!("effect {what} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", secs(ev.t_us)))).server(owner));
                     }
-                    None => return Err(format!("effect {what} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", secs(ev.t_us))),
+                    None => return Err(cite(Violation::new(format!("effect {what} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", secs(ev.t_us))))),
                 }
-                streams.entry(stream).or_default().insert(offset, Effect { epoch, server, t_us: ev.t_us, what });
+                streams.entry(stream).or_default().insert(offset, Effect { epoch, server, t_us: ev.t_us, what, key: key.clone(), id: *id });
             }
             _ => {}
         }
@@ -197,20 +232,35 @@ pub fn check(events: &[Event]) -> Result<(), String> {
     for (stream, effects) in &streams {
         for &(length, fence, t_fence) in fences.get(stream).map_or(&[][..], |v| v.as_slice()) {
             if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.epoch < fence) {
-                return Err(format!(
+                return Err(Violation::new(format!(
                     "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
                     e.what, e.server, e.epoch, secs(e.t_us), secs(t_fence)
-                ));
+                ))
+                .at(e.t_us)
+                .at(t_fence)
+                .range(*stream)
+                .server(e.server)
+                .key(&e.key)
+                .op(e.id));
             }
         }
         let mut prev: Option<(&u64, &Effect)> = None;
         for (offset, e) in effects {
             if let Some((po, p)) = prev {
                 if e.epoch < p.epoch {
-                    return Err(format!(
+                    return Err(Violation::new(format!(
                         "stream r{stream}: epochs go down: offset {po} = {} by server-{} at epoch {} ({}), then offset {offset} = {} by server-{} at epoch {} ({})",
                         p.what, p.server, p.epoch, secs(p.t_us), e.what, e.server, e.epoch, secs(e.t_us)
-                    ));
+                    ))
+                    .at(p.t_us)
+                    .at(e.t_us)
+                    .range(*stream)
+                    .server(p.server)
+                    .server(e.server)
+                    .key(&p.key)
+                    .key(&e.key)
+                    .op(p.id)
+                    .op(e.id));
                 }
             }
             prev = Some((offset, e));
@@ -293,6 +343,18 @@ mod tests {
         let mut inside = evs.clone();
         inside[4] = activated(3, 2, 2, 1);
         check(&inside).unwrap();
+    }
+
+    /// The violation carries what its message cites as values, for the timeline.
+    #[test]
+    fn single_writer_cites_its_evidence_as_values() {
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), activated(1, 1, 1, 0), op("admit", 2, 1, 1), activated(3, 2, 2, 0), op("effect", 4, 1, 1)];
+        let err = check(&evs).unwrap_err();
+        assert_eq!(err.evidence.times_us, vec![4, 3], "the effect, then the activation it landed after");
+        assert_eq!(err.evidence.servers, vec![1, 2]);
+        assert_eq!(err.evidence.ranges, vec![1]);
+        assert_eq!(err.evidence.keys, vec![b"k1".to_vec()]);
+        assert_eq!(err.evidence.ops, vec![OpId { client: 1, seq: 7 }]);
     }
 
     #[test]
