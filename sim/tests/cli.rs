@@ -252,9 +252,11 @@ fn cli_sweep_quotes_a_scenario_path_with_spaces_in_the_repro_command() {
     assert_eq!(run.status.code(), Some(1), "{pasted}\n{stdout}");
     assert!(stdout.contains(&format!("trace_hash={}", summary.records[0].trace_hash)), "{stdout}");
     let log = std::fs::read_to_string(reports.join("failing/stale_write-store-ignores-fence-seed-0.log")).unwrap();
+    // The violation, the repro command and the timeline first, then the seed and knobs.
     let head: Vec<&str> = log.lines().take(20).collect();
-    assert_eq!(head[0], "seed=0");
-    assert!(head.iter().any(|l| l.starts_with("VIOLATION single_writer:")) && head.iter().any(|l| l.starts_with("repro: ")), "{}", head.join("\n"));
+    assert_eq!(head[0], "outcome=SafetyViolation expected=Pass");
+    assert!(head[1].starts_with("VIOLATION single_writer:") && head[2].starts_with("repro: ") && head[3].starts_with("timeline: "), "{}", head.join("\n"));
+    assert_eq!(head[4], "seed=0");
 }
 
 /// `mutants` prints a line as each hunt ends and leaves reports/mutants.md alone unless
