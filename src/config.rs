@@ -63,8 +63,6 @@ pub struct Knobs {
     pub map_staleness_ms: u64,
     /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
     pub mutation: Option<Mutation>,
-    /// Faults the harness currently puts on links (shared by all nodes of a run).
-    pub link_faults: crate::seam::LinkFaults,
 }
 
 pub use crate::mutation::Mutation;
@@ -113,7 +111,6 @@ impl Default for Knobs {
             min_ranges: 1,
             map_staleness_ms: 5000,
             mutation: None,
-            link_faults: Default::default(),
         }
     }
 }

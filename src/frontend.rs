@@ -83,8 +83,8 @@ struct Failure {
 }
 
 /// Run frontend `n` forever.
-pub async fn run(n: u32, knobs: Knobs) {
-    let rpc = Rpc::bind(frontend_addr(n), &knobs).await;
+pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
+    let rpc = Rpc::bind(frontend_addr(n), &net).await;
     // Staleness counts from boot until the first read of the map: a frontend that never read
     // it fails fast too.
     let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0, last_map_us: now_us() }));

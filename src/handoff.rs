@@ -27,9 +27,9 @@
 //! and returns outputs; the flows are tested with readable transcripts, without a runtime.
 
 use crate::config::{Knobs, Mutation};
-use crate::ids::{Epoch, RangeId, ServerId};
+use crate::ids::{Epoch, Key, RangeId, ServerId};
 use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeKind, Strategy, Transfer, TransferPhase};
-use crate::msg::{FinishError, Msg, RangeLoad, StreamDigest};
+use crate::msg::{FinishError, Msg, RangeLoad, Source, StreamDigest};
 use std::collections::BTreeMap;
 
 /// Who a call goes to.
@@ -158,7 +158,7 @@ impl MoveFlow {
             (TransferPhase::Paused, _) => MovePhase::Pausing,
             (TransferPhase::Aborted(_), _) => MovePhase::Done,
         };
-        let lineage = crate::manager::row_lineage(map, row);
+        let lineage = row_lineage(map, row);
         MoveFlow { t: t.clone(), target, lineage, leader_epoch, limits: Limits::of(knobs), phase }
     }
 
@@ -309,7 +309,7 @@ impl ReshapeFlow {
         self.phase = ReshapePhase::Opening(i);
         let sources = self.sources();
         let row = c.row(sources.iter().map(|(p, _)| *p).collect(), RangeState::Preparing, 0);
-        let lineage = crate::manager::lineage(&self.map, &sources, &c.start, &c.end);
+        let lineage = lineage(&self.map, &sources, &c.start, &c.end);
         let open = Msg::Open { lineage, row, leader_epoch: self.leader_epoch };
         Some(Step::Call { to: Peer::Server(c.owner.0), msg: open, timeout_ms: 2 * self.limits.store_timeout_ms + self.limits.rpc_timeout_ms })
     }
@@ -396,6 +396,41 @@ impl Flow for ReshapeFlow {
             _ => self.done(),
         }
     }
+}
+
+/// The sealed ancestors a range with `sources` (each with the length it was sealed at) and
+/// bounds `[start, end)` inherits its content from, oldest first: every source's own lineage,
+/// then the source itself, each clipped to the key range the content came through.
+pub fn lineage(map: &PartitionMap, sources: &[(RangeId, u64)], start: &[u8], end: &Option<Key>) -> Vec<Source> {
+    let mut out = Vec::new();
+    for (src, upto) in sources {
+        add_lineage(map, *src, *upto, start, end, &mut out);
+    }
+    out
+}
+
+fn add_lineage(map: &PartitionMap, src: RangeId, upto: u64, start: &[u8], end: &Option<Key>, out: &mut Vec<Source>) {
+    let Some(row) = map.rows.get(&src) else { return };
+    let lo = start.max(row.start.as_slice()).to_vec();
+    let hi = match (end, &row.end) {
+        (Some(a), Some(b)) => Some(a.min(b).clone()),
+        (Some(a), None) => Some(a.clone()),
+        (None, b) => b.clone(),
+    };
+    if hi.as_ref().is_some_and(|h| *h <= lo) {
+        return; // no key of ours came through this ancestor
+    }
+    for s in &row.sources {
+        let sealed = map.rows.get(s).map_or(0, |r| r.sealed);
+        add_lineage(map, *s, sealed, &lo, &hi, out);
+    }
+    out.push(Source { stream: src, upto, start: lo, end: hi });
+}
+
+/// The lineage of a live row of `map` (its sources are retired and sealed).
+pub fn row_lineage(map: &PartitionMap, row: &RangeRow) -> Vec<Source> {
+    let sources: Vec<(RangeId, u64)> = row.sources.iter().map(|s| (*s, map.rows.get(s).map_or(0, |r| r.sealed))).collect();
+    lineage(map, &sources, &row.start, &row.end)
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@ use crate::authority::{Action, AuthorityCore};
 use crate::config::Knobs;
 use crate::event::emit;
 use crate::msg::Msg;
-use crate::seam::{now_us, Disk, Rpc};
+use crate::seam::{now_us, Disk, Net, Rpc};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Run the authority node forever. `disk` survives restarts of the node (the harness owns it).
-pub async fn run(knobs: Knobs, disk: Disk<LockRecord>) {
+/// Run the authority node forever. `disk` survives restarts of the node (the harness owns it);
+/// `net` is its network seam's bandwidth and link faults.
+pub async fn run(knobs: Knobs, disk: Disk<LockRecord>, net: Net) {
     let (core, events) = AuthorityCore::recover(&knobs, &disk.read_all(), now_us());
     for e in events {
         emit(e);
@@ -22,7 +23,7 @@ pub async fn run(knobs: Knobs, disk: Disk<LockRecord>) {
     let core = Rc::new(RefCell::new(core));
     // Serializes everything that writes the disk, so a reply never reveals undurable state.
     let durable = Rc::new(tokio::sync::Mutex::new(()));
-    let rpc = Rpc::bind(crate::config::lock_addr(), &knobs).await;
+    let rpc = Rpc::bind(crate::config::lock_addr(), &net).await;
     rpc.serve(move |msg, _from| {
         let (core, disk, durable) = (core.clone(), disk.clone(), durable.clone());
         async move { Some(handle(&core, &disk, &durable, msg).await) }

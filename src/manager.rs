@@ -9,7 +9,7 @@
 use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs, Mutation};
 use crate::ids::{Key, RangeId, ServerId};
 use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, Transfer, TransferPhase};
-use crate::msg::{Msg, RangeLoad, SessionView, Source};
+use crate::msg::{Msg, RangeLoad, SessionView};
 use crate::handoff::{Flow, MoveFlow, Peer, Reply, ReshapeFlow, Step};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,40 +28,7 @@ pub struct Plan {
     pub reshapes: Vec<Reshape>,
 }
 
-/// The sealed ancestors a range with `sources` (each with the length it was sealed at) and
-/// bounds `[start, end)` inherits its content from, oldest first: every source's own lineage,
-/// then the source itself, each clipped to the key range the content came through.
-pub fn lineage(map: &PartitionMap, sources: &[(RangeId, u64)], start: &[u8], end: &Option<Key>) -> Vec<Source> {
-    let mut out = Vec::new();
-    for (src, upto) in sources {
-        add_lineage(map, *src, *upto, start, end, &mut out);
-    }
-    out
-}
-
-fn add_lineage(map: &PartitionMap, src: RangeId, upto: u64, start: &[u8], end: &Option<Key>, out: &mut Vec<Source>) {
-    let Some(row) = map.rows.get(&src) else { return };
-    let lo = start.max(row.start.as_slice()).to_vec();
-    let hi = match (end, &row.end) {
-        (Some(a), Some(b)) => Some(a.min(b).clone()),
-        (Some(a), None) => Some(a.clone()),
-        (None, b) => b.clone(),
-    };
-    if hi.as_ref().is_some_and(|h| *h <= lo) {
-        return; // no key of ours came through this ancestor
-    }
-    for s in &row.sources {
-        let sealed = map.rows.get(s).map_or(0, |r| r.sealed);
-        add_lineage(map, *s, sealed, &lo, &hi, out);
-    }
-    out.push(Source { stream: src, upto, start: lo, end: hi });
-}
-
-/// The lineage of a live row of `map` (its sources are retired and sealed).
-pub fn row_lineage(map: &PartitionMap, row: &RangeRow) -> Vec<Source> {
-    let sources: Vec<(RangeId, u64)> = row.sources.iter().map(|s| (*s, map.rows.get(s).map_or(0, |r| r.sealed))).collect();
-    lineage(map, &sources, &row.start, &row.end)
-}
+pub use crate::handoff::{lineage, row_lineage};
 
 /// A split point for a range `[start, end)` from its sampled keys: the median of the distinct
 /// sampled keys strictly inside the range (after `start`). `None` when there is none.
@@ -265,8 +232,8 @@ async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView
 }
 
 /// Run manager candidate `n` forever.
-pub async fn run(n: u32, knobs: Knobs) {
-    let rpc = Rpc::bind(manager_addr(n), &knobs).await;
+pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
+    let rpc = Rpc::bind(manager_addr(n), &net).await;
     let knobs = Rc::new(knobs);
     // Mutation `new-leader-ignores-journal`: the journal entries found when a term began.
     let mut inherited: (u64, BTreeSet<RangeId>) = (0, BTreeSet::new());

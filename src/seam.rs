@@ -126,11 +126,22 @@ pub struct Rpc {
     bandwidth_bytes_per_s: u64,
 }
 
+/// What one node's network seam needs, given to it explicitly: the bandwidth of its outgoing
+/// link and the faults the harness puts on links (shared by every node of a run; empty for
+/// nodes the harness never faults).
+#[derive(Clone, Debug)]
+pub struct Net {
+    /// Outgoing link bandwidth, bytes per second (> 0).
+    pub bandwidth_bytes_per_s: u64,
+    /// The link faults in force, as the harness sets them.
+    pub faults: LinkFaults,
+}
+
 impl Rpc {
     /// Bind at `addr` and start the response dispatcher; the outgoing link runs at
-    /// `knobs.bandwidth_bytes_per_s` (> 0) and obeys `knobs.link_faults`.
-    pub async fn bind(addr: SocketAddr, knobs: &crate::config::Knobs) -> Rc<Rpc> {
-        let bandwidth_bytes_per_s = knobs.bandwidth_bytes_per_s;
+    /// `net.bandwidth_bytes_per_s` (> 0) and obeys `net.faults`.
+    pub async fn bind(addr: SocketAddr, net: &Net) -> Rc<Rpc> {
+        let bandwidth_bytes_per_s = net.bandwidth_bytes_per_s;
         assert!(bandwidth_bytes_per_s > 0);
         let ep = Rc::new(Endpoint::bind(addr).await.expect("bind: address in use"));
         // Request ids start at a random point (from the seeded RNG), so replies addressed to an
@@ -139,7 +150,7 @@ impl Rpc {
         let rpc = Rc::new(Rpc {
             ep,
             me: addr.ip(),
-            link_faults: knobs.link_faults.clone(),
+            link_faults: net.faults.clone(),
             next_id: Cell::new(first_id),
             waiters: RefCell::new(BTreeMap::new()),
             link_busy_until_us: Cell::new(0),

@@ -510,8 +510,8 @@ impl ServerCore {
 }
 
 /// Run server `id` forever: session upkeep plus request handling.
-pub async fn run(id: ServerId, knobs: Knobs) {
-    let rpc = Rpc::bind(server_addr(id), &knobs).await;
+pub async fn run(id: ServerId, knobs: Knobs, net: crate::seam::Net) {
+    let rpc = Rpc::bind(server_addr(id), &net).await;
     let mut core = ServerCore::new(id);
     core.drift_ppm = knobs.lease_margin_ms * 1_000_000 / (2 * knobs.lease_ms.max(1));
     core.mutation = knobs.mutation;

@@ -110,11 +110,11 @@ impl Streams {
 }
 
 /// Run the store node forever. `disk` survives restarts (the harness owns it).
-pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>) {
+pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>, net: crate::seam::Net) {
     let records = disk.read_all();
     emit(Event::Recovered { node: "store-1", records: records.len() });
     let state = Rc::new(RefCell::new(Streams::recover(&records)));
-    let rpc = Rpc::bind(crate::config::store_addr(), &knobs).await;
+    let rpc = Rpc::bind(crate::config::store_addr(), &net).await;
     let knobs = Rc::new(knobs);
     rpc.serve(move |msg, _from| {
         let (state, disk) = (state.clone(), disk.clone());

@@ -6,7 +6,7 @@
 //! Collection is per thread: [`start`] installs the sink for the run about to execute on this
 //! thread (madsim runs a whole simulation on the calling thread), [`finish`] takes the list.
 
-use crate::nemesis::Fault;
+use crate::fault::Fault;
 use partmap::event::ClientOp;
 use partmap::ids::{show_key, Key, OpId};
 use partmap::seam::CrashReport;

@@ -23,7 +23,7 @@ fn text(s: &str) -> BytesText<'static> {
 /// The JUnit XML of `s`.
 pub fn render(s: &Summary) -> String {
     let t = &s.totals;
-    let stem = crate::sweep::scenario_stem(&s.build.scenario);
+    let stem = crate::run::scenario_stem(&s.build.scenario);
     let suite = match &s.build.mutation {
         Some(m) => format!("partmap-sim {stem} --mutation {m}"),
         None => format!("partmap-sim {stem}"),

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | [`scenario`] | the scenario file format (JSON) and its validation |
 //! | [`world`] | the world builder: named nodes, addresses, disks; kill, restart, cut links |
+//! | [`fault`] | one fault as a value, named by the schedule, the history, coverage and the timeline |
 //! | [`nemesis`] | fault schedules: explicit, or drawn from the seed with per-seed rates (swarm) |
 //! | [`workload`] | clients and their history; the heal-phase probe and final reads |
 //! | [`events`] | the typed history of a run (control-plane and harness events); the trace hash |
@@ -27,6 +28,7 @@
 pub mod check;
 pub mod coverage;
 pub mod events;
+pub mod fault;
 pub mod handoff;
 pub mod junit;
 pub mod mutants;

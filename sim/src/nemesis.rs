@@ -14,57 +14,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use crate::events::{record, What};
 
-/// One fault to inject.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Fault {
-    /// Kill the node, restart it after the duration.
-    Crash(String),
-    /// Cut every link to and from the node.
-    Isolate(String),
-    /// Cut the cluster between these nodes and all others.
-    Split(Vec<String>),
-    /// Drop messages from the first node to the second.
-    OneWay(String, String),
-    /// Hold messages from the first node to the second; deliver them after the duration.
-    Delay(String, String),
-    /// Deliver every message from the first node to the second twice.
-    Duplicate(String, String),
-    /// Freeze the node's process, resume it after the duration.
-    Pause(String),
-    /// Slow every fsync of the node's disk by this many ms for the duration.
-    SlowDisk(String, u64),
-    /// Flip a bit of every pre-copy chunk from the first node to the second.
-    Corrupt(String, String),
-    /// Reorder the messages from the first node to the second.
-    Reorder(String, String),
-    /// Hold the next message of the kind from the first node to the second for the duration.
-    DelayNext(String, String, &'static str),
-    /// Operator request: move the range holding the key to the server (no duration).
-    MoveRequest(String, String),
-    /// Operator request: drain the server for the duration.
-    Drain(String),
-}
-
-impl std::fmt::Display for Fault {
-    /// `isolate server-2`, `split lock-1,server-1 | rest`, `one_way server-1->lock-1`, ...
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fault::Crash(n) => write!(f, "crash {n}"),
-            Fault::Isolate(n) => write!(f, "isolate {n}"),
-            Fault::Split(side) => write!(f, "split {} | rest", side.join(",")),
-            Fault::OneWay(a, b) => write!(f, "one_way {a}->{b}"),
-            Fault::Delay(a, b) => write!(f, "delay {a}->{b}"),
-            Fault::Duplicate(a, b) => write!(f, "duplicate {a}->{b}"),
-            Fault::Pause(n) => write!(f, "pause {n}"),
-            Fault::SlowDisk(n, ms) => write!(f, "slow_disk {n} +{ms}ms"),
-            Fault::Corrupt(a, b) => write!(f, "corrupt {a}->{b}"),
-            Fault::Reorder(a, b) => write!(f, "reorder {a}->{b}"),
-            Fault::DelayNext(a, b, m) => write!(f, "delay_next {a}->{b} {m}"),
-            Fault::MoveRequest(k, to) => write!(f, "move {k} to {to}"),
-            Fault::Drain(n) => write!(f, "drain {n}"),
-        }
-    }
-}
+pub use crate::fault::Fault;
 
 impl Fault {
     /// The counter name: `crash_server`, `crash_manager`, `crash_store`, `crash_lock`,
@@ -393,7 +343,7 @@ pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::confi
     use partmap::ids::ServerId;
     use partmap::map::MapOp;
     use partmap::msg::Msg;
-    let rpc = partmap::seam::Rpc::bind(partmap::config::operator_addr(), &knobs).await;
+    let rpc = partmap::seam::Rpc::bind(partmap::config::operator_addr(), &crate::workload::client_net(&knobs)).await;
     let lock = partmap::config::lock_addr();
     for (at_ms, action) in actions {
         let now = partmap::seam::now_ms();

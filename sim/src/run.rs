@@ -210,6 +210,20 @@ pub fn repro_command(opts: &RunOptions, seed: u64) -> String {
 /// What a built-in scenario's label ends with (`scenarios/swarm.json (built-in)`).
 pub const BUILTIN_SUFFIX: &str = " (built-in)";
 
+/// Characters kept in report file names; any other becomes `_`.
+pub(crate) fn file_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect()
+}
+
+/// `scenarios/failover.json` → `failover`; `scenarios/swarm.json (built-in)` → `swarm`;
+/// `my runs/a b.json` → `a_b` (safe in a file name).
+pub fn scenario_stem(label: &str) -> String {
+    let path = label.strip_suffix(BUILTIN_SUFFIX).unwrap_or(label);
+    let stem = std::path::Path::new(path).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    file_safe(&stem)
+}
+
+
 /// The knobs the nodes run with, as `name=value` lines. `s` is the scenario as run (its
 /// topology drawn, for a swarm scenario).
 pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {

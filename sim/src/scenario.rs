@@ -911,7 +911,6 @@ impl Scenario {
             min_ranges: self.splits.min_ranges,
             map_staleness_ms: k.map_staleness_ms,
             mutation: None,
-            link_faults: Default::default(),
         }
     }
 

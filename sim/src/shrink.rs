@@ -420,7 +420,7 @@ pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, ShrinkError> {
 
 /// `<report_dir>/shrunk/<scenario stem>[-<mutation>]-seed-<N>.json`.
 pub fn output_path(report_dir: &std::path::Path, label: &str, mutation: Option<Mutation>, seed: u64) -> PathBuf {
-    let stem = crate::sweep::scenario_stem(label);
+    let stem = crate::run::scenario_stem(label);
     let stem = match mutation {
         Some(m) => format!("{stem}-{}", m.name()),
         None => stem,

@@ -12,7 +12,7 @@
 //!
 //! Reports are checked writable before any seed runs.
 
-use crate::run::{run_seed, RunOptions, BUILTIN_SUFFIX};
+use crate::run::{run_seed, RunOptions};
 use crate::seeds::SeedSelection;
 use crate::summary::{Build, Measured, SeedRecord, Selection, Stopped, Summary};
 use std::collections::BTreeSet;
@@ -121,18 +121,7 @@ impl SweepConfig {
     }
 }
 
-/// Characters kept in report file names; any other becomes `_`.
-fn file_safe(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect()
-}
-
-/// `scenarios/failover.json` → `failover`; `scenarios/swarm.json (built-in)` → `swarm`;
-/// `my runs/a b.json` → `a_b` (safe in a file name).
-pub fn scenario_stem(label: &str) -> String {
-    let path = label.strip_suffix(BUILTIN_SUFFIX).unwrap_or(label);
-    let stem = Path::new(path).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-    file_safe(&stem)
-}
+pub use crate::run::scenario_stem;
 
 /// The name failing logs of this sweep go under: the scenario's stem, plus the mutation if any.
 pub fn report_stem(base: &RunOptions) -> String {

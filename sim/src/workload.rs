@@ -52,6 +52,12 @@ pub fn content_hash_extend(h: u64, more: &[u8]) -> u64 {
     partmap::ids::fnv1a(h, more)
 }
 
+/// A client's network seam: the scenario's bandwidth, and no link faults (clients stand for
+/// the users; the nemesis never faults their links).
+pub fn client_net(knobs: &Knobs) -> partmap::seam::Net {
+    partmap::seam::Net { bandwidth_bytes_per_s: knobs.bandwidth_bytes_per_s, faults: Default::default() }
+}
+
 /// How long a client waits for its frontend: longer than the frontend's whole retry budget.
 pub fn client_timeout_ms(k: &Knobs) -> u64 {
     k.frontend_attempts as u64 * (k.rpc_timeout_ms + k.store_timeout_ms + k.frontend_backoff_ms_max) + 1000
@@ -107,7 +113,7 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
     if w.ops_per_s <= 0.0 {
         return;
     }
-    let rpc = Rpc::bind(client_addr(n), &knobs).await;
+    let rpc = Rpc::bind(client_addr(n), &client_net(&knobs)).await;
     let frontend = (n - 1) % scenario.topology.frontends + 1;
     let end_us = w.duration_s * 1_000_000;
     let mean_gap_us = 1e6 * scenario.topology.clients as f64 / w.ops_per_s;
@@ -151,7 +157,7 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
 /// The script client (`client-<clients+1>`): each append of `workload.script` at its time, one
 /// at a time, recorded like any other client's.
 pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
-    let rpc = Rpc::bind(client_addr(n), &knobs).await;
+    let rpc = Rpc::bind(client_addr(n), &client_net(&knobs)).await;
     for (i, a) in scenario.workload.script.iter().enumerate() {
         let now = now_us();
         if a.at_ms * 1000 > now {
@@ -184,7 +190,7 @@ pub struct ProbeReport {
 /// served view that `no_lost_append` and `reads_consistent` judge. A key that cannot be read
 /// fails liveness. Writes its findings into `report`.
 pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, report: Arc<Mutex<ProbeReport>>) {
-    let rpc = Rpc::bind(client_addr(0), &knobs).await;
+    let rpc = Rpc::bind(client_addr(0), &client_net(&knobs)).await;
     let start = now_us();
     let deadline_us = start + scenario.heal.liveness_deadline_s * 1_000_000;
     let mut seq = 0;

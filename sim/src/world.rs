@@ -22,7 +22,7 @@ use partmap::lock::LockRecord;
 use madsim::rand::Rng;
 use partmap::seam::{clocked, CrashReport, Disk, LinkFault};
 use crate::events::{record, What};
-use crate::nemesis::Fault;
+use crate::fault::Fault;
 use partmap::store::StoreRecord;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -94,45 +94,49 @@ impl World {
         let mut add = |name: String, role: Role, addr: SocketAddr, node: NodeHandle, crash_disk: Option<Box<dyn Fn() -> CrashReport>>| {
             nodes.insert(name.clone(), Node { name, role, id: node.id(), addr, crash_disk });
         };
+        // Every node's network seam: the scenario's bandwidth, and the link faults this world
+        // puts on it (one set shared by all of them).
+        let link_faults = partmap::seam::LinkFaults::default();
+        let net = partmap::seam::Net { bandwidth_bytes_per_s: knobs.bandwidth_bytes_per_s, faults: link_faults.clone() };
         let lock_disk: Disk<LockRecord> = Disk::named("lock-1", knobs.disk_sync_ms);
         let store_disk: Disk<StoreRecord> = Disk::named("store-1", knobs.disk_sync_ms);
         {
-            let (k, d, r) = (knobs.clone(), lock_disk.clone(), rate("lock-1"));
-            let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || clocked(r, partmap::lock::run(k.clone(), d.clone()))).build();
+            let (k, d, r, n) = (knobs.clone(), lock_disk.clone(), rate("lock-1"), net.clone());
+            let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || clocked(r, partmap::lock::run(k.clone(), d.clone(), n.clone()))).build();
             let d = lock_disk.clone();
             add("lock-1".into(), Role::Lock, config::lock_addr(), node, Some(crash_fn(d, scenario.knobs.torn_writes)));
         }
         {
-            let (k, d, r) = (knobs.clone(), store_disk.clone(), rate("store-1"));
-            let node = handle.create_node().name("store-1").ip(config::store_addr().ip()).init(move || clocked(r, partmap::store::run(k.clone(), d.clone()))).build();
+            let (k, d, r, n) = (knobs.clone(), store_disk.clone(), rate("store-1"), net.clone());
+            let node = handle.create_node().name("store-1").ip(config::store_addr().ip()).init(move || clocked(r, partmap::store::run(k.clone(), d.clone(), n.clone()))).build();
             let d = store_disk.clone();
             add("store-1".into(), Role::Store, config::store_addr(), node, Some(crash_fn(d, scenario.knobs.torn_writes)));
         }
         for n in 1..=scenario.topology.servers {
-            let k = knobs.clone();
+            let (k, net) = (knobs.clone(), net.clone());
             let name = format!("server-{n}");
             let r = rate(&name);
             let addr = config::server_addr(ServerId(n));
-            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::server::run(ServerId(n), k.clone()))).build();
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::server::run(ServerId(n), k.clone(), net.clone()))).build();
             add(name, Role::Server, addr, node, None);
         }
         for n in 1..=scenario.topology.managers {
-            let k = knobs.clone();
+            let (k, net) = (knobs.clone(), net.clone());
             let name = format!("manager-{n}");
             let r = rate(&name);
             let addr = config::manager_addr(n);
-            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::manager::run(n, k.clone()))).build();
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::manager::run(n, k.clone(), net.clone()))).build();
             add(name, Role::Manager, addr, node, None);
         }
         for n in 1..=scenario.topology.frontends {
-            let k = knobs.clone();
+            let (k, net) = (knobs.clone(), net.clone());
             let name = format!("frontend-{n}");
             let r = rate(&name);
             let addr = config::frontend_addr(n);
-            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::frontend::run(n, k.clone()))).build();
+            let node = handle.create_node().name(&name).ip(addr.ip()).init(move || clocked(r, partmap::frontend::run(n, k.clone(), net.clone()))).build();
             add(name, Role::Frontend, addr, node, None);
         }
-        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, lock_disk, link_faults: knobs.link_faults.clone() }
+        World { nodes, cuts: BTreeMap::new(), down: Default::default(), paused: Default::default(), store_disk, lock_disk, link_faults }
     }
 
     /// Kill `name` (memory lost, unsynced disk writes lost, or with `knobs.torn_writes` a torn
