@@ -333,14 +333,14 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         let first = views.iter().find(|v| v.property == property && v.violation.is_some());
         Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
     };
-    let verdicts = vec![
-        verdict("single_writer"),
-        verdict("no_lost_append"),
-        verdict("reads_consistent"),
-        verdict("map_tiles"),
-        verdict("manager_exclusive"),
-        Verdict { property: "liveness", kind: Kind::Eventually, violation: liveness, evidence: Default::default() },
-    ];
+    let mut liveness = liveness;
+    let verdicts = check::PROPERTIES
+        .iter()
+        .map(|&(property, kind)| match kind {
+            Kind::Always => verdict(property),
+            Kind::Eventually => Verdict { property, kind, violation: liveness.take(), evidence: Default::default() },
+        })
+        .collect();
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
     let unavailable_ms = unavailable_ms(&events, opts.scenario.workload.duration_s * 1_000_000);

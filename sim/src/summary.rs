@@ -22,15 +22,7 @@ pub const FORMAT: &str = "partmap-sim sweep summary";
 /// The version of the summary's layout. Version 1 (before issue 16) held aggregates only.
 pub const FORMAT_VERSION: u32 = 2;
 
-/// Every property with its kind, in report order.
-pub const PROPERTIES: [(&str, &str); 6] = [
-    ("single_writer", "always"),
-    ("no_lost_append", "always"),
-    ("reads_consistent", "always"),
-    ("map_tiles", "always"),
-    ("manager_exclusive", "always"),
-    ("liveness", "eventually"),
-];
+pub use crate::check::PROPERTIES;
 
 /// What a summary's seeds were run by: the binary and the scenario. Two summaries merge only
 /// when these agree (the scenario's label, a path, may differ).
@@ -166,7 +158,7 @@ impl SeedRecord {
             .iter()
             .map(|v| PropertyVerdict {
                 property: v.property.to_string(),
-                kind: PROPERTIES.iter().find(|(p, _)| *p == v.property).map_or("always", |(_, k)| k).to_string(),
+                kind: PROPERTIES.iter().find(|(p, _)| *p == v.property).map_or("always", |(_, k)| k.name()).to_string(),
                 verdict: if v.violation.is_some() { PropertyOutcome::Violated } else { PropertyOutcome::Pass },
                 evidence: v.violation.clone(),
             })
@@ -723,7 +715,7 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(out, "wall={:.1}s seeds_per_s={:.1} sim_s_per_seed={:.1}{merged}", m.wall_s, m.seeds_per_s, t.sim_s_per_seed);
     let _ = writeln!(out, "\n{:<18} {:<11} {:>10}", "property", "kind", "violations");
     for (p, kind) in PROPERTIES {
-        let _ = writeln!(out, "{:<18} {:<11} {:>10}", p, kind, t.violations.get(p).copied().unwrap_or(0));
+        let _ = writeln!(out, "{:<18} {:<11} {:>10}", p, kind.name(), t.violations.get(p).copied().unwrap_or(0));
     }
     let _ = writeln!(out, "\n{:<16} {:>8} {:>10} {:>12}", "fault", "total", "per seed", "seeds with");
     for (k, v) in &t.faults {

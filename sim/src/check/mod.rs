@@ -30,6 +30,27 @@ pub enum Kind {
     Eventually,
 }
 
+impl Kind {
+    /// `always` or `eventually`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Always => "always",
+            Kind::Eventually => "eventually",
+        }
+    }
+}
+
+/// Every property with its kind, in report order: the one list the run's verdicts, the summary
+/// and the sweep's table follow.
+pub const PROPERTIES: [(&str, Kind); 6] = [
+    ("single_writer", Kind::Always),
+    ("no_lost_append", Kind::Always),
+    ("reads_consistent", Kind::Always),
+    ("map_tiles", Kind::Always),
+    ("manager_exclusive", Kind::Always),
+    ("liveness", Kind::Eventually),
+];
+
 /// One property's verdict.
 #[derive(Clone, Debug)]
 pub struct Verdict {
