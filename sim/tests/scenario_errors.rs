@@ -420,12 +420,17 @@ fn scenario_rejects_swarm_range_reversed_and_swarm_with_schedule() {
 
 #[test]
 fn scenario_shipped_files_all_load() {
-    for entry in std::fs::read_dir(repo_file("scenarios")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut loaded = 0;
+    for dir in ["scenarios", "scenarios/shrunk"] {
+        for entry in std::fs::read_dir(repo_file(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                loaded += 1;
+            }
         }
     }
+    assert!(loaded >= 40, "{loaded} scenario files");
 }
 
 #[test]
