@@ -410,6 +410,34 @@ impl ServerCore {
         Ok(())
     }
 
+    /// A move target's cutover, once the stream is fenced at `row.epoch`: check the whole copy
+    /// (`precopied` records, then the `tail` read past them) against the source's drained
+    /// `digest` (length, bytes, checksum), and serve it on a match, with `base` the content
+    /// inherited from the range's sealed ancestors. Emits `handoff` (bytes copied before and
+    /// during the pause) or `diverged`.
+    ///
+    /// Errors: `Diverged` when the copy does not match (the range is dropped; the move must
+    /// abort), `NotNow` when the range is no longer loading at that epoch.
+    pub fn complete_move(&mut self, row: &RangeRow, base: Rc<Vec<Record>>, precopied: Vec<Record>, tail: Vec<Record>, digest: StreamDigest, strategy: Strategy) -> Result<(), FinishError> {
+        let precopy_bytes: u64 = precopied.iter().map(|r| r.bytes.len() as u64).sum();
+        let tail_bytes: u64 = tail.iter().map(|r| r.bytes.len() as u64).sum();
+        let mut records = precopied;
+        records.extend(tail);
+        let copied = StreamDigest::of(&records);
+        if copied != digest && !self.mutated(Mutation::TargetSkipsVerify) {
+            let why = format!(
+                "copy of {} does not match the source: {} records, {} bytes, checksum {:016x} here; {} records, {} bytes, checksum {:016x} at the source",
+                row.id, copied.records, copied.bytes, copied.checksum, digest.records, digest.bytes, digest.checksum
+            );
+            let _ = self.finish_open(row, None, Err(why.clone()));
+            emit(Event::Diverged { server: self.id, range: row.id, epoch: row.epoch, error: why.clone() });
+            return Err(FinishError::Diverged(why));
+        }
+        self.finish_open(row, Some(base), Ok(records)).map_err(FinishError::NotNow)?;
+        emit(Event::Handoff { server: self.id, range: row.id, epoch: row.epoch, strategy, precopy_bytes, tail_bytes, bytes: digest.bytes });
+        Ok(())
+    }
+
     /// Pause `range` at `epoch` for a planned move: from now on it admits nothing and answers
     /// no reads, from `now_us` (the server's clock) on. Idempotent. Errors: the range is not held
     /// at that epoch.
@@ -715,9 +743,8 @@ async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch:
 /// more from the source can land), copy the tail past what pre-copy brought, check the whole
 /// copy against the source's digest, and serve.
 async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy, lineage: &[Source]) -> Result<(), FinishError> {
-    let id = core.borrow().id;
     let begin = core.borrow_mut().begin_finish(row).map_err(FinishError::NotNow)?;
-    let Some(mut records) = begin else { return Ok(()) };
+    let Some(records) = begin else { return Ok(()) };
     let base = match load_lineage(rpc, knobs, lineage).await {
         Ok(base) => Rc::new(base),
         Err(e) => {
@@ -725,7 +752,6 @@ async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: 
             return Err(FinishError::NotNow(e.to_string()));
         }
     };
-    let precopied: u64 = records.iter().map(|r| r.bytes.len() as u64).sum();
     let tail = match fence_and_load(rpc, knobs, row, records.len() as u64).await {
         Ok(tail) => tail,
         Err(e) => {
@@ -733,21 +759,7 @@ async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: 
             return Err(FinishError::NotNow(e.to_string()));
         }
     };
-    let tail_bytes: u64 = tail.iter().map(|r| r.bytes.len() as u64).sum();
-    records.extend(tail);
-    let copied = StreamDigest::of(&records);
-    if copied != digest && knobs.mutation != Some(Mutation::TargetSkipsVerify) {
-        let why = format!(
-            "copy of {} does not match the source: {} records, {} bytes, checksum {:016x} here; {} records, {} bytes, checksum {:016x} at the source",
-            row.id, copied.records, copied.bytes, copied.checksum, digest.records, digest.bytes, digest.checksum
-        );
-        let _ = core.borrow_mut().finish_open(row, None, Err(why.clone()));
-        emit(Event::Diverged { server: id, range: row.id, epoch: row.epoch, error: why.clone() });
-        return Err(FinishError::Diverged(why));
-    }
-    core.borrow_mut().finish_open(row, Some(base), Ok(records)).map_err(FinishError::NotNow)?;
-    emit(Event::Handoff { server: id, range: row.id, epoch: row.epoch, strategy, precopy_bytes: precopied, tail_bytes, bytes: digest.bytes });
-    Ok(())
+    core.borrow_mut().complete_move(row, base, records, tail, digest, strategy)
 }
 
 /// Wait until `op` is applied to the content of `range` at `epoch`, for at most the store
@@ -878,6 +890,50 @@ mod tests {
     fn active(core: &mut ServerCore, r: &RangeRow) {
         assert_eq!(core.begin_open(r), Ok(true));
         core.finish_open(r, None, Ok(vec![])).unwrap();
+    }
+
+    /// The seed design's worked move at both ends, without a runtime: A (server-1) holds r1 at
+    /// epoch 1 with 6 bytes, then takes 7 more (13); B (server-2) pre-copied the first 6;
+    /// A pauses and drains (digest: 2 records, 13 bytes); B fences, copies the 7-byte tail,
+    /// verifies against the digest and serves at epoch 2; A is released and answers a held
+    /// append at epoch 1 with a hint naming B; the retry lands at B, which ends with 19 bytes.
+    /// A copy that does not match the digest is refused (`diverged`) and B does not serve.
+    #[test]
+    fn server_worked_move_both_ends_6_7_and_6_bytes() {
+        let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec() };
+        let mut a = ServerCore::new(ServerId(1));
+        a.session = Some(1);
+        a.lease_valid_until_us = 10_000_000;
+        let at_a = RangeRow { start: vec![], end: None, ..row(1, 1) };
+        active(&mut a, &at_a);
+        let (r1, r2) = (rec(1, 1, b"first;"), rec(2, 1, b"second;"));
+        for (i, r) in [&r1, &r2].into_iter().enumerate() {
+            assert_eq!(a.admit(RangeId(1), Epoch(1), &r.key, r.id, 10), Ok(Some(Epoch(1))));
+            a.finish_append(RangeId(1), r, Some(Ok(i as u64)));
+        }
+        a.pause(RangeId(1), Epoch(1), 20).unwrap();
+        let digest = a.drained(RangeId(1), Epoch(1)).unwrap().expect("nothing in flight");
+        assert_eq!((digest.records, digest.bytes), (2, 13));
+
+        let mut b = ServerCore::new(ServerId(2));
+        b.session = Some(2);
+        b.lease_valid_until_us = 10_000_000;
+        let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..at_a.clone() };
+        // A copy short of the tail does not verify: B refuses to serve it.
+        assert_eq!(b.begin_finish(&at_b), Ok(Some(vec![])));
+        assert!(matches!(b.complete_move(&at_b, Rc::new(vec![]), vec![r1.clone()], vec![], digest, Strategy::PreCopy), Err(FinishError::Diverged(_))));
+        assert!(!b.ranges.contains_key(&RangeId(1)));
+        // The whole copy: 6 bytes pre-copied, the 7-byte tail read after the fence.
+        assert_eq!(b.begin_finish(&at_b), Ok(Some(vec![])));
+        b.complete_move(&at_b, Rc::new(vec![]), vec![r1.clone()], vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
+        a.release(RangeId(1), Epoch(1), ServerId(2), Epoch(2));
+
+        let r3 = rec(3, 2, b"third;");
+        assert_eq!(a.admit(RangeId(1), Epoch(1), &r3.key, r3.id, 30), Err(Refusal::Moved { owner: ServerId(2), epoch: Epoch(2) }), "A adds nothing and names B");
+        assert_eq!(b.admit(RangeId(1), Epoch(2), &r3.key, r3.id, 30), Ok(Some(Epoch(2))));
+        b.finish_append(RangeId(1), &r3, Some(Ok(2)));
+        let bytes: usize = [&r1, &r2, &r3].iter().map(|r| b.read(RangeId(1), Epoch(2), &r.key, ReadLevel::Strong, 30).unwrap().len()).sum();
+        assert_eq!(bytes, 19);
     }
 
     /// Found by seed 314 of the default scenario: a registration answered late gave the server
