@@ -35,7 +35,8 @@ pub struct StreamDigest {
     pub records: u64,
     /// Payload bytes (the appended bytes, keys and framing excluded).
     pub bytes: u64,
-    /// FNV-1a (64-bit) over every record's id, key and bytes, in order.
+    /// [`crate::ids::mix_words`] over every record's id, key and bytes, in order (each field
+    /// folded whole, its length tagged).
     pub checksum: u64,
 }
 
@@ -57,13 +58,11 @@ impl StreamDigest {
 
     /// Extend the digest by the next record of the stream.
     pub fn add(&mut self, r: &Record) {
-        let fnv = crate::ids::fnv1a;
-        let mut h = fnv(self.checksum, &r.id.client.to_le_bytes());
-        h = fnv(h, &r.id.seq.to_le_bytes());
-        h = fnv(h, &(r.key.len() as u64).to_le_bytes());
-        h = fnv(h, &r.key);
-        h = fnv(h, &(r.bytes.len() as u64).to_le_bytes());
-        self.checksum = fnv(h, &r.bytes);
+        let mix = crate::ids::mix_words;
+        let mut h = mix(self.checksum, &r.id.client.to_le_bytes());
+        h = mix(h, &r.id.seq.to_le_bytes());
+        h = mix(h, &r.key);
+        self.checksum = mix(h, &r.bytes);
         self.records += 1;
         self.bytes += r.bytes.len() as u64;
     }
