@@ -218,13 +218,7 @@ impl Hasher for StableHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let mut last = [0u8; 8];
-        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.word(u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56));
+        self.0 = partmap::ids::mix_words(self.0, bytes);
     }
     fn write_u8(&mut self, i: u8) {
         self.word(i as u64);
