@@ -287,14 +287,22 @@ impl ReshapeFlow {
         self.r.parents[0].0
     }
 
-    fn pause(&mut self, i: usize) -> Step {
+    /// Pause parent `i`; past the last parent, seal.
+    fn pause(&mut self, i: usize, now_ms: u64) -> Step {
+        if i == self.r.parents.len() {
+            return self.seal(0, now_ms);
+        }
         self.phase = ReshapePhase::Pausing(i);
         let Some(owner) = self.owners[i] else { return Step::StopRound };
         let (p, epoch) = self.r.parents[i];
         Step::Call { to: Peer::Server(owner), msg: Msg::Pause { range: p, epoch, leader_epoch: self.leader_epoch }, timeout_ms: self.limits.drain_ms() }
     }
 
-    fn seal(&mut self, i: usize) -> Step {
+    /// Seal parent `i`'s stream; past the last parent, open the children.
+    fn seal(&mut self, i: usize, now_ms: u64) -> Step {
+        if i == self.r.parents.len() {
+            return self.open(0, now_ms);
+        }
         self.phase = ReshapePhase::Sealing(i);
         let seal_epoch = self.r.children.iter().map(|c| c.epoch).max().unwrap_or(Epoch(0));
         Step::Call { to: Peer::Store, msg: Msg::Seal { stream: self.r.parents[i].0, epoch: seal_epoch }, timeout_ms: self.limits.store_timeout_ms }
@@ -304,14 +312,18 @@ impl ReshapeFlow {
         self.r.parents.iter().map(|(p, _)| *p).zip(self.sealed.iter().copied()).collect()
     }
 
-    fn open(&mut self, i: usize) -> Option<Step> {
-        let c = self.r.children.get(i)?;
+    /// Have child `i`'s owner open it; past the last child, commit (children born at `now_ms`).
+    fn open(&mut self, i: usize, now_ms: u64) -> Step {
+        let Some(c) = self.r.children.get(i) else {
+            self.phase = ReshapePhase::Committing;
+            return Step::Commit(MapOp::CommitReshape { first: self.first(), sealed: self.sealed.clone(), born_ms: now_ms });
+        };
         self.phase = ReshapePhase::Opening(i);
         let sources = self.sources();
         let row = c.row(sources.iter().map(|(p, _)| *p).collect(), RangeState::Preparing, 0);
         let lineage = lineage(&self.map, &sources, &c.start, &c.end);
         let open = Msg::Open { lineage, row, leader_epoch: self.leader_epoch };
-        Some(Step::Call { to: Peer::Server(c.owner.0), msg: open, timeout_ms: 2 * self.limits.store_timeout_ms + self.limits.rpc_timeout_ms })
+        Step::Call { to: Peer::Server(c.owner.0), msg: open, timeout_ms: 2 * self.limits.store_timeout_ms + self.limits.rpc_timeout_ms }
     }
 
     fn release(&mut self, from: usize) -> Step {
@@ -336,43 +348,13 @@ impl ReshapeFlow {
     }
 }
 
-/// `Option<Step>` of [`ReshapeFlow::open`] past the last child: commit.
-trait OrCommit {
-    fn or_commit(self, flow: &mut ReshapeFlow, now_ms: u64) -> Step;
-}
-
-impl OrCommit for Option<Step> {
-    fn or_commit(self, flow: &mut ReshapeFlow, now_ms: u64) -> Step {
-        self.unwrap_or_else(|| {
-            flow.phase = ReshapePhase::Committing;
-            Step::Commit(MapOp::CommitReshape { first: flow.first(), sealed: flow.sealed.clone(), born_ms: now_ms })
-        })
-    }
-}
-
-impl ReshapeFlow {
-    fn seal_then(&mut self, i: usize, now_ms: u64) -> Step {
-        if i == self.r.parents.len() {
-            return self.open(0).or_commit(self, now_ms);
-        }
-        self.seal(i)
-    }
-
-    fn pause_then(&mut self, i: usize, now_ms: u64) -> Step {
-        if i == self.r.parents.len() {
-            return self.seal_then(0, now_ms);
-        }
-        self.pause(i)
-    }
-}
-
 impl Flow for ReshapeFlow {
     fn next(&mut self, reply: Option<Reply>, now_ms: u64) -> Step {
         match (self.phase.clone(), reply) {
             (ReshapePhase::JournalingPause, None) => Step::Commit(MapOp::PauseReshape { first: self.first() }),
-            (ReshapePhase::JournalingPause, Some(Reply::Committed(true))) => self.pause_then(0, now_ms),
-            (ReshapePhase::Pausing(i), None) => self.pause_then(i, now_ms),
-            (ReshapePhase::Pausing(i), Some(Reply::Answer(Msg::PausedAt { result: Ok(_) }))) => self.pause_then(i + 1, now_ms),
+            (ReshapePhase::JournalingPause, Some(Reply::Committed(true))) => self.pause(0, now_ms),
+            (ReshapePhase::Pausing(i), None) => self.pause(i, now_ms),
+            (ReshapePhase::Pausing(i), Some(Reply::Answer(Msg::PausedAt { result: Ok(_) }))) => self.pause(i + 1, now_ms),
             (ReshapePhase::Pausing(_), Some(Reply::Answer(Msg::PausedAt { result: Err(e) }))) => self.abort(e),
             (ReshapePhase::Sealing(i), Some(Reply::Answer(Msg::Sealed { result: Ok(len) }))) => {
                 // Mutation `merge-from-stale-view`: the length from the load report instead;
@@ -383,13 +365,13 @@ impl Flow for ReshapeFlow {
                     _ => len,
                 };
                 self.sealed.push(len);
-                self.seal_then(i + 1, now_ms)
+                self.seal(i + 1, now_ms)
             }
             (ReshapePhase::Sealing(i), Some(Reply::Answer(Msg::Sealed { result: Err(fence) }))) => {
                 let p = self.r.parents[i].0;
                 self.abort(format!("{p} already fenced at {fence}"))
             }
-            (ReshapePhase::Opening(i), Some(Reply::Answer(Msg::Opened { result: Ok(()) }))) => self.open(i + 1).or_commit(self, now_ms),
+            (ReshapePhase::Opening(i), Some(Reply::Answer(Msg::Opened { result: Ok(()) }))) => self.open(i + 1, now_ms),
             // A lost child owner aborts it in a later round (see `manager::plan`).
             (ReshapePhase::Committing, Some(Reply::Committed(true))) => self.release(0),
             (ReshapePhase::Releasing(i), Some(_)) => self.release(i + 1),

@@ -52,18 +52,6 @@ fn server_of(name: &str) -> Option<u32> {
 /// The flows a fault can meet, in report order.
 pub const FLOWS: [&str; 4] = ["failover", "move", "split", "merge"];
 
-/// The fault kind as the sweep's fault table names it (`crash_server`, `isolate`, `delay`, ...).
-pub fn fault_kind(fault: &Fault) -> String {
-    match fault {
-        Fault::Crash(node) => {
-            let role = node.split('-').next().unwrap_or(node);
-            format!("crash_{role}")
-        }
-        Fault::MoveRequest(..) => "move_request".to_string(),
-        other => other.to_string().split(' ').next().unwrap_or("").to_string(),
-    }
-}
-
 impl Fault {
     /// Every node the fault names (a directed fault names its sender and receiver), in order.
     pub fn nodes(&self) -> Vec<&str> {
@@ -97,7 +85,7 @@ pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
                 kinds = map.reshapes.values().map(|r| if r.kind == ReshapeKind::Split { "split" } else { "merge" }).collect();
             }
             What::Fault { fault, .. } => {
-                let kind = fault_kind(fault);
+                let kind = fault.kind().to_string();
                 if preparing {
                     out.insert((kind.clone(), "failover"));
                 }

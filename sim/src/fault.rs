@@ -53,3 +53,32 @@ impl std::fmt::Display for Fault {
         }
     }
 }
+
+impl Fault {
+    /// The fault's kind as the sweep's fault table and coverage name it: `crash_server`,
+    /// `crash_manager`, `crash_store`, `crash_lock`, `crash_frontend` (from the node's name,
+    /// `role-N`), `isolate`, `split`, `one_way`, `delay`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Crash(n) => match n.split('-').next().unwrap_or("") {
+                "server" => "crash_server",
+                "manager" => "crash_manager",
+                "store" => "crash_store",
+                "lock" => "crash_lock",
+                _ => "crash_frontend",
+            },
+            Fault::Isolate(_) => "isolate",
+            Fault::Split(_) => "split",
+            Fault::OneWay(..) => "one_way",
+            Fault::Delay(..) => "delay",
+            Fault::Duplicate(..) => "duplicate",
+            Fault::Pause(_) => "pause",
+            Fault::SlowDisk(..) => "slow_disk",
+            Fault::Corrupt(..) => "corrupt",
+            Fault::Reorder(..) => "reorder",
+            Fault::DelayNext(..) => "delay_next",
+            Fault::MoveRequest(..) => "move_request",
+            Fault::Drain(_) => "drain",
+        }
+    }
+}

@@ -17,34 +17,6 @@ use crate::events::{record, What};
 pub use crate::fault::Fault;
 
 impl Fault {
-    /// The counter name: `crash_server`, `crash_manager`, `crash_store`, `crash_lock`,
-    /// `isolate`, `split`, `one_way`.
-    pub fn counter(&self, world: &World) -> &'static str {
-        match self {
-            Fault::Crash(n) => match world.nodes[n].role {
-                Role::Server => "crash_server",
-                Role::Manager => "crash_manager",
-                Role::Store => "crash_store",
-                Role::Lock => "crash_lock",
-                Role::Frontend => "crash_frontend",
-            },
-            Fault::Isolate(_) => "isolate",
-            Fault::Split(_) => "split",
-            Fault::OneWay(..) => "one_way",
-            Fault::Delay(..) => "delay",
-            Fault::Duplicate(..) => "duplicate",
-            Fault::Pause(_) => "pause",
-            Fault::SlowDisk(..) => "slow_disk",
-            Fault::Corrupt(..) => "corrupt",
-            Fault::Reorder(..) => "reorder",
-            Fault::DelayNext(..) => "delay_next",
-            Fault::MoveRequest(..) => "move_request",
-            Fault::Drain(_) => "drain",
-        }
-    }
-}
-
-impl Fault {
     /// The fault a schedule entry names. `spec` must be validated ([`Scenario::validate`]):
     /// a `delay_next` of an unknown message kind panics.
     pub fn from_spec(spec: &FaultSpec) -> Fault {
@@ -377,7 +349,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
         let (world, counts) = (world.clone(), counts.clone());
         madsim::task::spawn_local(async move {
             sleep_ms(p.at_ms).await;
-            let counter = p.fault.counter(&world.borrow());
+            let counter = p.fault.kind();
             match &p.fault {
                 Fault::Crash(node) => {
                     if !world.borrow_mut().kill(node, p.duration_ms) {
