@@ -407,6 +407,7 @@ mod tests {
     //! Transcripts without a runtime: each step is a request at a time, and the records the
     //! core asks to persist are "synced" by appending them to a vector that stands for the disk.
     use super::*;
+    use crate::ids::{Epoch, RangeId};
 
     const LEASE_MS: u64 = 1000;
 
@@ -532,6 +533,155 @@ mod tests {
         let (mut core, mut disk) = fresh();
         let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::Admin { ops: vec![MapOp::Bootstrap { split_points: vec![] }] }, 0) else { panic!() };
         assert!(e.contains("not an operator request"), "{e}");
+    }
+
+    /// Leases and sessions expire strictly after their end (µs), and not a microsecond later.
+    #[test]
+    fn authority_expiry_is_exact_at_the_lease_end() {
+        let (mut core, mut disk) = fresh();
+        let session = register(&mut core, &mut disk, 1, 0);
+        let renew = |core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, now| run(core, disk, Msg::RenewSession { server: ServerId(1), session }, now).0;
+        assert!(matches!(renew(&mut core, &mut disk, 1_000_000), Msg::SessionRenewed { ok: true }), "at its end the lease still holds");
+        assert!(matches!(renew(&mut core, &mut disk, 2_000_001), Msg::SessionRenewed { ok: false }), "a microsecond past it, expired");
+        assert!(matches!(renew(&mut core, &mut disk, 2_000_002), Msg::SessionRenewed { ok: false }), "and it stays expired");
+        assert!(matches!(run(&mut core, &mut disk, Msg::RenewSession { server: ServerId(2), session }, 0).0, Msg::SessionRenewed { ok: false }), "an unknown server");
+        // The leader lease likewise.
+        assert_eq!(leader(&mut core, &mut disk, 1, 0), Some(1));
+        assert_eq!(leader(&mut core, &mut disk, 2, 1_000_000), None, "held until its end");
+        assert_eq!(leader(&mut core, &mut disk, 2, 1_000_001), Some(2), "a new term right after");
+    }
+
+    #[test]
+    fn authority_renewal_needs_the_current_session() {
+        let (mut core, mut disk) = fresh();
+        let old = register(&mut core, &mut disk, 1, 0);
+        let (Msg::Registered { session: new }, events) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1) }, 10) else { panic!() };
+        assert!(new > old, "sessions only grow");
+        assert!(matches!(&events[..], [Event::SessionExpired { server: ServerId(1), session }] if *session == old), "the restart ends the old session: {events:?}");
+        assert!(matches!(disk[..], [LockRecord::Session { session: a, .. }, LockRecord::Session { session: b, .. }] if a == old && b == new), "each session is durable first");
+        let renew = |core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, session| run(core, disk, Msg::RenewSession { server: ServerId(1), session }, 20).0;
+        assert!(matches!(renew(&mut core, &mut disk, old), Msg::SessionRenewed { ok: false }), "the previous incarnation's session");
+        assert!(matches!(renew(&mut core, &mut disk, new), Msg::SessionRenewed { ok: true }));
+        let (Msg::State { sessions, .. }, _) = run(&mut core, &mut disk, Msg::GetState, 30) else { panic!() };
+        assert_eq!(sessions.len(), 1);
+        assert!(sessions[0].live && sessions[0].session == new);
+        // A registration after an expiry: nothing to announce.
+        let (_, events) = run(&mut core, &mut disk, Msg::GetState, 5_000_000);
+        assert_eq!(events.len(), 1, "one expiry announced: {events:?}");
+        let (_, events) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1) }, 5_000_001);
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    /// The issue-19 mutant: the holder check of the leader lease is what keeps a second
+    /// candidate from being told it leads at the incumbent's term.
+    #[test]
+    fn authority_tells_a_second_candidate_who_holds_the_lease() {
+        let (mut core, mut disk) = fresh();
+        assert_eq!(leader(&mut core, &mut disk, 1, 0), Some(1));
+        let (reply, _) = run(&mut core, &mut disk, Msg::AcquireLeader { candidate: 2 }, 10);
+        assert!(matches!(reply, Msg::LeaderLease { epoch: None, holder: Some(1) }), "{reply:?}");
+        let (reply, _) = run(&mut core, &mut disk, Msg::AcquireLeader { candidate: 1 }, 900_000);
+        assert!(matches!(reply, Msg::LeaderLease { epoch: Some(1), holder: Some(1) }), "{reply:?}");
+        // The renewal at 0.9 s holds the lease to 1.9 s.
+        assert_eq!(leader(&mut core, &mut disk, 2, 1_500_000), None);
+        // A request that waited for the writers' lock while someone else won gets the holder.
+        let Action::Reply { msg, .. } = core.handle(&Msg::AcquireLeader { candidate: 3 }, 1_600_000, true) else { panic!() };
+        assert!(matches!(msg, Msg::LeaderLease { epoch: None, holder: Some(1) }), "{msg:?}");
+        assert_eq!(disk.len(), 1, "one term written");
+    }
+
+    #[test]
+    fn authority_recovery_restores_terms_sessions_and_expiries() {
+        let (mut core, mut disk) = fresh();
+        assert_eq!(leader(&mut core, &mut disk, 1, 0), Some(1));
+        assert_eq!(leader(&mut core, &mut disk, 2, 2_000_000), Some(2));
+        let s1 = register(&mut core, &mut disk, 1, 2_000_000);
+        let s2 = register(&mut core, &mut disk, 2, 2_000_000);
+        run(&mut core, &mut disk, Msg::RenewSession { server: ServerId(2), session: s2 }, 2_900_000);
+        run(&mut core, &mut disk, Msg::GetState, 3_500_000); // server-1 expires, durably
+        let (mut revived, events) = AuthorityCore::recover(&knobs(), &disk, 10_000_000);
+        assert!(matches!(events[0], Event::Recovered { records, .. } if records == disk.len()));
+        assert!(events.iter().any(|e| matches!(e, Event::LeaderRecovered { manager: 2, leader_epoch: 2 })), "{events:?}");
+        // The recovered term is held by its holder for a whole lease from the recovery.
+        assert_eq!(leader(&mut revived, &mut disk, 1, 10_500_000), None);
+        assert_eq!(leader(&mut revived, &mut disk, 2, 10_500_000), Some(2));
+        let (Msg::State { sessions, .. }, _) = run(&mut revived, &mut disk, Msg::GetState, 10_500_000) else { panic!() };
+        let live: Vec<(u64, bool)> = sessions.iter().map(|s| (s.session, s.live)).collect();
+        assert_eq!(live, vec![(s1, false), (s2, true)]);
+        assert_eq!(leader(&mut revived, &mut disk, 1, 12_000_000), Some(3), "terms continue from the last durable one");
+        let next = register(&mut revived, &mut disk, 3, 10_600_000);
+        assert!(next > s2, "session numbers continue");
+        // An expiry record of an older session does not end the newer one.
+        let records = vec![LockRecord::Session { server: ServerId(1), session: 4 }, LockRecord::SessionExpired { server: ServerId(1), session: 3 }];
+        let (mut c, _) = AuthorityCore::recover(&knobs(), &records, 0);
+        let (reply, _) = run(&mut c, &mut Vec::new(), Msg::RenewSession { server: ServerId(1), session: 4 }, 10);
+        assert!(matches!(reply, Msg::SessionRenewed { ok: true }));
+    }
+
+    #[test]
+    fn authority_refuses_an_invalid_batch_and_commits_operator_requests_at_term_zero() {
+        let (mut core, mut disk) = fresh();
+        let term = leader(&mut core, &mut disk, 1, 0).unwrap();
+        let bad = vec![MapOp::Bootstrap { split_points: vec![b"b".to_vec(), b"a".to_vec()] }];
+        let (Msg::CasResult { error: Some(e), .. }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, ops: bad }, 1) else { panic!() };
+        assert!(e.contains("BadSplitPoints"), "{e}");
+        assert!(matches!(&events[..], [Event::CasRefused { .. }]));
+        assert_eq!(disk.len(), 1);
+        let boot = vec![MapOp::Bootstrap { split_points: vec![b"m".to_vec()] }];
+        run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, ops: boot }, 2);
+        let drain = vec![MapOp::Drain { server: ServerId(2), on: true }];
+        let (Msg::CasResult { error: None, map }, events) = run(&mut core, &mut disk, Msg::Admin { ops: drain }, 3) else { panic!() };
+        assert_eq!(map.version, 2);
+        assert!(map.draining.contains(&ServerId(2)));
+        assert!(matches!(events.last(), Some(Event::MapCommit { leader_epoch: 0, .. })));
+        assert!(matches!(disk.last(), Some(LockRecord::Map { leader_epoch: 0, map }) if map.version == 2));
+        let (Msg::Map { map }, _) = run(&mut core, &mut disk, Msg::GetMap, 4) else { panic!() };
+        assert_eq!(map.version, 2);
+        // An operator request the map refuses.
+        let (Msg::CasResult { error: Some(e), .. }, events) = run(&mut core, &mut disk, Msg::Admin { ops: vec![MapOp::RequestMove { range: RangeId(9), to: ServerId(1) }] }, 5) else { panic!() };
+        assert!(e.contains("UnknownRange"), "{e}");
+        assert!(matches!(&events[..], [Event::CasRefused { leader_epoch: 0, .. }]));
+        assert_eq!(core.map().version, 2);
+    }
+
+    /// A split's commit announces the split's outcome, then the map; mutation
+    /// `retire-parents-first` commits two versions, the first with a hole.
+    #[test]
+    fn authority_split_commit_is_one_version_unless_mutated() {
+        for mutation in [None, Some(Mutation::RetireParentsFirst)] {
+            let mut core = AuthorityCore::recover(&Knobs { mutation, ..knobs() }, &[], 0).0;
+            let mut disk = Vec::new();
+            let term = leader(&mut core, &mut disk, 1, 0).unwrap();
+            let cas = |core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, ops: Vec<MapOp>| {
+                let version = core.map().version;
+                let (Msg::CasResult { error, map }, events) = run(core, disk, Msg::CasMap { expected_version: version, leader_epoch: term, ops }, 10) else { panic!() };
+                assert_eq!(error, None);
+                (map, events)
+            };
+            cas(&mut core, &mut disk, vec![MapOp::Bootstrap { split_points: vec![b"x".to_vec()] }]);
+            cas(&mut core, &mut disk, vec![MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]);
+            cas(&mut core, &mut disk, vec![MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]);
+            cas(&mut core, &mut disk, vec![MapOp::BeginSplit { range: RangeId(1), at: b"m".to_vec(), owners: [(ServerId(1), 1), (ServerId(2), 2)] }]);
+            cas(&mut core, &mut disk, vec![MapOp::PauseReshape { first: RangeId(1) }]);
+            let before = disk.len();
+            let (map, events) = cas(&mut core, &mut disk, vec![MapOp::CommitReshape { first: RangeId(1), sealed: vec![0], born_ms: 1 }]);
+            let commits: Vec<u64> = events.iter().filter_map(|e| if let Event::MapCommit { map, .. } = e { Some(map.version) } else { None }).collect();
+            match mutation {
+                None => {
+                    assert_eq!(commits, vec![6]);
+                    assert_eq!(disk.len(), before + 1);
+                    assert!(map.check_tiling().is_ok());
+                }
+                Some(_) => {
+                    assert_eq!(commits, vec![6, 7], "two versions");
+                    assert_eq!(disk.len(), before + 2);
+                    let LockRecord::Map { map: half, .. } = &disk[before] else { panic!() };
+                    assert!(half.check_tiling().unwrap_err().starts_with("gap"), "the first has a hole");
+                    assert_eq!(map.version, 7);
+                }
+            }
+            assert!(matches!(events.iter().find(|e| !matches!(e, Event::MapCommit { .. })), Some(Event::Reshaped { committed: true, .. })), "{events:?}");
+        }
     }
 
     /// Mutation `authority-logs-refused-cas`: the refused version reaches the disk, not the map.

@@ -241,3 +241,238 @@ async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, level:
         Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! [`route`] and [`next_step`] as tables, then the node's retry loop and outcomes end to end
+    //! on a madsim runtime, against a scripted authority (answers the map or is silent) and
+    //! scripted servers (each answers its queue of replies in order, then `Ok`).
+    use super::*;
+    use crate::config::client_addr;
+    use crate::map::MapOp;
+    use crate::seam::Net;
+    use crate::testkit::block_on;
+    use std::collections::{BTreeMap, VecDeque};
+    use std::sync::{Arc, Mutex};
+
+    /// One active range `["", unbounded)` owned by server-1 at epoch 1; with `split`, a second
+    /// range from `m` owned by server-2 at epoch 2, the first still preparing.
+    fn map(split: bool) -> PartitionMap {
+        let mut map = PartitionMap::default();
+        let points = if split { vec![b"m".to_vec()] } else { vec![] };
+        map.apply_batch(&[MapOp::Bootstrap { split_points: points }]).unwrap();
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+        if split {
+            map.apply_batch(&[MapOp::Assign { range: RangeId(2), owner: ServerId(2), owner_session: 2 }, MapOp::Activate { range: RangeId(2), epoch: Epoch(2) }]).unwrap();
+        } else {
+            map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
+        }
+        map
+    }
+
+    #[test]
+    fn frontend_route_needs_an_active_owner() {
+        let m = map(true);
+        assert_eq!(route(&m, b"a"), None, "r1 is preparing");
+        assert_eq!(route(&m, b"x"), Some(Route { range: RangeId(2), owner: ServerId(2), epoch: Epoch(2) }));
+        assert_eq!(route(&PartitionMap::default(), b"x"), None);
+        let m = map(false);
+        assert_eq!(route(&m, b""), Some(Route { range: RangeId(1), owner: ServerId(1), epoch: Epoch(1) }));
+    }
+
+    #[test]
+    fn frontend_next_step_for_each_refusal() {
+        let r = Route { range: RangeId(1), owner: ServerId(1), epoch: Epoch(3) };
+        let moved = |epoch| Refusal::Moved { owner: ServerId(2), epoch: Epoch(epoch) };
+        assert_eq!(next_step(r, &moved(4)), Step::Follow(Route { owner: ServerId(2), epoch: Epoch(4), ..r }));
+        assert_eq!(next_step(r, &moved(3)), Step::Refresh, "a hint no newer than the route is no hint");
+        assert_eq!(next_step(r, &moved(2)), Step::Refresh);
+        for refusal in [Refusal::NotOwner, Refusal::StaleEpoch { current: Epoch(4) }, Refusal::KeyOutOfRange, Refusal::Fenced { fence: Epoch(4) }, Refusal::LeaseExpired, Refusal::TooStale { age_ms: 9 }] {
+            assert_eq!(next_step(r, &refusal), Step::Refresh, "{refusal:?}");
+        }
+        assert_eq!(next_step(r, &Refusal::NotReady), Step::Backoff);
+        assert_eq!(next_step(r, &Refusal::InFlight), Step::Backoff);
+    }
+
+    /// What the scripted peers do and saw.
+    #[derive(Default)]
+    struct Script {
+        /// The map the authority answers with; `None`: the authority is silent.
+        map: Option<PartitionMap>,
+        /// Per server, its next replies (`None`: no answer); when empty it answers `Ok(b"v")`.
+        replies: BTreeMap<u32, VecDeque<Option<Msg>>>,
+        /// Every request a server got, with the server and the time (ms).
+        seen: Vec<(u32, Msg, u64)>,
+    }
+
+    fn net() -> Net {
+        Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }
+    }
+
+    /// Start the scripted authority and servers 1 to 3, a real frontend-1 with `knobs`, and send
+    /// `request` from a client at 100 ms. Returns the frontend's answer, when it came (ms), and
+    /// the script.
+    fn exchange(knobs: Knobs, script: Script, request: Msg) -> (Msg, u64, Script) {
+        let script = Arc::new(Mutex::new(script));
+        let answer = Arc::new(Mutex::new(None));
+        let (s, a) = (script.clone(), answer.clone());
+        block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            let s2 = s.clone();
+            h.create_node().name("lock-1").ip(lock_addr().ip()).init(move || {
+                let s = s2.clone();
+                async move {
+                    let rpc = Rpc::bind(lock_addr(), &net()).await;
+                    rpc.serve(move |msg, _| {
+                        let map = s.lock().unwrap().map.clone();
+                        async move {
+                            assert!(matches!(msg, Msg::GetMap));
+                            map.map(|map| Msg::Map { map })
+                        }
+                    });
+                    std::future::pending::<()>().await
+                }
+            }).build();
+            for n in 1..=3u32 {
+                let s2 = s.clone();
+                h.create_node().name(format!("server-{n}")).ip(server_addr(ServerId(n)).ip()).init(move || {
+                    let s = s2.clone();
+                    async move {
+                        let rpc = Rpc::bind(server_addr(ServerId(n)), &net()).await;
+                        rpc.serve(move |msg, _| {
+                            let mut s = s.lock().unwrap();
+                            s.seen.push((n, msg, now_us() / 1000));
+                            let reply = s.replies.entry(n).or_default().pop_front().unwrap_or(Some(Msg::Served { result: Ok(b"v".to_vec()) }));
+                            async move { reply }
+                        });
+                        std::future::pending::<()>().await
+                    }
+                }).build();
+            }
+            h.create_node().name("frontend-1").ip(frontend_addr(1).ip()).init(move || run(1, knobs.clone(), net())).build();
+            let a2 = a.clone();
+            h.create_node().name("client").ip(client_addr(1).ip()).init(move || {
+                let (a, request) = (a2.clone(), request.clone());
+                async move {
+                    let rpc = Rpc::bind(client_addr(1), &net()).await;
+                    sleep_ms(100).await;
+                    let reply = rpc.call(frontend_addr(1), request, 600_000).await.expect("the frontend answers");
+                    *a.lock().unwrap() = Some((reply, now_us() / 1000));
+                }
+            }).build();
+            while a.lock().unwrap().is_none() {
+                sleep_ms(50).await;
+            }
+        });
+        let (reply, at_ms) = answer.lock().unwrap().take().unwrap();
+        let script = std::mem::take(&mut *script.lock().unwrap());
+        (reply, at_ms, script)
+    }
+
+    const ID: OpId = OpId { client: 1, seq: 7 };
+
+    fn append_req() -> Msg {
+        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: b"x".to_vec() }
+    }
+
+    fn script(replies: &[(u32, Option<Msg>)]) -> Script {
+        let mut s = Script { map: Some(map(false)), ..Default::default() };
+        for (n, r) in replies {
+            s.replies.entry(*n).or_default().push_back(r.clone());
+        }
+        s
+    }
+
+    fn refused(r: Refusal) -> Option<Msg> {
+        Some(Msg::Served { result: Err(r) })
+    }
+
+    fn outcome(reply: &Msg) -> &Outcome {
+        let Msg::ClientResult { outcome, .. } = reply else { panic!("{reply:?}") };
+        outcome
+    }
+
+    /// (server, range, epoch, id) of each append the servers got.
+    fn appends(s: &Script) -> Vec<(u32, u64, u64, OpId)> {
+        s.seen.iter().filter_map(|(n, m, _)| if let Msg::Append { range, epoch, id, .. } = m { Some((*n, range.0, epoch.0, *id)) } else { None }).collect()
+    }
+
+    #[test]
+    fn frontend_append_goes_to_the_owner_and_retries_with_the_same_id() {
+        let (reply, _, s) = exchange(Knobs::default(), script(&[(1, refused(Refusal::NotReady)), (1, Some(Msg::ServedUnknown))]), append_req());
+        assert_eq!(outcome(&reply), &Outcome::Ok);
+        assert_eq!(appends(&s), vec![(1, 1, 1, ID); 3], "same id every attempt");
+        // Mutation fresh-id-on-retry: each retry a new id.
+        let knobs = Knobs { mutation: Some(Mutation::FreshIdOnRetry), ..Knobs::default() };
+        let (_, _, s) = exchange(knobs, script(&[(1, refused(Refusal::NotReady))]), append_req());
+        let ids: Vec<OpId> = appends(&s).iter().map(|a| a.3).collect();
+        assert_eq!(ids.len(), 2);
+        assert_eq!(ids[0], ID);
+        assert_ne!(ids[1], ID);
+    }
+
+    #[test]
+    fn frontend_append_fails_definitely_only_when_no_attempt_can_have_taken_effect() {
+        let knobs = Knobs { frontend_attempts: 3, ..Knobs::default() };
+        let stale = || (1, refused(Refusal::StaleEpoch { current: Epoch(9) }));
+        let (reply, _, s) = exchange(knobs.clone(), script(&[stale(), stale(), stale()]), append_req());
+        assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.starts_with("3 attempts; last: server-1 refused: StaleEpoch")), "{reply:?}");
+        assert_eq!(appends(&s).len(), 3, "exactly frontend_attempts attempts");
+        for unknown in [Some(Msg::ServedUnknown), None, refused(Refusal::InFlight)] {
+            let (reply, _, _) = exchange(knobs.clone(), script(&[(1, unknown.clone()), stale(), stale()]), append_req());
+            assert!(matches!(outcome(&reply), Outcome::Unknown(_)), "after {unknown:?}: {reply:?}");
+        }
+        // A read has no effect: after no answer it simply failed.
+        let read = Msg::ClientRead { key: b"k".to_vec(), level: ReadLevel::Strong };
+        let (reply, _, _) = exchange(knobs.clone(), script(&[(1, None), stale(), stale()]), read.clone());
+        assert!(matches!(outcome(&reply), Outcome::Failed(_)), "{reply:?}");
+        let (reply, _, s) = exchange(knobs, script(&[]), read);
+        assert!(matches!(&reply, Msg::ClientResult { outcome: Outcome::Ok, value } if value == b"v"), "{reply:?}");
+        assert!(matches!(&s.seen[..], [(1, Msg::Read { range: RangeId(1), epoch: Epoch(1), .. }, _)]), "{:?}", s.seen);
+    }
+
+    #[test]
+    fn frontend_follows_a_newer_owner_named_by_a_refusal() {
+        let moved = |epoch| (1, refused(Refusal::Moved { owner: ServerId(2), epoch: Epoch(epoch) }));
+        let (reply, _, s) = exchange(Knobs::default(), script(&[moved(5)]), append_req());
+        assert_eq!(outcome(&reply), &Outcome::Ok);
+        assert_eq!(appends(&s), vec![(1, 1, 1, ID), (2, 1, 5, ID)], "the hint wins over the cache");
+        // A hint no newer than the route is ignored: the retry goes by the map again.
+        let (reply, _, s) = exchange(Knobs::default(), script(&[moved(1)]), append_req());
+        assert_eq!(outcome(&reply), &Outcome::Ok);
+        assert_eq!(appends(&s), vec![(1, 1, 1, ID), (1, 1, 1, ID)]);
+    }
+
+    #[test]
+    fn frontend_fails_fast_when_the_map_is_too_stale_and_waits_without_an_owner() {
+        // Staleness counts from boot: once past it, nothing is tried at all.
+        let knobs = Knobs { map_staleness_ms: 50, ..Knobs::default() };
+        let silent = Script { map: None, ..Default::default() };
+        let (reply, at_ms, _) = exchange(knobs, silent, append_req());
+        assert!(matches!(outcome(&reply), Outcome::MapUnavailable(why) if why.contains("map_staleness_ms=50")), "{reply:?}");
+        assert!(at_ms < 200, "at once, not after a refresh of the map ({} ms timeout): {at_ms} ms", Knobs::default().rpc_timeout_ms);
+        let read = Msg::ClientRead { key: b"k".to_vec(), level: ReadLevel::Strong };
+        let (reply, _, _) = exchange(Knobs { map_staleness_ms: 50, ..Knobs::default() }, Script { map: None, ..Default::default() }, read);
+        assert!(matches!(outcome(&reply), Outcome::MapUnavailable(_)), "{reply:?}");
+        // A map with no active owner for the key: refused after the attempts, nothing sent.
+        let knobs = Knobs { frontend_attempts: 3, ..Knobs::default() };
+        let (reply, _, s) = exchange(knobs, Script { map: Some(map(true)), ..Default::default() }, append_req());
+        assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.contains("no active owner")), "{reply:?}");
+        assert!(s.seen.is_empty());
+    }
+
+    /// Backoff grows with the attempt and is bounded: two `NotReady` refusals cost at least
+    /// 10 + 20 ms and well under the cap.
+    #[test]
+    fn frontend_backs_off_between_busy_refusals() {
+        let (_, at_ms, s) = exchange(Knobs::default(), script(&[(1, refused(Refusal::NotReady)), (1, refused(Refusal::NotReady))]), append_req());
+        let times: Vec<u64> = s.seen.iter().map(|(_, _, t)| *t).collect();
+        assert_eq!(times.len(), 3);
+        assert!(times[1] - times[0] >= 10 && times[2] - times[1] >= 20, "{times:?}");
+        assert!(at_ms - 100 < 200, "{at_ms}");
+        let knobs = Knobs { frontend_backoff_ms: 400, frontend_backoff_ms_max: 400, ..Knobs::default() };
+        let (_, _, s) = exchange(knobs, script(&[(1, refused(Refusal::NotReady)), (1, refused(Refusal::NotReady))]), append_req());
+        let times: Vec<u64> = s.seen.iter().map(|(_, _, t)| *t).collect();
+        assert!(times[2] - times[1] >= 200 && times[2] - times[1] <= 450, "capped at 400: {times:?}");
+    }
+}

@@ -35,3 +35,9 @@ pub mod mutation;
 pub mod seam;
 pub mod server;
 pub mod store;
+#[cfg(test)]
+mod server_node_tests;
+#[cfg(test)]
+mod server_tests;
+#[cfg(test)]
+mod testkit;

@@ -814,6 +814,248 @@ mod tests {
         stale.clone().apply_batch(&[commit]).unwrap();
     }
 
+    fn row_at(map: &mut PartitionMap, id: u64, start: &str, end: Option<&str>) {
+        let row = RangeRow {
+            id: RangeId(id),
+            start: start.as_bytes().to_vec(),
+            end: end.map(|e| e.as_bytes().to_vec()),
+            owner: None,
+            owner_session: 0,
+            epoch: Epoch(0),
+            state: RangeState::Active,
+            sources: vec![],
+            sealed: 0,
+            born_ms: 0,
+        };
+        map.rows.insert(RangeId(id), row);
+    }
+
+    fn tiling(rows: &[(&str, Option<&str>)]) -> Result<(), String> {
+        let mut map = PartitionMap::default();
+        for (i, (start, end)) in rows.iter().enumerate() {
+            row_at(&mut map, i as u64 + 1, start, *end);
+        }
+        map.check_tiling()
+    }
+
+    /// The tiling check itself (the proptest's and `map_tiles`' judge): each kind of gap and
+    /// overlap is reported, and a proper tiling passes.
+    #[test]
+    fn map_tiling_check_reports_every_gap_and_overlap() {
+        tiling(&[]).unwrap();
+        tiling(&[("", None)]).unwrap();
+        tiling(&[("", Some("g")), ("g", Some("p")), ("p", None)]).unwrap();
+        let err = |rows: &[(&str, Option<&str>)]| tiling(rows).unwrap_err();
+        assert!(err(&[("a", None)]).starts_with("gap: nothing covers [\"\", "), "first row must start at the empty key");
+        assert!(err(&[("", Some("g"))]).starts_with("gap: nothing covers [g, unbounded)"), "{}", err(&[("", Some("g"))]));
+        assert!(err(&[("", Some("g")), ("h", None)]).starts_with("gap: nothing covers [g, h)"));
+        assert!(err(&[("", Some("h")), ("g", None)]).starts_with("overlap: r1 ends at h"), "{}", err(&[("", Some("h")), ("g", None)]));
+        assert!(err(&[("", None), ("g", None)]).starts_with("overlap: r1 is unbounded"), "{}", err(&[("", None), ("g", None)]));
+        assert!(err(&[("", Some("g")), ("g", Some("g")), ("g", None)]).contains("empty or backwards"));
+        assert!(err(&[("", Some("g")), ("g", Some("c")), ("c", None)]).contains("empty or backwards"));
+        // Retired rows do not count.
+        let mut map = PartitionMap::default();
+        row_at(&mut map, 1, "", None);
+        row_at(&mut map, 2, "a", Some("b"));
+        map.rows.get_mut(&RangeId(2)).unwrap().state = RangeState::Retired;
+        map.check_tiling().unwrap();
+        assert_eq!(map.lookup(b"a").unwrap().id, RangeId(1), "lookup skips retired rows");
+        assert_eq!(map.live_rows().len(), 1);
+    }
+
+    #[test]
+    fn map_bootstrap_refuses_a_second_bootstrap_and_bad_split_points() {
+        let mut map = PartitionMap::default();
+        let boot = |points: &[&str]| MapOp::Bootstrap { split_points: points.iter().map(|p| p.as_bytes().to_vec()).collect() };
+        assert_eq!(map.apply_batch(&[boot(&["b", "a"])]), Err(MapError::BadSplitPoints));
+        assert_eq!(map.apply_batch(&[boot(&["a", "a"])]), Err(MapError::BadSplitPoints));
+        assert_eq!(map.apply_batch(&[boot(&["", "a"])]), Err(MapError::BadSplitPoints));
+        map.apply_batch(&[boot(&["a", "b"])]).unwrap();
+        let bounds: Vec<(Vec<u8>, Option<Vec<u8>>)> = map.live_rows().iter().map(|r| (r.start.clone(), r.end.clone())).collect();
+        assert_eq!(bounds, vec![(b"".to_vec(), Some(b"a".to_vec())), (b"a".to_vec(), Some(b"b".to_vec())), (b"b".to_vec(), None)]);
+        assert!(map.rows.values().all(|r| r.state == RangeState::Preparing && r.owner.is_none() && r.epoch == Epoch(0)));
+        assert_eq!(map.apply_batch(&[boot(&[])]), Err(MapError::NotEmpty));
+        assert_eq!(map.last_range_id, 3);
+    }
+
+    #[test]
+    fn map_assign_and_activate_rules() {
+        let mut map = boot(&["m"]);
+        assert_eq!(map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(0) }]), Err(MapError::WrongState(RangeId(1), RangeState::Preparing)), "never assigned: no owner");
+        assert_eq!(map.apply_batch(&[MapOp::Assign { range: RangeId(9), owner: ServerId(1), owner_session: 1 }]), Err(MapError::UnknownRange(RangeId(9))));
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 4 }]).unwrap();
+        let row = &map.rows[&RangeId(1)];
+        assert_eq!((row.owner, row.owner_session, row.epoch, row.state), (Some(ServerId(1)), 4, Epoch(1), RangeState::Preparing));
+        assert_eq!(map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(2) }]), Err(MapError::StaleEpoch { range: RangeId(1), row: Epoch(1), asked: Epoch(2) }));
+        map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
+        assert_eq!(map.rows[&RangeId(1)].state, RangeState::Active);
+        assert_eq!(map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]), Err(MapError::WrongState(RangeId(1), RangeState::Active)), "twice");
+        // A reassignment: new epoch, preparing again, and the operator's request for it goes.
+        map.apply_batch(&[MapOp::RequestMove { range: RangeId(1), to: ServerId(3) }]).unwrap();
+        assert_eq!(map.move_requests.get(&RangeId(1)), Some(&ServerId(3)));
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(2), owner_session: 5 }]).unwrap();
+        let row = &map.rows[&RangeId(1)];
+        assert_eq!((row.owner, row.epoch, row.state), (Some(ServerId(2)), Epoch(2), RangeState::Preparing));
+        assert!(map.move_requests.is_empty());
+        assert_eq!(map.last_epoch, 2);
+    }
+
+    /// A range in a split, a merge or a move cannot be picked for another (the issue-19 mutant
+    /// `reshape_of` returning nothing let it be).
+    #[test]
+    fn map_a_range_in_flight_is_not_picked_again() {
+        let mut map = two_active();
+        map.apply_batch(&[MapOp::BeginSplit { range: RangeId(1), at: b"f".to_vec(), owners: [(ServerId(1), 1), (ServerId(2), 2)] }]).unwrap();
+        assert_eq!(map.reshape_of(RangeId(1)).map(|r| r.kind), Some(super::ReshapeKind::Split));
+        assert!(map.reshape_of(RangeId(2)).is_none());
+        assert!(map.in_flight(RangeId(1)) && !map.in_flight(RangeId(2)));
+        let again = [
+            MapOp::BeginSplit { range: RangeId(1), at: b"c".to_vec(), owners: [(ServerId(1), 1), (ServerId(2), 2)] },
+            MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(1), 1) },
+            MapOp::BeginMove { range: RangeId(1), to: (ServerId(2), 2), strategy: super::Strategy::StopAndCopy },
+        ];
+        for op in &again {
+            assert_eq!(map.apply_batch(std::slice::from_ref(op)), Err(MapError::WrongPhase(RangeId(1))), "{op:?}");
+        }
+        // The merge's right parent is in flight too.
+        let mut merging = two_active();
+        merging.apply_batch(&[MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(1), 1) }]).unwrap();
+        assert_eq!(merging.reshape_of(RangeId(2)).map(|r| r.parents.len()), Some(2));
+        assert!(merging.in_flight(RangeId(2)));
+        assert_eq!(merging.apply_batch(&[MapOp::BeginMove { range: RangeId(2), to: (ServerId(1), 1), strategy: super::Strategy::PreCopy }]), Err(MapError::WrongPhase(RangeId(2))));
+        assert_eq!(merging.apply_batch(&[MapOp::BeginSplit { range: RangeId(2), at: b"t".to_vec(), owners: [(ServerId(1), 1), (ServerId(2), 2)] }]), Err(MapError::WrongPhase(RangeId(2))));
+        // A move is in flight as well.
+        let mut moving = two_active();
+        moving.apply_batch(&[MapOp::BeginMove { range: RangeId(2), to: (ServerId(1), 1), strategy: super::Strategy::PreCopy }]).unwrap();
+        assert!(moving.in_flight(RangeId(2)));
+        assert_eq!(moving.apply_batch(&[MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(1), 1) }]), Err(MapError::WrongPhase(RangeId(2))));
+        // A failover of the parent drops the split from the journal.
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(3), owner_session: 3 }]).unwrap();
+        assert!(map.reshapes.is_empty() && !map.in_flight(RangeId(1)));
+    }
+
+    #[test]
+    fn map_split_and_merge_refuse_bad_keys_and_non_neighbours() {
+        let mut map = two_active(); // r1 ["", m), r2 [m, unbounded)
+        let split = |range: u64, at: &str| MapOp::BeginSplit { range: RangeId(range), at: at.as_bytes().to_vec(), owners: [(ServerId(1), 1), (ServerId(2), 2)] };
+        assert_eq!(map.apply_batch(&[split(1, "")]), Err(MapError::BadSplitKey(RangeId(1))), "at the start");
+        assert_eq!(map.apply_batch(&[split(1, "m")]), Err(MapError::BadSplitKey(RangeId(1))), "at the end");
+        assert_eq!(map.apply_batch(&[split(1, "x")]), Err(MapError::BadSplitKey(RangeId(1))), "past the end");
+        assert_eq!(map.apply_batch(&[split(2, "m")]), Err(MapError::BadSplitKey(RangeId(2))));
+        map.clone().apply_batch(&[split(2, "zz")]).unwrap();
+        assert_eq!(map.apply_batch(&[MapOp::BeginMerge { left: RangeId(2), right: RangeId(1), owner: (ServerId(1), 1) }]), Err(MapError::NotAdjacent(RangeId(2), RangeId(1))));
+        map.apply_batch(&[split(1, "f")]).unwrap();
+        let r = &map.reshapes[&RangeId(1)];
+        let cuts: Vec<(Vec<u8>, Option<Vec<u8>>, Epoch, RangeId)> = r.children.iter().map(|c| (c.start.clone(), c.end.clone(), c.epoch, c.id)).collect();
+        assert_eq!(cuts, vec![(b"".to_vec(), Some(b"f".to_vec()), Epoch(3), RangeId(3)), (b"f".to_vec(), Some(b"m".to_vec()), Epoch(4), RangeId(4))]);
+        assert_eq!(r.parents, vec![(RangeId(1), Epoch(1))]);
+        assert_eq!(r.phase, TransferPhase::Copying);
+        // A split of a range not active.
+        let mut fresh = boot(&[]);
+        assert_eq!(fresh.apply_batch(&[split(1, "a")]), Err(MapError::WrongState(RangeId(1), RangeState::Preparing)));
+        // A merge's child spans both parents.
+        let mut m = two_active();
+        m.apply_batch(&[MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(3), 3) }]).unwrap();
+        let c = &m.reshapes[&RangeId(1)].children[0];
+        assert_eq!((c.start.clone(), c.end.clone(), c.owner), (b"".to_vec(), None, (ServerId(3), 3)));
+    }
+
+    #[test]
+    fn map_reshape_phases_pause_commit_and_abort() {
+        let mut map = two_active();
+        let first = RangeId(1);
+        assert_eq!(map.apply_batch(&[MapOp::PauseReshape { first }]), Err(MapError::NoTransfer(first)));
+        map.apply_batch(&[MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(1), 1) }]).unwrap();
+        // Abort before the pause: the entry goes, the parents serve on.
+        let mut early = map.clone();
+        early.apply_batch(&[MapOp::AbortReshape { first, error: "x".into() }]).unwrap();
+        assert!(early.reshapes.is_empty());
+        assert!(early.live_rows().iter().all(|r| r.state == RangeState::Active));
+        assert_eq!(map.apply_batch(&[MapOp::CommitReshape { first, sealed: vec![1, 1], born_ms: 0 }]), Err(MapError::WrongPhase(first)), "commit before the pause");
+        // A parent that moved on since the journal cannot be paused.
+        let mut moved = map.clone();
+        moved.rows.get_mut(&RangeId(2)).unwrap().epoch = Epoch(7);
+        assert_eq!(moved.apply_batch(&[MapOp::PauseReshape { first }]), Err(MapError::WrongState(RangeId(2), RangeState::Active)));
+        map.apply_batch(&[MapOp::PauseReshape { first }]).unwrap();
+        assert!(map.live_rows().iter().all(|r| r.state == RangeState::Paused));
+        assert_eq!(map.apply_batch(&[MapOp::PauseReshape { first }]), Err(MapError::WrongPhase(first)), "paused twice");
+        assert_eq!(map.apply_batch(&[MapOp::CommitReshape { first, sealed: vec![1], born_ms: 0 }]), Err(MapError::WrongPhase(first)), "one sealed length per parent");
+        let mut aborted = map.clone();
+        aborted.apply_batch(&[MapOp::AbortReshape { first, error: "lost".into() }]).unwrap();
+        assert_eq!(aborted.reshapes[&first].phase, TransferPhase::Aborted("lost".into()));
+        assert!(aborted.live_rows().iter().all(|r| r.state == RangeState::Paused), "aborted after the pause: parents stay paused");
+        assert_eq!(aborted.apply_batch(&[MapOp::AbortReshape { first, error: "again".into() }]), Err(MapError::WrongPhase(first)));
+        assert_eq!(aborted.apply_batch(&[MapOp::CommitReshape { first, sealed: vec![1, 1], born_ms: 0 }]), Err(MapError::WrongPhase(first)));
+        map.apply_batch(&[MapOp::CommitReshape { first, sealed: vec![4, 5], born_ms: 3 }]).unwrap();
+        assert_eq!((map.rows[&RangeId(1)].sealed, map.rows[&RangeId(2)].sealed), (4, 5));
+        assert!(map.rows[&RangeId(1)].state == RangeState::Retired && map.rows[&RangeId(2)].state == RangeState::Retired);
+        let child = map.lookup(b"z").unwrap();
+        assert_eq!((child.id, child.sources.clone(), child.state, child.born_ms), (RangeId(3), vec![RangeId(1), RangeId(2)], RangeState::Active, 3));
+        assert!(map.reshapes.is_empty());
+        assert_eq!(map.apply_batch(&[MapOp::AbortReshape { first, error: "late".into() }]), Err(MapError::NoTransfer(first)));
+        assert_eq!(map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]), Err(MapError::WrongState(RangeId(1), RangeState::Retired)), "a retired row never serves again");
+        assert_eq!(map.apply_batch(&[MapOp::RequestMove { range: RangeId(1), to: ServerId(1) }]), Err(MapError::WrongState(RangeId(1), RangeState::Retired)));
+    }
+
+    #[test]
+    fn map_move_phases_and_their_refusals() {
+        let mut map = two_active();
+        let r = RangeId(2);
+        assert_eq!(map.apply_batch(&[MapOp::PauseMove { range: r }]), Err(MapError::NoTransfer(r)));
+        assert_eq!(map.apply_batch(&[MapOp::CommitMove { range: r }]), Err(MapError::NoTransfer(r)));
+        assert_eq!(map.apply_batch(&[MapOp::AbortMove { range: r, error: "x".into() }]), Err(MapError::NoTransfer(r)));
+        map.apply_batch(&[MapOp::RequestMove { range: r, to: ServerId(3) }]).unwrap();
+        map.apply_batch(&[MapOp::BeginMove { range: r, to: (ServerId(3), 3), strategy: super::Strategy::StopAndCopy }]).unwrap();
+        assert!(map.move_requests.is_empty(), "the request is consumed");
+        let t = &map.transfers[&r];
+        assert_eq!((t.from, t.from_epoch, t.to, t.epoch), ((ServerId(2), 2), Epoch(2), (ServerId(3), 3), Epoch(3)));
+        // Abort while copying: the entry goes, the source never stopped.
+        let mut early = map.clone();
+        early.apply_batch(&[MapOp::AbortMove { range: r, error: "x".into() }]).unwrap();
+        assert!(early.transfers.is_empty());
+        assert_eq!(early.rows[&r].state, RangeState::Active);
+        // A source reassigned meanwhile cannot be paused for the old transfer.
+        let mut stale = map.clone();
+        stale.rows.get_mut(&r).unwrap().epoch = Epoch(9);
+        assert_eq!(stale.apply_batch(&[MapOp::PauseMove { range: r }]), Err(MapError::WrongState(r, RangeState::Active)));
+        map.apply_batch(&[MapOp::PauseMove { range: r }]).unwrap();
+        assert_eq!(map.apply_batch(&[MapOp::PauseMove { range: r }]), Err(MapError::WrongPhase(r)));
+        let mut stale = map.clone();
+        stale.rows.get_mut(&r).unwrap().epoch = Epoch(9);
+        assert_eq!(stale.apply_batch(&[MapOp::CommitMove { range: r }]), Err(MapError::WrongState(r, RangeState::Paused)));
+        let mut aborted = map.clone();
+        aborted.apply_batch(&[MapOp::AbortMove { range: r, error: "x".into() }]).unwrap();
+        assert_eq!(aborted.apply_batch(&[MapOp::AbortMove { range: r, error: "y".into() }]), Err(MapError::WrongPhase(r)));
+        assert_eq!(aborted.apply_batch(&[MapOp::CommitMove { range: r }]), Err(MapError::WrongPhase(r)));
+        // A move of a range that is not active.
+        let mut fresh = boot(&[]);
+        assert_eq!(fresh.apply_batch(&[MapOp::BeginMove { range: RangeId(1), to: (ServerId(3), 3), strategy: super::Strategy::PreCopy }]), Err(MapError::WrongState(RangeId(1), RangeState::Preparing)));
+        map.apply_batch(&[MapOp::CommitMove { range: r }]).unwrap();
+        let row = &map.rows[&r];
+        assert_eq!((row.owner, row.owner_session, row.epoch, row.state), (Some(ServerId(3)), 3, Epoch(3), RangeState::Active));
+    }
+
+    #[test]
+    fn map_operator_requests_and_names() {
+        let mut map = boot(&[]);
+        map.apply_batch(&[MapOp::Drain { server: ServerId(2), on: true }]).unwrap();
+        map.apply_batch(&[MapOp::Drain { server: ServerId(3), on: true }]).unwrap();
+        map.apply_batch(&[MapOp::Drain { server: ServerId(2), on: false }]).unwrap();
+        assert_eq!(map.draining.iter().copied().collect::<Vec<_>>(), vec![ServerId(3)]);
+        assert_eq!(map.apply_batch(&[MapOp::RequestMove { range: RangeId(5), to: ServerId(1) }]), Err(MapError::UnknownRange(RangeId(5))));
+        assert!(MapOp::Drain { server: ServerId(1), on: true }.is_operator_request());
+        assert!(MapOp::RequestMove { range: RangeId(1), to: ServerId(1) }.is_operator_request());
+        assert!(!MapOp::Bootstrap { split_points: vec![] }.is_operator_request());
+        assert!(!MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }.is_operator_request());
+        for (s, name) in super::Strategy::ALL {
+            assert_eq!(s.name(), name);
+            assert_eq!(super::Strategy::parse(name), Ok(s));
+        }
+        assert!(super::Strategy::parse("live").unwrap_err().contains("accepted: stop-and-copy, pre-copy"));
+        assert_eq!((super::ReshapeKind::Split.name(), super::ReshapeKind::Merge.name()), ("split", "merge"));
+        assert_eq!(MapError::NoTransfer(RangeId(4)).to_string(), "NoTransfer(RangeId(4))");
+    }
+
     #[derive(Clone, Debug)]
     enum Step {
         Assign(usize, u32),

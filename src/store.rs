@@ -190,3 +190,174 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
         other => panic!("store-1: unexpected message {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The fence and idempotency rules on [`Streams`], then the node's answers through
+    //! [`handle`] on a madsim runtime: what is acknowledged is durable, what a fence refuses is
+    //! traced, a fence returns exactly the sealed content.
+    use super::*;
+    use crate::ids::ServerId;
+    use crate::testkit::{block_on, capture, has};
+
+    fn rec(seq: u64, epoch: u64) -> Record {
+        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize] }
+    }
+
+    const S: RangeId = RangeId(1);
+
+    #[test]
+    fn store_fence_only_rises_and_says_whether_it_rose() {
+        let mut s = Streams::default();
+        assert_eq!(s.fence(S, Epoch(3)), Ok(true));
+        assert_eq!(s.fence(S, Epoch(3)), Ok(false), "already there");
+        assert_eq!(s.fence(S, Epoch(2)), Err(Epoch(3)), "never lowered");
+        assert_eq!(s.streams[&S].fence, Epoch(3));
+        assert_eq!(s.fence(S, Epoch(5)), Ok(true));
+        assert_eq!(s.streams[&S].fence, Epoch(5));
+        assert_eq!(s.fence(RangeId(2), Epoch(0)), Ok(false), "a new stream starts at fence 0");
+    }
+
+    #[test]
+    fn store_append_is_fenced_below_and_admitted_at_or_above_the_fence() {
+        let mut s = Streams::default();
+        s.fence(S, Epoch(3)).unwrap();
+        assert_eq!(s.append(S, rec(1, 2), false), Err(Epoch(3)));
+        assert!(s.streams[&S].records.is_empty(), "a fenced record is not stored");
+        assert_eq!(s.append(S, rec(1, 3), false), Ok((0, true)), "at the fence");
+        assert_eq!(s.append(S, rec(2, 4), false), Ok((1, true)), "above the fence");
+        assert_eq!(s.append(S, rec(3, 1), true), Ok((2, true)), "mutation store-ignores-fence");
+        assert_eq!(s.streams[&S].records.len(), 3);
+    }
+
+    #[test]
+    fn store_append_is_idempotent_per_id_and_stream() {
+        let mut s = Streams::default();
+        assert_eq!(s.append(S, rec(1, 1), false), Ok((0, true)));
+        assert_eq!(s.append(S, rec(2, 1), false), Ok((1, true)));
+        assert_eq!(s.append(S, rec(1, 1), false), Ok((0, false)), "a retry gets its first offset");
+        assert_eq!(s.append(S, rec(2, 1), false), Ok((1, false)));
+        assert_eq!(s.streams[&S].records.len(), 2);
+        assert_eq!(s.append(RangeId(2), rec(1, 1), false), Ok((0, true)), "ids are per stream");
+        // A fenced retry is refused even if the id is there: the writer is stale.
+        s.fence(S, Epoch(2)).unwrap();
+        assert_eq!(s.append(S, rec(1, 1), false), Err(Epoch(2)));
+    }
+
+    #[test]
+    fn store_recover_replays_fences_appends_and_ids() {
+        let log = vec![
+            StoreRecord::Append { stream: S, record: rec(1, 1) },
+            StoreRecord::Fence { stream: S, epoch: Epoch(2) },
+            StoreRecord::Append { stream: S, record: rec(2, 2) },
+            StoreRecord::Fence { stream: RangeId(2), epoch: Epoch(4) },
+        ];
+        let mut s = Streams::recover(&log);
+        assert_eq!(s.streams[&S].fence, Epoch(2));
+        assert_eq!(s.streams[&S].records, vec![rec(1, 1), rec(2, 2)]);
+        assert_eq!(s.streams[&S].ids[&rec(2, 2).id], 1);
+        assert_eq!(s.streams[&RangeId(2)].fence, Epoch(4));
+        assert_eq!(s.append(S, rec(2, 2), false), Ok((1, false)), "the id survives the restart");
+        assert_eq!(s.append(S, rec(3, 1), false), Err(Epoch(2)), "so does the fence");
+        assert_eq!(s.append(S, rec(3, 2), false), Ok((2, true)));
+    }
+
+    #[test]
+    #[should_panic(expected = "fence went down")]
+    fn store_recover_refuses_a_fence_that_went_down() {
+        Streams::recover(&[StoreRecord::Fence { stream: S, epoch: Epoch(3) }, StoreRecord::Fence { stream: S, epoch: Epoch(2) }]);
+    }
+
+    fn append(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, r: Record, m: Option<Mutation>) -> (Option<Msg>, Vec<String>) {
+        capture(|| block_on(handle(state, disk, Msg::StoreAppend { stream: S, server: ServerId(1), record: r }, m)))
+    }
+
+    fn durable_appends(disk: &Disk<StoreRecord>) -> usize {
+        disk.read_durable().iter().filter(|r| matches!(r, StoreRecord::Append { .. })).count()
+    }
+
+    #[test]
+    fn store_node_acknowledges_only_durable_appends_and_traces_each_outcome() {
+        let state = RefCell::new(Streams::default());
+        let disk = Disk::new(2);
+        let (reply, events) = append(&state, &disk, rec(1, 1), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(0) })));
+        assert_eq!(durable_appends(&disk), 1, "synced before the acknowledgement");
+        assert!(has(&events, "effect stream=1 server=1 epoch=1 key=k1 client=1 seq=1 offset=0 bytes=1"), "{events:?}");
+        // A retry: same offset, nothing new on disk, traced as deduplicated.
+        let (reply, events) = append(&state, &disk, rec(1, 1), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(0) })));
+        assert_eq!(disk.read_all().len(), 1);
+        assert!(has(&events, "deduplicated stream=1 server=1 epoch=1") && !has(&events, "effect"), "{events:?}");
+        // Fenced: refused, traced, nothing stored.
+        state.borrow_mut().fence(S, Epoch(3)).unwrap();
+        let (reply, events) = append(&state, &disk, rec(2, 2), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Err(Epoch(3)) })));
+        assert!(has(&events, "fenced stream=1 server=1 epoch=2 fence=3"), "{events:?}");
+        assert_eq!(disk.read_all().len(), 1);
+        // Mutation store-ignores-fence: the stale record lands.
+        let (reply, _) = append(&state, &disk, rec(2, 2), Some(Mutation::StoreIgnoresFence));
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(1) })));
+    }
+
+    #[test]
+    fn store_node_deduplicated_answer_waits_for_the_first_copy_to_be_durable() {
+        let state = RefCell::new(Streams::default());
+        let disk = Disk::new(2);
+        // The first copy is acknowledged before its sync (the mutation), so it is not durable.
+        let (reply, _) = append(&state, &disk, rec(1, 1), Some(Mutation::StoreAcksBeforeSync));
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(0) })));
+        assert_eq!(durable_appends(&disk), 0, "mutation store-acks-before-sync: acknowledged, not durable");
+        let (reply, _) = append(&state, &disk, rec(1, 1), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(0) })));
+        assert_eq!(durable_appends(&disk), 1, "the retry's answer comes after a sync");
+    }
+
+    #[test]
+    fn store_node_fence_returns_the_sealed_content_from_an_offset_and_is_durable() {
+        let state = RefCell::new(Streams::default());
+        let disk = Disk::new(2);
+        for seq in 1..=3 {
+            append(&state, &disk, rec(seq, 1), None);
+        }
+        let (reply, events) = capture(|| block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 1 }, None)));
+        let Some(Msg::FenceResult { result: Ok(records) }) = reply else { panic!("{reply:?}") };
+        assert_eq!(records, vec![rec(2, 1), rec(3, 1)]);
+        assert!(has(&events, "fence stream=1 epoch=2 length=3"), "{events:?}");
+        assert!(matches!(disk.read_durable().last(), Some(StoreRecord::Fence { epoch: Epoch(2), .. })), "the fence is durable when answered");
+        // Again at the same epoch: same content, no second fence record.
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0 }, None));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r) }) if r.len() == 3));
+        assert_eq!(disk.read_all().iter().filter(|r| matches!(r, StoreRecord::Fence { .. })).count(), 1);
+        // Past the end: empty. Below the fence: refused.
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 9 }, None));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r) }) if r.is_empty()));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(1), from: 0 }, None));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Err(Epoch(2)) })));
+        // A seal answers the sealed length; a seal below the fence is refused.
+        let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(4) }, None));
+        assert!(matches!(reply, Some(Msg::Sealed { result: Ok(3) })), "{reply:?}");
+        let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(3) }, None));
+        assert!(matches!(reply, Some(Msg::Sealed { result: Err(Epoch(4)) })));
+        assert_eq!(Streams::recover(&disk.read_durable()).streams[&S].fence, Epoch(4));
+    }
+
+    #[test]
+    fn store_node_read_stream_returns_the_durable_slice() {
+        let state = RefCell::new(Streams::default());
+        let disk = Disk::new(2);
+        for seq in 1..=4 {
+            append(&state, &disk, rec(seq, 1), None);
+        }
+        let read = |from, upto| match block_on(handle(&state, &disk, Msg::ReadStream { stream: S, from, upto }, None)) {
+            Some(Msg::StreamRead { records }) => records.iter().map(|r| r.id.seq).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(read(0, None), vec![1, 2, 3, 4]);
+        assert_eq!(read(1, Some(3)), vec![2, 3]);
+        assert_eq!(read(2, Some(99)), vec![3, 4], "upto past the end stops at the end");
+        assert_eq!(read(5, None), Vec::<u64>::new(), "from past the end");
+        let other = block_on(handle(&state, &disk, Msg::ReadStream { stream: RangeId(9), from: 0, upto: None }, None));
+        assert!(matches!(other, Some(Msg::StreamRead { records }) if records.is_empty()), "an unknown stream is empty");
+    }
+}

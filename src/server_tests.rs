@@ -1,0 +1,457 @@
+//! Unit transcripts of [`crate::server::ServerCore`] (issue 19): the authority check and
+//! admission, commands from leaders, the store's answers, bounded reads, the move's steps at
+//! both ends, and pre-copy rounds. Kept apart from `server.rs` so the rules can be read as a
+//! list; the node task's behaviour is tested in `server_node_tests.rs`.
+
+use crate::config::Mutation;
+use crate::ids::{Epoch, OpId, RangeId, ServerId};
+use crate::map::{RangeRow, RangeState, Strategy};
+use crate::msg::{FinishError, ReadLevel, Record, Refusal, StreamDigest};
+use crate::server::{HeldState, ServerCore};
+use crate::testkit::{capture, has};
+use std::rc::Rc;
+
+const R: RangeId = RangeId(1);
+
+/// Range r1 `[a, m)` for server-1's `session`, at `epoch`.
+fn row(epoch: u64, session: u64) -> RangeRow {
+    RangeRow {
+        id: R,
+        start: b"a".to_vec(),
+        end: Some(b"m".to_vec()),
+        owner: Some(ServerId(1)),
+        owner_session: session,
+        epoch: Epoch(epoch),
+        state: RangeState::Preparing,
+        sources: vec![],
+        sealed: 0,
+        born_ms: 0,
+    }
+}
+
+fn rec(seq: u64, epoch: u64, key: &str, bytes: &str) -> Record {
+    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.as_bytes().to_vec(), bytes: bytes.as_bytes().to_vec() }
+}
+
+/// Server-1 with session 1, lease trusted until 1 s, serving r1 at `epoch` with `records`.
+fn serving(epoch: u64, records: Vec<Record>) -> ServerCore {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000_000;
+    let r = row(epoch, 1);
+    assert_eq!(core.begin_open(&r), Ok(true));
+    core.finish_open(&r, None, Ok(records)).unwrap();
+    core
+}
+
+fn id(seq: u64) -> OpId {
+    OpId { client: 1, seq }
+}
+
+fn strong(core: &mut ServerCore, epoch: u64, key: &str, now_us: u64) -> Result<Vec<u8>, Refusal> {
+    core.read(R, Epoch(epoch), key.as_bytes(), ReadLevel::Strong, now_us)
+}
+
+fn bounded(core: &mut ServerCore, ms: u64, now_us: u64) -> Result<Vec<u8>, Refusal> {
+    core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms }, now_us)
+}
+
+/// The issue-19 mutant of `authorize`: a request naming a newer epoch than the one held is
+/// refused (the map knows a newer owner), and never admitted at that epoch.
+#[test]
+fn server_refuses_a_request_naming_a_newer_epoch() {
+    let mut core = serving(4, vec![]);
+    let (r, events) = capture(|| core.admit(R, Epoch(5), b"b", id(1), 10));
+    assert_eq!(r, Err(Refusal::NotOwner));
+    assert!(has(&events, "refused server=1 range=1 epoch=5"), "{events:?}");
+    assert_eq!(strong(&mut core, 5, "b", 10), Err(Refusal::NotOwner));
+    assert!(core.ranges[&R].inflight.is_empty());
+    // Mutation server-skips-epoch-check: admitted, but the effect carries the held epoch.
+    core.mutation = Some(Mutation::ServerSkipsEpochCheck);
+    assert_eq!(core.admit(R, Epoch(5), b"b", id(1), 10), Ok(Some(Epoch(4))));
+    assert_eq!(core.admit(R, Epoch(3), b"b", id(2), 10), Ok(Some(Epoch(4))));
+}
+
+#[test]
+fn server_admission_checks_state_pause_lease_and_session() {
+    let mut core = serving(2, vec![]);
+    assert_eq!(core.admit(R, Epoch(2), b"b", id(1), 999_999), Ok(Some(Epoch(2))), "the last microsecond of the lease");
+    assert_eq!(core.admit(R, Epoch(2), b"b", id(2), 1_000_000), Err(Refusal::LeaseExpired), "the lease ends");
+    assert_eq!(core.check(R, Epoch(2), b"b", 1_000_000), Err(Refusal::LeaseExpired));
+    assert_eq!(core.check(R, Epoch(2), b"b", 10), Ok(()));
+    assert_eq!(core.check(R, Epoch(2), b"a", 10), Ok(()), "the start key is in the range");
+    assert_eq!(core.check(R, Epoch(2), b"m", 10), Err(Refusal::KeyOutOfRange), "the end key is not");
+    core.pause(R, Epoch(2), 20).unwrap();
+    assert_eq!(core.check(R, Epoch(2), b"b", 30), Err(Refusal::NotReady), "paused");
+    core.mutation = Some(Mutation::SourceIgnoresPause);
+    assert_eq!(core.check(R, Epoch(2), b"b", 30), Ok(()), "mutation source-ignores-pause");
+    // Loading refuses; no session refuses whatever the lease time says.
+    let mut core = serving(2, vec![]);
+    core.suspect(R, Epoch(2)).unwrap();
+    assert_eq!(core.ranges[&R].state, HeldState::Loading);
+    assert_eq!(core.check(R, Epoch(2), b"b", 10), Err(Refusal::NotReady));
+    let mut core = serving(2, vec![]);
+    core.session = None;
+    assert_eq!(core.check(R, Epoch(2), b"b", 10), Err(Refusal::LeaseExpired));
+    core.mutation = Some(Mutation::ServerIgnoresLeaseExpiry);
+    assert_eq!(core.check(R, Epoch(2), b"b", 10), Err(Refusal::LeaseExpired), "the mutation needs a session");
+    core.session = Some(1);
+    assert_eq!(core.check(R, Epoch(2), b"b", 5_000_000), Ok(()), "mutation server-ignores-lease-expiry");
+    // The whole check off.
+    let mut core = serving(2, vec![]);
+    core.mutation = Some(Mutation::ServerSkipsAuthorityCheck);
+    assert_eq!(core.admit(R, Epoch(1), b"z", id(1), 9_000_000), Ok(Some(Epoch(1))));
+    // Check-then-await-then-admit: admission does not repeat the check.
+    let mut core = serving(2, vec![]);
+    core.mutation = Some(Mutation::CheckThenAwaitThenAdmit);
+    assert_eq!(core.admit(R, Epoch(2), b"b", id(1), 9_000_000), Ok(Some(Epoch(2))));
+    assert_eq!(core.admit(RangeId(7), Epoch(2), b"b", id(2), 10), Err(Refusal::NotOwner));
+}
+
+#[test]
+fn server_admission_traces_and_deduplicates() {
+    let mut core = serving(3, vec![rec(1, 3, "b", "x;")]);
+    let (r, events) = capture(|| core.admit(R, Epoch(3), b"c", id(2), 10));
+    assert_eq!(r, Ok(Some(Epoch(3))));
+    assert_eq!(events, vec!["admit server=1 session=1 range=1 epoch=3 key=c client=1 seq=2".to_string()]);
+    assert!(core.ranges[&R].inflight.contains(&id(2)));
+    let (r, events) = capture(|| core.admit(R, Epoch(3), b"b", id(1), 10));
+    assert_eq!(r, Ok(None), "already in the stream: no new effect");
+    assert!(events.is_empty(), "{events:?}");
+    let (r, events) = capture(|| core.admit(R, Epoch(2), b"b", id(3), 10));
+    assert_eq!(r, Err(Refusal::StaleEpoch { current: Epoch(3) }));
+    assert!(has(&events, "refused server=1 range=1 epoch=2 key=b op=append"), "{events:?}");
+}
+
+/// The issue-19 mutant of `finish_append`: a fence above our epoch means a newer owner; the
+/// range is dropped, and nothing more is admitted or read here.
+#[test]
+fn server_fenced_by_a_newer_owner_drops_the_range() {
+    let mut core = serving(3, vec![]);
+    let r1 = rec(1, 3, "b", "x;");
+    core.admit(R, Epoch(3), b"b", r1.id, 10).unwrap();
+    let (resync, events) = capture(|| core.finish_append(R, &r1, Some(Err(Epoch(4)))));
+    assert_eq!(resync, None);
+    assert!(!core.ranges.contains_key(&R));
+    assert!(has(&events, "dropped server=1 range=1 epoch=3"), "{events:?}");
+    assert_eq!(core.admit(R, Epoch(3), b"b", id(2), 10), Err(Refusal::NotOwner));
+    assert_eq!(strong(&mut core, 3, "b", 10), Err(Refusal::NotOwner));
+    // A fence at our own epoch (raised by our own open) is not a newer owner.
+    let mut core = serving(3, vec![]);
+    core.admit(R, Epoch(3), b"b", r1.id, 10).unwrap();
+    assert_eq!(core.finish_append(R, &r1, Some(Err(Epoch(3)))), None);
+    assert!(core.ranges.contains_key(&R));
+    assert!(core.ranges[&R].inflight.is_empty(), "the refused append is no longer in flight");
+    assert_eq!(core.admit(R, Epoch(3), b"b", r1.id, 10), Ok(Some(Epoch(3))), "and may be retried");
+}
+
+#[test]
+fn server_store_answers_for_another_epoch_or_an_old_offset_change_nothing() {
+    let mut core = serving(3, vec![rec(1, 3, "b", "x;")]);
+    let old = rec(9, 2, "b", "old;");
+    core.ranges.get_mut(&R).unwrap().inflight.insert(old.id);
+    assert_eq!(core.finish_append(R, &old, Some(Err(Epoch(9)))), None);
+    assert!(core.ranges.contains_key(&R), "an answer to an earlier epoch's append does not drop us");
+    assert!(core.ranges[&R].inflight.contains(&old.id));
+    assert_eq!(core.finish_append(R, &old, None), None, "nor makes us reload");
+    assert_eq!(core.ranges[&R].state, HeldState::Active);
+    // A duplicate acknowledgement of an offset already applied.
+    let dup = rec(1, 3, "b", "x;");
+    core.finish_append(R, &dup, Some(Ok(0)));
+    assert_eq!(strong(&mut core, 3, "b", 10), Ok(b"x;".to_vec()));
+    assert!(core.ranges[&R].acked.is_empty());
+    assert_eq!(core.finish_append(RangeId(8), &dup, Some(Ok(0))), None, "a range not held");
+    // While reloading, an acknowledgement waits for the reload.
+    let r2 = rec(2, 3, "b", "y;");
+    core.admit(R, Epoch(3), b"b", r2.id, 10).unwrap();
+    let row3 = core.suspect(R, Epoch(3)).expect("reload");
+    assert_eq!(core.suspect(R, Epoch(3)), None, "already reloading");
+    core.finish_append(R, &r2, Some(Ok(1)));
+    assert_eq!(core.ranges[&R].next_offset, 1, "not applied while loading");
+    core.finish_open(&row3, None, Ok(vec![rec(1, 3, "b", "x;")])).unwrap();
+    assert_eq!(strong(&mut core, 3, "b", 10), Ok(b"x;y;".to_vec()));
+    assert_eq!(core.ranges[&R].next_offset, 2);
+}
+
+/// The issue-19 mutant of `command`: a deposed leader's command is refused and traced; a newer
+/// leader's raises the bar.
+#[test]
+fn server_refuses_a_deposed_leaders_command() {
+    let mut core = ServerCore::new(ServerId(1));
+    assert_eq!(core.command(3, "open"), Ok(()));
+    assert_eq!(core.leader_epoch_seen, 3);
+    assert_eq!(core.command(3, "pause"), Ok(()), "the same term again");
+    let (r, events) = capture(|| core.command(2, "release"));
+    assert_eq!(r, Err("server-1: stale leader epoch 2 (seen 3)".to_string()));
+    assert_eq!(events, vec!["stale_command server=1 command=release leader_epoch=2 seen=3".to_string()]);
+    assert_eq!(core.command(5, "open"), Ok(()));
+    assert_eq!(core.leader_epoch_seen, 5);
+    assert!(core.command(4, "pause").is_err());
+    assert_eq!(core.leader_epoch_seen, 5, "a refused command does not lower the bar");
+    core.mutation = Some(Mutation::ServerSkipsEpochCheck);
+    assert_eq!(core.command(1, "pause"), Ok(()));
+    assert_eq!(core.leader_epoch_seen, 5);
+}
+
+/// Bounded reads: the age since this server last knew itself the owner, inflated by the
+/// drift allowance (5% here), against the bound.
+#[test]
+fn server_bounded_read_age_and_drift_arithmetic() {
+    let mut core = serving(1, vec![rec(1, 1, "b", "v;")]);
+    core.drift_ppm = 50_000;
+    assert_eq!(bounded(&mut core, 0, 10), Ok(b"v;".to_vec()), "within the lease: age 0");
+    // 100 ms past the lease: 100 ms + 5% = 105 ms.
+    assert_eq!(bounded(&mut core, 104, 1_100_000), Err(Refusal::TooStale { age_ms: 105 }));
+    assert_eq!(bounded(&mut core, 105, 1_100_000), Ok(b"v;".to_vec()));
+    assert_eq!(strong(&mut core, 1, "b", 1_100_000), Err(Refusal::LeaseExpired), "a strong read is refused there");
+    // 1 s past: 1050 ms.
+    assert_eq!(bounded(&mut core, 1000, 2_000_000), Err(Refusal::TooStale { age_ms: 1050 }));
+    core.drift_ppm = 0;
+    assert_eq!(bounded(&mut core, 1000, 2_000_000), Ok(b"v;".to_vec()));
+    assert_eq!(bounded(&mut core, 999, 2_000_000), Err(Refusal::TooStale { age_ms: 1000 }));
+    // Paused at 0.5 s: it knew itself the owner until the pause, not until the lease's end.
+    core.pause(R, Epoch(1), 500_000).unwrap();
+    assert_eq!(bounded(&mut core, 299, 800_000), Err(Refusal::TooStale { age_ms: 300 }));
+    assert_eq!(bounded(&mut core, 300, 800_000), Ok(b"v;".to_vec()));
+    // A pause after the lease's end counts from the lease's end.
+    let mut core = serving(1, vec![]);
+    core.drift_ppm = 0;
+    core.pause(R, Epoch(1), 3_000_000).unwrap();
+    assert_eq!(bounded(&mut core, 999, 2_000_000), Err(Refusal::TooStale { age_ms: 1000 }));
+    // Without a session it never knew: the age counts from time 0.
+    let mut core = serving(1, vec![]);
+    core.drift_ppm = 0;
+    core.session = None;
+    assert_eq!(bounded(&mut core, 499, 500_000), Err(Refusal::TooStale { age_ms: 500 }));
+    // The other refusals of a bounded read; the epoch named is not checked.
+    let mut core = serving(1, vec![]);
+    assert_eq!(core.read(R, Epoch(9), b"b", ReadLevel::Bounded { ms: 10 }, 10), Ok(vec![]), "the epoch named is not checked");
+    assert_eq!(core.read(R, Epoch(1), b"z", ReadLevel::Bounded { ms: 10 }, 10), Err(Refusal::KeyOutOfRange));
+    assert_eq!(core.read(RangeId(9), Epoch(1), b"b", ReadLevel::Bounded { ms: 10 }, 10), Err(Refusal::NotOwner));
+    core.suspect(R, Epoch(1)).unwrap();
+    assert_eq!(core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms: 10 }, 10), Err(Refusal::NotReady));
+}
+
+#[test]
+fn server_reads_are_traced_with_their_level() {
+    let mut core = serving(1, vec![rec(1, 1, "b", "v;")]);
+    let (r, events) = capture(|| core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms: 5 }, 10));
+    assert_eq!(r, Ok(b"v;".to_vec()));
+    assert_eq!(events, vec!["read_served server=1 range=1 epoch=1 key=b level=bounded".to_string()]);
+    let (_, events) = capture(|| core.read(R, Epoch(1), b"c", ReadLevel::Strong, 10));
+    assert_eq!(events, vec!["read_served server=1 range=1 epoch=1 key=c level=strong".to_string()]);
+    let (_, events) = capture(|| core.read(R, Epoch(0), b"c", ReadLevel::Strong, 10));
+    assert!(has(&events, "refused server=1 range=1 epoch=0 key=c op=read"), "{events:?}");
+}
+
+#[test]
+fn server_load_reports_active_unpaused_ranges_with_recent_ops() {
+    let mut core = serving(1, vec![rec(1, 1, "b", "12345")]);
+    core.lease_valid_until_us = 10_000_000;
+    for t in 0..300u64 {
+        strong(&mut core, 1, "c", t * 10_000).unwrap(); // 300 reads over 3 s
+    }
+    let loads = core.load(3_000_000);
+    assert_eq!(loads.len(), 1);
+    let l = &loads[0];
+    assert_eq!((l.range, l.epoch, l.bytes, l.records), (R, Epoch(1), 5, 1));
+    // 256 remembered; those in the last 2 s: t >= 1 s, i.e. 200 of them (100 per second).
+    assert!((l.ops_per_s - 100.0).abs() < 1e-9, "{}", l.ops_per_s);
+    assert_eq!(l.keys.len(), 64, "a quarter of the sample");
+    core.pause(R, Epoch(1), 3_000_000).unwrap();
+    assert!(core.load(3_000_000).is_empty(), "paused ranges do not report");
+    let mut loading = serving(1, vec![]);
+    loading.suspect(R, Epoch(1));
+    assert!(loading.load(0).is_empty());
+}
+
+#[test]
+fn server_open_rules_reopen_and_refused_load() {
+    let mut core = serving(3, vec![]);
+    assert!(core.begin_open(&row(2, 1)).unwrap_err().contains("held at newer"));
+    assert_eq!(core.begin_open(&row(3, 1)), Ok(false), "already active at that epoch");
+    let (r, events) = capture(|| core.begin_open(&row(4, 1)));
+    assert_eq!(r, Ok(true));
+    assert!(has(&events, "dropped server=1 range=1 epoch=3"), "{events:?}");
+    assert_eq!(core.ranges[&R].state, HeldState::Loading);
+    assert!(core.begin_open(&row(4, 1)).unwrap_err().contains("already loading"));
+    assert!(core.finish_open(&row(5, 1), None, Ok(vec![])).is_err(), "not the epoch being opened");
+    let (r, events) = capture(|| core.finish_open(&row(4, 1), None, Err("fence already at 6".into())));
+    assert_eq!(r, Err("fence already at 6".to_string()));
+    assert!(!core.ranges.contains_key(&R));
+    assert!(has(&events, "dropped server=1 range=1 epoch=4"), "{events:?}");
+    // A reopen forgets where the range had moved.
+    core.moved.insert(R, (ServerId(2), Epoch(5)));
+    core.begin_open(&row(6, 1)).unwrap();
+    assert!(core.moved.is_empty());
+}
+
+#[test]
+fn server_open_loads_lineage_filtered_to_the_range_and_deduplicated() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000_000;
+    let r = row(5, 1);
+    core.begin_open(&r).unwrap();
+    let base = Rc::new(vec![rec(1, 1, "b", "p;"), rec(2, 1, "z", "outside;")]);
+    let stream = vec![rec(3, 5, "b", "c;"), rec(1, 1, "b", "p;")];
+    let (_, events) = capture(|| core.finish_open(&r, Some(base), Ok(stream.clone())));
+    assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;".to_vec()), "base first, a record seen twice applied once");
+    assert!(events.contains(&"activated server=1 range=1 epoch=5 records=4 stream=2".to_string()), "{events:?}");
+    let h = &core.ranges[&R];
+    assert_eq!(h.next_offset, 2);
+    assert_eq!(h.digest, StreamDigest::of(&stream), "the digest covers the stream, not the base");
+    assert!(h.applied.contains(&id(1)) && h.applied.contains(&id(3)) && !h.applied.contains(&id(2)));
+    // A reload keeps the base.
+    let again = core.suspect(R, Epoch(5)).unwrap();
+    core.finish_open(&again, None, Ok(stream)).unwrap();
+    assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;".to_vec()));
+    // Acknowledgements beyond the loaded stream survive the reload and apply in order.
+    let late = rec(4, 5, "b", "d;");
+    let again = core.suspect(R, Epoch(5)).unwrap();
+    core.finish_append(R, &late, Some(Ok(2)));
+    core.finish_append(R, &rec(0, 5, "b", "stale;"), Some(Ok(0)));
+    core.finish_open(&again, None, Ok(vec![rec(3, 5, "b", "c;"), rec(1, 1, "b", "p;")])).unwrap();
+    assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;d;".to_vec()));
+    assert!(core.ranges[&R].acked.is_empty());
+}
+
+#[test]
+fn server_pause_drain_and_release() {
+    let mut core = serving(2, vec![rec(1, 2, "b", "x;")]);
+    assert!(core.pause(R, Epoch(1), 10).is_err(), "not held at that epoch");
+    assert!(core.drained(R, Epoch(2)).is_err(), "not paused yet");
+    let r2 = rec(2, 2, "c", "yy;");
+    core.admit(R, Epoch(2), b"c", r2.id, 5).unwrap();
+    let (_, events) = capture(|| core.pause(R, Epoch(2), 10));
+    assert_eq!(events, vec!["paused server=1 range=1 epoch=2".to_string()]);
+    let (_, events) = capture(|| core.pause(R, Epoch(2), 20));
+    assert!(events.is_empty(), "idempotent");
+    assert_eq!(core.ranges[&R].paused_at_us, 10);
+    assert_eq!(core.drained(R, Epoch(2)), Ok(None), "an admitted append is on its way");
+    core.finish_append(R, &r2, Some(Ok(2))); // acknowledged past a gap
+    assert_eq!(core.drained(R, Epoch(2)), Ok(None), "an acknowledgement waits behind a gap");
+    core.ranges.get_mut(&R).unwrap().acked.clear();
+    let row2 = core.suspect(R, Epoch(2)).unwrap();
+    assert_eq!(core.drained(R, Epoch(2)), Ok(None), "reloading");
+    core.finish_open(&row2, None, Ok(vec![rec(1, 2, "b", "x;"), r2.clone()])).unwrap();
+    let d = core.drained(R, Epoch(2)).unwrap().expect("drained");
+    assert_eq!((d.records, d.bytes), (2, 5));
+    assert!(core.drained(R, Epoch(3)).is_err());
+    // Mutation pause-skips-drain: the digest at once.
+    let mut m = serving(2, vec![]);
+    m.admit(R, Epoch(2), b"c", r2.id, 5).unwrap();
+    m.pause(R, Epoch(2), 10).unwrap();
+    assert_eq!(m.drained(R, Epoch(2)), Ok(None));
+    m.mutation = Some(Mutation::PauseSkipsDrain);
+    assert!(matches!(m.drained(R, Epoch(2)), Ok(Some(_))));
+    // Release at another epoch does not drop the range (the hint is kept for later).
+    core.release(R, Epoch(1), ServerId(2), Epoch(3));
+    assert!(core.ranges.contains_key(&R));
+    core.moved.clear();
+    let (_, events) = capture(|| core.release(R, Epoch(2), ServerId(2), Epoch(3)));
+    assert!(!core.ranges.contains_key(&R));
+    assert!(has(&events, "dropped server=1 range=1 epoch=2"), "{events:?}");
+    assert_eq!(core.moved.get(&R), Some(&(ServerId(2), Epoch(3))));
+    let (r, events) = capture(|| core.admit(R, Epoch(2), b"b", id(9), 10));
+    assert_eq!(r, Err(Refusal::Moved { owner: ServerId(2), epoch: Epoch(3) }));
+    assert!(has(&events, "redirected server=1 range=1 epoch=2 key=b to=2 new_epoch=3"), "{events:?}");
+    // A split or merge (epoch 0): nobody to name.
+    let mut s = serving(2, vec![]);
+    s.pause(R, Epoch(2), 10).unwrap();
+    s.release(R, Epoch(2), ServerId(0), Epoch(0));
+    assert!(s.ranges.is_empty() && s.moved.is_empty());
+    assert_eq!(s.admit(R, Epoch(2), b"b", id(9), 10), Err(Refusal::NotOwner));
+}
+
+#[test]
+fn server_release_does_not_name_an_older_owner_over_a_newer_epoch_held_here() {
+    let mut core = serving(5, vec![]);
+    core.release(R, Epoch(2), ServerId(2), Epoch(3));
+    assert!(core.moved.is_empty());
+    core.release(R, Epoch(2), ServerId(2), Epoch(6));
+    assert_eq!(core.moved.get(&R), Some(&(ServerId(2), Epoch(6))));
+    assert!(core.ranges.contains_key(&R));
+}
+
+#[test]
+fn server_move_target_verifies_the_copy_and_reports_the_handoff() {
+    let digest_of = |records: &[Record]| StreamDigest::of(records);
+    let (a, b) = (rec(1, 1, "b", "first;"), rec(2, 1, "c", "second;"));
+    let mut t = ServerCore::new(ServerId(1));
+    t.session = Some(1);
+    t.lease_valid_until_us = 1_000_000;
+    let r = row(2, 1);
+    assert_eq!(t.begin_finish(&r), Ok(Some(vec![])));
+    let (res, events) = capture(|| t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![b.clone()], digest_of(&[a.clone(), b.clone()]), Strategy::PreCopy));
+    assert_eq!(res, Ok(()));
+    assert!(events.contains(&"handoff server=1 range=1 epoch=2 strategy=pre-copy precopy_bytes=6 tail_bytes=7 bytes=13".to_string()), "{events:?}");
+    assert_eq!(t.begin_finish(&r), Ok(None), "a repeated finish: already serving");
+    // Same length and bytes, another checksum: diverged.
+    let mut t = ServerCore::new(ServerId(1));
+    t.session = Some(1);
+    t.begin_finish(&r).unwrap();
+    let forged = rec(2, 1, "c", "secoNd;");
+    let (res, events) = capture(|| t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![forged.clone()], digest_of(&[a.clone(), b.clone()]), Strategy::PreCopy));
+    assert!(matches!(res, Err(FinishError::Diverged(ref why)) if why.contains("does not match")), "{res:?}");
+    assert!(has(&events, "diverged server=1 range=1 epoch=2"), "{events:?}");
+    assert!(!t.ranges.contains_key(&R));
+    // Mutation target-skips-verify serves it.
+    t.mutation = Some(Mutation::TargetSkipsVerify);
+    t.begin_finish(&r).unwrap();
+    assert_eq!(t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![forged], digest_of(&[a.clone(), b.clone()]), Strategy::StopAndCopy), Ok(()));
+    // Not loading any more at that epoch: not now.
+    let mut t = ServerCore::new(ServerId(1));
+    t.session = Some(1);
+    assert!(matches!(t.complete_move(&r, Rc::new(vec![]), vec![], vec![], StreamDigest::default(), Strategy::PreCopy), Err(FinishError::NotNow(_))));
+}
+
+#[test]
+fn server_pre_copy_rounds_until_the_tail_is_small_or_the_rounds_run_out() {
+    let mut t = ServerCore::new(ServerId(1));
+    t.session = Some(1);
+    let r = row(2, 1);
+    assert!(t.begin_copy_round(&row(2, 9), 10, 4).is_err(), "another session's target");
+    assert_eq!(t.begin_copy_round(&r, 10, 4), Ok(Ok(0)));
+    let busy = t.begin_copy_round(&r, 10, 4).unwrap().unwrap_err();
+    assert_eq!((busy.rounds, busy.ready), (0, false), "a round is running");
+    let (p, events) = capture(|| t.finish_copy_round(&r, 0, Some(vec![rec(1, 1, "b", "0123456789ab")])));
+    assert_eq!((p.rounds, p.bytes, p.ready), (1, 12, false));
+    assert_eq!(events, vec!["precopied server=1 range=1 epoch=2 round=1 bytes=12".to_string()]);
+    assert_eq!(t.begin_copy_round(&r, 10, 4), Ok(Ok(1)), "12 bytes > 10: another round from offset 1");
+    let p = t.finish_copy_round(&r, 0, Some(vec![rec(9, 1, "b", "x")]));
+    assert_eq!((p.rounds, p.bytes), (1, 12), "a round read from the wrong offset is dropped");
+    assert_eq!(t.begin_copy_round(&r, 10, 4), Ok(Ok(1)));
+    let p = t.finish_copy_round(&r, 1, None);
+    assert_eq!(p.rounds, 1, "the store did not answer");
+    assert_eq!(t.begin_copy_round(&r, 10, 4), Ok(Ok(1)));
+    t.finish_copy_round(&r, 1, Some(vec![rec(2, 1, "c", "0123456789")]));
+    let done = t.begin_copy_round(&r, 10, 4).unwrap().unwrap_err();
+    assert_eq!((done.rounds, done.bytes, done.ready), (2, 22, true), "10 bytes <= 10: ready");
+    // The round limit.
+    let mut t = ServerCore::new(ServerId(1));
+    t.session = Some(1);
+    t.begin_copy_round(&r, 0, 1).unwrap().unwrap();
+    t.finish_copy_round(&r, 0, Some(vec![rec(1, 1, "b", "big")]));
+    assert!(t.begin_copy_round(&r, 0, 1).unwrap().unwrap_err().ready, "max one round");
+    // A new transfer epoch starts over; the finish takes the copy only at its epoch.
+    let r3 = row(3, 1);
+    assert_eq!(t.begin_copy_round(&r3, 0, 1), Ok(Ok(0)));
+    t.finish_copy_round(&r3, 0, Some(vec![rec(1, 1, "b", "big"), rec(2, 1, "c", "more")]));
+    assert_eq!(t.finish_copy_round(&row(7, 1), 0, Some(vec![])).rounds, 0, "no copy at that epoch");
+    assert_eq!(t.begin_finish(&r3).unwrap().map(|v| v.len()), Some(2));
+    let mut t = ServerCore::new(ServerId(1));
+    t.session = Some(1);
+    t.begin_copy_round(&r, 0, 1).unwrap().unwrap();
+    assert_eq!(t.begin_finish(&r), Ok(Some(vec![])), "a copy still running is not used");
+}
+
+#[test]
+fn server_losing_its_session_drops_everything() {
+    let mut core = serving(2, vec![]);
+    core.copies.insert(RangeId(5), crate::server::CopyState { row: row(2, 1), records: vec![], rounds: 0, last_round_bytes: 0, busy: false });
+    let (_, events) = capture(|| core.lose_session("session_expired"));
+    assert_eq!(events, vec!["dropped server=1 range=1 epoch=2 reason=session_expired".to_string()]);
+    assert!(core.ranges.is_empty() && core.copies.is_empty());
+    assert_eq!((core.session, core.lease_valid_until_us), (None, 0));
+}

@@ -1,0 +1,35 @@
+//! Helpers of the library's unit tests: capture the events a step emits, and run an async
+//! driver on a madsim runtime (a fixed seed, so the tests are deterministic).
+
+use crate::event::{set_sink, Event};
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+
+/// Run `f` and return its result with every event it emitted, rendered as the trace shows them
+/// (`effect stream=1 server=1 epoch=2 ...`).
+pub fn capture<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+    let (r, events) = capture_events(f);
+    (r, events.iter().map(|e| e.to_string()).collect())
+}
+
+/// Run `f` and return its result with every event it emitted.
+pub fn capture_events<R>(f: impl FnOnce() -> R) -> (R, Vec<Event>) {
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let sink = seen.clone();
+    let previous = set_sink(Some(Box::new(move |e| sink.borrow_mut().push(e))));
+    let r = f();
+    set_sink(previous);
+    let events = seen.borrow().clone();
+    (r, events)
+}
+
+/// Run `future` to completion on a madsim runtime with seed 1.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    madsim::runtime::Runtime::with_seed_and_config(1, Default::default()).block_on(future)
+}
+
+/// Whether some event in `events` starts with `prefix` (`"fenced stream=1"`).
+pub fn has(events: &[String], prefix: &str) -> bool {
+    events.iter().any(|e| e.starts_with(prefix))
+}
