@@ -129,6 +129,8 @@ pub enum Pending {
         ops: Vec<MapOp>,
         /// The committing term (0: operator).
         leader_epoch: u64,
+        /// The committing manager (0: operator).
+        manager: u32,
         /// A further version and its ops.
         then: Option<(PartitionMap, Vec<MapOp>)>,
     },
@@ -251,8 +253,10 @@ impl AuthorityCore {
             Msg::GetMap => reply(Msg::Map { map: self.map.clone() }),
             Msg::AcquireLeader { candidate } if !locked => {
                 self.expire(now_us);
+                // Mutation `authority-shares-leader-term`: the holder check is gone, so any
+                // candidate is told it leads, at the incumbent's term.
                 match self.leader {
-                    Some(l) if l.holder == *candidate => {
+                    Some(l) if l.holder == *candidate || self.mutated(Mutation::AuthoritySharesLeaderTerm) => {
                         self.leader = Some(Lease { expires_us: now_us + self.lease_us, ..l });
                         reply(Msg::LeaderLease { epoch: Some(l.epoch), holder: Some(*candidate) })
                     }
@@ -277,7 +281,7 @@ impl AuthorityCore {
                 Action::Persist { records: vec![LockRecord::Session { server: *server, session }], after: Pending::Registered { server: *server, session }, events: Vec::new() }
             }
             Msg::GetState => self.state(now_us, Vec::new()),
-            Msg::CasMap { expected_version, leader_epoch, ops } => {
+            Msg::CasMap { expected_version, leader_epoch, candidate, ops } => {
                 self.expire(now_us);
                 let current = self.leader.map(|l| l.epoch);
                 let refusal = if current != Some(*leader_epoch) && !self.mutated(Mutation::AuthoritySkipsLeaderEpoch) {
@@ -304,9 +308,10 @@ impl AuthorityCore {
                 if let Some(half) = self.retire_parents_first(ops) {
                     next.version += 1;
                     let record = LockRecord::Map { map: half.clone(), leader_epoch: *leader_epoch };
-                    return Action::Persist { records: vec![record], after: Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, then: Some((next, ops.clone())) }, events: Vec::new() };
+                    let after = Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, manager: *candidate, then: Some((next, ops.clone())) };
+                    return Action::Persist { records: vec![record], after, events: Vec::new() };
                 }
-                self.commit(next, ops.clone(), *leader_epoch, Vec::new())
+                self.commit(next, ops.clone(), (*leader_epoch, *candidate), Vec::new())
             }
             Msg::Admin { ops } => {
                 let mut next = self.map.clone();
@@ -318,15 +323,17 @@ impl AuthorityCore {
                     let events = vec![Event::CasRefused { leader_epoch: 0, expected_version: self.map.version, version: self.map.version, reason: error.clone() }];
                     return Action::Reply { msg: Msg::CasResult { map: self.map.clone(), error: Some(error) }, events };
                 }
-                self.commit(next, ops.clone(), 0, Vec::new())
+                self.commit(next, ops.clone(), (0, 0), Vec::new())
             }
             other => panic!("lock-1: unexpected message {other:?}"),
         }
     }
 
-    /// Persist `next` (the map after `ops`, committed by term `leader_epoch`).
-    fn commit(&self, next: PartitionMap, ops: Vec<MapOp>, leader_epoch: u64, events: Vec<Event>) -> Action {
-        Action::Persist { records: vec![LockRecord::Map { map: next.clone(), leader_epoch }], after: Pending::Commit { next, ops, leader_epoch, then: None }, events }
+    /// Persist `next` (the map after `ops`, committed by manager `by.1` at term `by.0`; both 0
+    /// for an operator's request).
+    fn commit(&self, next: PartitionMap, ops: Vec<MapOp>, by: (u64, u32), events: Vec<Event>) -> Action {
+        let (leader_epoch, manager) = by;
+        Action::Persist { records: vec![LockRecord::Map { map: next.clone(), leader_epoch }], after: Pending::Commit { next, ops, leader_epoch, manager, then: None }, events }
     }
 
     /// The state request: expire what is due; any expiry not yet durable is persisted first
@@ -364,13 +371,13 @@ impl AuthorityCore {
                     .collect();
                 self.state(now_us, events)
             }
-            Pending::Commit { next, ops, leader_epoch, then } => {
+            Pending::Commit { next, ops, leader_epoch, manager, then } => {
                 self.map_leader_epoch = leader_epoch;
                 let before = std::mem::replace(&mut self.map, next.clone());
                 let mut events = reshape_outcomes(&before, &ops);
-                events.push(Event::MapCommit { leader_epoch, map: next.clone() });
+                events.push(Event::MapCommit { leader_epoch, manager, map: next.clone() });
                 match then {
-                    Some((more, more_ops)) => self.commit(more, more_ops, leader_epoch, events),
+                    Some((more, more_ops)) => self.commit(more, more_ops, (leader_epoch, manager), events),
                     None => Action::Reply { msg: Msg::CasResult { map: next, error: None }, events },
                 }
             }
@@ -502,14 +509,14 @@ mod tests {
         let first = leader(&mut core, &mut disk, 1, 0).unwrap();
         let second = leader(&mut core, &mut disk, 2, 1_500_000).unwrap();
         let ops = vec![MapOp::Bootstrap { split_points: vec![] }];
-        let (Msg::CasResult { error: Some(e), map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: first, ops: ops.clone() }, 1_600_000) else { panic!() };
+        let (Msg::CasResult { error: Some(e), map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: first, candidate: 1, ops: ops.clone() }, 1_600_000) else { panic!() };
         assert!(e.contains("stale leader"), "{e}");
         assert_eq!(map.version, 0);
         assert!(matches!(&events[..], [Event::CasRefused { reason, .. }] if reason.contains("stale leader")), "the refusal is traced with its reason");
-        let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 3, leader_epoch: second, ops: ops.clone() }, 1_600_000) else { panic!() };
+        let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 3, leader_epoch: second, candidate: 1, ops: ops.clone() }, 1_600_000) else { panic!() };
         assert!(e.contains("version 3 expected"), "{e}");
         assert!(!disk.iter().any(|r| matches!(r, LockRecord::Map { .. })), "nothing refused is written");
-        let (Msg::CasResult { error: None, map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: second, ops }, 1_600_000) else { panic!() };
+        let (Msg::CasResult { error: None, map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: second, candidate: 1, ops }, 1_600_000) else { panic!() };
         assert_eq!(map.version, 1);
         assert!(matches!(disk.last(), Some(LockRecord::Map { leader_epoch, .. }) if *leader_epoch == second), "the record carries the term");
         assert!(matches!(events.last(), Some(Event::MapCommit { .. })));
@@ -520,7 +527,7 @@ mod tests {
         let (mut core, mut disk) = fresh();
         let term = leader(&mut core, &mut disk, 1, 0).unwrap();
         let ops = vec![MapOp::Bootstrap { split_points: vec![b"m".to_vec()] }];
-        run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, ops }, 10);
+        run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, candidate: 1, ops }, 10);
         let (revived, events) = AuthorityCore::recover(&knobs(), &disk, 20);
         assert_eq!(revived.map().version, 1);
         let restored = events.iter().filter(|e| matches!(e, Event::Restored { .. })).count();
@@ -623,12 +630,12 @@ mod tests {
         let (mut core, mut disk) = fresh();
         let term = leader(&mut core, &mut disk, 1, 0).unwrap();
         let bad = vec![MapOp::Bootstrap { split_points: vec![b"b".to_vec(), b"a".to_vec()] }];
-        let (Msg::CasResult { error: Some(e), .. }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, ops: bad }, 1) else { panic!() };
+        let (Msg::CasResult { error: Some(e), .. }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, candidate: 1, ops: bad }, 1) else { panic!() };
         assert!(e.contains("BadSplitPoints"), "{e}");
         assert!(matches!(&events[..], [Event::CasRefused { .. }]));
         assert_eq!(disk.len(), 1);
         let boot = vec![MapOp::Bootstrap { split_points: vec![b"m".to_vec()] }];
-        run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, ops: boot }, 2);
+        run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, candidate: 1, ops: boot }, 2);
         let drain = vec![MapOp::Drain { server: ServerId(2), on: true }];
         let (Msg::CasResult { error: None, map }, events) = run(&mut core, &mut disk, Msg::Admin { ops: drain }, 3) else { panic!() };
         assert_eq!(map.version, 2);
@@ -654,7 +661,7 @@ mod tests {
             let term = leader(&mut core, &mut disk, 1, 0).unwrap();
             let cas = |core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, ops: Vec<MapOp>| {
                 let version = core.map().version;
-                let (Msg::CasResult { error, map }, events) = run(core, disk, Msg::CasMap { expected_version: version, leader_epoch: term, ops }, 10) else { panic!() };
+                let (Msg::CasResult { error, map }, events) = run(core, disk, Msg::CasMap { expected_version: version, leader_epoch: term, candidate: 1, ops }, 10) else { panic!() };
                 assert_eq!(error, None);
                 (map, events)
             };
@@ -691,7 +698,7 @@ mod tests {
         let mut disk = Vec::new();
         let term = leader(&mut core, &mut disk, 1, 0).unwrap();
         let ops = vec![MapOp::Bootstrap { split_points: vec![] }];
-        let (Msg::CasResult { error: Some(_), map }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 7, leader_epoch: term, ops }, 10) else { panic!() };
+        let (Msg::CasResult { error: Some(_), map }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 7, leader_epoch: term, candidate: 1, ops }, 10) else { panic!() };
         assert_eq!(map.version, 0, "nothing changes in memory");
         assert!(matches!(disk.last(), Some(LockRecord::Map { map, .. }) if map.version == 1), "but the refused version is durable");
     }

@@ -82,6 +82,8 @@ pub enum Event {
     MapCommit {
         /// 0 for an operator's request.
         leader_epoch: u64,
+        /// The manager whose compare-and-set it was (0 for an operator's request).
+        manager: u32,
         /// The committed map.
         map: PartitionMap,
     },
@@ -509,8 +511,8 @@ impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.name())?;
         match self {
-            Event::MapCommit { leader_epoch, map } => {
-                let by = if *leader_epoch == 0 { "operator" } else { "leader" };
+            Event::MapCommit { leader_epoch, manager, map } => {
+                let by = if *leader_epoch == 0 { "operator".to_string() } else { format!("manager-{manager}") };
                 write!(f, " version={} leader_epoch={leader_epoch} by={by} rows={} last_epoch={}", map.version, map.rows.len(), map.last_epoch)?;
                 render_map(f, map)
             }

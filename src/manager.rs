@@ -278,7 +278,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         return;
     }
     if !p.ops.is_empty() {
-        let cas = Msg::CasMap { expected_version: map.version, leader_epoch, ops: p.ops };
+        let cas = Msg::CasMap { expected_version: map.version, leader_epoch, candidate, ops: p.ops };
         let _ = rpc.call(lock_addr(), cas, knobs.rpc_timeout_ms).await;
         return; // the next round sees the result and opens the new assignments
     }
@@ -357,7 +357,7 @@ impl Leader<'_> {
         if now_us() >= self.valid_until_us {
             return None;
         }
-        let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, ops: vec![op] };
+        let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, candidate: self.candidate, ops: vec![op] };
         match self.rpc.call(lock_addr(), cas, self.knobs.rpc_timeout_ms).await {
             Ok(Msg::CasResult { map, error }) => {
                 self.version = map.version;

@@ -277,6 +277,9 @@ pub enum Msg {
         expected_version: u64,
         /// The sending manager's leader epoch (term), as `LeaderLease` granted it.
         leader_epoch: u64,
+        /// The sending manager's number: named in the commit's event, so a checker can see two
+        /// managers writing at one term (issue 19).
+        candidate: u32,
         /// The mutations, applied as one batch (all or none).
         ops: Vec<MapOp>,
     },

@@ -74,6 +74,11 @@ pub enum Mutation {
     /// before issue 12) passes; the served view (final strong reads of every appended key)
     /// fails on every run; client reads catch it only when some client reads that key again.
     SplitSealsOneShort,
+    /// The authority's leader lease forgets who holds it: any candidate asking while the lease
+    /// is held is told it leads, at the incumbent's term, and both pass the leader-epoch
+    /// compare-and-set (issue 19's first survivor). Only a commit naming its manager shows
+    /// two leaders at one term.
+    AuthoritySharesLeaderTerm,
     /// The authority writes a compare-and-set's result to its log before validating it and
     /// never takes a refused one back: refused map versions (a deposed leader's, or one built
     /// on an old version) are durable though never announced, and a restart may restore one.
@@ -83,7 +88,7 @@ pub enum Mutation {
 
 impl Mutation {
     /// Every mutation with its CLI name.
-    pub const ALL: [(Mutation, &'static str); 18] = [
+    pub const ALL: [(Mutation, &'static str); 19] = [
         (Mutation::StoreIgnoresFence, "store-ignores-fence"),
         (Mutation::ServerSkipsEpochCheck, "server-skips-epoch-check"),
         (Mutation::ServerSkipsAuthorityCheck, "server-skips-authority-check"),
@@ -102,6 +107,7 @@ impl Mutation {
         (Mutation::MergeFromStaleView, "merge-from-stale-view"),
         (Mutation::SplitSealsOneShort, "split-seals-one-short"),
         (Mutation::AuthorityLogsRefusedCas, "authority-logs-refused-cas"),
+        (Mutation::AuthoritySharesLeaderTerm, "authority-shares-leader-term"),
     ];
 
     /// The CLI name.

@@ -125,7 +125,7 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     for ev in events {
         match &ev.what {
             What::Sys(Sys::Reshaped { committed: false, paused: true, .. }) => bump("reshape_aborted_while_paused"),
-            What::Sys(Sys::MapCommit { map, leader_epoch } | Sys::MapRestored { map, leader_epoch }) => {
+            What::Sys(Sys::MapCommit { map, leader_epoch, .. } | Sys::MapRestored { map, leader_epoch }) => {
                 // A restored map keeps the term of the commit that wrote it.
                 let term = if *leader_epoch > 0 { *leader_epoch } else { last_term };
                 last_term = term;

@@ -27,7 +27,7 @@ pub struct Target {
 }
 
 /// Every mutation with its scenario and budget, in [`Mutation::ALL`] order.
-pub const TARGETS: [Target; 18] = [
+pub const TARGETS: [Target; 19] = [
     Target { mutation: Mutation::StoreIgnoresFence, scenario: "stale-write-after-failover.json", budget: 5 },
     Target { mutation: Mutation::ServerSkipsEpochCheck, scenario: "stale-pause.json", budget: 5 },
     Target { mutation: Mutation::ServerSkipsAuthorityCheck, scenario: "paused-owner.json", budget: 5 },
@@ -46,6 +46,7 @@ pub const TARGETS: [Target; 18] = [
     Target { mutation: Mutation::MergeFromStaleView, scenario: "split-merge.json", budget: 10 },
     Target { mutation: Mutation::SplitSealsOneShort, scenario: "split-merge.json", budget: 5 },
     Target { mutation: Mutation::AuthorityLogsRefusedCas, scenario: "dueling-managers.json", budget: 10 },
+    Target { mutation: Mutation::AuthoritySharesLeaderTerm, scenario: "dueling-managers.json", budget: 10 },
 ];
 
 /// The default scenario every mutation also runs on in rate mode (issue 12: each mutation on

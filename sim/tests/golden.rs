@@ -139,7 +139,7 @@ fn golden_drain_before_bootstrap_is_refused_then_retried() {
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         let refused = sys(&report).any(|(_, e)| matches!(e, Sys::CasRefused { leader_epoch: 0, reason, .. } if reason.contains("NotBootstrapped")));
         assert!(refused, "seed {seed}: the early drain was not refused");
-        let drained = sys(&report).any(|(_, e)| matches!(e, Sys::MapCommit { leader_epoch: 0, map } if !map.rows.is_empty() && map.draining.contains(&ServerId(3))));
+        let drained = sys(&report).any(|(_, e)| matches!(e, Sys::MapCommit { leader_epoch: 0, map, .. } if !map.rows.is_empty() && map.draining.contains(&ServerId(3))));
         assert!(drained, "seed {seed}: the retried drain never took effect");
     }
 }

@@ -1,6 +1,8 @@
 //! `manager_exclusive` (always): every map mutation carries the epoch of the leader term current
-//! when it was committed, and leader terms only grow. A deposed leader's write would commit with
-//! an older epoch. Two views (issue 12):
+//! when it was committed, is made by that term's holder, and leader terms only grow. A deposed
+//! leader's write would commit with an older epoch; a second manager told it leads at the
+//! incumbent's term (issue 19) commits at the right epoch but under its own name. Two views
+//! (issue 12):
 //! - **announced**: the authority's `leader`, `leader_recovered` and `map_commit` events;
 //! - **durable**: the authority's log, replayed after the run: each `Map` record written by a
 //!   leader carries the term of the latest `LeaderTerm` record before it (the authority writes
@@ -36,7 +38,10 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                 }
             }
             Sys::MapCommit { leader_epoch: 0, .. } => {} // operator requests; the authority refuses anything else
-            Sys::MapCommit { leader_epoch, map } => match current {
+            Sys::MapCommit { leader_epoch, manager, map } => match current {
+                Some((e, m, t)) if e == *leader_epoch && m != *manager => {
+                    return Err(Violation::new(format!("map version {} committed at {} by manager-{manager} at leader epoch {e}, but term {e} is manager-{m}'s (since {}): two leaders at one term", map.version, secs(ev.t_us), secs(t))).at(ev.t_us).at(t).version(map.version));
+                }
                 Some((e, _, _)) if e == *leader_epoch => {}
                 Some((e, m, t)) => {
                     return Err(Violation::new(format!("map version {} committed at {} with leader epoch {leader_epoch}, but the current term is {e} (manager-{m}, since {})", map.version, secs(ev.t_us), secs(t))).at(ev.t_us).at(t).version(map.version));
@@ -78,7 +83,7 @@ pub fn check_durable(durable: &[LockRecord]) -> Result<(), Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::testkit::{at, commit, map_of};
+    use crate::check::testkit::{at, commit, commit_by, map_of};
 
     fn leader(epoch: u64) -> Event {
         at(0, Sys::Leader { manager: 1, leader_epoch: epoch })
@@ -100,6 +105,16 @@ mod tests {
         let m = map_of(1, &[(1, "", None, 1, 1, "active")]);
         check(&[leader(1), commit(1, 1, m.clone()), leader(2), commit(2, 1, m.clone())]).unwrap();
         assert!(check(&[leader(1), leader(2), commit(1, 1, m)]).unwrap_err().contains("current term is 2"));
+    }
+
+    /// Issue 19: a second manager told it leads at the incumbent's term commits at the right
+    /// epoch, under its own name.
+    #[test]
+    fn manager_exclusive_flags_two_leaders_at_one_term() {
+        let m = map_of(1, &[(1, "", None, 1, 1, "active")]);
+        check(&[leader(1), commit_by(1, 1, 0, m.clone()), commit_by(0, 0, 0, m.clone())]).unwrap();
+        let err = check(&[leader(1), commit_by(1, 1, 0, m.clone()), commit_by(1, 2, 0, m)]).unwrap_err();
+        assert!(err.contains("by manager-2 at leader epoch 1, but term 1 is manager-1's"), "{err}");
     }
 
     /// Issue 12: a stale write that is durable but never announced.

@@ -242,9 +242,14 @@ pub mod testkit {
         m
     }
 
-    /// `map` committed by term `leader_epoch` at `t_us`.
+    /// `map` committed by term `leader_epoch` at `t_us` (by manager-1, or the operator at term 0).
     pub fn commit(leader_epoch: u64, t_us: u64, map: PartitionMap) -> Event {
-        at(t_us, Sys::MapCommit { leader_epoch, map })
+        commit_by(leader_epoch, u32::from(leader_epoch > 0), t_us, map)
+    }
+
+    /// `map` committed by `manager` at term `leader_epoch` at `t_us`.
+    pub fn commit_by(leader_epoch: u64, manager: u32, t_us: u64, map: PartitionMap) -> Event {
+        at(t_us, Sys::MapCommit { leader_epoch, manager, map })
     }
 
     /// `map` restored by the authority (term `leader_epoch`).
