@@ -51,3 +51,14 @@ mutants *args="":
 # Show that the checkers catch a broken build: the store ignoring the fence, on the golden scenario.
 mutant:
     cargo run --release -p partmap-sim -- sweep --seeds 0..20 --jobs 2 --scenario scenarios/stale-write-after-failover.json --mutation store-ignores-fence
+
+# Mutation testing, oracle 1 (README "Mutation testing"): every cargo-mutants mutant of FILE
+# tested by the library's tests; results in reports/mutation/FILE/mutants.out/.
+# Example: just mutation src/store.rs (extra args go to cargo-mutants, e.g. --shard 1/3).
+mutation file *args="":
+    cargo mutants --jobs 1 -f {{file}} --test-package partmap --timeout 60 -C=--config=profile.dev.package.partmap.opt-level=0 -C=--config=profile.dev.package.partmap.debug=0 -o reports/mutation/{{file}} {{args}} -- --lib
+
+# Mutation testing, oracle 2: the survivors of `just mutation FILE` against a bounded sweep of
+# the scenarios that exercise FILE (sim/tests/mutation_oracle.rs), seeds 0..SEEDS each.
+mutation-sweep file seeds="20" *args="":
+    PARTMAP_ORACLE_FILE={{file}} PARTMAP_ORACLE_SEEDS={{seeds}} cargo mutants --iterate --jobs 1 -f {{file}} --test-package partmap-sim --profile release --timeout 1800 -o reports/mutation/{{file}} {{args}} -- --test mutation_oracle -- --ignored

@@ -24,9 +24,12 @@ pub fn capture_events<R>(f: impl FnOnce() -> R) -> (R, Vec<Event>) {
     (r, events)
 }
 
-/// Run `future` to completion on a madsim runtime with seed 1.
+/// Run `future` to completion on a madsim runtime with seed 1, for at most 10 minutes of
+/// simulated time (a mutant that never answers fails the test instead of hanging it).
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    madsim::runtime::Runtime::with_seed_and_config(1, Default::default()).block_on(future)
+    let mut rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
+    rt.set_time_limit(std::time::Duration::from_secs(600));
+    rt.block_on(future)
 }
 
 /// Whether some event in `events` starts with `prefix` (`"fenced stream=1"`).
