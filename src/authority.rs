@@ -691,6 +691,30 @@ mod tests {
         }
     }
 
+    /// Every request that may write asks for the writers' lock first (two compare-and-sets
+    /// interleaved around one's sync would both pass against the same version); reads and
+    /// renewals do not.
+    #[test]
+    fn authority_asks_for_the_writers_lock_before_anything_durable() {
+        let (mut core, mut disk) = fresh();
+        let writes = [
+            Msg::AcquireLeader { candidate: 1 },
+            Msg::RegisterServer { server: ServerId(1) },
+            Msg::GetState,
+            Msg::CasMap { expected_version: 0, leader_epoch: 1, candidate: 1, ops: vec![] },
+            Msg::Admin { ops: vec![] },
+        ];
+        for msg in &writes {
+            assert!(matches!(core.handle(msg, 0, false), Action::NeedLock), "{msg:?}");
+        }
+        assert!(matches!(core.handle(&Msg::GetMap, 0, false), Action::Reply { .. }));
+        assert!(matches!(core.handle(&Msg::RenewSession { server: ServerId(1), session: 1 }, 0, false), Action::Reply { .. }));
+        // A held lease is renewed, or refused, without the lock.
+        leader(&mut core, &mut disk, 1, 0);
+        assert!(matches!(core.handle(&Msg::AcquireLeader { candidate: 1 }, 10, false), Action::Reply { .. }));
+        assert!(matches!(core.handle(&Msg::AcquireLeader { candidate: 2 }, 10, false), Action::Reply { .. }));
+    }
+
     /// Mutation `authority-logs-refused-cas`: the refused version reaches the disk, not the map.
     #[test]
     fn authority_mutation_logs_a_refused_write() {

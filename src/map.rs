@@ -946,8 +946,8 @@ mod tests {
         assert_eq!(map.apply_batch(&[MapOp::BeginMerge { left: RangeId(2), right: RangeId(1), owner: (ServerId(1), 1) }]), Err(MapError::NotAdjacent(RangeId(2), RangeId(1))));
         map.apply_batch(&[split(1, "f")]).unwrap();
         let r = &map.reshapes[&RangeId(1)];
-        let cuts: Vec<(Vec<u8>, Option<Vec<u8>>, Epoch, RangeId)> = r.children.iter().map(|c| (c.start.clone(), c.end.clone(), c.epoch, c.id)).collect();
-        assert_eq!(cuts, vec![(b"".to_vec(), Some(b"f".to_vec()), Epoch(3), RangeId(3)), (b"f".to_vec(), Some(b"m".to_vec()), Epoch(4), RangeId(4))]);
+        let cuts: Vec<String> = r.children.iter().map(|c| format!("{} [{:?}, {:?}) at {}", c.id, c.start, c.end, c.epoch)).collect();
+        assert_eq!(cuts, vec!["r3 [[], Some([102])) at e3", "r4 [[102], Some([109])) at e4"]);
         assert_eq!(r.parents, vec![(RangeId(1), Epoch(1))]);
         assert_eq!(r.phase, TransferPhase::Copying);
         // A split of a range not active.
