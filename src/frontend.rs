@@ -303,6 +303,13 @@ mod tests {
         replies: BTreeMap<u32, VecDeque<Option<Msg>>>,
         /// Every request a server got, with the server and the time (ms).
         seen: Vec<(u32, Msg, u64)>,
+        /// The map the authority answers with once a server got its first request (the range
+        /// moved meanwhile).
+        then_map: Option<PartitionMap>,
+        /// When the client sends its request, ms (0: at 100 ms).
+        send_at_ms: u64,
+        /// How many times the authority was asked for the map.
+        map_reads: u32,
     }
 
     fn net() -> Net {
@@ -324,7 +331,11 @@ mod tests {
                 async move {
                     let rpc = Rpc::bind(lock_addr(), &net()).await;
                     rpc.serve(move |msg, _| {
-                        let map = s.lock().unwrap().map.clone();
+                        let map = {
+                            let mut s = s.lock().unwrap();
+                            s.map_reads += 1;
+                            s.map.clone()
+                        };
                         async move {
                             assert!(matches!(msg, Msg::GetMap));
                             map.map(|map| Msg::Map { map })
@@ -342,6 +353,9 @@ mod tests {
                         rpc.serve(move |msg, _| {
                             let mut s = s.lock().unwrap();
                             s.seen.push((n, msg, now_us() / 1000));
+                            if let Some(m) = s.then_map.take() {
+                                s.map = Some(m);
+                            }
                             let reply = s.replies.entry(n).or_default().pop_front().unwrap_or(Some(Msg::Served { result: Ok(b"v".to_vec()) }));
                             async move { reply }
                         });
@@ -350,12 +364,12 @@ mod tests {
                 }).build();
             }
             h.create_node().name("frontend-1").ip(frontend_addr(1).ip()).init(move || run(1, knobs.clone(), net())).build();
-            let a2 = a.clone();
+            let (a2, send_at_ms) = (a.clone(), s.lock().unwrap().send_at_ms);
             h.create_node().name("client").ip(client_addr(1).ip()).init(move || {
                 let (a, request) = (a2.clone(), request.clone());
                 async move {
                     let rpc = Rpc::bind(client_addr(1), &net()).await;
-                    sleep_ms(100).await;
+                    sleep_ms(if send_at_ms == 0 { 100 } else { send_at_ms }).await;
                     let reply = rpc.call(frontend_addr(1), request, 600_000).await.expect("the frontend answers");
                     *a.lock().unwrap() = Some((reply, now_us() / 1000));
                 }
@@ -459,6 +473,23 @@ mod tests {
         let (reply, _, s) = exchange(knobs, Script { map: Some(map(true)), ..Default::default() }, append_req());
         assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.contains("no active owner")), "{reply:?}");
         assert!(s.seen.is_empty());
+    }
+
+    /// A refusal that says the route is stale makes the frontend read the map again before the
+    /// retry, at once (not only at the next background refresh, `renew_interval_ms` apart), even
+    /// when its last read is recent (more than 10 ms ago).
+    #[test]
+    fn frontend_refreshes_the_map_before_retrying_a_stale_route() {
+        let mut moved = map(false);
+        moved.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(2), owner_session: 2 }, MapOp::Activate { range: RangeId(1), epoch: Epoch(2) }]).unwrap();
+        for send_at_ms in [100, 500] {
+            let mut s = script(&[(1, refused(Refusal::NotOwner))]);
+            s.then_map = Some(moved.clone());
+            s.send_at_ms = send_at_ms;
+            let (reply, _, s) = exchange(Knobs::default(), s, append_req());
+            assert_eq!(outcome(&reply), &Outcome::Ok);
+            assert_eq!(appends(&s), vec![(1, 1, 1, ID), (2, 1, 2, ID)], "sent at {send_at_ms} ms");
+        }
     }
 
     /// Backoff grows with the attempt and is bounded: two `NotReady` refusals cost at least
