@@ -468,6 +468,11 @@ mod tests {
         let read = Msg::ClientRead { key: b"k".to_vec(), level: ReadLevel::Strong };
         let (reply, _, _) = exchange(Knobs { map_staleness_ms: 50, ..Knobs::default() }, Script { map: None, ..Default::default() }, read);
         assert!(matches!(outcome(&reply), Outcome::MapUnavailable(_)), "{reply:?}");
+        // Staleness in whole seconds: 1.5 s without a map read is beyond 1 s.
+        let silent = Script { map: None, send_at_ms: 1_500, ..Default::default() };
+        let (reply, at_ms, _) = exchange(Knobs { map_staleness_ms: 1_000, ..Knobs::default() }, silent, append_req());
+        assert!(matches!(outcome(&reply), Outcome::MapUnavailable(why) if why.contains("last read 15")), "{reply:?}");
+        assert!(at_ms < 1_600, "{at_ms}");
         // A map with no active owner for the key: refused after the attempts, nothing sent.
         let knobs = Knobs { frontend_attempts: 3, ..Knobs::default() };
         let (reply, _, s) = exchange(knobs, Script { map: Some(map(true)), ..Default::default() }, append_req());
