@@ -436,6 +436,11 @@ mod tests {
             let (reply, _, _) = exchange(knobs.clone(), script(&[(1, unknown.clone()), stale(), stale()]), append_req());
             assert!(matches!(outcome(&reply), Outcome::Unknown(_)), "after {unknown:?}: {reply:?}");
         }
+        // The reason names the last attempt's fate.
+        for (last, why) in [(Some(Msg::ServedUnknown), "server-1: store outcome unknown"), (None, "server-1: no answer")] {
+            let (reply, _, _) = exchange(knobs.clone(), script(&[stale(), stale(), (1, last)]), append_req());
+            assert!(matches!(outcome(&reply), Outcome::Unknown(w) if w == &format!("3 attempts; last: {why}")), "{reply:?}");
+        }
         // A read has no effect: after no answer it simply failed.
         let read = Msg::ClientRead { key: b"k".to_vec(), level: ReadLevel::Strong };
         let (reply, _, _) = exchange(knobs.clone(), script(&[(1, None), stale(), stale()]), read.clone());
@@ -451,6 +456,13 @@ mod tests {
         let (reply, _, s) = exchange(Knobs::default(), script(&[moved(5)]), append_req());
         assert_eq!(outcome(&reply), &Outcome::Ok);
         assert_eq!(appends(&s), vec![(1, 1, 1, ID), (2, 1, 5, ID)], "the hint wins over the cache");
+        // A cache that caught up with the hint (same range, epoch at least the hint's) wins.
+        let mut newer = map(false);
+        newer.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(3), owner_session: 3 }, MapOp::Activate { range: RangeId(1), epoch: Epoch(2) }]).unwrap();
+        let mut s = script(&[moved(2)]);
+        s.then_map = Some(newer);
+        let (_, _, s) = exchange(Knobs::default(), s, append_req());
+        assert_eq!(appends(&s), vec![(1, 1, 1, ID), (3, 1, 2, ID)]);
         // A hint no newer than the route is ignored: the retry goes by the map again.
         let (reply, _, s) = exchange(Knobs::default(), script(&[moved(1)]), append_req());
         assert_eq!(outcome(&reply), &Outcome::Ok);
@@ -475,9 +487,14 @@ mod tests {
         assert!(at_ms < 1_600, "{at_ms}");
         // A map with no active owner for the key: refused after the attempts, nothing sent.
         let knobs = Knobs { frontend_attempts: 3, ..Knobs::default() };
-        let (reply, _, s) = exchange(knobs, Script { map: Some(map(true)), ..Default::default() }, append_req());
+        let (reply, at_ms, s) = exchange(knobs, Script { map: Some(map(true)), ..Default::default() }, append_req());
         assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.contains("no active owner")), "{reply:?}");
         assert!(s.seen.is_empty());
+        assert!(at_ms - 100 >= 20 / 2 * 2 + 40 / 2, "the second and third attempts back off (>= 20 + 20 ms): {at_ms}");
+        // Staleness 0 switches the check off: a frontend that never read the map just fails.
+        let knobs = Knobs { map_staleness_ms: 0, frontend_attempts: 2, ..Knobs::default() };
+        let (reply, _, _) = exchange(knobs, Script { map: None, ..Default::default() }, append_req());
+        assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.contains("no active owner")), "{reply:?}");
     }
 
     /// A refusal that says the route is stale makes the frontend read the map again before the

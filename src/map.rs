@@ -953,6 +953,8 @@ mod tests {
         // A split of a range not active.
         let mut fresh = boot(&[]);
         assert_eq!(fresh.apply_batch(&[split(1, "a")]), Err(MapError::WrongState(RangeId(1), RangeState::Preparing)));
+        fresh.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+        assert_eq!(fresh.apply_batch(&[split(1, "a")]), Err(MapError::WrongState(RangeId(1), RangeState::Preparing)), "owned but not active yet");
         // A merge's child spans both parents.
         let mut m = two_active();
         m.apply_batch(&[MapOp::BeginMerge { left: RangeId(1), right: RangeId(2), owner: (ServerId(3), 3) }]).unwrap();
