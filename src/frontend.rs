@@ -438,8 +438,10 @@ mod tests {
         }
         // The reason names the last attempt's fate.
         for (last, why) in [(Some(Msg::ServedUnknown), "server-1: store outcome unknown"), (None, "server-1: no answer")] {
-            let (reply, _, _) = exchange(knobs.clone(), script(&[stale(), stale(), (1, last)]), append_req());
+            let (reply, at_ms, _) = exchange(knobs.clone(), script(&[stale(), stale(), (1, last)]), append_req());
             assert!(matches!(outcome(&reply), Outcome::Unknown(w) if w == &format!("3 attempts; last: {why}")), "{reply:?}");
+            let bound = knobs.rpc_timeout_ms + knobs.store_timeout_ms;
+            assert!(at_ms < 100 + bound + 500, "an attempt waits rpc + store timeout ({bound} ms) at most: {at_ms}");
         }
         // A read has no effect: after no answer it simply failed.
         let read = Msg::ClientRead { key: b"k".to_vec(), level: ReadLevel::Strong };
@@ -491,6 +493,10 @@ mod tests {
         assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.contains("no active owner")), "{reply:?}");
         assert!(s.seen.is_empty());
         assert!(at_ms - 100 >= 20 / 2 * 2 + 40 / 2, "the second and third attempts back off (>= 20 + 20 ms): {at_ms}");
+        // With a long backoff: attempts 1 to 3 each wait at least half of it (500 ms).
+        let knobs = Knobs { frontend_attempts: 4, frontend_backoff_ms: 1_000, frontend_backoff_ms_max: 1_000, ..Knobs::default() };
+        let (_, at_ms, _) = exchange(knobs, Script { map: Some(map(true)), ..Default::default() }, append_req());
+        assert!(at_ms - 100 >= 1_500, "{at_ms}");
         // Staleness 0 switches the check off: a frontend that never read the map just fails.
         let knobs = Knobs { map_staleness_ms: 0, frontend_attempts: 2, ..Knobs::default() };
         let (reply, _, _) = exchange(knobs, Script { map: None, ..Default::default() }, append_req());
@@ -499,13 +505,14 @@ mod tests {
 
     /// A refusal that says the route is stale makes the frontend read the map again before the
     /// retry, at once (not only at the next background refresh, `renew_interval_ms` apart), even
-    /// when its last read is recent (more than 10 ms ago).
+    /// when its last read is recent (more than 10 ms ago); so does a `NotReady` after its
+    /// backoff (a paused range may have moved).
     #[test]
     fn frontend_refreshes_the_map_before_retrying_a_stale_route() {
         let mut moved = map(false);
         moved.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(2), owner_session: 2 }, MapOp::Activate { range: RangeId(1), epoch: Epoch(2) }]).unwrap();
-        for send_at_ms in [100, 500] {
-            let mut s = script(&[(1, refused(Refusal::NotOwner))]);
+        for (refusal, send_at_ms) in [(Refusal::NotOwner, 100), (Refusal::NotOwner, 500), (Refusal::NotReady, 500)] {
+            let mut s = script(&[(1, refused(refusal))]);
             s.then_map = Some(moved.clone());
             s.send_at_ms = send_at_ms;
             let (reply, _, s) = exchange(Knobs::default(), s, append_req());
