@@ -61,6 +61,32 @@ fn availability_nothing_acknowledged_exceeds_the_bound_with_its_own_outcome() {
     assert!(report.bounds_exceeded.len() == 1 || report.bounds_exceeded[1].starts_with("expect.max_range_unavailable_ms = 5000, measured "), "{:?}", report.bounds_exceeded);
 }
 
+/// `scenarios/late-registration.json`: server-1's first registration after a restart is held
+/// for 3 s; it registers again meanwhile. When the held one arrives, the session of the live
+/// incarnation stays (it used to be replaced: the manager reassigned server-1's ranges and the
+/// server dropped them at its next renewal, a stall of about 0.5 s with no fault behind it, on
+/// seed 1). Bounds from the scenario's `expect` (the crash's own stall, up to 2.6 s on seeds
+/// 0-49, is the largest figure, so the session assertions are what tells the fix apart).
+#[test]
+fn golden_late_registration_keeps_the_live_session() {
+    let base = scenario("late-registration.json");
+    let server_1: std::net::IpAddr = partmap::config::server_addr(partmap::ids::ServerId(1)).ip();
+    for seed in 0..20 {
+        let report = run_seed(&RunOptions { seed, ..base.clone() });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?} {:?}", report.verdicts, report.bounds_exceeded);
+        let held = report
+            .events
+            .iter()
+            .find(|e| matches!(e.sys(), Some(partmap_sim::events::Sys::HeldDelivered { from, msg: "register_server", .. }) if *from == server_1))
+            .map(|e| e.t_us);
+        let held = held.unwrap_or_else(|| panic!("seed {seed}: the held registration was never delivered"));
+        for (t, e) in common::sys(&report).filter(|(t, _)| *t >= held) {
+            let ended = matches!(e, partmap_sim::events::Sys::SessionExpired { server, .. } | partmap_sim::events::Sys::Dropped { server, .. } if server.0 == 1);
+            assert!(!ended, "seed {seed}: after the late registration at {held} µs, server-1 lost its session or a range at {t} µs: {e}");
+        }
+    }
+}
+
 /// `scenarios/split-owner-crash.json` crashes server-1 on its `drained` event: on every seed
 /// of 0..200 the crash lands inside the split (journaled and the parent paused, at the time of
 /// the crash), and the run keeps its bounds: no leader term without a manager fault (the
