@@ -121,12 +121,10 @@ fn leader_terms(events: &[Event], lease_ms: u64) -> (u64, u64) {
     let mut unprovoked = 0;
     for ev in events {
         match &ev.what {
-            What::Fault { fault, duration_ms, .. } => {
-                // A cut matters when a manager or lock-1 is on its named side (the rest of the
-                // cluster is on the other).
-                if touches(fault).iter().any(|n| n.starts_with("manager-") || *n == "lock-1") {
-                    manager_faults.push((ev.t_us, ev.t_us + duration_ms * 1000));
-                }
+            // A cut matters when a manager or lock-1 is on its named side (the rest of the
+            // cluster is on the other).
+            What::Fault { fault, duration_ms, .. } if touches(fault).iter().any(|n| n.starts_with("manager-") || *n == "lock-1") => {
+                manager_faults.push((ev.t_us, ev.t_us + duration_ms * 1000));
             }
             What::Sys(Sys::Leader { .. }) => {
                 terms += 1;

@@ -1016,8 +1016,7 @@ impl Scenario {
     /// A scenario with every optional section and list present (one entry each), so its JSON
     /// form shows where the format has objects; see `check_objects`.
     fn shape_template() -> Scenario {
-        let mut s = Scenario::default();
-        s.swarm = Some(Swarm { servers: [1, 1], frontends: [1, 1], initial_ranges: [1, 1] });
+        let mut s = Scenario { swarm: Some(Swarm { servers: [1, 1], frontends: [1, 1], initial_ranges: [1, 1] }), ..Scenario::default() };
         s.workload.script.push(ScriptedAppend { at_ms: 0, key: "k".into(), bytes: 6, frontend: 1 });
         s.faults.schedule.push(TimedFault {
             at_ms: 0,
