@@ -52,6 +52,8 @@ pub enum LockRecord {
         server: ServerId,
         /// The session.
         session: u64,
+        /// The registering incarnation ([`Msg::RegisterServer`]).
+        incarnation: u64,
     },
     /// A server session expired. Durable before anyone learns of it, so that a restarted
     /// authority does not bring the session back after its ranges went to other servers.
@@ -73,6 +75,8 @@ struct Lease {
 #[derive(Clone, Copy, Debug)]
 struct Session {
     session: u64,
+    /// The server incarnation that registered it.
+    incarnation: u64,
     expires_us: u64,
     live: bool,
 }
@@ -110,6 +114,8 @@ pub enum Pending {
         server: ServerId,
         /// Its new session.
         session: u64,
+        /// The registering incarnation.
+        incarnation: u64,
     },
     /// A new leader term.
     Granted {
@@ -184,9 +190,9 @@ impl AuthorityCore {
                     a.last_leader_epoch = *epoch;
                     a.leader = Some(Lease { holder: *candidate, epoch: *epoch, expires_us: grace });
                 }
-                LockRecord::Session { server, session } => {
+                LockRecord::Session { server, session, incarnation } => {
                     a.last_session = a.last_session.max(*session);
-                    a.sessions.insert(*server, Session { session: *session, expires_us: grace, live: true });
+                    a.sessions.insert(*server, Session { session: *session, incarnation: *incarnation, expires_us: grace, live: true });
                 }
                 LockRecord::SessionExpired { server, session } => {
                     if let Some(s) = a.sessions.get_mut(server).filter(|s| s.session == *session) {
@@ -275,10 +281,20 @@ impl AuthorityCore {
                 let epoch = self.last_leader_epoch;
                 Action::Persist { records: vec![LockRecord::LeaderTerm { candidate: *candidate, epoch }], after: Pending::Granted { candidate: *candidate, epoch }, events: Vec::new() }
             }
-            Msg::RegisterServer { server } => {
+            Msg::RegisterServer { server, incarnation } => {
+                // A registration from the incarnation holding the live session, or an older
+                // one (a retry whose answer was lost, or one held in the network past the
+                // server's next registration), must not end that session: the manager would
+                // reassign ranges its holder still serves. Only a newer incarnation (a restart)
+                // replaces it.
+                let live = self.sessions.get(server).filter(|s| s.live && now_us <= s.expires_us && *incarnation <= s.incarnation);
+                if let Some(live) = live {
+                    return Action::Reply { msg: Msg::Registered { session: live.session }, events: Vec::new() };
+                }
                 self.last_session += 1;
                 let session = self.last_session;
-                Action::Persist { records: vec![LockRecord::Session { server: *server, session }], after: Pending::Registered { server: *server, session }, events: Vec::new() }
+                let (server, incarnation) = (*server, *incarnation);
+                Action::Persist { records: vec![LockRecord::Session { server, session, incarnation }], after: Pending::Registered { server, session, incarnation }, events: Vec::new() }
             }
             Msg::GetState => self.state(now_us, Vec::new()),
             Msg::CasMap { expected_version, leader_epoch, candidate, ops } => {
@@ -351,8 +367,8 @@ impl AuthorityCore {
     /// `after`'s records are durable: make its change current (at `now_us`) and say what next.
     pub fn apply(&mut self, after: Pending, now_us: u64) -> Action {
         match after {
-            Pending::Registered { server, session } => {
-                let old = self.sessions.insert(server, Session { session, expires_us: now_us + self.lease_us, live: true });
+            Pending::Registered { server, session, incarnation } => {
+                let old = self.sessions.insert(server, Session { session, incarnation, expires_us: now_us + self.lease_us, live: true });
                 // The server restarted: its previous incarnation's memory, and authority, are gone.
                 let events = old.filter(|o| o.live).map(|o| Event::SessionExpired { server, session: o.session }).into_iter().collect();
                 Action::Reply { msg: Msg::Registered { session }, events }
@@ -404,7 +420,7 @@ fn restored(rec: &LockRecord) -> Restored {
     match rec {
         LockRecord::Map { map, leader_epoch } => Restored::Map { version: map.version, leader_epoch: *leader_epoch, rows: map.rows.len() },
         LockRecord::LeaderTerm { candidate, epoch } => Restored::LeaderTerm { candidate: *candidate, epoch: *epoch },
-        LockRecord::Session { server, session } => Restored::Session { server: *server, session: *session },
+        LockRecord::Session { server, session, .. } => Restored::Session { server: *server, session: *session },
         LockRecord::SessionExpired { server, session } => Restored::SessionExpired { server: *server, session: *session },
     }
 }
@@ -450,8 +466,36 @@ mod tests {
         (AuthorityCore::recover(&knobs(), &[], 0).0, Vec::new())
     }
 
+    /// Issue 18: a registration held in the network arrived after the server had registered
+    /// again, replaced its live session, and the manager reassigned ranges that incarnation
+    /// still served. The incarnation that holds the live session (or an older one) gets it
+    /// back; only a newer incarnation (a restart) replaces it.
+    #[test]
+    fn authority_late_registration_of_the_live_incarnation_keeps_its_session() {
+        let (mut core, mut disk) = fresh();
+        let register_as = |core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, incarnation: u64, now_us: u64| {
+            let (Msg::Registered { session }, events) = run(core, disk, Msg::RegisterServer { server: ServerId(1), incarnation }, now_us) else { panic!() };
+            (session, events)
+        };
+        let (first, _) = register_as(&mut core, &mut disk, 100, 1_000);
+        let records = disk.len();
+        let (again, events) = register_as(&mut core, &mut disk, 100, 2_000);
+        assert_eq!(again, first, "a duplicate registration of the live incarnation gets its session");
+        assert!(events.is_empty(), "and ends nothing: {events:?}");
+        assert_eq!(disk.len(), records, "and writes nothing");
+        let (stale, events) = register_as(&mut core, &mut disk, 50, 3_000);
+        assert_eq!((stale, events.len()), (first, 0), "an older incarnation's late registration ends nothing");
+        let (restarted, events) = register_as(&mut core, &mut disk, 5_000, 5_000);
+        assert!(restarted > first);
+        assert!(matches!(events[..], [Event::SessionExpired { session, .. }] if session == first), "a restart replaces the live session: {events:?}");
+        // Once the session expired, the same incarnation registers anew.
+        let later = 5_000 + LEASE_MS * 1000 + 1;
+        let (after_expiry, _) = register_as(&mut core, &mut disk, 5_000, later);
+        assert!(after_expiry > restarted);
+    }
+
     fn register(core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, server: u32, now_us: u64) -> u64 {
-        let (Msg::Registered { session }, _) = run(core, disk, Msg::RegisterServer { server: ServerId(server) }, now_us) else { panic!() };
+        let (Msg::Registered { session }, _) = run(core, disk, Msg::RegisterServer { server: ServerId(server), incarnation: now_us }, now_us) else { panic!() };
         session
     }
 

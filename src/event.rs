@@ -469,6 +469,10 @@ fn render_map(f: &mut fmt::Formatter<'_>, map: &PartitionMap) -> fmt::Result {
 }
 
 impl Event {
+    /// Every name [`Event::name`] returns, in declaration order: what a scenario's event
+    /// trigger may name (`faults.schedule[i].on.event`).
+    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered"];
+
     /// The event's name in the trace (`effect`, `admit`, `map_commit`, ...).
     pub fn name(&self) -> &'static str {
         match self {

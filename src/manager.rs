@@ -13,6 +13,7 @@ use crate::msg::{Msg, RangeLoad, SessionView};
 use crate::handoff::{Flow, MoveFlow, Peer, Reply, ReshapeFlow, Step};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use std::collections::{BTreeMap, BTreeSet};
+use std::cell::Cell;
 use std::rc::Rc;
 
 /// What the leader should do next.
@@ -259,9 +260,53 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
     }
 }
 
+/// Renews the leader lease every `renew_interval_ms` while a round runs, whatever the round
+/// is waiting on: a round blocked on a slow store or a dead server used to outlast the lease
+/// (renewed only between rounds, or in a commit past half the window), and the standby took
+/// over mid-flow with no manager fault (issue 18). Aborted when dropped (the round ends).
+struct Renewer(madsim::task::JoinHandle<()>);
+
+impl Drop for Renewer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Renewer {
+    /// Start renewing term `leader_epoch` for `candidate`; `valid_until_us` (by this node's
+    /// clock) moves forward on each renewal answered for the same term, and drops to 0 when
+    /// the authority answers with another term or none (the round then stops at its next
+    /// check). An unanswered renewal changes nothing: the lease runs out on its own.
+    fn start(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: Rc<Cell<u64>>) -> Renewer {
+        let (rpc, knobs) = (rpc.clone(), knobs.clone());
+        Renewer(crate::seam::spawn(async move {
+            loop {
+                sleep_ms(knobs.renew_interval_ms).await;
+                let sent = now_us();
+                match rpc.call(lock_addr(), Msg::AcquireLeader { candidate }, knobs.rpc_timeout_ms).await {
+                    Ok(Msg::LeaderLease { epoch: Some(e), .. }) if e == leader_epoch => {
+                        let renewed = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
+                        valid_until_us.set(valid_until_us.get().max(renewed));
+                    }
+                    Ok(Msg::LeaderLease { .. }) => {
+                        valid_until_us.set(0);
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }))
+    }
+}
+
 /// One round as leader: read, plan, commit, open, drive moves. Stops early once the lease is
 /// no longer trusted; anything it writes carries `leader_epoch`, which the authority checks.
+/// The lease is renewed in the background meanwhile ([`Renewer`]).
 async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: u64, inherited: &mut (u64, BTreeSet<RangeId>)) {
+    let valid_until = Rc::new(Cell::new(valid_until_us));
+    // `u64::MAX`: mutation `authority-skips-leader-epoch`'s deposed leader, which trusts its
+    // old term without end; renewing would only end it.
+    let _renewer = (valid_until_us != u64::MAX).then(|| Renewer::start(rpc, knobs, candidate, leader_epoch, valid_until.clone()));
     let Ok(Msg::State { map, sessions }) = rpc.call(lock_addr(), Msg::GetState, knobs.rpc_timeout_ms).await else { return };
     let ignore_inherited = knobs.mutated(Mutation::NewLeaderIgnoresJournal);
     if ignore_inherited && inherited.0 != leader_epoch {
@@ -274,7 +319,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         p.moves.retain(|t| !inherited.1.contains(&t.range));
         p.reshapes.retain(|r| !inherited.1.contains(&r.parents[0].0));
     }
-    if now_us() >= valid_until_us {
+    if now_us() >= valid_until.get() {
         return;
     }
     if !p.ops.is_empty() {
@@ -297,7 +342,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
             }
         }));
     }
-    let mut leader = Leader { rpc, knobs, candidate, leader_epoch, valid_until_us, version: map.version };
+    let mut leader = Leader { rpc, knobs, leader_epoch, valid_until_us: valid_until, version: map.version };
     let mut go_on = true;
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
@@ -331,9 +376,9 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
 struct Leader<'a> {
     rpc: &'a Rpc,
     knobs: &'a Knobs,
-    candidate: u32,
     leader_epoch: u64,
-    valid_until_us: u64,
+    /// Until when the lease is trusted, by this node's clock; moved by the [`Renewer`].
+    valid_until_us: Rc<Cell<u64>>,
     version: u64,
 }
 
@@ -342,19 +387,8 @@ impl Leader<'_> {
     /// authority did not answer, or the lease is no longer trusted). A refused op is not an
     /// error: the next round re-plans.
     async fn commit(&mut self, op: MapOp) -> Option<bool> {
-        // A round that drives slow steps can outlast the lease taken at its start (found in
-        // review): renew it once half of the trusted window is gone.
-        let half_us = (self.knobs.lease_ms - self.knobs.lease_margin()) * 500;
-        if now_us() + half_us >= self.valid_until_us {
-            let sent = now_us();
-            match self.rpc.call(lock_addr(), Msg::AcquireLeader { candidate: self.candidate }, self.knobs.rpc_timeout_ms).await {
-                Ok(Msg::LeaderLease { epoch: Some(e), .. }) if e == self.leader_epoch => {
-                    self.valid_until_us = sent + (self.knobs.lease_ms - self.knobs.lease_margin()) * 1000;
-                }
-                _ => return None,
-            }
-        }
-        if now_us() >= self.valid_until_us {
+        // The lease is renewed in the background while the round runs ([`Renewer`]).
+        if now_us() >= self.valid_until_us.get() {
             return None;
         }
         let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, candidate: self.candidate, ops: vec![op] };

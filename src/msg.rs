@@ -220,6 +220,11 @@ pub enum Msg {
     RegisterServer {
         /// The server registering.
         server: ServerId,
+        /// The registering incarnation: the server process's start time, µs by its clock, so
+        /// a restart has a larger one. A registration from the incarnation that holds the live
+        /// session (a retry, or one held in the network) gets that session back instead of
+        /// replacing it (issue 18).
+        incarnation: u64,
     },
     /// Authority → server: the new session.
     Registered {

@@ -552,18 +552,20 @@ pub async fn run(id: ServerId, knobs: Knobs, net: crate::seam::Net) {
             async move { handle(&core, &knobs, &rpc, msg).await }
         });
     }
-    session_loop(&core, &knobs, &rpc).await;
+    // This process's incarnation: its start time, so a restart has a larger one.
+    let incarnation = now_us();
+    session_loop(&core, &knobs, &rpc, incarnation).await;
 }
 
 /// Register, then renew every `renew_interval_ms`; on expiry drop everything and register anew.
-async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc) {
+async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, incarnation: u64) {
     let id = core.borrow().id;
     loop {
         let session = core.borrow().session;
         match session {
             None => {
                 let sent = now_us();
-                if let Ok(Msg::Registered { session }) = rpc.call(crate::config::lock_addr(), Msg::RegisterServer { server: id }, knobs.rpc_timeout_ms).await {
+                if let Ok(Msg::Registered { session }) = rpc.call(crate::config::lock_addr(), Msg::RegisterServer { server: id, incarnation }, knobs.rpc_timeout_ms).await {
                     let mut c = core.borrow_mut();
                     c.session = Some(session);
                     c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;

@@ -85,6 +85,18 @@ pub enum What {
         /// For a crash of `lock-1` or `store-1`: unsynced records lost, survived, torn.
         crash: Option<CrashReport>,
     },
+    /// A schedule entry's trigger fired: `node` emitted its `count`-th `event` since the
+    /// trigger was armed; the fault follows after `delay_ms`.
+    Triggered {
+        /// The event's name.
+        event: &'static str,
+        /// The node that emitted it.
+        node: String,
+        /// Which occurrence.
+        count: u32,
+        /// The delay before the fault, ms.
+        delay_ms: u64,
+    },
     /// The fault was undone.
     FaultEnd {
         /// The fault.
@@ -152,6 +164,7 @@ impl fmt::Display for What {
                 Ok(())
             }
             What::FaultEnd { fault } => write!(f, "fault_end fault={fault}"),
+            What::Triggered { event, node, count, delay_ms } => write!(f, "triggered event={event} node={node} count={count} delay_ms={delay_ms}"),
             What::Heal => write!(f, "heal all links restored, paused nodes resumed, crashed nodes restarted"),
             What::Clock { node, drift_ppm } => write!(f, "clock node={node} drift_ppm={drift_ppm}"),
         }
@@ -191,7 +204,12 @@ pub fn record(what: What) {
 /// print every event as it happens (the `--trace` output).
 pub fn start(print: bool) {
     LOG.with(|l| *l.borrow_mut() = Some(Log { events: Vec::with_capacity(16 * 1024), print }));
-    partmap::event::set_sink(Some(Box::new(|e| record(What::Sys(e)))));
+    crate::trigger::reset();
+    partmap::event::set_sink(Some(Box::new(|e| {
+        let name = e.name();
+        record(What::Sys(e));
+        crate::trigger::observe(name);
+    })));
 }
 
 /// Stop collecting and return the history.

@@ -9,11 +9,13 @@
 //! | [`world`] | the world builder: named nodes, addresses, disks; kill, restart, cut links |
 //! | [`fault`] | one fault as a value, named by the schedule, the history, coverage and the timeline |
 //! | [`nemesis`] | fault schedules: explicit, or drawn from the seed with per-seed rates (swarm) |
+//! | [`trigger`] | faults on protocol events: wait for the n-th event of a name at a node |
 //! | [`workload`] | clients and their history; the heal-phase probe and final reads |
 //! | [`events`] | the typed history of a run (control-plane and harness events); the trace hash |
 //! | [`coverage`] | which fault met which step of a flow, per run and per sweep |
 //! | [`handoff`] | the write pause and bytes copied of every planned move |
 //! | [`check`] | the properties and their views: `single_writer`, `no_lost_append`, `reads_consistent`, `map_tiles`, `manager_exclusive` |
+//! | [`availability`] | availability figures (write pause, per-range stalls, leader churn) and `expect` bounds |
 //! | [`run`] | one seed, end to end |
 //! | [`seeds`] | which seeds a sweep runs: a range or a seeds file, one shard of it |
 //! | [`sweep`] | many seeds, in parallel, stopped by a time budget or a signal |
@@ -25,6 +27,7 @@
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 
 #![deny(missing_docs)]
+pub mod availability;
 pub mod check;
 pub mod coverage;
 pub mod events;
@@ -41,5 +44,6 @@ pub mod schedule;
 pub mod shrink;
 pub mod sweep;
 pub mod timeline;
+pub mod trigger;
 pub mod workload;
 pub mod world;

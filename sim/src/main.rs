@@ -290,6 +290,14 @@ fn main() -> ExitCode {
                 }
                 println!("schedule: {} ({faults} faults, {requests} operator requests; replay with --seed {seed})", path.display());
             }
+            let a = &report.availability;
+            println!(
+                "availability: write_pause_ms={:.1} unavailable_ms={} range_unavailable_ms={}{} recovery_after_fault_ms={} leader_terms={} leader_terms_without_manager_fault={}",
+                a.write_pause_ms, a.unavailable_ms, a.range_unavailable_ms, a.range_unavailable_range.map_or(String::new(), |r| format!(" (r{r})")), a.recovery_after_fault_ms, a.leader_terms, a.leader_terms_without_manager_fault
+            );
+            for line in &report.bounds_exceeded {
+                println!("BOUND EXCEEDED: {line}");
+            }
             let outcome = report.outcome();
             println!("outcome={outcome:?} expected={:?}", opts.scenario.expect.outcome);
             println!("trace_hash={:016x}", report.trace_hash);

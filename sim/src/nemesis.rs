@@ -77,8 +77,10 @@ pub fn plan_rng(seed: u64) -> rand_xoshiro::Xoshiro256PlusPlus {
 /// A fault at a time, for a duration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Planned {
-    /// Start, ms of simulated time after the run began.
+    /// Start, ms of simulated time after the run began; with `on`, when the trigger is armed.
     pub at_ms: u64,
+    /// The protocol event that starts the fault instead of `at_ms` (scheduled faults only).
+    pub on: Option<crate::scenario::Trigger>,
     /// How long until restart or heal, ms.
     pub duration_ms: u64,
     /// What.
@@ -139,7 +141,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
     let duration_ms = scenario.workload.duration_s * 1000;
     let mut plan = FaultPlan::default();
     for tf in &scenario.faults.schedule {
-        plan.faults.push(Planned { at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault: Fault::from_spec(&tf.fault) });
+        plan.faults.push(Planned { on: tf.on.clone(), at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault: Fault::from_spec(&tf.fault) });
     }
     if let Some(random) = &scenario.faults.random {
         plan.crash_per_min = uniform_f(rng, random.crash_per_min);
@@ -163,7 +165,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                 break;
             }
             let node = targets[rng.gen_range(0..targets.len())].clone();
-            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.down_ms), fault: Fault::Crash(node) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.down_ms), fault: Fault::Crash(node) });
         }
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
         for at_ms in poisson_times(rng, plan.partition_per_min, duration_ms) {
@@ -192,7 +194,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                     Fault::Duplicate(all[a].clone(), all[b].clone())
                 }
             };
-            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
         }
     }
     if let Some(random) = &scenario.faults.random {
@@ -200,7 +202,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
         for at_ms in poisson_times(rng, plan.pause_per_min, duration_ms) {
             let node = all[rng.gen_range(0..all.len())].clone();
-            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.pause_ms), fault: Fault::Pause(node) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.pause_ms), fault: Fault::Pause(node) });
         }
     }
     if let Some(random) = &scenario.faults.random {
@@ -208,7 +210,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         for at_ms in poisson_times(rng, plan.slow_disk_per_min, duration_ms) {
             let node = if rng.gen_bool(0.5) { "store-1" } else { "lock-1" };
             let extra_ms = uniform_u(rng, random.slow_disk_extra_ms);
-            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
         }
     }
     // Message faults, drawn only when the scenario asks for them (so other scenarios keep
@@ -221,7 +223,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             let a = rng.gen_range(0..all.len());
             let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
             let fault = if rng.gen_bool(0.5) || servers.is_empty() {
-                Planned { at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::Reorder(all[a].clone(), all[b].clone()) }
+                Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::Reorder(all[a].clone(), all[b].clone()) }
             } else {
                 // The messages whose delay matters most: effects, fences, map writes, renewals.
                 let (from, to, kind) = match rng.gen_range(0..4) {
@@ -230,7 +232,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                     2 => (servers[rng.gen_range(0..servers.len())].clone(), "lock-1".to_string(), "renew_session"),
                     _ => (all[a].clone(), all[b].clone(), "append"),
                 };
-                Planned { at_ms, duration_ms: uniform_u(rng, random.hold_ms), fault: Fault::DelayNext(from, to, kind) }
+                Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.hold_ms), fault: Fault::DelayNext(from, to, kind) }
             };
             plan.faults.push(fault);
         }
@@ -244,14 +246,14 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         for at_ms in poisson_times(rng, plan.move_requests_per_min, duration_ms) {
             let key = crate::scenario::key_name(rng.gen_range(0..scenario.workload.keys));
             let to = servers[rng.gen_range(0..servers.len())].clone();
-            plan.faults.push(Planned { at_ms, duration_ms: 0, fault: Fault::MoveRequest(String::from_utf8(key).expect("ascii"), to) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: 0, fault: Fault::MoveRequest(String::from_utf8(key).expect("ascii"), to) });
         }
     }
     if m.drains_per_min[1] > 0.0 && !servers.is_empty() {
         plan.drains_per_min = uniform_f(rng, m.drains_per_min);
         for at_ms in poisson_times(rng, plan.drains_per_min, duration_ms) {
             let node = servers[rng.gen_range(0..servers.len())].clone();
-            plan.faults.push(Planned { at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Drain(node) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Drain(node) });
         }
     }
     plan.faults.sort_by_key(|p| p.at_ms);
@@ -349,6 +351,15 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
         let (world, counts) = (world.clone(), counts.clone());
         madsim::task::spawn_local(async move {
             sleep_ms(p.at_ms).await;
+            if let Some(on) = &p.on {
+                let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
+                let node = world.borrow().nodes[&on.node].id;
+                crate::trigger::fired(event, node, on.count).await;
+                record(What::Triggered { event, node: on.node.clone(), count: on.count, delay_ms: on.delay_ms });
+                if on.delay_ms > 0 {
+                    sleep_ms(on.delay_ms).await;
+                }
+            }
             let counter = p.fault.kind();
             match &p.fault {
                 Fault::Crash(node) => {

@@ -37,7 +37,7 @@ pub struct RunOptions {
     pub echo_header: bool,
 }
 
-/// How a run ended. Exit codes: 0, 1, 2, 3.
+/// How a run ended. Exit codes: 0, 1, 2, 3, 4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
@@ -49,6 +49,8 @@ pub enum RunOutcome {
     LivenessFailure,
     /// The harness itself panicked.
     HarnessCrash,
+    /// Every property held, but an availability bound of `expect` was exceeded.
+    BoundExceeded,
 }
 
 impl RunOutcome {
@@ -59,6 +61,7 @@ impl RunOutcome {
             RunOutcome::SafetyViolation => 1,
             RunOutcome::LivenessFailure => 2,
             RunOutcome::HarnessCrash => 3,
+            RunOutcome::BoundExceeded => 4,
         }
     }
 
@@ -126,9 +129,14 @@ pub struct RunReport {
     /// Simulated ms from the heal until every range took an append.
     pub recovery_ms: u64,
     /// Client-visible unavailability, ms: the longest stretch of the workload phase (from the
-    /// first acknowledged append to the workload's end) in which no client append was
-    /// acknowledged. See [`unavailable_ms`].
+    /// first acknowledged append to the workload's end; the whole phase if none was) in which
+    /// no client append was acknowledged. See [`unavailable_ms`].
     pub unavailable_ms: u64,
+    /// Every availability figure ([`crate::availability`]).
+    pub availability: crate::availability::Availability,
+    /// The `expect` bounds the run exceeded, one line each (`expect.<bound> = <limit>,
+    /// measured <value>`); judged only when every property held.
+    pub bounds_exceeded: Vec<String>,
     /// Hash of the event trace.
     pub trace_hash: u64,
     /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
@@ -159,6 +167,8 @@ impl RunReport {
             RunOutcome::SafetyViolation
         } else if failed(Kind::Eventually) {
             RunOutcome::LivenessFailure
+        } else if !self.bounds_exceeded.is_empty() {
+            RunOutcome::BoundExceeded
         } else {
             RunOutcome::Pass
         }
@@ -167,7 +177,8 @@ impl RunReport {
 
 /// The longest stretch, ms, between consecutive acknowledgements of client appends (the probe
 /// client excluded), from the first acknowledgement to `end_us` (the workload's end): how long
-/// the service as a whole took no write. An outage of a few ranges shows in the handoff and
+/// the service as a whole took no write. With no acknowledgement at all, the whole window
+/// (`end_us`): the service never took a write. An outage of a few ranges shows in the handoff and
 /// recovery figures instead; this one shows an authority outage or a cut-off frontend.
 pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
     let acks = events
@@ -183,8 +194,9 @@ pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
         }
         last = Some(t);
     }
-    if let Some(l) = last {
-        worst = worst.max(end_us.saturating_sub(l));
+    match last {
+        Some(l) => worst = worst.max(end_us.saturating_sub(l)),
+        None => worst = end_us,
     }
     worst / 1000
 }
@@ -343,7 +355,11 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         .collect();
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
-    let unavailable_ms = unavailable_ms(&events, opts.scenario.workload.duration_s * 1_000_000);
+    let end_us = opts.scenario.workload.duration_s * 1_000_000;
+    let unavailable_ms = unavailable_ms(&events, end_us);
+    let write_pause_ms = handoffs.iter().map(|h| h.server_pause_ms).fold(0.0, f64::max);
+    let availability = crate::availability::measure(&events, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
+    let bounds_exceeded = opts.scenario.expect.exceeded(&availability);
     RunReport {
         seed: opts.seed,
         header,
@@ -356,6 +372,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         sim_ms,
         recovery_ms: probe.recovery_ms,
         unavailable_ms,
+        availability,
+        bounds_exceeded,
         trace_hash: trace_hash(&events),
         coverage: crate::coverage::situations(&events),
         fault_flows: crate::coverage::fault_flows(&events),

@@ -306,18 +306,48 @@ pub enum NodeKind {
     Lock,
 }
 
-/// One fault (or operator request) at a fixed time.
+/// One fault (or operator request) at a fixed time, or on a protocol event.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TimedFault {
     /// Start of the fault, ms after the workload starts. Below `workload.duration_s * 1000`.
+    /// With `on`, the time the trigger is armed instead (default 0 then).
+    #[serde(default)]
     pub at_ms: u64,
+    /// Fire on a protocol event instead of at `at_ms` (FoundationDB-style fault injection at
+    /// named points): see [`Trigger`]. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<Trigger>,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
     /// 1..=3600000; required for every kind but `move`, which must leave it out.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duration_ms: u64,
     /// What goes wrong.
     pub fault: FaultSpec,
+}
+
+/// A protocol step that fires a [`TimedFault`]: the `count`-th event named `event` emitted by
+/// node `node` after the trigger is armed (at the entry's `at_ms`), then `delay_ms` later the
+/// fault. Events are those of `partmap::event::Event` (names as in the trace,
+/// [`partmap::event::Event::NAMES`]); the node is the one whose task emitted it: servers emit
+/// their own steps (`paused`, `drained`, `activated`, ...), `store-1` emits `effect`, `fence`,
+/// `fenced`, `deduplicated`, and `lock-1` emits `map_commit`, `leader`, `reshaped`,
+/// `lease_expired`. A trigger that fires records `triggered` in the history; one that never
+/// fires injects nothing.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// The event's name, one of [`partmap::event::Event::NAMES`].
+    pub event: String,
+    /// The node that emits it, by name.
+    pub node: String,
+    /// Which occurrence fires: 1 is the first after arming. 1..=1000000, default 1.
+    #[serde(default = "one")]
+    pub count: u32,
+    /// How long after the event the fault starts, ms. 0..=3600000, default 0 (the same
+    /// simulated instant, once the emitting task yields).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
 }
 
 /// What goes wrong in a [`TimedFault`]. Node names are those of [`Scenario::node_names`].
@@ -437,6 +467,47 @@ pub struct Heal {
 pub struct Expect {
     /// Default `pass`.
     pub outcome: ExpectedOutcome,
+    /// Availability bounds (each optional): checked when the properties hold; a run over one
+    /// fails with outcome `bound_exceeded` (exit code 4). The figures are those of
+    /// [`crate::availability::Availability`]. Longest write pause at the servers of a published
+    /// planned move, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_write_pause_ms: Option<u64>,
+    /// Longest client-visible unavailability of the whole service, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_unavailable_ms: Option<u64>,
+    /// Longest time one range took no append while clients tried, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_range_unavailable_ms: Option<u64>,
+    /// Longest time from a fault's end to a waited-on range serving again, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_recovery_after_fault_ms: Option<u64>,
+    /// Most leader terms started (after the first) with no fault near a manager or `lock-1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_leader_terms_without_manager_fault: Option<u64>,
+}
+
+impl Expect {
+    /// One line per bound `measured` exceeds: `expect.<bound> = <limit>, measured <value>`.
+    pub fn exceeded(&self, measured: &crate::availability::Availability) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |name: &str, limit: Option<u64>, value: f64, detail: String| {
+            if let Some(limit) = limit {
+                if value > limit as f64 {
+                    out.push(format!("expect.{name} = {limit}, measured {value}{detail}"));
+                }
+            }
+        };
+        let m = measured;
+        check("max_write_pause_ms", self.max_write_pause_ms, m.write_pause_ms, String::new());
+        check("max_unavailable_ms", self.max_unavailable_ms, m.unavailable_ms as f64, String::new());
+        let range = m.range_unavailable_range.map_or(String::new(), |r| format!(" (range r{r})"));
+        check("max_range_unavailable_ms", self.max_range_unavailable_ms, m.range_unavailable_ms as f64, range);
+        check("max_recovery_after_fault_ms", self.max_recovery_after_fault_ms, m.recovery_after_fault_ms as f64, String::new());
+        let terms = format!(" (of {} terms)", m.leader_terms);
+        check("max_leader_terms_without_manager_fault", self.max_leader_terms_without_manager_fault, m.leader_terms_without_manager_fault as f64, terms);
+        out
+    }
 }
 
 /// How a run ends.
@@ -552,7 +623,14 @@ impl Default for Heal {
 
 impl Default for Expect {
     fn default() -> Self {
-        Expect { outcome: ExpectedOutcome::Pass }
+        Expect {
+            outcome: ExpectedOutcome::Pass,
+            max_write_pause_ms: None,
+            max_unavailable_ms: None,
+            max_range_unavailable_ms: None,
+            max_recovery_after_fault_ms: None,
+            max_leader_terms_without_manager_fault: None,
+        }
     }
 }
 
@@ -568,6 +646,14 @@ impl Scenario {
     ///
     /// [`validate`]: Scenario::validate
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, String> {
+        // serde reads a struct from a JSON array too, field by field in declaration order
+        // (`"topology": [5, 3]` would be 5 servers and 3 managers): refuse arrays where the
+        // format has objects before the typed read. Text that is not JSON at all gets its
+        // syntax error from the typed read below, which knows the line and column.
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+            let template = serde_json::to_value(Scenario::shape_template()).expect("serializable");
+            check_objects(&value, &template, "").map_err(|e| format!("{origin}: {e}"))?;
+        }
         let mut de = serde_json::Deserializer::from_str(text);
         let scenario: Scenario = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| describe_json_error(origin, &e.path().to_string(), e.inner()))?;
@@ -594,6 +680,11 @@ impl Scenario {
                         and why"
                 .to_string());
         }
+        if let Some(sw) = &self.swarm {
+            ordered_pair("swarm.servers", sw.servers, 1, 32)?;
+            ordered_pair("swarm.frontends", sw.frontends, 1, 8)?;
+            ordered_pair("swarm.initial_ranges", sw.initial_ranges, 1, 256)?;
+        }
         self.validate_topology()?;
         self.validate_knobs()?;
         self.validate_workload()?;
@@ -602,9 +693,6 @@ impl Scenario {
         self.validate_faults()?;
         in_range("heal.liveness_deadline_s", self.heal.liveness_deadline_s, 1, 600)?;
         if let Some(sw) = &self.swarm {
-            ordered_pair("swarm.servers", sw.servers, 1, 32)?;
-            ordered_pair("swarm.frontends", sw.frontends, 1, 8)?;
-            ordered_pair("swarm.initial_ranges", sw.initial_ranges, 1, 256)?;
             if sw.initial_ranges[1] > self.workload.keys {
                 return Err(format!("swarm.initial_ranges: the maximum must be at most workload.keys ({}), got {}", self.workload.keys, sw.initial_ranges[1]));
             }
@@ -663,6 +751,28 @@ impl Scenario {
         in_range("knobs.bandwidth_bytes_per_s", k.bandwidth_bytes_per_s, 1000, u64::MAX)?;
         in_range("knobs.disk_sync_ms", k.disk_sync_ms, 0, 1000)?;
         ordered_pair("knobs.latency_ms", k.latency_ms, 0, 10_000)?;
+        // Settings that fail without any fault: a request and its answer each take up to
+        // latency_ms[1], so a timeout below the round trip times out healthy requests, and a
+        // renewal must come back before the holder stops trusting its lease.
+        let round_trip_ms = 2 * k.latency_ms[1];
+        if round_trip_ms >= k.rpc_timeout_ms {
+            return Err(format!(
+                "knobs.latency_ms: a round trip at the highest latency takes 2 * {} = {round_trip_ms} ms, not below knobs.rpc_timeout_ms ({}): healthy requests would time out; lower the latency or raise the timeout",
+                k.latency_ms[1], k.rpc_timeout_ms
+            ));
+        }
+        if round_trip_ms + k.disk_sync_ms >= k.store_timeout_ms {
+            return Err(format!(
+                "knobs.store_timeout_ms: must be above a store append's round trip at the highest latency plus one fsync (2 * {} + {} = {} ms), or healthy appends would time out; got {}",
+                k.latency_ms[1], k.disk_sync_ms, round_trip_ms + k.disk_sync_ms, k.store_timeout_ms
+            ));
+        }
+        if k.renew_interval_ms + round_trip_ms >= trusted_ms {
+            return Err(format!(
+                "knobs.renew_interval_ms: a renewal sent every {} ms and answered within a round trip at the highest latency ({round_trip_ms} ms) must land before the lease stops being trusted (knobs.lease_ms - knobs.lease_margin_ms = {trusted_ms} ms), or every lease lapses without a fault",
+                k.renew_interval_ms
+            ));
+        }
         in_range("knobs.clock_drift_ppm", k.clock_drift_ppm, 0, 500_000)?;
         if k.map_staleness_ms != 0 {
             in_range("knobs.map_staleness_ms", k.map_staleness_ms, 100, 600_000).map_err(|e| format!("{e} (or 0: no bound)"))?;
@@ -688,6 +798,17 @@ impl Scenario {
                 w.ops_per_s
             ));
         }
+        // Each client draws exponential gaps with mean `clients / ops_per_s` seconds; a rate at
+        // which the whole window expects less than one operation is a mistake (0 says "none").
+        if w.ops_per_s > 0.0 && w.ops_per_s * (w.duration_s as f64) < 1.0 {
+            return Err(format!(
+                "workload.ops_per_s: {} ops/s expects less than one operation in workload.duration_s ({} s); \
+                 use at least 1 / duration_s ({}), or 0 with a workload.script",
+                w.ops_per_s,
+                w.duration_s,
+                1.0 / w.duration_s as f64
+            ));
+        }
         let end_ms = w.duration_s.saturating_mul(1000);
         for (i, a) in w.script.iter().enumerate() {
             let path = format!("workload.script[{i}]");
@@ -696,7 +817,18 @@ impl Scenario {
             }
             in_range(&format!("{path}.key"), a.key.len(), 1, 64).map_err(|e| format!("{e} (bytes)"))?;
             in_range(&format!("{path}.bytes"), a.bytes, 6, 1_048_576)?;
-            in_range(&format!("{path}.frontend"), a.frontend, 1, self.topology.frontends)?;
+            // A swarm scenario draws its frontends per seed: the script may only name one that
+            // every draw has.
+            let (frontends, limit) = match &self.swarm {
+                Some(sw) => (sw.frontends[0], "swarm.frontends[0], the fewest frontends a seed can draw"),
+                None => (self.topology.frontends, "topology.frontends"),
+            };
+            if a.frontend == 0 || a.frontend > frontends {
+                return Err(format!(
+                    "{path}.frontend: must be in 1..={frontends} ({limit}), got {}",
+                    a.frontend
+                ));
+            }
         }
         in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
         in_range("workload.bounded_read_fraction", w.bounded_read_fraction, 0.0, 1.0)?;
@@ -784,6 +916,21 @@ impl Scenario {
                 in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
+            if let Some(on) = &timed.on {
+                if matches!(timed.fault, FaultSpec::Move { .. } | FaultSpec::Drain { .. }) {
+                    return Err(format!("{path}.on: operator requests are sent at at_ms; a trigger applies to faults only"));
+                }
+                if !partmap::event::Event::NAMES.contains(&on.event.as_str()) {
+                    return Err(format!(
+                        "{path}.on.event: unknown event `{}`; accepted: {}",
+                        on.event,
+                        partmap::event::Event::NAMES.join(", ")
+                    ));
+                }
+                self.known_node(&format!("{path}.on.node"), &on.node, &names)?;
+                in_range(&format!("{path}.on.count"), on.count, 1, 1_000_000)?;
+                in_range(&format!("{path}.on.delay_ms"), on.delay_ms, 0, FAULT_MS_MAX)?;
+            }
         }
         Ok(())
     }
@@ -864,6 +1011,20 @@ impl Scenario {
             numbered("server", t.servers),
             numbered("frontend", t.frontends),
         ))
+    }
+
+    /// A scenario with every optional section and list present (one entry each), so its JSON
+    /// form shows where the format has objects; see `check_objects`.
+    fn shape_template() -> Scenario {
+        let mut s = Scenario { swarm: Some(Swarm { servers: [1, 1], frontends: [1, 1], initial_ranges: [1, 1] }), ..Scenario::default() };
+        s.workload.script.push(ScriptedAppend { at_ms: 0, key: "k".into(), bytes: 6, frontend: 1 });
+        s.faults.schedule.push(TimedFault {
+            at_ms: 0,
+            on: Some(Trigger { event: "paused".into(), node: "server-1".into(), count: 1, delay_ms: 1 }),
+            duration_ms: 1,
+            fault: FaultSpec::Crash { node: "server-1".into() },
+        });
+        s
     }
 
     /// The built-in default scenario, `scenarios/swarm.json` compiled in: every flow under every
@@ -1002,6 +1163,43 @@ fn describe_json_error(origin: &str, path: &str, err: &serde_json::Error) -> Str
         serde_json::error::Category::Data => {
             format!("{origin}: {path}: {message} (line {line}, column {column})")
         }
+    }
+}
+
+/// Every place where `template` (a scenario with every optional section present) has an object
+/// must not be an array in `value`: an array there is reported as
+/// `<path>: expected an object, got an array`. Array elements are checked against the
+/// template's first element. Other mismatches (wrong types, unknown fields) are left to the
+/// typed read, which reports them with their position.
+fn check_objects(value: &serde_json::Value, template: &serde_json::Value, path: &str) -> Result<(), String> {
+    use serde_json::Value;
+    let shown = if path.is_empty() { "the scenario" } else { path };
+    match (value, template) {
+        (Value::Array(items), Value::Object(fields)) => {
+            let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+            Err(format!(
+                "{shown}: expected an object, got an array of {} element(s) (write the fields by name: {})",
+                items.len(),
+                names.join(", ")
+            ))
+        }
+        (Value::Object(fields), Value::Object(template_fields)) => {
+            for (name, field) in fields {
+                if let Some(t) = template_fields.get(name) {
+                    let inner = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                    check_objects(field, t, &inner)?;
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(items), Value::Array(template_items)) => {
+            let Some(t) = template_items.first() else { return Ok(()) };
+            for (i, item) in items.iter().enumerate() {
+                check_objects(item, t, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -139,6 +139,12 @@ pub struct SeedRecord {
     pub sim_ms: u64,
     /// Client-visible unavailability, ms ([`crate::run::unavailable_ms`]).
     pub unavailable_ms: u64,
+    /// Every availability figure ([`crate::availability::Availability`]).
+    #[serde(default)]
+    pub availability: crate::availability::Availability,
+    /// The `expect` bounds exceeded, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounds_exceeded: Vec<String>,
     /// Durable map versions no `map_commit` announced (judged from the authority's log).
     pub unannounced_versions: u64,
     /// Properties whose views disagreed on this seed (one violated, another not).
@@ -186,6 +192,8 @@ impl SeedRecord {
             ops: report.ops.clone(),
             sim_ms: report.sim_ms,
             unavailable_ms: report.unavailable_ms,
+            availability: report.availability.clone(),
+            bounds_exceeded: report.bounds_exceeded.clone(),
             unannounced_versions: report.unannounced_versions,
             views_disagreeing,
             panic: None,
@@ -210,6 +218,8 @@ impl SeedRecord {
             ops: OpCounts::default(),
             sim_ms: 0,
             unavailable_ms: 0,
+            availability: Default::default(),
+            bounds_exceeded: Vec::new(),
             unannounced_versions: 0,
             views_disagreeing: Vec::new(),
             panic: Some(message),
@@ -502,7 +512,7 @@ impl Summary {
 
     /// The exit code: 3 if the harness crashed on any seed or a report could not be written,
     /// else 1 if any seed broke safety unexpectedly (or an expected violation did not happen),
-    /// else 2 for a liveness failure, else 128 + the signal number if a signal stopped the sweep
+    /// else 2 for a liveness failure, else 4 for an exceeded `expect` bound, else 128 + the signal number if a signal stopped the sweep
     /// (130 for SIGINT, 143 for SIGTERM), else 0.
     pub fn exit_code(&self) -> i32 {
         let any = |o: RunOutcome| self.failing().any(|f| f.outcome == o);
@@ -512,6 +522,8 @@ impl Summary {
             1
         } else if any(RunOutcome::LivenessFailure) {
             2
+        } else if any(RunOutcome::BoundExceeded) {
+            4
         } else if self.totals.failing > 0 {
             1 // a violation was expected and not found
         } else if let Some(signal) = &self.stopped.interrupted {
@@ -853,6 +865,8 @@ mod tests {
             ops: OpCounts::default(),
             sim_ms: 1000 + seed,
             unavailable_ms: 0,
+            availability: Default::default(),
+            bounds_exceeded: Vec::new(),
             unannounced_versions: 0,
             views_disagreeing: Vec::new(),
             panic: None,

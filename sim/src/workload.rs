@@ -125,7 +125,8 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
             let u: f64 = rng.gen_range(f64::EPSILON..1.0);
             (-u.ln() * mean_gap_us, rng.gen_bool(w.read_fraction), rng.gen_range(0.0..1.0f64))
         };
-        next_us += gap_us as u64;
+        // `as` saturates a huge gap (a tiny rate) at u64::MAX; adding it must not wrap.
+        next_us = next_us.saturating_add(gap_us as u64);
         if next_us >= end_us {
             return;
         }

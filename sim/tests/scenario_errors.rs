@@ -368,9 +368,72 @@ fn scenario_rejects_blank_description() {
 fn scenario_rejects_top_level_non_object() {
     let err = rejected(r#""just a string""#);
     assert_mentions(&err, &["invalid type", "line 1"]);
-    // serde also reads a struct from an array of its fields; an empty one still lacks the
-    // description.
-    assert_mentions(&rejected("[]"), &["description"]);
+    // serde would read a struct from an array of its fields; the format refuses that.
+    assert_mentions(&rejected("[]"), &["the scenario: expected an object, got an array"]);
+}
+
+#[test]
+fn scenario_rejects_array_where_an_object_belongs() {
+    // `[5, 3]` used to run with 5 servers and 3 managers (serde reads structs from arrays).
+    let topology = failover_with("topology", "[5, 3]");
+    let err = rejected(&topology);
+    assert_eq!(
+        err,
+        "test.json: topology: expected an object, got an array of 2 element(s) (write the fields by name: clients, frontends, initial_ranges, managers, servers)"
+    );
+    let knobs = failover_with("knobs", "[2000, 200]");
+    assert_mentions(&rejected(&knobs), &["test.json: knobs: expected an object, got an array"]);
+    let entry = failover_with("faults", r#"{ "random": null, "schedule": [ [1000, 500, { "kind": "crash", "node": "server-1" }] ] }"#);
+    assert_mentions(&rejected(&entry), &["faults.schedule[0]: expected an object, got an array"]);
+    let fault = failover_with("faults", r#"{ "random": null, "schedule": [ { "at_ms": 1000, "duration_ms": 500, "fault": ["crash", "server-1"] } ] }"#);
+    assert_mentions(&rejected(&fault), &["faults.schedule[0].fault: expected an object, got an array"]);
+    let random = failover_with("faults", r#"{ "random": [[1, 2]] }"#);
+    assert_mentions(&rejected(&random), &["faults.random: expected an object, got an array"]);
+    let script = failover_with("workload", r#"{ "script": [ [1, "k1", 6] ] }"#);
+    assert_mentions(&rejected(&script), &["workload.script[0]: expected an object, got an array"]);
+    let swarm = r#"{ "description": "x", "swarm": [[3, 5], [1, 2], [4, 8]] }"#;
+    assert_mentions(&rejected(swarm), &["swarm: expected an object, got an array"]);
+    // `[min, max]` pairs are arrays and stay accepted.
+    Scenario::parse(&failover_with("knobs", r#"{ "latency_ms": [2, 4] }"#), "ok.json").unwrap();
+}
+
+#[test]
+fn scenario_rejects_swarm_script_naming_a_frontend_a_draw_may_lack() {
+    let text = r#"{ "description": "x", "swarm": { "servers": [3, 5], "frontends": [1, 3], "initial_ranges": [4, 8] },
+        "workload": { "script": [ { "at_ms": 1000, "key": "r1", "bytes": 6, "frontend": 2 } ] } }"#;
+    let err = rejected(text);
+    assert_eq!(err, "test.json: workload.script[0].frontend: must be in 1..=1 (swarm.frontends[0], the fewest frontends a seed can draw), got 2");
+    // Without swarm the fixed topology decides.
+    let fixed = failover_with("workload", r#"{ "script": [ { "at_ms": 1000, "key": "r1", "bytes": 6, "frontend": 3 } ] }"#);
+    assert_mentions(&rejected(&fixed), &["workload.script[0].frontend: must be in 1..=2 (topology.frontends), got 3"]);
+    let every_draw_has_it = text.replace("[1, 3]", "[2, 3]");
+    Scenario::parse(&every_draw_has_it, "ok.json").unwrap();
+}
+
+#[test]
+fn scenario_rejects_tiny_positive_ops_per_s() {
+    // 1e-14 ops/s used to wrap the client's next-operation time and flood the cluster.
+    let err = rejected(&failover_with("workload", r#"{ "ops_per_s": 1e-14 }"#));
+    assert_eq!(
+        err,
+        "test.json: workload.ops_per_s: 0.00000000000001 ops/s expects less than one operation in workload.duration_s (60 s); use at least 1 / duration_s (0.016666666666666666), or 0 with a workload.script"
+    );
+    assert_mentions(&rejected(&failover_with("workload", r#"{ "duration_s": 10, "ops_per_s": 0.05 }"#)), &["workload.ops_per_s", "10 s"]);
+    Scenario::parse(&failover_with("workload", r#"{ "duration_s": 10, "ops_per_s": 0.1 }"#), "ok.json").unwrap();
+}
+
+#[test]
+fn scenario_rejects_settings_that_fail_without_faults() {
+    let latency = rejected(&failover_with("knobs", r#"{ "latency_ms": [100, 300] }"#));
+    assert_eq!(
+        latency,
+        "test.json: knobs.latency_ms: a round trip at the highest latency takes 2 * 300 = 600 ms, not below knobs.rpc_timeout_ms (500): healthy requests would time out; lower the latency or raise the timeout"
+    );
+    let store = rejected(&failover_with("knobs", r#"{ "latency_ms": [1, 200], "store_timeout_ms": 400 }"#));
+    assert_mentions(&store, &["knobs.store_timeout_ms", "2 * 200 + 1 = 401 ms", "got 400"]);
+    let renew = rejected(&failover_with("knobs", r#"{ "lease_ms": 1000, "lease_margin_ms": 100, "renew_interval_ms": 800, "latency_ms": [1, 60] }"#));
+    assert_mentions(&renew, &["knobs.renew_interval_ms", "every 800 ms", "120 ms", "900 ms"]);
+    Scenario::parse(&failover_with("knobs", r#"{ "latency_ms": [100, 240] }"#), "ok.json").unwrap();
 }
 
 #[test]

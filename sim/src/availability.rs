@@ -1,0 +1,144 @@
+//! Availability as measured figures, and the bounds a scenario's `expect` puts on them.
+//!
+//! Safety properties say nothing about how long the service stalls; these figures do, from the
+//! history alone (no extra instrumentation of the nodes):
+//!
+//! | figure | what |
+//! |---|---|
+//! | `write_pause_ms` | the longest write pause at the servers of any planned move the map published ([`crate::handoff`]) |
+//! | `unavailable_ms` | client-visible unavailability of the whole service ([`crate::run::unavailable_ms`]) |
+//! | `range_unavailable_ms` | the longest time any single range took no append while clients tried |
+//! | `recovery_after_fault_ms` | the longest time from a fault's end to a range that clients were waiting on serving again |
+//! | `leader_terms_without_manager_fault` | leader terms started (after the first) with no fault near a manager or the authority |
+
+use crate::events::{Event, Outcome, Sys, What};
+use crate::fault::Fault;
+use partmap::event::ClientOp;
+use partmap::ids::{OpId, RangeId};
+use partmap::map::{PartitionMap, RangeState};
+use std::collections::BTreeMap;
+
+/// The availability figures of one run.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Availability {
+    /// Longest write pause at the servers of a published planned move, ms (0 without moves).
+    pub write_pause_ms: f64,
+    /// Client-visible unavailability of the whole service, ms.
+    pub unavailable_ms: u64,
+    /// The longest time one range took no client append while clients tried, ms: from the
+    /// first append to it that was not yet answered by an acknowledgement on it, to the next
+    /// acknowledgement on it (or the range's retirement by a split or merge, or the workload's
+    /// end). An append counts on the range that held its key when it was invoked.
+    pub range_unavailable_ms: u64,
+    /// The range of `range_unavailable_ms` (None when no client appended).
+    pub range_unavailable_range: Option<u64>,
+    /// The longest time from the end of a fault (a restart, a heal, a resume) to the next
+    /// acknowledgement on a range whose clients were waiting across that end, ms.
+    pub recovery_after_fault_ms: u64,
+    /// Leader terms started after the first with no fault touching a manager or `lock-1`
+    /// active within two leases before (`2 * knobs.lease_ms`).
+    pub leader_terms_without_manager_fault: u64,
+    /// Leader terms started in all.
+    pub leader_terms: u64,
+}
+
+/// Compute the figures from a run's history. `end_us`: the workload's end; `lease_ms`: the
+/// knob; `write_pause_ms`: from the handoffs.
+pub fn measure(events: &[Event], end_us: u64, lease_ms: u64, write_pause_ms: f64) -> Availability {
+    let unavailable_ms = crate::run::unavailable_ms(events, end_us);
+    let (range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms) = ranges(events, end_us);
+    let (leader_terms, leader_terms_without_manager_fault) = leader_terms(events, lease_ms);
+    Availability { write_pause_ms, unavailable_ms, range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms, leader_terms_without_manager_fault, leader_terms }
+}
+
+/// Per range: the waits of clients (first unanswered append to the next acknowledgement), and
+/// the longest stretch of such a wait after a fault's end.
+fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
+    let mut map: Option<&PartitionMap> = None;
+    let mut retired_at: BTreeMap<RangeId, u64> = BTreeMap::new();
+    let mut pending: BTreeMap<OpId, RangeId> = BTreeMap::new();
+    // Per range: when the oldest unanswered append was invoked.
+    let mut waiting_since: BTreeMap<RangeId, Option<u64>> = BTreeMap::new();
+    let mut waits: Vec<(RangeId, u64, u64)> = Vec::new();
+    let mut fault_ends: Vec<u64> = Vec::new();
+    for ev in events {
+        match &ev.what {
+            What::Sys(Sys::MapCommit { map: m, .. } | Sys::MapRestored { map: m, .. }) => {
+                for row in m.rows.values().filter(|r| r.state == RangeState::Retired) {
+                    retired_at.entry(row.id).or_insert(ev.t_us);
+                }
+                map = Some(m);
+            }
+            What::FaultEnd { .. } | What::Heal if ev.t_us <= end_us => fault_ends.push(ev.t_us),
+            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 && ev.t_us <= end_us => {
+                let Some(row) = map.and_then(|m| m.lookup(key)) else { continue };
+                pending.insert(*id, row.id);
+                waiting_since.entry(row.id).or_default().get_or_insert(ev.t_us);
+            }
+            What::Complete { op: ClientOp::Append, id, outcome, .. } if id.client > 0 => {
+                let Some(range) = pending.remove(id) else { continue };
+                if *outcome != Outcome::Ok {
+                    continue;
+                }
+                if let Some(since) = waiting_since.get_mut(&range).and_then(Option::take) {
+                    waits.push((range, since, ev.t_us.min(end_us)));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (range, since) in waiting_since {
+        if let Some(since) = since {
+            let until = retired_at.get(&range).copied().unwrap_or(end_us).min(end_us).max(since);
+            waits.push((range, since, until));
+        }
+    }
+    let longest = waits.iter().max_by_key(|(r, s, e)| (e - s, std::cmp::Reverse(*r)));
+    let recovery = waits
+        .iter()
+        .filter_map(|(_, s, e)| fault_ends.iter().find(|t| **t > *s && **t < *e).map(|t| e - t))
+        .max()
+        .unwrap_or(0);
+    (longest.map_or(0, |(_, s, e)| (e - s) / 1000), longest.map(|(r, ..)| r.0), recovery / 1000)
+}
+
+/// The nodes a fault touches (its target, or both ends of a link, or one side of a cut).
+fn touches(fault: &Fault) -> Vec<&str> {
+    match fault {
+        Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) | Fault::Drain(n) => vec![n.as_str()],
+        Fault::Split(side) => side.iter().map(String::as_str).collect(),
+        Fault::OneWay(a, b) | Fault::Delay(a, b) | Fault::Duplicate(a, b) | Fault::Corrupt(a, b) | Fault::Reorder(a, b) | Fault::DelayNext(a, b, _) => vec![a.as_str(), b.as_str()],
+        Fault::MoveRequest(..) => Vec::new(),
+    }
+}
+
+/// `(terms, terms after the first with no manager or authority fault within 2 leases before)`.
+fn leader_terms(events: &[Event], lease_ms: u64) -> (u64, u64) {
+    let window_us = 2 * lease_ms * 1000;
+    // Faults touching a manager or the authority, as [start, end] in µs.
+    let mut manager_faults: Vec<(u64, u64)> = Vec::new();
+    let mut terms = 0;
+    let mut unprovoked = 0;
+    for ev in events {
+        match &ev.what {
+            // A cut matters when a manager or lock-1 is on its named side (the rest of the
+            // cluster is on the other).
+            What::Fault { fault, duration_ms, .. } if touches(fault).iter().any(|n| n.starts_with("manager-") || *n == "lock-1") => {
+                manager_faults.push((ev.t_us, ev.t_us + duration_ms * 1000));
+            }
+            What::Sys(Sys::Leader { .. }) => {
+                terms += 1;
+                if terms == 1 {
+                    continue;
+                }
+                let t = ev.t_us;
+                let provoked = manager_faults.iter().any(|(s, e)| *s <= t && *e + window_us >= t);
+                if !provoked {
+                    unprovoked += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    (terms, unprovoked)
+}
