@@ -104,7 +104,7 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
         let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc2.clone());
         async move {
             match msg {
-                Msg::ClientAppend { key, id, bytes } => Some(append(&fe, &knobs, &rpc, key, id, bytes).await),
+                Msg::ClientAppend { key, id, bytes, bulk } => Some(append(&fe, &knobs, &rpc, key, id, bytes, bulk).await),
                 Msg::ClientRead { key, level } => Some(read(&fe, &knobs, &rpc, key, level).await),
                 other => panic!("frontend-{n}: unexpected message {other:?}"),
             }
@@ -216,12 +216,12 @@ async fn forward(
     Err(Failure { reason: format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied, unavailable: false })
 }
 
-async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>) -> Msg {
+async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>, bulk: u64) -> Msg {
     let fresh = knobs.mutated(Mutation::FreshIdOnRetry);
     // Mutation `fresh-id-on-retry`: every retry a new id (the attempt number in the top bits).
     let request = |r: Route, attempt: u32| {
         let id = if fresh { OpId { seq: id.seq | (attempt as u64) << 48, ..id } } else { id };
-        Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone() }
+        Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone(), bulk }
     };
     let outcome = match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms + knobs.store_timeout_ms, request).await {
         Ok(_) => Outcome::Ok,

@@ -17,12 +17,22 @@ pub struct Record {
     pub key: Key,
     /// The appended bytes.
     pub bytes: Vec<u8>,
+    /// Simulated bulk payload carried on top of `bytes`: a size, not a buffer. It costs
+    /// transmission time on every link and counts in digests and load reports, so ranges of
+    /// gigabytes can be moved and reopened without allocating them (issue 15, the pause review).
+    /// 0 for ordinary records.
+    pub bulk: u64,
 }
 
 impl Record {
-    /// Size of the record on the wire, in bytes.
+    /// Size of the record on the wire, in bytes (bulk included).
     pub fn wire_bytes(&self) -> u64 {
-        (24 + self.key.len() + self.bytes.len()) as u64
+        (24 + self.key.len() + self.bytes.len()) as u64 + self.bulk
+    }
+
+    /// Payload bytes: the real ones plus the simulated bulk.
+    pub fn payload_bytes(&self) -> u64 {
+        self.bytes.len() as u64 + self.bulk
     }
 }
 
@@ -33,10 +43,10 @@ impl Record {
 pub struct StreamDigest {
     /// Records.
     pub records: u64,
-    /// Payload bytes (the appended bytes, keys and framing excluded).
+    /// Payload bytes (the appended bytes and their simulated bulk; keys and framing excluded).
     pub bytes: u64,
-    /// [`crate::ids::mix_words`] over every record's id, key and bytes, in order (each field
-    /// folded whole, its length tagged).
+    /// [`crate::ids::mix_words`] over every record's id, key and bytes (and its bulk size when
+    /// it has one), in order (each field folded whole, its length tagged).
     pub checksum: u64,
 }
 
@@ -62,9 +72,13 @@ impl StreamDigest {
         let mut h = mix(self.checksum, &r.id.client.to_le_bytes());
         h = mix(h, &r.id.seq.to_le_bytes());
         h = mix(h, &r.key);
-        self.checksum = mix(h, &r.bytes);
+        h = mix(h, &r.bytes);
+        if r.bulk > 0 {
+            h = mix(h, &r.bulk.to_le_bytes());
+        }
+        self.checksum = h;
         self.records += 1;
-        self.bytes += r.bytes.len() as u64;
+        self.bytes += r.payload_bytes();
     }
 }
 
@@ -123,9 +137,12 @@ pub struct CopyProgress {
 pub enum FinishError {
     /// The copy does not match the source's digest: the move must abort.
     Diverged(String),
-    /// Not now (the store did not answer, a finish is already running, wrong session...): the
-    /// leader may try again, or abort if the target is gone.
+    /// Not now (the store did not answer, wrong session...): the leader may try again.
     NotNow(String),
+    /// The target is still fencing and copying (a large tail or lineage): the leader asks
+    /// again on a later round. A live target always answers within a short, fixed time, so no
+    /// answer at all means the target is gone (issue 15).
+    InProgress,
 }
 
 /// A server's session as the authority sees it.
@@ -318,9 +335,13 @@ pub enum Msg {
     /// Store → owner: the stream content from `from` up to the fence (`Err` = fence already
     /// above).
     FenceResult {
-        /// `Ok`: the durable records from `from` up to the sealed length at the fence; `Err`:
-        /// the stream's fence, already above the requested epoch.
+        /// `Ok`: the durable records from `from` on, up to the sealed length at the fence but
+        /// at most one chunk (see `StreamRead`); `Err`: the stream's fence, already above the
+        /// requested epoch.
         result: Result<Vec<Record>, Epoch>,
+        /// The sealed length (records) at the fence: the caller reads the rest with
+        /// `ReadStream` up to it (0 with `Err`).
+        length: u64,
     },
     /// Move target or new owner → store: the durable records of `stream` from offset `from`
     /// on (below `upto` if given), without fencing (a pre-copy round, or a sealed ancestor).
@@ -335,8 +356,14 @@ pub enum Msg {
     },
     /// Store → move target: the records read.
     StreamRead {
-        /// The durable records from `from` to `upto` (fewer if the stream is shorter).
+        /// The durable records from `from` on, below `upto` and below the durable end, but at
+        /// most one chunk: the store sizes each answer so it leaves its link within half the
+        /// store timeout (at least one record), so a caller's timeout per chunk holds whatever
+        /// the stream's size (issue 15).
         records: Vec<Record>,
+        /// Where the read stops when every chunk is read: `upto` or the durable end, whichever
+        /// is first (records).
+        length: u64,
     },
     /// Leader → store: seal `stream` (a split or merge parent) by raising its fence to `epoch`.
     Seal {
@@ -486,6 +513,8 @@ pub enum Msg {
         id: OpId,
         /// The bytes to append to the object.
         bytes: Vec<u8>,
+        /// Simulated bulk bytes carried with them (see [`Record::bulk`]).
+        bulk: u64,
     },
     /// Frontend → server: read `key` in `range` at `epoch`, at consistency `level`.
     Read {
@@ -518,6 +547,8 @@ pub enum Msg {
         id: OpId,
         /// The bytes to append to the object.
         bytes: Vec<u8>,
+        /// Simulated bulk bytes carried with them (see [`Record::bulk`]).
+        bulk: u64,
     },
     /// Client → frontend: read `key` at consistency `level`.
     ClientRead {
@@ -595,10 +626,10 @@ impl Msg {
             Msg::Map { map } | Msg::CasResult { map, .. } => map_bytes(map),
             Msg::State { map, sessions } => map_bytes(map) + 16 * sessions.len() as u64,
             Msg::CasMap { ops, .. } => 32 * ops.len() as u64,
-            Msg::FenceResult { result: Ok(records) } | Msg::StreamRead { records } => records.iter().map(Record::wire_bytes).sum(),
+            Msg::FenceResult { result: Ok(records), .. } | Msg::StreamRead { records, .. } => records.iter().map(Record::wire_bytes).sum(),
             Msg::Load { ranges } => ranges.iter().map(|r| 32 + r.keys.iter().map(|k| k.len() as u64 + 4).sum::<u64>()).sum(),
             Msg::StoreAppend { record, .. } => record.wire_bytes(),
-            Msg::Append { key, bytes, .. } | Msg::ClientAppend { key, bytes, .. } => (24 + key.len() + bytes.len()) as u64,
+            Msg::Append { key, bytes, bulk, .. } | Msg::ClientAppend { key, bytes, bulk, .. } => (24 + key.len() + bytes.len()) as u64 + bulk,
             Msg::Read { key, .. } | Msg::ClientRead { key, .. } => (16 + key.len()) as u64,
             Msg::Served { result: Ok(v) } | Msg::ClientResult { value: v, .. } => 8 + v.len() as u64,
             _ => 16,

@@ -184,10 +184,21 @@ impl Rpc {
         }
     }
 
+    /// How long (µs of simulated time) a message sent now waits for the outgoing link: the
+    /// transfers queued ahead of it. The store sizes its read answers by it.
+    pub fn link_backlog_us(&self) -> u64 {
+        self.link_busy_until_us.get().saturating_sub(now_us())
+    }
+
+    /// Outgoing link bandwidth, bytes per second.
+    pub fn bandwidth_bytes_per_s(&self) -> u64 {
+        self.bandwidth_bytes_per_s
+    }
+
     async fn send(&self, dst: SocketAddr, tag: u64, id: u64, mut msg: Msg) {
         self.charge(msg.wire_bytes() + HEADER_BYTES).await;
         let link = (self.me, dst.ip());
-        if let Msg::StreamRead { records } = &mut msg {
+        if let Msg::StreamRead { records, .. } = &mut msg {
             if let Some(byte) = records.last_mut().and_then(|r| r.bytes.first_mut()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
                 *byte ^= 0x20; // one flipped bit in the copy: only the final checksum can tell
             }
@@ -419,6 +430,16 @@ impl<R: Clone> Disk<R> {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, DiskInner<R>> {
         self.inner.lock().expect("disk lock poisoned")
+    }
+
+    /// Records already durable before the owning node first starts: the harness's initial
+    /// content (a preloaded store). Only on a disk nothing was written to yet.
+    ///
+    /// Panics if the disk is not empty (a harness bug, not an input error).
+    pub fn preload(&self, recs: Vec<R>) {
+        let mut d = self.lock();
+        assert!(d.synced.is_empty() && d.pending.is_empty(), "preload on a used disk");
+        d.synced = recs;
     }
 
     /// Buffer one record (not durable until a later [`Disk::sync`] completes).

@@ -65,6 +65,9 @@ pub struct Held {
     pub recent_ops: std::collections::VecDeque<u64>,
     /// Recently used keys, the most recent last, for choosing split points.
     pub recent_keys: std::collections::VecDeque<Key>,
+    /// While loading: the offset the load started from (0: a full load; above 0: the content
+    /// up to it was kept from an older epoch, see [`ServerCore::begin_open`]).
+    pub load_from: u64,
 }
 
 /// How many recent operations and keys a range remembers for its load report.
@@ -88,7 +91,7 @@ impl Held {
     pub fn load(&self, now_us: u64) -> RangeLoad {
         let since = now_us.saturating_sub(LOAD_WINDOW_US);
         let ops = self.recent_ops.iter().filter(|t| **t >= since).count();
-        let bytes = self.base.iter().map(|r| r.bytes.len() as u64).sum::<u64>() + self.digest.bytes;
+        let bytes = self.base.iter().map(Record::payload_bytes).sum::<u64>() + self.digest.bytes;
         RangeLoad { range: self.row.id, epoch: self.row.epoch, ops_per_s: ops as f64 * 1e6 / LOAD_WINDOW_US as f64, bytes, records: self.next_offset, keys: self.recent_keys.iter().cloned().collect() }
     }
 
@@ -123,7 +126,7 @@ pub struct CopyState {
 
 impl CopyState {
     fn bytes(&self) -> u64 {
-        self.records.iter().map(|r| r.bytes.len() as u64).sum()
+        self.records.iter().map(Record::payload_bytes).sum()
     }
 }
 
@@ -330,24 +333,44 @@ impl ServerCore {
         self.ranges.values().filter(|h| h.state == HeldState::Active && !h.paused).map(|h| h.load(now_us)).collect()
     }
 
-    /// Start opening `row`. Returns `Ok(true)` when the caller must fence and load, `Ok(false)`
-    /// when already active at that epoch.
+    /// Start opening `row`. Returns `Ok(Some(from))` when the caller must fence the stream and
+    /// load it from offset `from` on, `Ok(None)` when already active at that epoch.
+    ///
+    /// A range this server still holds at an older epoch, drained (active, nothing in flight,
+    /// no acknowledgement waiting for a gap), keeps its content and loads only what the stream
+    /// holds past it (`from` > 0): a move rolled back to its paused source reopens in the time
+    /// of a fence and the records a target may have added, not of the whole range (issue 15).
     ///
     /// Errors: the row was assigned to another session of this server (an earlier incarnation,
     /// or a registration whose answer never arrived); a newer epoch is already held or loading.
-    pub fn begin_open(&mut self, row: &RangeRow) -> Result<bool, String> {
+    pub fn begin_open(&mut self, row: &RangeRow) -> Result<Option<u64>, String> {
+        self.open_at(row, true)
+    }
+
+    fn open_at(&mut self, row: &RangeRow, reuse: bool) -> Result<Option<u64>, String> {
         if self.session != Some(row.owner_session) {
             return Err(format!("{} was assigned to session {}, this server has {:?}", row.id, row.owner_session, self.session));
         }
-        if let Some(held) = self.ranges.get(&row.id) {
+        if let Some(held) = self.ranges.get_mut(&row.id) {
             if held.row.epoch > row.epoch {
                 return Err(format!("{} held at newer {}", row.id, held.row.epoch));
             }
             if held.row.epoch == row.epoch {
                 return match held.state {
-                    HeldState::Active => Ok(false),
+                    HeldState::Active => Ok(None),
                     HeldState::Loading => Err(format!("{} already loading", row.id)),
                 };
+            }
+            let drained = held.state == HeldState::Active && held.inflight.is_empty() && held.acked.is_empty();
+            if reuse && drained && held.row.owner_session == row.owner_session {
+                emit(Event::Dropped { server: self.id, range: row.id, epoch: held.row.epoch, reason: format!("reopened at {} from offset {}", row.epoch, held.next_offset) });
+                held.row = row.clone();
+                held.state = HeldState::Loading;
+                held.paused = false;
+                held.paused_at_us = 0;
+                held.load_from = held.next_offset;
+                self.moved.remove(&row.id);
+                return Ok(Some(held.next_offset));
             }
         }
         let held = Held {
@@ -365,17 +388,19 @@ impl ServerCore {
             base: Rc::new(Vec::new()),
             recent_ops: Default::default(),
             recent_keys: Default::default(),
+            load_from: 0,
         };
         if let Some(old) = self.ranges.insert(row.id, held) {
             emit(Event::Dropped { server: self.id, range: row.id, epoch: old.row.epoch, reason: format!("reopened at {}", row.epoch) });
         }
         self.moved.remove(&row.id);
-        Ok(true)
+        Ok(Some(0))
     }
 
-    /// The store fenced the stream at `row.epoch` and returned its content (`Ok`) or refused
-    /// (`Err(reason)`); `base`, when given, is the content inherited from the range's sealed
-    /// ancestors (kept across reloads). On success the range serves from now on.
+    /// The store fenced the stream at `row.epoch` and returned its content from the offset
+    /// [`ServerCore::begin_open`] named (`Ok`), or refused (`Err(reason)`); `base`, when given,
+    /// is the content inherited from the range's sealed ancestors (kept across reloads). On
+    /// success the range serves from now on.
     pub fn finish_open(&mut self, row: &RangeRow, base: Option<Rc<Vec<Record>>>, loaded: Result<Vec<Record>, String>) -> Result<(), String> {
         let still_ours = self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_ours {
@@ -393,20 +418,32 @@ impl ServerCore {
         if let Some(base) = base {
             held.base = base;
         }
-        held.objects.clear();
-        held.applied.clear();
-        held.digest = StreamDigest::of(&records);
-        for rec in held.base.iter().chain(&records) {
-            if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
-                held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+        if held.load_from > 0 {
+            // Reopened over content kept from an older epoch: only the records past it.
+            for rec in &records {
+                held.digest.add(rec);
+                if held.applied.insert(rec.id) {
+                    held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                }
             }
+            held.next_offset = held.load_from + records.len() as u64;
+        } else {
+            held.objects.clear();
+            held.applied.clear();
+            held.digest = StreamDigest::of(&records);
+            for rec in held.base.iter().chain(&records) {
+                if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
+                    held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                }
+            }
+            held.next_offset = records.len() as u64;
         }
-        held.next_offset = records.len() as u64;
+        held.load_from = 0;
         let next = held.next_offset;
         held.acked.retain(|offset, _| *offset >= next);
         held.state = HeldState::Active;
         held.apply_acked();
-        emit(Event::Activated { server: self.id, range: row.id, epoch: row.epoch, records: held.base.len() + records.len(), stream: records.len() });
+        emit(Event::Activated { server: self.id, range: row.id, epoch: row.epoch, records: held.base.len() + next as usize, stream: next as usize });
         Ok(())
     }
 
@@ -419,8 +456,9 @@ impl ServerCore {
     /// Errors: `Diverged` when the copy does not match (the range is dropped; the move must
     /// abort), `NotNow` when the range is no longer loading at that epoch.
     pub fn complete_move(&mut self, row: &RangeRow, base: Rc<Vec<Record>>, precopied: Vec<Record>, tail: Vec<Record>, digest: StreamDigest, strategy: Strategy) -> Result<(), FinishError> {
-        let precopy_bytes: u64 = precopied.iter().map(|r| r.bytes.len() as u64).sum();
-        let tail_bytes: u64 = tail.iter().map(|r| r.bytes.len() as u64).sum();
+        let precopy_bytes: u64 = precopied.iter().map(Record::payload_bytes).sum();
+        let tail_bytes: u64 = tail.iter().map(Record::payload_bytes).sum();
+        self.copies.remove(&row.id);
         let mut records = precopied;
         records.extend(tail);
         let copied = StreamDigest::of(&records);
@@ -504,7 +542,7 @@ impl ServerCore {
         };
         copy.busy = false;
         if let Some(records) = records.filter(|_| copy.records.len() as u64 == from) {
-            let round: u64 = records.iter().map(|r| r.bytes.len() as u64).sum();
+            let round: u64 = records.iter().map(Record::payload_bytes).sum();
             copy.records.extend(records);
             copy.rounds += 1;
             copy.last_round_bytes = round;
@@ -515,15 +553,36 @@ impl ServerCore {
 
     /// Start finishing a move to this server: `Ok(None)` when already serving `row` (a
     /// repeated request), else the records pre-copied so far (the range is now held, loading).
+    /// The pre-copy stays registered as finishing: [`ServerCore::abandon_finish`] gives the
+    /// records back if this attempt fails short of a verdict on the copy.
     ///
-    /// Errors: `row` was assigned to another session, or a newer epoch is held, or the finish
-    /// is already running.
-    pub fn begin_finish(&mut self, row: &RangeRow) -> Result<Option<Vec<Record>>, String> {
-        if !self.begin_open(row)? {
+    /// Errors: `InProgress` when the finish is already running; `NotNow` when `row` was
+    /// assigned to another session or a newer epoch is held.
+    pub fn begin_finish(&mut self, row: &RangeRow) -> Result<Option<Vec<Record>>, FinishError> {
+        let loading = self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
+        if loading {
+            return Err(FinishError::InProgress);
+        }
+        if self.open_at(row, false).map_err(FinishError::NotNow)?.is_none() {
             return Ok(None);
         }
-        let copy = self.copies.remove(&row.id).filter(|c| c.row.epoch == row.epoch && !c.busy);
-        Ok(Some(copy.map_or(Vec::new(), |c| c.records)))
+        let copy = self.copies.get_mut(&row.id).filter(|c| c.row.epoch == row.epoch && !c.busy);
+        Ok(Some(copy.map_or(Vec::new(), |c| {
+            c.busy = true;
+            std::mem::take(&mut c.records)
+        })))
+    }
+
+    /// A finish attempt failed short of a verdict on the copy (the store did not answer the
+    /// fence or a chunk of the tail): the range is no longer held, and the pre-copied
+    /// `records` go back to the copy, so the next attempt copies only the tail again, not the
+    /// whole range (issue 15: a lagging target lost three rounds of pre-copy to one timeout).
+    pub fn abandon_finish(&mut self, row: &RangeRow, records: Vec<Record>, reason: &str) {
+        let _ = self.finish_open(row, None, Err(reason.to_string()));
+        if let Some(copy) = self.copies.get_mut(&row.id).filter(|c| c.row.epoch == row.epoch) {
+            copy.records = records;
+            copy.busy = false;
+        }
     }
 
     /// The session is gone (expired at the authority): drop every range.
@@ -600,7 +659,7 @@ async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, inca
 async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, msg: Msg) -> Option<Msg> {
     let id = core.borrow().id;
     match msg {
-        Msg::Append { range, epoch, key, id: op, bytes } => {
+        Msg::Append { range, epoch, key, id: op, bytes, bulk } => {
             if knobs.mutated(Mutation::CheckThenAwaitThenAdmit) {
                 let checked = core.borrow().check(range, epoch, &key, now_us());
                 if let Err(refusal) = checked {
@@ -613,7 +672,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 Err(refusal) => Some(Msg::Served { result: Err(refusal) }),
                 Ok(None) => Some(Msg::Served { result: Ok(Vec::new()) }),
                 Ok(Some(epoch)) => {
-                    let record = Record { epoch, id: op, key, bytes };
+                    let record = Record { epoch, id: op, key, bytes, bulk };
                     let req = Msg::StoreAppend { stream: range, server: id, record: record.clone() };
                     let result = match rpc.call(store_addr(), req, knobs.store_timeout_ms).await {
                         Ok(Msg::StoreAppended { result }) => Some(result),
@@ -652,21 +711,22 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             };
             match begin {
                 Err(e) => Some(Msg::Opened { result: Err(e) }),
-                Ok(false) => Some(Msg::Opened { result: Ok(()) }),
-                Ok(true) => {
-                    let base = load_lineage(rpc, knobs, &lineage).await;
+                Ok(None) => Some(Msg::Opened { result: Ok(()) }),
+                Ok(Some(from)) => {
+                    // Content kept from an older epoch (from > 0) keeps its lineage too.
+                    let base = if from > 0 { Ok(None) } else { load_lineage(rpc, knobs, &lineage).await.map(Some) };
                     let load = async {
                         if knobs.mutated(Mutation::PublishBeforeFence) {
-                            load_then_fence(rpc, knobs, &row).await
+                            load_then_fence(rpc, knobs, &row, from).await
                         } else {
-                            fence_and_load(rpc, knobs, &row, 0).await
+                            fence_and_load(rpc, knobs, &row, from).await
                         }
                     };
                     let loaded = match base {
                         Ok(_) => load.await.map_err(|e| e.to_string()),
                         Err(e) => Err(e.to_string()),
                     };
-                    let result = core.borrow_mut().finish_open(&row, base.ok().map(Rc::new), loaded);
+                    let result = core.borrow_mut().finish_open(&row, base.ok().flatten().map(Rc::new), loaded);
                     Some(Msg::Opened { result })
                 }
             }
@@ -680,11 +740,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                 Err(e) => Err(e),
                 Ok(Err(progress)) => Ok(progress),
                 Ok(Ok(from)) => {
-                    let read = Msg::ReadStream { stream: row.id, from, upto: None };
-                    let records = match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
-                        Ok(Msg::StreamRead { records }) => Some(records),
-                        _ => None,
-                    };
+                    let records = read_chunks(rpc, knobs, row.id, from, None).await.ok();
                     Ok(core.borrow_mut().finish_copy_round(&row, from, records))
                 }
             };
@@ -704,7 +760,13 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             if let Err(e) = core.borrow_mut().command(leader_epoch, "finish_move") {
                 return Some(Msg::MoveFinished { result: Err(FinishError::NotNow(e)) });
             }
-            Some(Msg::MoveFinished { result: finish_move(core, knobs, rpc, &row, digest, strategy, &lineage).await })
+            let (c, k, r) = (core.clone(), knobs.clone(), rpc.clone());
+            let finish = crate::seam::spawn(async move { finish_move(&c, &k, &r, &row, digest, strategy, &lineage).await });
+            let result = match crate::seam::timeout_ms(finish_patience_ms(knobs), finish).await {
+                Some(Ok(result)) => result,
+                _ => Err(FinishError::InProgress),
+            };
+            Some(Msg::MoveFinished { result })
         }
         Msg::Release { range, epoch, to, new_epoch, leader_epoch } => {
             let mut c = core.borrow_mut();
@@ -745,23 +807,30 @@ async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch:
 /// more from the source can land), copy the tail past what pre-copy brought, check the whole
 /// copy against the source's digest, and serve.
 async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy, lineage: &[Source]) -> Result<(), FinishError> {
-    let begin = core.borrow_mut().begin_finish(row).map_err(FinishError::NotNow)?;
-    let Some(records) = begin else { return Ok(()) };
+    let Some(records) = core.borrow_mut().begin_finish(row)? else { return Ok(()) };
     let base = match load_lineage(rpc, knobs, lineage).await {
         Ok(base) => Rc::new(base),
         Err(e) => {
-            let _ = core.borrow_mut().finish_open(row, None, Err(e.to_string()));
+            core.borrow_mut().abandon_finish(row, records, &e.to_string());
             return Err(FinishError::NotNow(e.to_string()));
         }
     };
     let tail = match fence_and_load(rpc, knobs, row, records.len() as u64).await {
         Ok(tail) => tail,
         Err(e) => {
-            let _ = core.borrow_mut().finish_open(row, None, Err(e.to_string()));
+            core.borrow_mut().abandon_finish(row, records, &e.to_string());
             return Err(FinishError::NotNow(e.to_string()));
         }
     };
     core.borrow_mut().complete_move(row, base, records, tail, digest, strategy)
+}
+
+/// How long a target's answer to `FinishMove` waits for the finish (ms): half the request
+/// timeout. A longer finish goes on in the background and the answer says `InProgress`, so a
+/// live target always answers within `rpc_timeout_ms`-ish whatever the range's size, and the
+/// leader reads silence as a target that is gone.
+pub fn finish_patience_ms(knobs: &Knobs) -> u64 {
+    knobs.rpc_timeout_ms / 2
 }
 
 /// Wait until `op` is applied to the content of `range` at `epoch`, for at most the store
@@ -803,22 +872,66 @@ impl std::fmt::Display for LoadError {
 }
 
 /// Raise the stream's fence to the row's epoch (or find it there) and fetch its content from
-/// offset `from` on.
+/// offset `from` up to the sealed length, a chunk at a time (see [`read_chunks`]).
 async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<Vec<Record>, LoadError> {
     let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
-    match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
-        Ok(Msg::FenceResult { result: Ok(records) }) => Ok(records),
-        Ok(Msg::FenceResult { result: Err(fence) }) => Err(LoadError::Fenced(fence)),
-        _ => Err(LoadError::NoAnswer),
+    let (mut records, length) = match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
+        Ok(Msg::FenceResult { result: Ok(records), length }) => (records, length),
+        Ok(Msg::FenceResult { result: Err(fence), .. }) => return Err(LoadError::Fenced(fence)),
+        _ => return Err(LoadError::NoAnswer),
+    };
+    let got = from + records.len() as u64;
+    if got < length {
+        records.extend(read_chunks(rpc, knobs, row.id, got, Some(length)).await?);
+    }
+    Ok(records)
+}
+
+/// Consecutive unanswered chunk reads after which a transfer gives up.
+const CHUNK_ATTEMPTS: u32 = 3;
+
+/// Read `stream` from offset `from` up to `upto` (`None`: the durable end when the first chunk
+/// is answered), one chunk per call. Each call waits the store timeout: the store sizes every
+/// answer to leave its link within half of it, so the bound holds for a range of any size and
+/// the transfer as a whole takes as long as its bytes need (issue 15). A chunk left unanswered
+/// is asked again, up to [`CHUNK_ATTEMPTS`] times in a row.
+///
+/// Errors: `NoAnswer` when a chunk went unanswered that many times, or the stream ended short
+/// of `upto`.
+async fn read_chunks(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, upto: Option<u64>) -> Result<Vec<Record>, LoadError> {
+    let mut out: Vec<Record> = Vec::new();
+    let mut end = upto;
+    let mut misses = 0;
+    loop {
+        let at = from + out.len() as u64;
+        if end.is_some_and(|e| at >= e) {
+            return Ok(out);
+        }
+        let read = Msg::ReadStream { stream, from: at, upto: end };
+        match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
+            Ok(Msg::StreamRead { records, length }) => {
+                misses = 0;
+                let end = *end.get_or_insert(length);
+                if records.is_empty() {
+                    return if at >= end { Ok(out) } else { Err(LoadError::NoAnswer) };
+                }
+                out.extend(records);
+            }
+            _ => {
+                misses += 1;
+                if misses >= CHUNK_ATTEMPTS {
+                    return Err(LoadError::NoAnswer);
+                }
+            }
+        }
     }
 }
 
 /// Mutation `publish-before-fence`: read the stream without fencing it, and send the fence
 /// without waiting for it, so the range serves (and the manager publishes it) before its fence
 /// is raised.
-async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
-    let read = Msg::ReadStream { stream: row.id, from: 0, upto: None };
-    let Ok(Msg::StreamRead { records }) = rpc.call(store_addr(), read, knobs.store_timeout_ms).await else { return Err(LoadError::NoAnswer) };
+async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow, from: u64) -> Result<Vec<Record>, LoadError> {
+    let records = read_chunks(rpc, knobs, row.id, from, None).await?;
     let (rpc, knobs, row) = (rpc.clone(), knobs.clone(), row.clone());
     crate::seam::spawn(async move {
         let _ = fence_and_load(&rpc, &knobs, &row, 0).await;
@@ -833,11 +946,11 @@ async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow) -> Re
 async fn load_lineage(rpc: &Rpc, knobs: &Knobs, lineage: &[Source]) -> Result<Vec<Record>, LoadError> {
     let mut out = Vec::new();
     for src in lineage {
-        let read = Msg::ReadStream { stream: src.stream, from: 0, upto: Some(src.upto) };
-        match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
-            Ok(Msg::StreamRead { records }) if records.len() as u64 == src.upto => out.extend(records.into_iter().filter(|r| src.contains(&r.key))),
-            _ => return Err(LoadError::NoAnswer),
+        let records = read_chunks(rpc, knobs, src.stream, 0, Some(src.upto)).await?;
+        if records.len() as u64 != src.upto {
+            return Err(LoadError::NoAnswer);
         }
+        out.extend(records.into_iter().filter(|r| src.contains(&r.key)));
     }
     Ok(out)
 }
@@ -890,7 +1003,7 @@ mod tests {
     }
 
     fn active(core: &mut ServerCore, r: &RangeRow) {
-        assert_eq!(core.begin_open(r), Ok(true));
+        assert_eq!(core.begin_open(r), Ok(Some(0)));
         core.finish_open(r, None, Ok(vec![])).unwrap();
     }
 
@@ -902,7 +1015,7 @@ mod tests {
     /// A copy that does not match the digest is refused (`diverged`) and B does not serve.
     #[test]
     fn server_worked_move_both_ends_6_7_and_6_bytes() {
-        let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec() };
+        let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec(), bulk: 0 };
         let mut a = ServerCore::new(ServerId(1));
         a.session = Some(1);
         a.lease_valid_until_us = 10_000_000;
@@ -972,7 +1085,7 @@ mod tests {
         let r = row(4, 1);
         active(&mut core, &r);
         let id = OpId { client: 1, seq: 1 };
-        let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: b"x;".to_vec() };
+        let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: b"x;".to_vec(), bulk: 0 };
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
         let resync = core.finish_append(RangeId(1), &rec, None).expect("must resync");
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::NotReady));
@@ -991,7 +1104,7 @@ mod tests {
         core.lease_valid_until_us = 1_000;
         let r = row(4, 1);
         active(&mut core, &r);
-        let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec() };
+        let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec(), bulk: 0 };
         let (a, b, c) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"));
         for x in [&a, &b, &c] {
             assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
@@ -1007,5 +1120,67 @@ mod tests {
         core.finish_append(RangeId(1), &d, Some(Ok(3)));
         core.finish_open(&resync, None, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
         assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;c;d;".to_vec()));
+    }
+
+    fn rec(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record {
+        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec(), bulk }
+    }
+
+    /// Issue 15: a finish attempt that fails short of a verdict (the store did not answer the
+    /// fence or the tail) gives the pre-copied records back, so the retry copies only the
+    /// tail; before, the target dropped three rounds of pre-copy and the retry copied
+    /// everything during the pause. A repeated finish while one runs is `InProgress`.
+    #[test]
+    fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
+        let mut b = ServerCore::new(ServerId(2));
+        b.session = Some(2);
+        b.lease_valid_until_us = 10_000_000;
+        let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..row(1, 2) };
+        let (r1, r2) = (rec(1, 1, b"b", b"one;", 1 << 20), rec(2, 1, b"c", b"two;", 0));
+        assert_eq!(b.begin_copy_round(&at_b, 0, 4), Ok(Ok(0)));
+        let p = b.finish_copy_round(&at_b, 0, Some(vec![r1.clone()]));
+        assert_eq!((p.rounds, p.bytes), (1, 4 + (1 << 20)), "bulk bytes count as copied");
+        let pre = b.begin_finish(&at_b).unwrap().expect("a finish to run");
+        assert_eq!(pre, vec![r1.clone()]);
+        assert_eq!(b.begin_finish(&at_b), Err(FinishError::InProgress), "while the first runs");
+        b.abandon_finish(&at_b, pre, "store did not answer the fence");
+        assert!(!b.ranges.contains_key(&RangeId(1)), "the failed attempt serves nothing");
+        // The retry starts from the kept copy: the tail is only r2.
+        let pre = b.begin_finish(&at_b).unwrap().expect("a finish to run");
+        assert_eq!(pre, vec![r1.clone()]);
+        let digest = StreamDigest::of(&[r1.clone(), r2.clone()]);
+        b.complete_move(&at_b, Rc::new(vec![]), pre, vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
+        assert!(b.copies.is_empty(), "the copy is done with");
+        assert_eq!(b.read(RangeId(1), Epoch(2), b"b", ReadLevel::Strong, 10), Ok(b"one;".to_vec()));
+    }
+
+    /// Issue 15: a paused source whose move is rolled back keeps its drained content and
+    /// loads only what the stream holds past it (a target may have appended at the transfer's
+    /// epoch), so rolling back a large range costs a fence, not the whole range again. A range
+    /// with an append in flight is loaded in full.
+    #[test]
+    fn server_reopen_at_a_newer_epoch_keeps_drained_content() {
+        let mut a = ServerCore::new(ServerId(1));
+        a.session = Some(1);
+        a.lease_valid_until_us = 10_000_000;
+        let at1 = row(1, 1);
+        active(&mut a, &at1);
+        let r1 = rec(1, 1, b"b", b"one;", 0);
+        assert_eq!(a.admit(RangeId(1), Epoch(1), b"b", r1.id, 10), Ok(Some(Epoch(1))));
+        a.finish_append(RangeId(1), &r1, Some(Ok(0)));
+        a.pause(RangeId(1), Epoch(1), 20).unwrap();
+        assert!(a.drained(RangeId(1), Epoch(1)).unwrap().is_some());
+        let at3 = row(3, 1);
+        assert_eq!(a.begin_open(&at3), Ok(Some(1)), "load from offset 1 on");
+        assert_eq!(a.admit(RangeId(1), Epoch(3), b"b", OpId { client: 1, seq: 9 }, 30), Err(Refusal::NotReady));
+        let r2 = rec(2, 2, b"b", b"two;", 0); // the target's append at the transfer's epoch
+        a.finish_open(&at3, None, Ok(vec![r2.clone()])).unwrap();
+        assert_eq!(a.read(RangeId(1), Epoch(3), b"b", ReadLevel::Strong, 30), Ok(b"one;two;".to_vec()));
+        assert_eq!(a.ranges[&RangeId(1)].digest, StreamDigest::of(&[r1.clone(), r2.clone()]));
+        assert!(!a.ranges[&RangeId(1)].paused);
+        // With an append in flight the content cannot be trusted: a full load.
+        let r3 = rec(3, 3, b"b", b"three;", 0);
+        assert_eq!(a.admit(RangeId(1), Epoch(3), b"b", r3.id, 40), Ok(Some(Epoch(3))));
+        assert_eq!(a.begin_open(&row(4, 1)), Ok(Some(0)));
     }
 }

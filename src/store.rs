@@ -116,12 +116,49 @@ pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>, net: crate::seam::Net) {
     let state = Rc::new(RefCell::new(Streams::recover(&records)));
     let rpc = Rpc::bind(crate::config::store_addr(), &net).await;
     let knobs = Rc::new(knobs);
+    let link = rpc.clone();
     rpc.serve(move |msg, _from| {
         let (state, disk) = (state.clone(), disk.clone());
         let mutation = knobs.mutation;
-        async move { handle(&state, &disk, msg, mutation).await }
+        // Each read answer is one chunk, sized when the request arrives so that it leaves the
+        // link within half the store timeout after what is already queued.
+        let budget = chunk_budget(link.bandwidth_bytes_per_s(), knobs.store_timeout_ms, link.link_backlog_us());
+        async move { handle(&state, &disk, msg, mutation, budget).await }
     });
     std::future::pending::<()>().await;
+}
+
+/// How much link time one read answer aims at, ms: small enough that other traffic on the
+/// store's link (append acknowledgements) waits at most about this long behind a transfer,
+/// large enough that a chunk's round trip (two latencies and a sync, a few ms) costs little.
+pub const CHUNK_TARGET_MS: u64 = 50;
+
+/// The payload bytes one read answer may carry: what the outgoing link (`bandwidth_bytes_per_s`)
+/// sends in [`CHUNK_TARGET_MS`], or less when the `backlog_us` already queued on it leaves less
+/// than that of half the store timeout (`store_timeout_ms`), but at least a twentieth of the
+/// timeout's worth. A reader's timeout per chunk (the store timeout) then holds whatever the
+/// stream's size: a transfer that grows with the range is a sequence of bounded chunks
+/// (issue 15: a 2 MB stream at 1 MiB/s could never be loaded in one answer within the fixed 1 s
+/// timeout).
+pub fn chunk_budget(bandwidth_bytes_per_s: u64, store_timeout_ms: u64, backlog_us: u64) -> u64 {
+    let room_us = (store_timeout_ms * 500).saturating_sub(backlog_us);
+    let window_us = room_us.min(CHUNK_TARGET_MS * 1000).max(store_timeout_ms * 50);
+    (bandwidth_bytes_per_s as u128 * window_us as u128 / 1_000_000) as u64
+}
+
+/// The records of `records[from..end]` that fit in `budget` payload bytes (wire size), at
+/// least one when any is there.
+fn chunk(records: &[Record], from: usize, end: usize, budget: u64) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for r in records.get(from..end).unwrap_or(&[]) {
+        if !out.is_empty() && used + r.wire_bytes() > budget {
+            break;
+        }
+        used += r.wire_bytes();
+        out.push(r.clone());
+    }
+    out
 }
 
 /// Raise the fence of `stream` to `epoch` and make it, and every record appended before it,
@@ -141,8 +178,9 @@ async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream:
 }
 
 /// Answer one request. `mutation` may switch off the fence (`store-ignores-fence`) or the sync
-/// before an append's acknowledgement (`store-acks-before-sync`).
-async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mutation: Option<Mutation>) -> Option<Msg> {
+/// before an append's acknowledgement (`store-acks-before-sync`); `budget` bounds the payload
+/// of a read answer (see [`chunk_budget`]).
+async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mutation: Option<Mutation>, budget: u64) -> Option<Msg> {
     let ignore_fence = mutation == Some(Mutation::StoreIgnoresFence);
     match msg {
         Msg::ReadStream { stream, from, upto } => {
@@ -152,19 +190,21 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
             let end = upto.map_or(len, |u| (u as usize).min(len));
             disk.sync().await;
             let st = state.borrow();
-            let records = st.streams.get(&stream).map_or(Vec::new(), |s| s.records.get(from as usize..end).unwrap_or(&[]).to_vec());
-            Some(Msg::StreamRead { records })
+            let records = st.streams.get(&stream).map_or(Vec::new(), |s| chunk(&s.records, from as usize, end, budget));
+            Some(Msg::StreamRead { records, length: end as u64 })
         }
         Msg::Seal { stream, epoch } => Some(Msg::Sealed { result: raise_fence(state, disk, stream, epoch).await.map(|len| len as u64) }),
         Msg::Fence { stream, epoch, from } => {
-            let result = raise_fence(state, disk, stream, epoch).await.map(|len| {
-                let st = state.borrow();
-                st.streams[&stream].records[..len].get(from as usize..).unwrap_or(&[]).to_vec()
-            });
-            Some(Msg::FenceResult { result })
+            match raise_fence(state, disk, stream, epoch).await {
+                Ok(len) => {
+                    let records = chunk(&state.borrow().streams[&stream].records, from as usize, len, budget);
+                    Some(Msg::FenceResult { result: Ok(records), length: len as u64 })
+                }
+                Err(fence) => Some(Msg::FenceResult { result: Err(fence), length: 0 }),
+            }
         }
         Msg::StoreAppend { stream, server, record } => {
-            let (epoch, id, key, len) = (record.epoch, record.id, record.key.clone(), record.bytes.len());
+            let (epoch, id, key, len) = (record.epoch, record.id, record.key.clone(), record.payload_bytes() as usize);
             let appended = state.borrow_mut().append(stream, record.clone(), ignore_fence);
             match appended {
                 Err(fence) => {

@@ -7,9 +7,10 @@
 //! one of the three jobs DESIGN.md names):
 //! - as the servers see it: from the source's `paused` event to the target's `handoff` event
 //!   (the target serves from then on);
-//! - as clients see it: the gap between the last append to the range acknowledged before the
-//!   pause began and the first one acknowledged after it, counted only when some client invoked
-//!   an append to the range inside that gap (it kept trying).
+//! - as clients see it: the longest gap between consecutive acknowledged appends to the range
+//!   that overlaps the servers' pause, counted only when some client invoked an append to the
+//!   range inside that gap (it kept trying). Acknowledgements of appends admitted before the
+//!   pause arrive during the drain, so the gap is not simply "last ack before, first after".
 
 use crate::check::single_writer::contains;
 use crate::events::{Event, Outcome, Sys, What};
@@ -116,9 +117,19 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     for (mut h, b) in pending {
         h.committed = published.contains(&(h.range, h.epoch, h.to));
         let in_range = |key: &Key| contains(&b, key);
-        let before = acked.iter().filter(|(t, k)| *t <= h.paused_at_us && in_range(k)).map(|(t, _)| *t).max();
-        let after = acked.iter().filter(|(t, k)| *t > h.paused_at_us && in_range(k)).map(|(t, _)| *t).min();
-        if let (Some(b0), Some(a0)) = (before, after) {
+        // The longest gap between consecutive acknowledged appends to the range that overlaps
+        // the pause at the servers (acks of appends admitted before the pause land during the
+        // drain, so the first ack after the pause began is not yet the end of the gap).
+        let (from, to) = (h.paused_at_us, h.paused_at_us + (h.server_pause_ms * 1000.0) as u64);
+        let times: Vec<u64> = acked.iter().filter(|(_, k)| in_range(k)).map(|(t, _)| *t).collect();
+        let mut best: Option<(u64, u64)> = None;
+        for w in times.windows(2) {
+            let (a0, a1) = (w[0], w[1]);
+            if a1 > from && a0 <= to && best.is_none_or(|(b0, b1)| a1 - a0 > b1 - b0) {
+                best = Some((a0, a1));
+            }
+        }
+        if let Some((b0, a0)) = best {
             let tried = invoked.iter().any(|(t, k)| *t > b0 && *t < a0 && in_range(k));
             if tried {
                 h.client_gap_ms = Some((a0 - b0) as f64 / 1000.0);

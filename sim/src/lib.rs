@@ -36,6 +36,7 @@ pub mod handoff;
 pub mod junit;
 pub mod mutants;
 pub mod nemesis;
+pub mod pause_report;
 pub mod run;
 pub mod scenario;
 pub mod seeds;

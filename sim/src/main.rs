@@ -188,6 +188,28 @@ enum Command {
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
     },
+    /// Design reviews. `report pause`: the handoff pause review (issue 15): a grid over
+    /// strategy × range size × write rate × bandwidth, with and without the random fault mix,
+    /// N seeds per cell on worker threads; writes README.md (tables, model against measured,
+    /// crossover and convergence), grid.csv and two SVG plots to OUT (default reports/pause).
+    /// Exits 3 if the report cannot be written, 1 if any seed failed its checkers.
+    Report {
+        /// Which review: `pause`.
+        #[arg(value_parser = ["pause"])]
+        which: String,
+        /// Seeds per cell.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+        seeds: u64,
+        /// Worker threads.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
+        /// A small grid (three sizes, two write rates), for a quick look.
+        #[arg(long)]
+        quick: bool,
+        /// Where the report goes.
+        #[arg(long, default_value = "reports/pause")]
+        out: PathBuf,
+    },
 }
 
 fn parse_seeds(s: &str) -> Result<(u64, u64), String> {
@@ -451,6 +473,45 @@ fn main() -> ExitCode {
             }
             print!("{}", summary::render(&merged));
             ExitCode::from(merged.exit_code() as u8)
+        }
+        Command::Report { which: _, seeds, jobs, quick, out } => {
+            use partmap_sim::pause_report;
+            let cells = pause_report::grid(quick);
+            eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs", cells.len());
+            let progress = |done: usize, of: usize| {
+                if done % 20 == 0 || done == of {
+                    eprintln!("{done}/{of} runs");
+                }
+            };
+            let mut cal = Vec::new();
+            for bw in pause_report::BANDWIDTHS {
+                match pause_report::calibrate(bw) {
+                    Ok(c) => cal.push(c),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(3);
+                    }
+                }
+            }
+            let results = pause_report::run_grid(&cells, seeds, jobs as usize, &progress);
+            let command = format!("partmap-sim report pause --seeds {seeds}{}{}", if quick { " --quick" } else { "" }, if out != std::path::Path::new("reports/pause") { format!(" --out {}", out.display()) } else { String::new() });
+            let doc = pause_report::markdown(&results, &cal, &command, seeds);
+            let written = std::fs::create_dir_all(&out)
+                .and_then(|_| std::fs::write(out.join("README.md"), &doc))
+                .and_then(|_| std::fs::write(out.join("grid.csv"), pause_report::csv(&results)))
+                .map_err(|e| e.to_string())
+                .and_then(|_| pause_report::plots(&results, &cal, &out));
+            if let Err(e) = written {
+                eprintln!("error: cannot write the report to {}: {e}", out.display());
+                return ExitCode::from(3);
+            }
+            print!("{doc}");
+            println!("report: {}", out.join("README.md").display());
+            if results.iter().any(|r| !r.failed.is_empty()) {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Command::Mutants { seeds, rate, only, jobs, write_table, report_dir } => {
             let mut targets: Vec<mutants::Target> = mutants::TARGETS.iter().filter(|t| only.is_empty() || only.contains(&t.mutation)).copied().collect();

@@ -140,6 +140,16 @@ pub struct Workload {
     pub key_skew: f64,
     /// Payload length of each append, bytes. 16..=1048576, default 16.
     pub record_bytes: u32,
+    /// Simulated bulk bytes each random append carries on top of `record_bytes`: a size, not
+    /// a buffer (`partmap::msg::Record::bulk`), charged by the network and counted by digests,
+    /// so a high write rate into a range costs no memory. 0..=2^40, default 0. The whole record
+    /// must fit the store's smallest chunk (see `Scenario::max_record_bytes`).
+    pub bulk_bytes: u64,
+    /// Simulated bytes every initial range holds before the run starts (the pause review's
+    /// range size), written to the store as records of at most `Scenario::max_record_bytes`
+    /// by a loader (`client-<clients+2>`, acknowledged at time 0 in the history). 0..=2^46
+    /// (64 TiB), default 0.
+    pub preload_bytes: u64,
     /// Every this many seconds the hot spot of the key distribution moves to another part of the
     /// key space (drawn from the seed), so busy ranges cool down and cold ones heat up. 0..=3600
     /// (0: the hot spot stays on the low keys), default 0.
@@ -580,6 +590,8 @@ impl Default for Workload {
             keys: 1000,
             key_skew: 1.0,
             record_bytes: 16,
+            bulk_bytes: 0,
+            preload_bytes: 0,
             hot_shift_s: 0,
             script: Vec::new(),
         }
@@ -836,6 +848,15 @@ impl Scenario {
         in_range("workload.keys", w.keys, 1, 1_000_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
+        in_range("workload.bulk_bytes", w.bulk_bytes, 0, 1 << 40)?;
+        in_range("workload.preload_bytes", w.preload_bytes, 0, 1 << 46)?;
+        let record = w.record_bytes as u64 + w.bulk_bytes;
+        let max = self.max_record_bytes();
+        if record > max {
+            return Err(format!(
+                "workload.bulk_bytes: an append of record_bytes + bulk_bytes = {record} bytes must fit the store's smallest chunk, {max} bytes (knobs.bandwidth_bytes_per_s for a twentieth of knobs.store_timeout_ms), or no timeout can hold for it"
+            ));
+        }
         in_range("workload.hot_shift_s", w.hot_shift_s, 0, 3600)?;
         Ok(())
     }
@@ -1040,6 +1061,14 @@ impl Scenario {
     pub fn default_failover() -> Scenario {
         Scenario::parse(include_str!("../../scenarios/failover.json"), "scenarios/failover.json")
             .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))
+    }
+
+    /// The largest record (payload plus bulk, bytes) the store's smallest read chunk carries:
+    /// what one node's link sends in a twentieth of the store timeout
+    /// (`partmap::store::chunk_budget` with a full backlog). Appends and preload records must fit
+    /// it, so every transfer of a range is a sequence of chunks each within its timeout.
+    pub fn max_record_bytes(&self) -> u64 {
+        partmap::store::chunk_budget(self.knobs.bandwidth_bytes_per_s, self.knobs.store_timeout_ms, u64::MAX)
     }
 
     /// The knobs the nodes run with: `self.knobs`, `topology.servers`, and the split points of

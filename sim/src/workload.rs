@@ -72,10 +72,11 @@ fn ended(o: &Outcome) -> (Ended, String) {
     }
 }
 
-/// One append through `frontend`, recorded as `invoke` + `complete`. Returns the outcome.
-pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: OpId, len: usize) -> Outcome {
+/// One append through `frontend` (`len` payload bytes and `bulk` simulated ones), recorded as
+/// `invoke` + `complete`. Returns the outcome.
+pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: OpId, len: usize, bulk: u64) -> Outcome {
     record(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
-    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len) };
+    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len), bulk };
     let outcome = match rpc.call(frontend_addr(frontend), msg, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, .. }) => outcome,
         _ => Outcome::Unknown("frontend did not answer".into()),
@@ -150,7 +151,7 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
             let level = if bounded { ReadLevel::Bounded { ms: w.read_bound_ms } } else { ReadLevel::Strong };
             read(&rpc, &knobs, frontend, n, seq, key, level).await;
         } else {
-            append(&rpc, &knobs, frontend, key, OpId { client: n, seq }, w.record_bytes as usize).await;
+            append(&rpc, &knobs, frontend, key, OpId { client: n, seq }, w.record_bytes as usize, w.bulk_bytes).await;
         }
     }
 }
@@ -164,7 +165,7 @@ pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
         if a.at_ms * 1000 > now {
             sleep_us(a.at_ms * 1000 - now).await;
         }
-        append(&rpc, &knobs, a.frontend, a.key.clone().into_bytes(), OpId { client: n, seq: i as u64 + 1 }, a.bytes as usize).await;
+        append(&rpc, &knobs, a.frontend, a.key.clone().into_bytes(), OpId { client: n, seq: i as u64 + 1 }, a.bytes as usize, 0).await;
     }
 }
 
@@ -224,7 +225,7 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, r
             seq += 1;
             let frontend = (seq as u32 - 1) % scenario.topology.frontends + 1;
             attempted.insert(row.start.clone());
-            let outcome = append(&rpc, &knobs, frontend, row.start.clone(), OpId { client: 0, seq }, 16).await;
+            let outcome = append(&rpc, &knobs, frontend, row.start.clone(), OpId { client: 0, seq }, 16, 0).await;
             if outcome == Outcome::Ok {
                 proven.insert(row.start.clone());
             } else {
@@ -276,4 +277,35 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, r
     let live = live && unread.is_empty();
     let mut r = report.lock().expect("probe report");
     *r = ProbeReport { live, detail: if live { String::new() } else { detail }, recovery_ms, done: true, served };
+}
+
+/// The records the loader (`client-<clients+2>`) holds in every initial range before the run
+/// (`workload.preload_bytes`, issue 15's range size): per range, its first key gets records of
+/// 16 real bytes and simulated bulk, each at most `max_record` bytes in all, at epoch 0. The
+/// stream of initial range `j` is `RangeId(j + 1)` (the bootstrap numbers ranges in key order).
+/// Returns (stream, record) pairs in order.
+pub fn preload(scenario: &Scenario, max_record: u64) -> Vec<(partmap::ids::RangeId, partmap::msg::Record)> {
+    let w = &scenario.workload;
+    let mut out = Vec::new();
+    if w.preload_bytes == 0 {
+        return out;
+    }
+    let loader = scenario.topology.clients + 2;
+    let n = scenario.topology.initial_ranges;
+    let per = max_record.max(32);
+    let mut seq = 0;
+    for j in 0..n {
+        let key = key_name((w.keys as u64 * j as u64 / n as u64) as u32);
+        let mut left = w.preload_bytes;
+        while left > 0 {
+            let take = left.min(per);
+            left -= take;
+            seq += 1;
+            let id = OpId { client: loader, seq };
+            let bytes = payload(id, 16);
+            let bulk = take.saturating_sub(bytes.len() as u64);
+            out.push((partmap::ids::RangeId(j as u64 + 1), partmap::msg::Record { epoch: partmap::ids::Epoch(0), id, key: key.clone(), bytes, bulk }));
+        }
+    }
+    out
 }

@@ -1,0 +1,704 @@
+//! `partmap-sim report pause`: the design review of how long a handoff pauses writes (issue 15).
+//!
+//! A grid of cells, each one planned move of one range (`server-1` to `server-2`) under load:
+//! strategy (stop-and-copy, or pre-copy with its threshold and round limit) × range size
+//! (simulated bulk bytes preloaded into the range, 256 KiB to 64 GiB) × write rate into the
+//! range (as a fraction `r = W / B` of the bandwidth) × bandwidth, without faults, and (at one
+//! write rate) with the random fault mix. Every cell runs N seeds on worker threads; per cell
+//! it reports the write pause at the servers and at the clients (p50, p99, max), the bytes copied
+//! before and during the pause, the pre-copy rounds and whether pre-copy converged, and, in the
+//! fault-free cells, the analytical model's pause next to the measured one with the error and
+//! the floor (see [`model`]). Writes `reports/pause/README.md`, `grid.csv` and SVG plots.
+//!
+//! Source of the model: C. Clark et al., "Live Migration of Virtual Machines", NSDI 2005
+//! (iterative pre-copy as rounds that converge while the write rate stays below the copy
+//! bandwidth), adapted to an append-only stream and to this leader's round structure.
+
+use crate::handoff::percentile;
+use crate::run::{run_seed, RunOptions, RunOutcome};
+use crate::scenario::Scenario;
+use partmap::event::Event as Sys;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+
+/// Appends per second into the range (all clients together) in a short cell; each carries
+/// `W / appends per s` bytes, mostly simulated bulk. Long cells use fewer (see
+/// [`Cell::appends_per_s`]).
+pub const APPENDS_PER_S: f64 = 200.0;
+/// Appends a cell's window may hold at most (the cost of a run grows with them).
+const MAX_APPENDS: f64 = 40_000.0;
+/// Clients offering the appends: each has one operation in flight, so enough of them that the
+/// offered rate is reached (an append of a few MiB takes a few ms per link).
+pub const CLIENTS: u32 = 64;
+/// Real payload bytes of each append (the rest of its size is bulk).
+pub const RECORD_BYTES: u64 = 64;
+/// Pre-copy stops once a round copied at most this many bytes...
+pub const PRECOPY_THRESHOLD_BYTES: u64 = 16 * MIB;
+/// ...or after this many rounds.
+pub const PRECOPY_MAX_ROUNDS: u32 = 8;
+/// The bandwidths of the grid: 100 MiB/s (about a 1 Gb/s link) and 1 GiB/s (about 10 Gb/s).
+pub const BANDWIDTHS: [u64; 2] = [100 * MIB, GIB];
+/// When the operator asks for the move, ms after the start.
+pub const MOVE_AT_MS: u64 = 1000;
+/// Longest simulated workload window a cell may need (the scenario format's limit).
+const MAX_WINDOW_S: f64 = 3600.0;
+
+/// A move strategy of the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Pause, then copy everything.
+    StopAndCopy,
+    /// Copy in rounds while the source serves, then pause for the tail.
+    PreCopy,
+}
+
+impl Strategy {
+    /// The scenario name (`stop-and-copy`, `pre-copy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::StopAndCopy => "stop-and-copy",
+            Strategy::PreCopy => "pre-copy",
+        }
+    }
+}
+
+/// One cell of the grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// How the move copies.
+    pub strategy: Strategy,
+    /// Bytes preloaded into the range before the run (simulated bulk).
+    pub size: u64,
+    /// Write rate into the range over the bandwidth, `r = W / B`.
+    pub ratio: f64,
+    /// Every node's outgoing bandwidth, bytes per second.
+    pub bandwidth: u64,
+    /// With the random fault mix (crashes, partitions, pauses, slow disks).
+    pub faults: bool,
+}
+
+impl Cell {
+    /// Appends per second: [`APPENDS_PER_S`], or fewer so the window holds at most 40,000, but
+    /// enough that each stays within the store's chunk (at most 50 ms of link: `W / (20 B)`, with
+    /// a quarter to spare).
+    pub fn appends_per_s(&self) -> f64 {
+        let least = 25.0 * self.ratio.max(0.05);
+        (MAX_APPENDS / self.window_s()).clamp(least, APPENDS_PER_S)
+    }
+
+    /// Write rate into the range, bytes per second.
+    pub fn write_rate(&self) -> f64 {
+        self.ratio * self.bandwidth as f64
+    }
+
+    /// Simulated seconds the move needs by the model, with margin: the window the cell runs.
+    fn window_s(&self) -> f64 {
+        let b = self.bandwidth as f64;
+        let copy_s = self.size as f64 / b;
+        let move_s = match self.strategy {
+            Strategy::StopAndCopy => copy_s,
+            // Every round copies what the previous one took to copy at rate r: at most
+            // PRECOPY_MAX_ROUNDS + 1 of them, each also a leader tick.
+            Strategy::PreCopy => (0..=PRECOPY_MAX_ROUNDS).map(|i| copy_s * self.ratio.powi(i as i32) + 0.3).sum::<f64>(),
+        };
+        // The first owner loads the preloaded range before the move can start.
+        (MOVE_AT_MS as f64 / 1000.0 + 1.5 * copy_s + 2.5 * move_s + 10.0).ceil()
+    }
+
+    /// Why the cell cannot run here, if it cannot: its move would outlast the longest window,
+    /// or (with faults) a failover's reload of the range would outlast the liveness deadline.
+    pub fn skip_reason(&self) -> Option<String> {
+        if self.window_s() > MAX_WINDOW_S {
+            return Some(format!("the move needs more than {MAX_WINDOW_S} s of simulated time"));
+        }
+        if self.size as f64 / self.bandwidth as f64 > 200.0 {
+            return Some("one copy of the range takes over 200 s (kept out of the grid for time; `report` cells are ordinary scenarios)".into());
+        }
+        if self.faults && self.size as f64 / self.bandwidth as f64 > 300.0 {
+            return Some("a failover's reload of the range would outlast the 600 s liveness deadline".into());
+        }
+        None
+    }
+
+    /// The scenario of this cell: one range on server-1 of three, preloaded with `size`
+    /// bytes; `APPENDS_PER_S` appends a second of `W / APPENDS_PER_S` bytes; a move to
+    /// server-2 requested at `MOVE_AT_MS`; random faults only with `faults`.
+    ///
+    /// Errors: the scenario does not validate (an append larger than the store's chunk).
+    pub fn scenario(&self) -> Result<Scenario, String> {
+        let per_append = (self.write_rate() / self.appends_per_s()) as u64;
+        let bulk = per_append.saturating_sub(RECORD_BYTES);
+        let reload_s = self.size as f64 / self.bandwidth as f64;
+        let json = serde_json::json!({
+            "description": format!("report pause cell: {} of {} at r = {} of {} B/s{}", self.strategy.name(), self.size, self.ratio, self.bandwidth, if self.faults { " with the random fault mix" } else { "" }),
+            "topology": { "servers": 3, "managers": 2, "frontends": 2, "clients": CLIENTS, "initial_ranges": 1 },
+            "knobs": { "bandwidth_bytes_per_s": self.bandwidth },
+            "workload": { "duration_s": self.window_s() as u64, "ops_per_s": self.appends_per_s(), "read_fraction": 0.0, "record_bytes": RECORD_BYTES, "bulk_bytes": bulk, "preload_bytes": self.size, "key_skew": 0.0 },
+            "moves": { "strategy": self.strategy.name(), "precopy_threshold_bytes": PRECOPY_THRESHOLD_BYTES, "precopy_max_rounds": PRECOPY_MAX_ROUNDS },
+            "faults": {
+                "random": if self.faults { serde_json::json!({}) } else { serde_json::Value::Null },
+                "schedule": [{ "at_ms": MOVE_AT_MS, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }],
+            },
+            "heal": { "liveness_deadline_s": (60.0 + 1.5 * reload_s).min(600.0) as u64 },
+        });
+        let s = Scenario::parse(&json.to_string(), "report pause cell")?;
+        Ok(s)
+    }
+}
+
+/// The grid: every fault-free cell of strategy × size × ratio × bandwidth, and the cells with
+/// the fault mix at `r = 0.25`. `quick` keeps three sizes and two ratios (for tests).
+pub fn grid(quick: bool) -> Vec<Cell> {
+    let sizes: Vec<u64> = if quick { vec![256 * KIB, 16 * MIB, GIB] } else { vec![256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB, GIB, 16 * GIB, 64 * GIB] };
+    let ratios: Vec<f64> = if quick { vec![0.05, 0.5] } else { vec![0.05, 0.25, 0.5, 0.75, 0.95] };
+    let bandwidths = BANDWIDTHS;
+    let mut out = Vec::new();
+    for faults in [false, true] {
+        for &bandwidth in &bandwidths {
+            for strategy in [Strategy::StopAndCopy, Strategy::PreCopy] {
+                for &size in &sizes {
+                    for &ratio in &ratios {
+                        if faults && ratio != 0.25 && !(quick && ratio == 0.05) {
+                            continue;
+                        }
+                        out.push(Cell { strategy, size, ratio, bandwidth, faults });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first-order model of a handoff's pause, with this leader's round structure.
+///
+/// Symbols: `B` bandwidth (bytes/s), `W` write rate into the range, `a = W / appends per s` one
+/// append's bytes, `L` one-way latency (the mean of the default 1..5 ms draw, 3 ms), `τ` the
+/// leader's sleep between rounds (`manager_tick_ms`), `s` one fsync (`disk_sync_ms`), `T` the
+/// leader's wait for a pre-copy round (store timeout + request timeout).
+///
+/// - **Transfers** go a chunk at a time (`partmap::store::chunk_budget`, 50 ms of link each):
+///   `x(V) = V / B + (chunks − 1)(2L + s)`; below, `V / B` stands for `x(V)`.
+/// - **Cutover (both strategies).** The leader's pause reaches the source (`L`, the pause
+///   begins); the source drains, waiting for the rest of an admitted append's trip to the
+///   store (on average half of it, `D = (a / B + 2L + s) / 2`); its digest goes back to the leader (`L`), the finish to the target
+///   (`L`), the target's fence to the store (`L`), the store syncs the fence (`s`) and sends
+///   the tail (`L + tail / B`). Pause = `D + 4L + s + tail / B`.
+/// - **Stop-and-copy**: the tail is the whole range at the pause, `S_p`.
+/// - **Pre-copy**: round 0 reads `V_0`, the range at the move's start. A round takes
+///   `c_i = V_i / B + 4L + s`. When the leader waits for it (`c_i < T`), the next read comes
+///   after its answer, a tick, the map read and the call: `g_i = V_i / B + τ + 6L`; a longer
+///   round outlasts the call, and the leader polls once a tick, so `g_i = V_i / B + 4L + (τ + 4L)
+///   / 2` on average. `V_{i+1} = W · g_i`. Rounds stop after the first round with
+///   `V_i <= threshold` (converged) or at the round limit. The tail is what arrives between the
+///   last round's read and the pause: `W · (g_n + 2L + s)` (the ready round's journal write at
+///   the authority and the pause reaching the source come on top of the gap).
+/// - Converges only while `r = W / B < 1`: the rounds approach `W · (τ + 6L) / (1 − r)`, so a
+///   threshold below that is never reached; at `r >= 1` every round copies at least as much as
+///   the last and the round limit decides.
+/// - **Floor**: `D + 4L + s + (bytes written since the last copy) / B`, with the measured tail:
+///   no design copies what it has not copied yet faster than the link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Model {
+    /// Predicted write pause at the servers, ms.
+    pub pause_ms: f64,
+    /// Predicted pre-copy rounds (0 for stop-and-copy).
+    pub rounds: u32,
+    /// Predicted convergence (a round at or under the threshold within the round limit).
+    pub converged: bool,
+    /// Predicted bytes copied during the pause.
+    pub tail_bytes: f64,
+}
+
+/// The simulated network's effective one-way message time at one bandwidth, measured by
+/// [`calibrate`]: the configured latency draw (1..5 ms by default) plus what the runtime adds
+/// per message (timer granularity, a message's framing).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// The bandwidth it was measured at, bytes/s.
+    pub bandwidth: u64,
+    /// `L`, seconds.
+    pub latency_s: f64,
+}
+
+/// Measure `L` at `bandwidth`: a stop-and-copy move of a range of 4 s of bytes with almost no
+/// writes (seed 0). Its pause is the cutover plus `chunks` chunk round trips of `2L + s` on top
+/// of `S / B`, so `L = ((pause − S / B) / chunks − s) / 2`.
+///
+/// Errors: the calibration move did not commit.
+pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
+    let cell = Cell { strategy: Strategy::StopAndCopy, size: bandwidth * 4, ratio: 0.0, bandwidth, faults: false };
+    let (m, _) = measure(&cell, 0);
+    let m = m.ok_or_else(|| format!("calibration at {} B/s: the move did not commit", bandwidth))?;
+    let knobs = knobs_of(&cell);
+    let chunk = partmap::store::chunk_budget(bandwidth, knobs.store_timeout_ms, 0) as f64;
+    let chunks = (m.pause_bytes as f64 / chunk).ceil().max(1.0);
+    let per_chunk = (m.server_ms / 1000.0 - m.pause_bytes as f64 / bandwidth as f64) / chunks;
+    let latency_s = ((per_chunk - knobs.disk_sync_ms as f64 / 1000.0) / 2.0).max(0.0);
+    Ok(Calibration { bandwidth, latency_s })
+}
+
+fn latency_at(cal: &[Calibration], bandwidth: u64) -> f64 {
+    cal.iter().find(|c| c.bandwidth == bandwidth).map_or(0.003, |c| c.latency_s)
+}
+
+/// The cutover's fixed part, seconds: `D + 4L + s` (see [`Model`]).
+fn fixed_s(knobs: &partmap::config::Knobs, l: f64, append_bytes: f64) -> f64 {
+    let b = knobs.bandwidth_bytes_per_s as f64;
+    let sync = knobs.disk_sync_ms as f64 / 1000.0;
+    // The pause lands, on average, halfway through an admitted append's trip to the store.
+    let drain = (append_bytes / b + 2.0 * l + sync) / 2.0;
+    drain + 4.0 * l + sync
+}
+
+/// The model's figures for `cell` (see [`Model`]) with `l` the one-way message time
+/// ([`Calibration`]) and `w` the write rate into the range (bytes/s): `start_bytes` is the range at the move's
+/// start (pre-copy's `V_0`), `pause_bytes` the range at the pause (stop-and-copy's `S_p`).
+pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, l: f64, w: f64, start_bytes: f64, pause_bytes: f64) -> Model {
+    let tau = knobs.manager_tick_ms as f64 / 1000.0;
+    let sync = knobs.disk_sync_ms as f64 / 1000.0;
+    let wait_s = (knobs.store_timeout_ms + knobs.rpc_timeout_ms) as f64 / 1000.0;
+    let fixed = fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s());
+    let xfer = |v: f64| transfer_s(knobs, l, v);
+    let gap = |v: f64| {
+        if xfer(v) + 4.0 * l + sync < wait_s {
+            xfer(v) + tau + 6.0 * l
+        } else {
+            xfer(v) + 4.0 * l + (tau + 4.0 * l) / 2.0
+        }
+    };
+    match cell.strategy {
+        Strategy::StopAndCopy => Model { pause_ms: 1000.0 * (fixed + xfer(pause_bytes)), rounds: 0, converged: true, tail_bytes: pause_bytes },
+        Strategy::PreCopy => {
+            let threshold = knobs.precopy_threshold_bytes as f64;
+            let mut v = start_bytes;
+            let mut rounds = 1;
+            let mut converged = v <= threshold;
+            while !converged && rounds < knobs.precopy_max_rounds {
+                v = w * gap(v);
+                rounds += 1;
+                converged = v <= threshold;
+            }
+            let tail = w * (gap(v) + 2.0 * l + sync);
+            Model { pause_ms: 1000.0 * (fixed + xfer(tail)), rounds, converged, tail_bytes: tail }
+        }
+    }
+}
+
+/// Seconds to send `v` bytes from the store in chunks: `v / B`, plus a round trip (`2L + s`)
+/// for every chunk after the first (whose trip the cutover's fixed part counts). A chunk is
+/// what the link sends in `partmap::store::CHUNK_TARGET_MS`.
+fn transfer_s(knobs: &partmap::config::Knobs, l: f64, v: f64) -> f64 {
+    let b = knobs.bandwidth_bytes_per_s as f64;
+    let sync = knobs.disk_sync_ms as f64 / 1000.0;
+    let chunk = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64;
+    let chunks = (v / chunk).ceil().max(1.0);
+    v / b + (chunks - 1.0) * (2.0 * l + sync)
+}
+
+/// The floor under any strategy for a measured tail, ms (see [`Model`]).
+pub fn floor_ms(cell: &Cell, knobs: &partmap::config::Knobs, l: f64, tail_bytes: f64) -> f64 {
+    1000.0 * (fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s()) + transfer_s(knobs, l, tail_bytes))
+}
+
+/// What one seed of a cell measured.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    /// Write pause at the servers, ms.
+    pub server_ms: f64,
+    /// Longest gap between acknowledged appends around the pause, ms (`None`: no client tried).
+    pub client_ms: Option<f64>,
+    /// Bytes copied before the pause.
+    pub before: u64,
+    /// Bytes copied during the pause.
+    pub during: u64,
+    /// Pre-copy rounds.
+    pub rounds: u32,
+    /// The last round copied at most the threshold.
+    pub converged: bool,
+    /// Range bytes at the move's start (the first round) and at the pause.
+    pub start_bytes: u64,
+    /// Range bytes at the pause.
+    pub pause_bytes: u64,
+    /// The write rate into the range the clients achieved between the first pre-copy round
+    /// and the pause, bytes/s (0 for stop-and-copy): the model's `W` for pre-copy.
+    pub achieved_w: f64,
+}
+
+/// One cell's seeds.
+#[derive(Clone, Debug)]
+pub struct CellResult {
+    /// The cell.
+    pub cell: Cell,
+    /// Why it did not run, if it did not.
+    pub skipped: Option<String>,
+    /// Each seed's handoff (committed) as measured; seeds without one are counted in
+    /// `no_handoff`.
+    pub runs: Vec<Measured>,
+    /// Seeds whose move never committed (faults rolled it back or superseded it).
+    pub no_handoff: u64,
+    /// Seeds that did not pass (`seed: outcome`).
+    pub failed: Vec<String>,
+}
+
+fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
+    let scenario = match cell.scenario() {
+        Ok(s) => s,
+        Err(e) => return (None, Some(format!("seed {seed}: bad cell: {e}"))),
+    };
+    let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
+    let report = run_seed(&opts);
+    let opts = &opts;
+    let failed = (report.outcome() != RunOutcome::Pass).then(|| format!("seed {seed}: {:?}", report.outcome()));
+    // A handoff counts only if it paused while the clients were still writing (a move that
+    // outlasted the workload window would show an empty tail).
+    let window_end_us = opts.scenario.workload.duration_s.saturating_sub(1) * 1_000_000;
+    let Some(h) = report.handoffs.iter().find(|h| h.committed && h.paused_at_us < window_end_us) else { return (None, failed) };
+    let mut rounds = Vec::new();
+    let mut first_round_us = None;
+    for e in &report.events {
+        if let Some(Sys::Precopied { range, epoch, bytes, .. }) = e.sys() {
+            if range.0 == h.range && epoch.0 == h.epoch {
+                rounds.push(*bytes);
+                first_round_us.get_or_insert(e.t_us);
+            }
+        }
+    }
+    // Bytes that arrived after round 1 read the stream (it read them before its copy ended)
+    // over the time since that read.
+    let achieved_w = match (first_round_us, rounds.first()) {
+        (Some(t), Some(&v0)) => {
+            let read_us = t.saturating_sub(v0 * 1_000_000 / cell.bandwidth);
+            let secs = h.paused_at_us.saturating_sub(read_us) as f64 / 1e6;
+            if secs > 0.0 { h.bytes.saturating_sub(v0) as f64 / secs } else { 0.0 }
+        }
+        _ => 0.0,
+    };
+    let threshold = PRECOPY_THRESHOLD_BYTES;
+    let m = Measured {
+        server_ms: h.server_pause_ms,
+        client_ms: h.client_gap_ms,
+        before: h.precopy_bytes,
+        during: h.tail_bytes,
+        rounds: rounds.len() as u32,
+        converged: rounds.last().is_some_and(|b| *b <= threshold),
+        start_bytes: rounds.first().copied().unwrap_or(h.bytes),
+        pause_bytes: h.bytes,
+        achieved_w,
+    };
+    (Some(m), failed)
+}
+
+/// Run `seeds` seeds of every cell of `cells` on `jobs` worker threads; `progress` is called
+/// after each run with (done, total).
+pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<CellResult> {
+    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, failed: Vec::new() })).collect();
+    let work: Vec<(usize, u64)> = cells.iter().enumerate().filter(|(_, c)| c.skip_reason().is_none()).flat_map(|(i, _)| (0..seeds).map(move |s| (i, s))).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&(i, seed)) = work.get(k) else { return };
+                let (m, failed) = measure(&cells[i], seed);
+                {
+                    let mut r = results[i].lock().expect("cell lock");
+                    match m {
+                        Some(m) => r.runs.push(m),
+                        None => r.no_handoff += 1,
+                    }
+                    r.failed.extend(failed);
+                }
+                progress(done.fetch_add(1, Ordering::SeqCst) + 1, work.len());
+            });
+        }
+    });
+    // Seeds finish in any order on the workers; sort each cell's runs so the report does not
+    // depend on thread timing.
+    results
+        .into_iter()
+        .map(|m| {
+            let mut r = m.into_inner().expect("cell lock");
+            r.runs.sort_by(|a, b| a.server_ms.total_cmp(&b.server_ms));
+            r.failed.sort();
+            r
+        })
+        .collect()
+}
+
+fn size_name(b: u64) -> String {
+    if b >= GIB {
+        format!("{} GiB", b / GIB)
+    } else if b >= MIB {
+        format!("{} MiB", b / MIB)
+    } else {
+        format!("{} KiB", b / KIB)
+    }
+}
+
+fn bw_name(b: u64) -> String {
+    format!("{}/s", size_name(b))
+}
+
+fn knobs_of(cell: &Cell) -> partmap::config::Knobs {
+    cell.scenario().map(|s| s.node_knobs()).unwrap_or_default()
+}
+
+/// Per-cell summary row.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The cell.
+    pub cell: Cell,
+    /// Seeds with a committed handoff.
+    pub n: usize,
+    /// Server pause p50, p99, max (ms).
+    pub server: [f64; 3],
+    /// Client pause p50, p99, max (ms), over seeds with a client figure.
+    pub client: Option<[f64; 3]>,
+    /// Bytes before / during the pause, p50.
+    pub before: u64,
+    /// Bytes during the pause, p50.
+    pub during: u64,
+    /// Rounds, p50.
+    pub rounds: u32,
+    /// Seeds whose pre-copy converged.
+    pub converged: usize,
+    /// The model's pause for the median seed's sizes, ms (fault-free cells).
+    pub model_ms: Option<f64>,
+    /// The model's convergence.
+    pub model_converged: Option<bool>,
+    /// (measured p50 − model) / model.
+    pub error: Option<f64>,
+    /// Measured p50 over the floor for the median seed's tail.
+    pub over_floor: Option<f64>,
+    /// The median seed's achieved write rate over the offered one (pre-copy).
+    pub achieved: Option<f64>,
+}
+
+fn p(values: &[f64]) -> [f64; 3] {
+    [percentile(values, 0.5).unwrap_or(0.0), percentile(values, 0.99).unwrap_or(0.0), percentile(values, 1.0).unwrap_or(0.0)]
+}
+
+/// Summarise a cell's runs.
+pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
+    if r.runs.is_empty() {
+        return None;
+    }
+    let server: Vec<f64> = r.runs.iter().map(|m| m.server_ms).collect();
+    let client: Vec<f64> = r.runs.iter().filter_map(|m| m.client_ms).collect();
+    let med = &r.runs[r.runs.len() / 2]; // runs are sorted by server pause
+    let knobs = knobs_of(&r.cell);
+    let (model_ms, model_converged, error, over_floor) = if r.cell.faults {
+        (None, None, None, None)
+    } else {
+        let l = latency_at(cal, r.cell.bandwidth);
+        // W as the clients achieved it (they have one operation in flight each, so the
+        // offered rate is not always reached; see `Measured::achieved_w`).
+        let w = if med.achieved_w > 0.0 { med.achieved_w } else { r.cell.write_rate() };
+        let m = model(&r.cell, &knobs, l, w, med.start_bytes as f64, med.pause_bytes as f64);
+        let measured = med.server_ms;
+        let floor = floor_ms(&r.cell, &knobs, l, med.during as f64);
+        (Some(m.pause_ms), Some(m.converged), Some((measured - m.pause_ms) / m.pause_ms), Some(measured / floor))
+    };
+    let mut rounds: Vec<u32> = r.runs.iter().map(|m| m.rounds).collect();
+    rounds.sort();
+    Some(Row {
+        cell: r.cell.clone(),
+        n: r.runs.len(),
+        server: p(&server),
+        client: (!client.is_empty()).then(|| p(&client)),
+        before: med.before,
+        during: med.during,
+        rounds: rounds[rounds.len() / 2],
+        converged: r.runs.iter().filter(|m| m.converged).count(),
+        model_ms,
+        model_converged,
+        error,
+        over_floor,
+        achieved: (med.achieved_w > 0.0 && r.cell.write_rate() > 0.0).then(|| med.achieved_w / r.cell.write_rate()),
+    })
+}
+
+/// The crossover per bandwidth (fault-free, at `ratio`): the smallest size from which pre-copy's
+/// median pause is below stop-and-copy's at every larger size of the grid. `None`: never.
+pub fn crossover(rows: &[Row], bandwidth: u64, ratio: f64) -> Option<u64> {
+    let pick = |st: Strategy| -> Vec<(u64, f64)> {
+        let mut v: Vec<(u64, f64)> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.ratio == ratio && r.cell.strategy == st).map(|r| (r.cell.size, r.server[0])).collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    let (sc, pc) = (pick(Strategy::StopAndCopy), pick(Strategy::PreCopy));
+    let mut answer = None;
+    for (size, pre) in pc.iter().rev() {
+        let Some((_, stop)) = sc.iter().find(|(s, _)| s == size) else { break };
+        if pre < stop {
+            answer = Some(*size);
+        } else {
+            break;
+        }
+    }
+    answer
+}
+
+/// The lowest write ratio at which pre-copy stopped converging (fault-free, at `size` and
+/// `bandwidth`): its median run hit the round limit with the last round above the threshold.
+pub fn convergence_limit(rows: &[Row], bandwidth: u64, size: u64) -> Option<f64> {
+    let mut v: Vec<&Row> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.size == size && r.cell.strategy == Strategy::PreCopy).collect();
+    v.sort_by(|a, b| a.cell.ratio.total_cmp(&b.cell.ratio));
+    v.iter().find(|r| r.converged * 2 < r.n).map(|r| r.cell.ratio)
+}
+
+fn ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.0}", v)
+    } else {
+        format!("{:.1}", v)
+    }
+}
+
+fn bytes(b: u64) -> String {
+    if b >= GIB {
+        format!("{:.2} GiB", b as f64 / GIB as f64)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b as f64 / MIB as f64)
+    } else {
+        format!("{:.0} KiB", b as f64 / KIB as f64)
+    }
+}
+
+/// The Markdown report: the command, the model, headline figures, then every cell.
+pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seeds: u64) -> String {
+    let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "# Handoff pause review\n");
+    let _ = writeln!(out, "Generated by `{command}` ({seeds} seeds per cell, both cores). Each cell is one planned move of one range (server-1 to server-2) under {APPENDS_PER_S} appends/s (fewer in long cells, at most 40,000 per run) of `W / rate` bytes each (simulated bulk), with the range preloaded to its size; pre-copy stops at a round of at most {} or after {PRECOPY_MAX_ROUNDS} rounds. Pauses are at the servers (from the source's pause to the target serving) and at the clients (the longest gap between acknowledged appends around the pause, where a client kept trying). The model is `sim/src/pause_report.rs` (`model`), written out in the README's section on the pause review.\n", bytes(PRECOPY_THRESHOLD_BYTES));
+    for c in cal {
+        let _ = writeln!(out, "Calibrated one-way message time `L` at {}: {:.2} ms (a stop-and-copy move of 4 s of bytes with no writes; see `calibrate`).\n", bw_name(c.bandwidth), c.latency_s * 1000.0);
+    }
+    let _ = writeln!(out, "![pause against range size](pause-vs-size.svg)\n\n![pause against write rate over bandwidth](pause-vs-rate.svg)\n");
+    let _ = writeln!(out, "## Headlines\n");
+    for bw in [100 * MIB, GIB] {
+        for ratio in [0.05, 0.25] {
+            match crossover(&rows, bw, ratio) {
+                Some(s) => { let _ = writeln!(out, "- Crossover at {} (r = {ratio}): pre-copy's pause is below stop-and-copy's from {} up.", bw_name(bw), size_name(s)); }
+                None => { let _ = writeln!(out, "- At {} (r = {ratio}) pre-copy never beat stop-and-copy in this grid.", bw_name(bw)); }
+            }
+        }
+        for size in [16 * MIB, GIB] {
+            match convergence_limit(&rows, bw, size) {
+                Some(r) => { let _ = writeln!(out, "- At {} and {}, pre-copy stops converging at r = {r} (W = {:.0} MiB/s).", bw_name(bw), size_name(size), r * bw as f64 / MIB as f64); }
+                None => { let _ = writeln!(out, "- At {} and {}, pre-copy converged at every write rate of the grid.", bw_name(bw), size_name(size)); }
+            }
+        }
+    }
+    let checked: Vec<&Row> = rows.iter().filter(|r| !r.cell.faults && r.cell.strategy == Strategy::PreCopy && r.model_converged == Some(true) && r.converged * 2 > r.n).collect();
+    let within = checked.iter().filter(|r| r.error.is_some_and(|e| e.abs() <= 0.10)).count();
+    let floor_ok = checked.iter().filter(|r| r.over_floor.is_some_and(|f| f <= 1.25)).count();
+    let worst = checked.iter().filter_map(|r| r.error).map(f64::abs).fold(0.0, f64::max);
+    let _ = writeln!(out, "- Fault-free pre-copy cells that converged: {}; measured median pause within 10% of the model in {within} (worst error {:.1}%), within 1.25 times the floor in {floor_ok}.", checked.len(), worst * 100.0);
+    let skipped = results.iter().filter(|r| r.skipped.is_some()).count();
+    let failed: usize = results.iter().map(|r| r.failed.len()).sum();
+    let _ = writeln!(out, "- Cells skipped (the move or a reload would outlast the simulation's windows): {skipped}. Seeds that did not pass their checkers: {failed}.\n");
+    for faults in [false, true] {
+        let _ = writeln!(out, "## {}\n", if faults { "With the random fault mix (r = 0.25)" } else { "Fault-free" });
+        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers p50 / p99 / max ms | clients p50 / p99 / max ms | before | during | rounds | converged | W achieved | model ms | error | over floor |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for r in results.iter().filter(|r| r.cell.faults == faults) {
+            let c = &r.cell;
+            let head = format!("| {} | {} | {} | {} ", bw_name(c.bandwidth), c.strategy.name(), size_name(c.size), c.ratio);
+            if let Some(why) = &r.skipped {
+                let _ = writeln!(out, "{head}| skipped: {why} ||||||||||");
+                continue;
+            }
+            let Some(w) = row(r, cal) else {
+                let _ = writeln!(out, "{head}| 0 (no committed handoff in {} seeds) ||||||||||", r.no_handoff);
+                continue;
+            };
+            let client = w.client.map_or("-".to_string(), |c| format!("{} / {} / {}", ms(c[0]), ms(c[1]), ms(c[2])));
+            let conv = if c.strategy == Strategy::PreCopy { format!("{}/{}{}", w.converged, w.n, w.model_converged.map_or(String::new(), |m| format!(" (model: {})", if m { "yes" } else { "no" }))) } else { "-".into() };
+            let model = w.model_ms.map_or("-".into(), ms);
+            let err = w.error.map_or("-".into(), |e| format!("{:+.1}%", e * 100.0));
+            let fl = w.over_floor.map_or("-".into(), |f| format!("{f:.2}"));
+            let ach = w.achieved.map_or("-".into(), |a| format!("{:.0}%", a * 100.0));
+            let _ = writeln!(out, "{head}| {} | {} / {} / {} | {client} | {} | {} | {} | {conv} | {ach} | {model} | {err} | {fl} |", w.n, ms(w.server[0]), ms(w.server[1]), ms(w.server[2]), bytes(w.before), bytes(w.during), w.rounds);
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+/// `grid.csv`: one line per seed run (cell, seed order by pause, measured figures).
+pub fn csv(results: &[CellResult]) -> String {
+    let mut out = String::from("strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged\n");
+    for r in results {
+        for m in &r.runs {
+            let c = &r.cell;
+            let _ = writeln!(out, "{},{},{},{},{},{:.3},{},{},{},{},{}", c.strategy.name(), c.size, c.ratio, c.bandwidth, c.faults, m.server_ms, m.client_ms.map_or(String::new(), |v| format!("{v:.3}")), m.before, m.during, m.rounds, m.converged);
+        }
+    }
+    out
+}
+
+/// Draw the two plots into `dir`: pause against range size (log axes, per strategy and
+/// bandwidth, at r = 0.05, with the model's curve) and pause against r (at 1 GiB, per strategy
+/// and bandwidth, with the model's curve).
+///
+/// Errors: a plot could not be drawn or written.
+pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<(), String> {
+    use plotters::prelude::*;
+    let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).filter(|r| !r.cell.faults).collect();
+    let colours = [RED, BLUE, GREEN, MAGENTA];
+    let series = |pick: &dyn Fn(&Row) -> bool, x: &dyn Fn(&Row) -> f64| -> Vec<(String, Vec<(f64, f64, f64)>)> {
+        let mut out = Vec::new();
+        for bw in [100 * MIB, GIB] {
+            for st in [Strategy::StopAndCopy, Strategy::PreCopy] {
+                let mut pts: Vec<(f64, f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && pick(r)).map(|r| (x(r), r.server[0].max(0.1), r.model_ms.unwrap_or(0.0).max(0.1))).collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                out.push((format!("{} at {}", st.name(), bw_name(bw)), pts));
+            }
+        }
+        out
+    };
+    let draw = |file: &str, caption: &str, xdesc: &str, xlog: bool, data: Vec<(String, Vec<(f64, f64, f64)>)>| -> Result<(), Box<dyn std::error::Error>> {
+        let path = dir.join(file);
+        let root = SVGBackend::new(&path, (900, 560)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let xs: Vec<f64> = data.iter().flat_map(|(_, p)| p.iter().map(|x| x.0)).collect();
+        let ys: Vec<f64> = data.iter().flat_map(|(_, p)| p.iter().flat_map(|x| [x.1, x.2])).collect();
+        let (x0, x1) = (xs.iter().cloned().fold(f64::MAX, f64::min), xs.iter().cloned().fold(0.0, f64::max));
+        let (y0, y1) = (ys.iter().cloned().fold(f64::MAX, f64::min) / 2.0, ys.iter().cloned().fold(0.0, f64::max) * 2.0);
+        let mut b = ChartBuilder::on(&root);
+        b.caption(caption, ("sans-serif", 18)).margin(12).x_label_area_size(44).y_label_area_size(70);
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart.configure_mesh().x_desc(xdesc).y_desc("write pause at the servers, ms (median; log)").draw()?;
+                for (i, (name, pts)) in data.iter().enumerate() {
+                    let c = colours[i % colours.len()];
+                    chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), c.stroke_width(1)))?.label(format!("{name}: model")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
+                    chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, c.filled())))?.label(format!("{name}: measured")).legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
+                }
+                chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
+            }};
+        }
+        if xlog {
+            body!(b.build_cartesian_2d((x0..x1 * 1.5).log_scale(), (y0..y1).log_scale())?);
+        } else {
+            body!(b.build_cartesian_2d(0.0..1.0, (y0..y1).log_scale())?);
+        }
+        root.present()?;
+        Ok(())
+    };
+    let by_size = series(&|r| r.cell.ratio == 0.05, &|r| r.cell.size as f64);
+    draw("pause-vs-size.svg", "Write pause against range size (r = W/B = 0.05): measured medians and the model", "range size at the move, bytes (log)", true, by_size).map_err(|e| format!("pause-vs-size.svg: {e}"))?;
+    let by_rate = series(&|r| r.cell.size == GIB, &|r| r.cell.ratio);
+    draw("pause-vs-rate.svg", "Write pause against write rate over bandwidth (1 GiB range): pre-copy stops converging as r nears 1", "r = W / B", false, by_rate).map_err(|e| format!("pause-vs-rate.svg: {e}"))?;
+    Ok(())
+}
