@@ -606,7 +606,7 @@ mod tests {
     fn authority_renewal_needs_the_current_session() {
         let (mut core, mut disk) = fresh();
         let old = register(&mut core, &mut disk, 1, 0);
-        let (Msg::Registered { session: new }, events) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1) }, 10) else { panic!() };
+        let (Msg::Registered { session: new }, events) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1), incarnation: 10 }, 10) else { panic!() };
         assert!(new > old, "sessions only grow");
         assert!(matches!(&events[..], [Event::SessionExpired { server: ServerId(1), session }] if *session == old), "the restart ends the old session: {events:?}");
         assert!(matches!(disk[..], [LockRecord::Session { session: a, .. }, LockRecord::Session { session: b, .. }] if a == old && b == new), "each session is durable first");
@@ -619,7 +619,7 @@ mod tests {
         // A registration after an expiry: nothing to announce.
         let (_, events) = run(&mut core, &mut disk, Msg::GetState, 5_000_000);
         assert_eq!(events.len(), 1, "one expiry announced: {events:?}");
-        let (_, events) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1) }, 5_000_001);
+        let (_, events) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1), incarnation: 5_000_001 }, 5_000_001);
         assert!(events.is_empty(), "{events:?}");
     }
 
@@ -663,7 +663,7 @@ mod tests {
         let next = register(&mut revived, &mut disk, 3, 10_600_000);
         assert!(next > s2, "session numbers continue");
         // An expiry record of an older session does not end the newer one.
-        let records = vec![LockRecord::Session { server: ServerId(1), session: 4 }, LockRecord::SessionExpired { server: ServerId(1), session: 3 }];
+        let records = vec![LockRecord::Session { server: ServerId(1), session: 4, incarnation: 0 }, LockRecord::SessionExpired { server: ServerId(1), session: 3 }];
         let (mut c, _) = AuthorityCore::recover(&knobs(), &records, 0);
         let (reply, _) = run(&mut c, &mut Vec::new(), Msg::RenewSession { server: ServerId(1), session: 4 }, 10);
         assert!(matches!(reply, Msg::SessionRenewed { ok: true }));
@@ -743,7 +743,7 @@ mod tests {
         let (mut core, mut disk) = fresh();
         let writes = [
             Msg::AcquireLeader { candidate: 1 },
-            Msg::RegisterServer { server: ServerId(1) },
+            Msg::RegisterServer { server: ServerId(1), incarnation: 1 },
             Msg::GetState,
             Msg::CasMap { expected_version: 0, leader_epoch: 1, candidate: 1, ops: vec![] },
             Msg::Admin { ops: vec![] },

@@ -386,7 +386,7 @@ mod tests {
     const ID: OpId = OpId { client: 1, seq: 7 };
 
     fn append_req() -> Msg {
-        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: b"x".to_vec() }
+        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: b"x".to_vec(), bulk: 0 }
     }
 
     fn script(replies: &[(u32, Option<Msg>)]) -> Script {

@@ -91,7 +91,7 @@ mod tests {
                 async move {
                     let rpc = Rpc::bind(manager_addr(1), &net()).await;
                     let lock = crate::config::lock_addr();
-                    let Ok(Msg::Registered { session }) = rpc.call(lock, Msg::RegisterServer { server: ServerId(1) }, 1_000).await else { panic!() };
+                    let Ok(Msg::Registered { session }) = rpc.call(lock, Msg::RegisterServer { server: ServerId(1), incarnation: 1 }, 1_000).await else { panic!() };
                     assert!(matches!(d.read_durable().last(), Some(LockRecord::Session { session: s, .. }) if *s == session), "durable before it is answered");
                     let Ok(Msg::LeaderLease { epoch: Some(term), .. }) = rpc.call(lock, Msg::AcquireLeader { candidate: 1 }, 1_000).await else { panic!() };
                     assert!(matches!(d.read_durable().last(), Some(LockRecord::LeaderTerm { epoch, .. }) if *epoch == term));

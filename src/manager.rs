@@ -342,7 +342,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
             }
         }));
     }
-    let mut leader = Leader { rpc, knobs, leader_epoch, valid_until_us: valid_until, version: map.version };
+    let mut leader = Leader { rpc, knobs, candidate, leader_epoch, valid_until_us: valid_until, version: map.version };
     let mut go_on = true;
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
@@ -376,6 +376,8 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
 struct Leader<'a> {
     rpc: &'a Rpc,
     knobs: &'a Knobs,
+    /// This manager (its commits name it).
+    candidate: u32,
     leader_epoch: u64,
     /// Until when the lease is trusted, by this node's clock; moved by the [`Renewer`].
     valid_until_us: Rc<Cell<u64>>,

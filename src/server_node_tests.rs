@@ -108,7 +108,7 @@ impl Rc2 {
     }
 
     async fn append(&self, server: u32, epoch: u64, key: &str, seq: u64) -> Msg {
-        let msg = Msg::Append { range: R, epoch: Epoch(epoch), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes() };
+        let msg = Msg::Append { range: R, epoch: Epoch(epoch), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes(), bulk: 0 };
         self.call(server, msg).await
     }
 
@@ -177,7 +177,7 @@ fn server_node_opens_appends_deduplicates_and_yields_to_a_newer_fence() {
             assert_eq!(rpc.read(1, 2, "b").await, Ok(b"1;".to_vec()), "the stale release was ignored");
             // A newer owner fences the stream: the next append is refused there and the range
             // is dropped here.
-            assert!(matches!(rpc.call(0, Msg::Fence { stream: R, epoch: Epoch(3), from: 0 }).await, Msg::FenceResult { result: Ok(_) }));
+            assert!(matches!(rpc.call(0, Msg::Fence { stream: R, epoch: Epoch(3), from: 0 }).await, Msg::FenceResult { result: Ok(_), .. }));
             assert_eq!(served(rpc.append(1, 2, "b", 3).await), Err(Refusal::Fenced { fence: Epoch(3) }));
             assert_eq!(rpc.read(1, 2, "b").await, Err(Refusal::NotOwner));
             // An open below the store's fence fails.
@@ -254,7 +254,7 @@ fn server_node_opens_a_child_from_its_parents_sealed_prefix() {
         let parent = RangeRow { start: vec![], end: None, ..row(1, 2) };
         assert_eq!(rpc.open(1, &parent, 1, vec![]).await, Ok(()));
         for (seq, key) in [(1, "b"), (2, "x"), (3, "c")] {
-            let msg = Msg::Append { range: R, epoch: Epoch(2), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes() };
+            let msg = Msg::Append { range: R, epoch: Epoch(2), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes(), bulk: 0 };
             assert!(ok(&rpc.call(1, msg).await));
         }
         assert!(matches!(rpc.call(0, Msg::Seal { stream: R, epoch: Epoch(4) }).await, Msg::Sealed { result: Ok(3) }));

@@ -30,7 +30,7 @@ fn row(epoch: u64, session: u64) -> RangeRow {
 }
 
 fn rec(seq: u64, epoch: u64, key: &str, bytes: &str) -> Record {
-    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.as_bytes().to_vec(), bytes: bytes.as_bytes().to_vec() }
+    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.as_bytes().to_vec(), bytes: bytes.as_bytes().to_vec(), bulk: 0 }
 }
 
 /// Server-1 with session 1, lease trusted until 1 s, serving r1 at `epoch` with `records`.
@@ -39,7 +39,7 @@ fn serving(epoch: u64, records: Vec<Record>) -> ServerCore {
     core.session = Some(1);
     core.lease_valid_until_us = 1_000_000;
     let r = row(epoch, 1);
-    assert_eq!(core.begin_open(&r), Ok(true));
+    assert_eq!(core.begin_open(&r), Ok(Some(0)));
     core.finish_open(&r, None, Ok(records)).unwrap();
     core
 }
@@ -269,9 +269,9 @@ fn server_load_reports_active_unpaused_ranges_with_recent_ops() {
 fn server_open_rules_reopen_and_refused_load() {
     let mut core = serving(3, vec![]);
     assert!(core.begin_open(&row(2, 1)).unwrap_err().contains("held at newer"));
-    assert_eq!(core.begin_open(&row(3, 1)), Ok(false), "already active at that epoch");
+    assert_eq!(core.begin_open(&row(3, 1)), Ok(None), "already active at that epoch");
     let (r, events) = capture(|| core.begin_open(&row(4, 1)));
-    assert_eq!(r, Ok(true));
+    assert_eq!(r, Ok(Some(0)), "drained: the (empty) content is kept, the load starts at offset 0");
     assert!(has(&events, "dropped server=1 range=1 epoch=3"), "{events:?}");
     assert_eq!(core.ranges[&R].state, HeldState::Loading);
     assert!(core.begin_open(&row(4, 1)).unwrap_err().contains("already loading"));

@@ -241,7 +241,7 @@ mod tests {
     use crate::testkit::{block_on, capture, has};
 
     fn rec(seq: u64, epoch: u64) -> Record {
-        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize] }
+        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize], bulk: 0 }
     }
 
     const S: RangeId = RangeId(1);
@@ -309,7 +309,7 @@ mod tests {
     }
 
     fn append(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, r: Record, m: Option<Mutation>) -> (Option<Msg>, Vec<String>) {
-        capture(|| block_on(handle(state, disk, Msg::StoreAppend { stream: S, server: ServerId(1), record: r }, m)))
+        capture(|| block_on(handle(state, disk, Msg::StoreAppend { stream: S, server: ServerId(1), record: r }, m, u64::MAX)))
     }
 
     fn durable_appends(disk: &Disk<StoreRecord>) -> usize {
@@ -360,24 +360,24 @@ mod tests {
         for seq in 1..=3 {
             append(&state, &disk, rec(seq, 1), None);
         }
-        let (reply, events) = capture(|| block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 1 }, None)));
-        let Some(Msg::FenceResult { result: Ok(records) }) = reply else { panic!("{reply:?}") };
+        let (reply, events) = capture(|| block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 1 }, None, u64::MAX)));
+        let Some(Msg::FenceResult { result: Ok(records), .. }) = reply else { panic!("{reply:?}") };
         assert_eq!(records, vec![rec(2, 1), rec(3, 1)]);
         assert!(has(&events, "fence stream=1 epoch=2 length=3"), "{events:?}");
         assert!(matches!(disk.read_durable().last(), Some(StoreRecord::Fence { epoch: Epoch(2), .. })), "the fence is durable when answered");
         // Again at the same epoch: same content, no second fence record.
-        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0 }, None));
-        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r) }) if r.len() == 3));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0 }, None, u64::MAX));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), .. }) if r.len() == 3));
         assert_eq!(disk.read_all().iter().filter(|r| matches!(r, StoreRecord::Fence { .. })).count(), 1);
         // Past the end: empty. Below the fence: refused.
-        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 9 }, None));
-        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r) }) if r.is_empty()));
-        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(1), from: 0 }, None));
-        assert!(matches!(reply, Some(Msg::FenceResult { result: Err(Epoch(2)) })));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 9 }, None, u64::MAX));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), .. }) if r.is_empty()));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(1), from: 0 }, None, u64::MAX));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Err(Epoch(2)), .. })));
         // A seal answers the sealed length; a seal below the fence is refused.
-        let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(4) }, None));
+        let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(4) }, None, u64::MAX));
         assert!(matches!(reply, Some(Msg::Sealed { result: Ok(3) })), "{reply:?}");
-        let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(3) }, None));
+        let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(3) }, None, u64::MAX));
         assert!(matches!(reply, Some(Msg::Sealed { result: Err(Epoch(4)) })));
         assert_eq!(Streams::recover(&disk.read_durable()).streams[&S].fence, Epoch(4));
     }
@@ -389,15 +389,15 @@ mod tests {
         for seq in 1..=4 {
             append(&state, &disk, rec(seq, 1), None);
         }
-        let read = |from, upto| match block_on(handle(&state, &disk, Msg::ReadStream { stream: S, from, upto }, None)) {
-            Some(Msg::StreamRead { records }) => records.iter().map(|r| r.id.seq).collect::<Vec<_>>(),
+        let read = |from, upto| match block_on(handle(&state, &disk, Msg::ReadStream { stream: S, from, upto }, None, u64::MAX)) {
+            Some(Msg::StreamRead { records, .. }) => records.iter().map(|r| r.id.seq).collect::<Vec<_>>(),
             other => panic!("{other:?}"),
         };
         assert_eq!(read(0, None), vec![1, 2, 3, 4]);
         assert_eq!(read(1, Some(3)), vec![2, 3]);
         assert_eq!(read(2, Some(99)), vec![3, 4], "upto past the end stops at the end");
         assert_eq!(read(5, None), Vec::<u64>::new(), "from past the end");
-        let other = block_on(handle(&state, &disk, Msg::ReadStream { stream: RangeId(9), from: 0, upto: None }, None));
-        assert!(matches!(other, Some(Msg::StreamRead { records }) if records.is_empty()), "an unknown stream is empty");
+        let other = block_on(handle(&state, &disk, Msg::ReadStream { stream: RangeId(9), from: 0, upto: None }, None, u64::MAX));
+        assert!(matches!(other, Some(Msg::StreamRead { records, .. }) if records.is_empty()), "an unknown stream is empty");
     }
 }
