@@ -9,6 +9,11 @@ sweep seeds="0..2000" jobs="2" scenario="scenarios/swarm.json":
 moves seeds="0..2000" jobs="2":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario scenarios/moves.json
 
+# The pause review: strategy x range size x write rate x bandwidth, model against measured,
+# SVG plots; written to reports/pause/ (issue 15). Example: just pause 3
+pause seeds="3":
+    cargo run --release -p partmap-sim -- report pause --seeds {{seeds}}
+
 # The worked move of DESIGN.md, step by step.
 transfer:
     cargo run --release -p partmap-sim -- run --seed 1 --scenario scenarios/seed-transfer.json --trace

@@ -400,4 +400,25 @@ mod tests {
         let other = block_on(handle(&state, &disk, Msg::ReadStream { stream: RangeId(9), from: 0, upto: None }, None, u64::MAX));
         assert!(matches!(other, Some(Msg::StreamRead { records, .. }) if records.is_empty()), "an unknown stream is empty");
     }
+
+    #[test]
+    fn store_chunk_budget_is_50_ms_of_link_shrinking_with_its_backlog() {
+        let mib = 1024 * 1024;
+        assert_eq!(chunk_budget(100 * mib, 1000, 0), 100 * mib / 20, "50 ms at 100 MiB/s");
+        assert_eq!(chunk_budget(100 * mib, 1000, 10_000_000), 100 * mib / 20, "never below a twentieth of the timeout");
+        // A 200 ms store timeout: 50 ms while the link is free; with 95 ms queued only the 5 ms
+        // left of half the timeout, raised to the least, 10 ms.
+        assert_eq!(chunk_budget(100 * mib, 200, 0), 100 * mib / 20);
+        assert_eq!(chunk_budget(100 * mib, 200, 95_000), 100 * mib / 100);
+    }
+
+    #[test]
+    fn store_chunk_takes_at_least_one_record_and_stops_at_the_budget() {
+        let rec = |n: u64, bulk: u64| Record { epoch: Epoch(1), id: OpId { client: 1, seq: n }, key: b"k".to_vec(), bytes: vec![b'x'; 8], bulk };
+        let records = vec![rec(1, 1000), rec(2, 1000), rec(3, 1000)];
+        assert_eq!(chunk(&records, 0, 3, 10).len(), 1, "one record even over the budget");
+        assert_eq!(chunk(&records, 0, 3, 2 * records[0].wire_bytes()).len(), 2);
+        assert_eq!(chunk(&records, 1, 3, u64::MAX).len(), 2);
+        assert!(chunk(&records, 3, 3, u64::MAX).is_empty());
+    }
 }

@@ -479,7 +479,7 @@ fn main() -> ExitCode {
             let cells = pause_report::grid(quick);
             eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs", cells.len());
             let progress = |done: usize, of: usize| {
-                if done % 20 == 0 || done == of {
+                if done.is_multiple_of(20) || done == of {
                     eprintln!("{done}/{of} runs");
                 }
             };

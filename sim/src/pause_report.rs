@@ -355,7 +355,10 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
     let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let opts = &opts;
-    let failed = (report.outcome() != RunOutcome::Pass).then(|| format!("seed {seed}: {:?}", report.outcome()));
+    let failed = (report.outcome() != RunOutcome::Pass).then(|| {
+        let why: Vec<String> = report.verdicts.iter().filter_map(|v| v.violation.as_ref().map(|x| format!("{}: {x}", v.property))).collect();
+        format!("{} of {} at r = {} of {} B/s{}, seed {seed}: {:?}: {}", cell.strategy.name(), cell.size, cell.ratio, cell.bandwidth, if cell.faults { " with faults" } else { "" }, report.outcome(), why.join("; "))
+    });
     // A handoff counts only if it paused while the clients were still writing (a move that
     // outlasted the workload window would show an empty tail).
     let window_end_us = opts.scenario.workload.duration_s.saturating_sub(1) * 1_000_000;
@@ -480,6 +483,8 @@ pub struct Row {
     pub over_floor: Option<f64>,
     /// The median seed's achieved write rate over the offered one (pre-copy).
     pub achieved: Option<f64>,
+    /// The median seed's range bytes at the pause.
+    pub pause_bytes: u64,
 }
 
 fn p(values: &[f64]) -> [f64; 3] {
@@ -523,6 +528,7 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
         error,
         over_floor,
         achieved: (med.achieved_w > 0.0 && r.cell.write_rate() > 0.0).then(|| med.achieved_w / r.cell.write_rate()),
+        pause_bytes: med.pause_bytes,
     })
 }
 
@@ -586,9 +592,15 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seed
     let _ = writeln!(out, "## Headlines\n");
     for bw in [100 * MIB, GIB] {
         for ratio in [0.05, 0.25] {
+            let smallest = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bw && r.cell.ratio == ratio && r.cell.strategy == Strategy::StopAndCopy).map(|r| r.pause_bytes).min();
+            let model_x = model_crossover(cal, bw, ratio).map_or("none below 64 GiB".to_string(), bytes);
+            if smallest.is_none() {
+                let _ = writeln!(out, "- At {} (r = {ratio}) the model puts the crossover at {model_x}; no measured cells at this rate.", bw_name(bw));
+                continue;
+            }
             match crossover(&rows, bw, ratio) {
-                Some(s) => { let _ = writeln!(out, "- Crossover at {} (r = {ratio}): pre-copy's pause is below stop-and-copy's from {} up.", bw_name(bw), size_name(s)); }
-                None => { let _ = writeln!(out, "- At {} (r = {ratio}) pre-copy never beat stop-and-copy in this grid.", bw_name(bw)); }
+                Some(s) => { let _ = writeln!(out, "- Crossover at {} (r = {ratio}): by the model at {model_x} in the range at the move; measured, pre-copy's pause is below stop-and-copy's in every cell from {} of preload up (the smallest range at a stop-and-copy pause was {}).", bw_name(bw), size_name(s), smallest.map_or("-".into(), bytes)); }
+                None => { let _ = writeln!(out, "- At {} (r = {ratio}) the model puts the crossover at {model_x}; measured, pre-copy never beat stop-and-copy in this grid.", bw_name(bw)); }
             }
         }
         for size in [16 * MIB, GIB] {
@@ -606,6 +618,14 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seed
     let skipped = results.iter().filter(|r| r.skipped.is_some()).count();
     let failed: usize = results.iter().map(|r| r.failed.len()).sum();
     let _ = writeln!(out, "- Cells skipped (the move or a reload would outlast the simulation's windows): {skipped}. Seeds that did not pass their checkers: {failed}.\n");
+    let failures: Vec<&String> = results.iter().flat_map(|r| r.failed.iter()).collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "## Seeds that failed their checkers\n");
+        for f in failures {
+            let _ = writeln!(out, "- {f}");
+        }
+        let _ = writeln!(out);
+    }
     for faults in [false, true] {
         let _ = writeln!(out, "## {}\n", if faults { "With the random fault mix (r = 0.25)" } else { "Fault-free" });
         let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers p50 / p99 / max ms | clients p50 / p99 / max ms | before | during | rounds | converged | W achieved | model ms | error | over floor |");
@@ -618,7 +638,7 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seed
                 continue;
             }
             let Some(w) = row(r, cal) else {
-                let _ = writeln!(out, "{head}| 0 (no committed handoff in {} seeds) ||||||||||", r.no_handoff);
+                let _ = writeln!(out, "{head}| 0 (no move committed within the window in {} seeds) ||||||||||", r.no_handoff);
                 continue;
             };
             let client = w.client.map_or("-".to_string(), |c| format!("{} / {} / {}", ms(c[0]), ms(c[1]), ms(c[2])));
@@ -655,50 +675,166 @@ pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<
     use plotters::prelude::*;
     let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).filter(|r| !r.cell.faults).collect();
     let colours = [RED, BLUE, GREEN, MAGENTA];
-    let series = |pick: &dyn Fn(&Row) -> bool, x: &dyn Fn(&Row) -> f64| -> Vec<(String, Vec<(f64, f64, f64)>)> {
-        let mut out = Vec::new();
-        for bw in [100 * MIB, GIB] {
-            for st in [Strategy::StopAndCopy, Strategy::PreCopy] {
-                let mut pts: Vec<(f64, f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && pick(r)).map(|r| (x(r), r.server[0].max(0.1), r.model_ms.unwrap_or(0.0).max(0.1))).collect();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                out.push((format!("{} at {}", st.name(), bw_name(bw)), pts));
-            }
-        }
-        out
+    type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    // Model curves: the model's pause over a dense axis, for a range holding x bytes when the
+    // move starts (stop-and-copy: at the pause), at the cell's offered write rate.
+    let model_at = |st: Strategy, bw: u64, size: f64, ratio: f64| {
+        let c = Cell { strategy: st, size: size as u64, ratio, bandwidth: bw, faults: false };
+        let k = knobs_of(&Cell { size: MIB, ..c.clone() });
+        model(&c, &k, latency_at(cal, bw), c.write_rate(), size, size).pause_ms.max(0.1)
     };
-    let draw = |file: &str, caption: &str, xdesc: &str, xlog: bool, data: Vec<(String, Vec<(f64, f64, f64)>)>| -> Result<(), Box<dyn std::error::Error>> {
+    let mut by_size: Vec<Series> = Vec::new();
+    let mut by_rate: Vec<Series> = Vec::new();
+    for bw in BANDWIDTHS {
+        for st in [Strategy::StopAndCopy, Strategy::PreCopy] {
+            let name = format!("{} at {}", st.name(), bw_name(bw));
+            let mut pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && r.cell.ratio == 0.05).map(|r| (r.pause_bytes as f64, r.server[0].max(0.1))).collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let curve: Vec<(f64, f64)> = (0..=60).map(|i| 64.0 * KIB as f64 * 2f64.powf(i as f64 * 20.0 / 60.0)).map(|x| (x, model_at(st, bw, x, 0.05))).collect();
+            by_size.push((name.clone(), pts, curve));
+            let mut pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && r.cell.size == GIB).map(|r| (r.cell.ratio, r.server[0].max(0.1))).collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let curve: Vec<(f64, f64)> = (1..=99).map(|i| i as f64 / 100.0).map(|r| (r, model_at(st, bw, GIB as f64, r))).collect();
+            by_rate.push((name, pts, curve));
+        }
+    }
+    let draw = |file: &str, caption: &str, xdesc: &str, xlog: bool, data: Vec<Series>| -> Result<(), Box<dyn std::error::Error>> {
         let path = dir.join(file);
-        let root = SVGBackend::new(&path, (900, 560)).into_drawing_area();
+        let root = SVGBackend::new(&path, (960, 600)).into_drawing_area();
         root.fill(&WHITE)?;
-        let xs: Vec<f64> = data.iter().flat_map(|(_, p)| p.iter().map(|x| x.0)).collect();
-        let ys: Vec<f64> = data.iter().flat_map(|(_, p)| p.iter().flat_map(|x| [x.1, x.2])).collect();
-        let (x0, x1) = (xs.iter().cloned().fold(f64::MAX, f64::min), xs.iter().cloned().fold(0.0, f64::max));
-        let (y0, y1) = (ys.iter().cloned().fold(f64::MAX, f64::min) / 2.0, ys.iter().cloned().fold(0.0, f64::max) * 2.0);
+        let all = || data.iter().flat_map(|(_, p, c)| p.iter().chain(c.iter()));
+        let (x0, x1) = (all().map(|p| p.0).fold(f64::MAX, f64::min), all().map(|p| p.0).fold(0.0, f64::max));
+        let (y0, y1) = (all().map(|p| p.1).fold(f64::MAX, f64::min) / 2.0, all().map(|p| p.1).fold(0.0, f64::max) * 2.0);
         let mut b = ChartBuilder::on(&root);
         b.caption(caption, ("sans-serif", 18)).margin(12).x_label_area_size(44).y_label_area_size(70);
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
-                chart.configure_mesh().x_desc(xdesc).y_desc("write pause at the servers, ms (median; log)").draw()?;
-                for (i, (name, pts)) in data.iter().enumerate() {
+                chart.configure_mesh().x_desc(xdesc).y_desc("write pause at the servers, ms (log)").draw()?;
+                for (i, (name, pts, curve)) in data.iter().enumerate() {
                     let c = colours[i % colours.len()];
-                    chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), c.stroke_width(1)))?.label(format!("{name}: model")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
-                    chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, c.filled())))?.label(format!("{name}: measured")).legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
+                    chart.draw_series(LineSeries::new(curve.iter().copied(), c.stroke_width(1)))?.label(format!("{name}: model")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
+                    chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?.label(format!("{name}: measured median")).legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
                 }
                 chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
             }};
         }
         if xlog {
-            body!(b.build_cartesian_2d((x0..x1 * 1.5).log_scale(), (y0..y1).log_scale())?);
+            body!(b.build_cartesian_2d((x0..x1 * 1.2).log_scale(), (y0..y1).log_scale())?);
         } else {
             body!(b.build_cartesian_2d(0.0..1.0, (y0..y1).log_scale())?);
         }
         root.present()?;
         Ok(())
     };
-    let by_size = series(&|r| r.cell.ratio == 0.05, &|r| r.cell.size as f64);
-    draw("pause-vs-size.svg", "Write pause against range size (r = W/B = 0.05): measured medians and the model", "range size at the move, bytes (log)", true, by_size).map_err(|e| format!("pause-vs-size.svg: {e}"))?;
-    let by_rate = series(&|r| r.cell.size == GIB, &|r| r.cell.ratio);
+    draw("pause-vs-size.svg", "Write pause against the range's size at the move (r = W/B = 0.05)", "bytes in the range at the move (log)", true, by_size).map_err(|e| format!("pause-vs-size.svg: {e}"))?;
     draw("pause-vs-rate.svg", "Write pause against write rate over bandwidth (1 GiB range): pre-copy stops converging as r nears 1", "r = W / B", false, by_rate).map_err(|e| format!("pause-vs-rate.svg: {e}"))?;
     Ok(())
+}
+
+/// The model's crossover at `bandwidth` and `ratio`: the smallest range size (bytes at the move)
+/// from which pre-copy's modelled pause is below stop-and-copy's, searched on a log grid from
+/// 4 KiB to 64 GiB. `None`: never below it there.
+pub fn model_crossover(cal: &[Calibration], bandwidth: u64, ratio: f64) -> Option<u64> {
+    let pause = |st: Strategy, size: f64| {
+        let c = Cell { strategy: st, size: size as u64, ratio, bandwidth, faults: false };
+        let k = knobs_of(&Cell { size: MIB, ..c.clone() });
+        model(&c, &k, latency_at(cal, bandwidth), c.write_rate(), size, size).pause_ms
+    };
+    (0..=240).map(|i| 4.0 * KIB as f64 * 2f64.powf(i as f64 / 10.0)).find(|&x| pause(Strategy::PreCopy, x) < pause(Strategy::StopAndCopy, x)).map(|x| x as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs() -> partmap::config::Knobs {
+        partmap::config::Knobs { bandwidth_bytes_per_s: 100 * MIB, precopy_threshold_bytes: PRECOPY_THRESHOLD_BYTES, precopy_max_rounds: PRECOPY_MAX_ROUNDS, ..Default::default() }
+    }
+
+    fn cell(strategy: Strategy, size: u64, ratio: f64) -> Cell {
+        Cell { strategy, size, ratio, bandwidth: 100 * MIB, faults: false }
+    }
+
+    #[test]
+    fn model_stop_and_copy_pays_the_whole_range_over_the_link() {
+        let k = knobs();
+        let c = cell(Strategy::StopAndCopy, GIB, 0.05);
+        let m = model(&c, &k, 0.003, c.write_rate(), GIB as f64, GIB as f64);
+        // 1 GiB at 100 MiB/s is 10.24 s, plus a chunk trip (7 ms) for each of 204 more chunks.
+        assert!((m.pause_ms - (10_240.0 + 204.0 * 7.0)).abs() < 60.0, "{m:?}");
+        assert_eq!(m.rounds, 0);
+    }
+
+    #[test]
+    fn model_pre_copy_converges_below_one_and_not_at_or_above_it() {
+        let k = knobs();
+        let low = cell(Strategy::PreCopy, GIB, 0.05);
+        let m = model(&low, &k, 0.003, low.write_rate(), GIB as f64, GIB as f64);
+        assert!(m.converged && m.rounds >= 2, "{m:?}");
+        // The tail is a tick's worth of writes and the last round's copy: far below the range.
+        assert!(m.tail_bytes < 4.0 * MIB as f64 && m.pause_ms < 100.0, "{m:?}");
+        for ratio in [1.0, 1.5] {
+            let high = cell(Strategy::PreCopy, GIB, ratio);
+            let m = model(&high, &k, 0.003, high.write_rate(), GIB as f64, GIB as f64);
+            assert!(!m.converged && m.rounds == PRECOPY_MAX_ROUNDS, "r = {ratio}: {m:?}");
+            assert!(m.tail_bytes >= GIB as f64, "r = {ratio}: every round at least as large as the first: {m:?}");
+        }
+    }
+
+    #[test]
+    fn model_pre_copy_beats_stop_and_copy_only_past_a_size() {
+        let k = knobs();
+        let pause = |st: Strategy, size: u64| {
+            let c = cell(st, size, 0.05);
+            model(&c, &k, 0.003, c.write_rate(), size as f64, size as f64).pause_ms
+        };
+        assert!(pause(Strategy::PreCopy, 64 * KIB) > pause(Strategy::StopAndCopy, 64 * KIB), "a tiny range: the tick's worth of writes costs more than the range");
+        assert!(pause(Strategy::PreCopy, GIB) < pause(Strategy::StopAndCopy, GIB) / 10.0);
+    }
+
+    #[test]
+    fn grid_cells_are_valid_scenarios_or_say_why_not() {
+        for c in grid(false) {
+            match c.skip_reason() {
+                Some(why) => assert!(!why.is_empty()),
+                None => {
+                    let s = c.scenario().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+                    assert_eq!(s.workload.preload_bytes, c.size);
+                    let per_append = s.workload.record_bytes as u64 + s.workload.bulk_bytes;
+                    assert!(per_append <= s.max_record_bytes(), "{c:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn crossover_and_convergence_read_the_rows() {
+        let mk = |st: Strategy, size: u64, ratio: f64, p50: f64, converged: usize| Row {
+            cell: Cell { strategy: st, size, ratio, bandwidth: GIB, faults: false },
+            n: 3,
+            server: [p50; 3],
+            client: None,
+            before: 0,
+            during: 0,
+            rounds: 1,
+            converged,
+            model_ms: None,
+            model_converged: None,
+            error: None,
+            over_floor: None,
+            achieved: None,
+            pause_bytes: size,
+        };
+        let rows = vec![
+            mk(Strategy::StopAndCopy, MIB, 0.05, 20.0, 0),
+            mk(Strategy::PreCopy, MIB, 0.05, 40.0, 3),
+            mk(Strategy::StopAndCopy, GIB, 0.05, 1000.0, 0),
+            mk(Strategy::PreCopy, GIB, 0.05, 40.0, 3),
+            mk(Strategy::PreCopy, GIB, 0.5, 400.0, 1),
+        ];
+        assert_eq!(crossover(&rows, GIB, 0.05), Some(GIB));
+        assert_eq!(convergence_limit(&rows, GIB, GIB), Some(0.5));
+        assert_eq!(crossover(&rows, 100 * MIB, 0.05), None);
+    }
 }
