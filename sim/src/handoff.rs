@@ -62,14 +62,17 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     let mut paused: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     // (range, epoch, owner) that some map version published.
     let mut published: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
-    let mut acked: Vec<(u64, &Key)> = Vec::new();
-    let mut invoked: Vec<(u64, &Key)> = Vec::new();
+    // Per key, the times of client appends acknowledged and invoked (in time order).
+    let mut acked: BTreeMap<&Key, Vec<u64>> = BTreeMap::new();
+    let mut invoked: BTreeMap<&Key, Vec<u64>> = BTreeMap::new();
     let mut pending: Vec<(Handoff, (Key, Option<Key>))> = Vec::new();
     for ev in events {
         match &ev.what {
             What::Sys(Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. }) => {
                 for row in map.rows.values() {
-                    bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+                    if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
+                        bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+                    }
                     if let Some(owner) = row.owner {
                         published.insert((row.id.0, row.epoch.0, owner.0 as u64));
                     }
@@ -81,8 +84,8 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
             What::Sys(Sys::Paused { range, epoch, .. }) => {
                 paused.entry((range.0, epoch.0)).or_insert(ev.t_us);
             }
-            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => invoked.push((ev.t_us, key)),
-            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.push((ev.t_us, key)),
+            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => invoked.entry(key).or_default().push(ev.t_us),
+            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.entry(key).or_default().push(ev.t_us),
             What::Sys(Sys::Handoff { server, range, epoch, strategy, precopy_bytes, tail_bytes, bytes }) => {
                 let (range, epoch) = (range.0, epoch.0);
                 // One handoff per move: a target that reports it again (it restarted and
@@ -115,11 +118,13 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     let mut out = Vec::new();
     for (mut h, b) in pending {
         h.committed = published.contains(&(h.range, h.epoch, h.to));
-        let in_range = |key: &Key| contains(&b, key);
-        let before = acked.iter().filter(|(t, k)| *t <= h.paused_at_us && in_range(k)).map(|(t, _)| *t).max();
-        let after = acked.iter().filter(|(t, k)| *t > h.paused_at_us && in_range(k)).map(|(t, _)| *t).min();
+        // The keys in the range, each with its times in order: a binary search per key.
+        let (acked_in, invoked_in) = (times_in(&acked, &b), times_in(&invoked, &b));
+        let split = |t: &[u64]| t.partition_point(|x| *x <= h.paused_at_us);
+        let before = acked_in.iter().filter_map(|t| split(t).checked_sub(1).map(|i| t[i])).max();
+        let after = acked_in.iter().filter_map(|t| t.get(split(t)).copied()).min();
         if let (Some(b0), Some(a0)) = (before, after) {
-            let tried = invoked.iter().any(|(t, k)| *t > b0 && *t < a0 && in_range(k));
+            let tried = invoked_in.iter().any(|t| t.get(t.partition_point(|x| *x <= b0)).is_some_and(|x| *x < a0));
             if tried {
                 h.client_gap_ms = Some((a0 - b0) as f64 / 1000.0);
             }
@@ -127,6 +132,11 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
         out.push(h);
     }
     out
+}
+
+/// The time lists of the keys in `bounds`.
+fn times_in<'a>(times: &'a BTreeMap<&Key, Vec<u64>>, bounds: &(Key, Option<Key>)) -> Vec<&'a [u64]> {
+    times.iter().filter(|(k, _)| contains(bounds, k)).map(|(_, t)| t.as_slice()).collect()
 }
 
 /// `p` (0..=1) percentile of `values` by nearest rank; `None` when empty.
