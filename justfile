@@ -40,13 +40,11 @@ test:
 ci:
     bash .ci/run
 
-# Speed benchmark: madsim's raw message rate on this machine, then a fixed seed range of the
-# failover scenario at 1 and 2 jobs (summaries in reports/bench-jobs1/ and reports/bench-jobs2/).
-bench:
-    cargo run --release -p partmap-sim --example madsim_baseline
-    cargo build --release -p partmap-sim
-    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --scenario scenarios/failover.json --seeds 0..100 --jobs 1 --report-dir reports/bench-jobs1 2>&1 | grep -E "seeds_per_s|Maximum resident"
-    /usr/bin/time -v cargo run -q --release -p partmap-sim -- sweep --scenario scenarios/failover.json --seeds 0..200 --jobs 2 --report-dir reports/bench-jobs2 2>&1 | grep -E "seeds_per_s|Maximum resident"
+# Speed benchmark (issue 13): madsim's raw CPU per message, then seeds 0..40 of the default
+# scenario one after the other (CPU per seed and per message, the checkers' share, the same
+# with a 4x longer workload) and the ratio of CPU per message, scenario / raw madsim.
+bench seeds="0..40" scenario="scenarios/swarm.json":
+    cargo run --release -p partmap-sim -- bench --seeds {{seeds}} --scenario {{scenario}}
 
 # Prove the checkers: every named mutation on its scenario must be caught. Add --write-table to
 # rewrite the kept table, reports/mutants.md (with --seeds 20 --rate, as kept).

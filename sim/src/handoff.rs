@@ -63,14 +63,17 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     let mut paused: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     // (range, epoch, owner) that some map version published.
     let mut published: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
-    let mut acked: Vec<(u64, &Key)> = Vec::new();
-    let mut invoked: Vec<(u64, &Key)> = Vec::new();
+    // Per key, the times of client appends acknowledged and invoked (in time order).
+    let mut acked: BTreeMap<&Key, Vec<u64>> = BTreeMap::new();
+    let mut invoked: BTreeMap<&Key, Vec<u64>> = BTreeMap::new();
     let mut pending: Vec<(Handoff, (Key, Option<Key>))> = Vec::new();
     for ev in events {
         match &ev.what {
             What::Sys(Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. }) => {
                 for row in map.rows.values() {
-                    bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+                    if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
+                        bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+                    }
                     if let Some(owner) = row.owner {
                         published.insert((row.id.0, row.epoch.0, owner.0 as u64));
                     }
@@ -82,8 +85,8 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
             What::Sys(Sys::Paused { range, epoch, .. }) => {
                 paused.entry((range.0, epoch.0)).or_insert(ev.t_us);
             }
-            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => invoked.push((ev.t_us, key)),
-            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.push((ev.t_us, key)),
+            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => invoked.entry(key).or_default().push(ev.t_us),
+            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.entry(key).or_default().push(ev.t_us),
             What::Sys(Sys::Handoff { server, range, epoch, strategy, precopy_bytes, tail_bytes, bytes }) => {
                 let (range, epoch) = (range.0, epoch.0);
                 // One handoff per move: a target that reports it again (it restarted and
@@ -116,12 +119,13 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     let mut out = Vec::new();
     for (mut h, b) in pending {
         h.committed = published.contains(&(h.range, h.epoch, h.to));
-        let in_range = |key: &Key| contains(&b, key);
         // The longest gap between consecutive acknowledged appends to the range that overlaps
         // the pause at the servers (acks of appends admitted before the pause land during the
         // drain, so the first ack after the pause began is not yet the end of the gap).
         let (from, to) = (h.paused_at_us, h.paused_at_us + (h.server_pause_ms * 1000.0) as u64);
-        let times: Vec<u64> = acked.iter().filter(|(_, k)| in_range(k)).map(|(t, _)| *t).collect();
+        let (acked_in, invoked_in) = (times_in(&acked, &b), times_in(&invoked, &b));
+        let mut times: Vec<u64> = acked_in.iter().flat_map(|t| t.iter().copied()).collect();
+        times.sort_unstable();
         let mut best: Option<(u64, u64)> = None;
         for w in times.windows(2) {
             let (a0, a1) = (w[0], w[1]);
@@ -130,7 +134,7 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
             }
         }
         if let Some((b0, a0)) = best {
-            let tried = invoked.iter().any(|(t, k)| *t > b0 && *t < a0 && in_range(k));
+            let tried = invoked_in.iter().any(|t| t.get(t.partition_point(|x| *x <= b0)).is_some_and(|x| *x < a0));
             if tried {
                 h.client_gap_ms = Some((a0 - b0) as f64 / 1000.0);
             }
@@ -138,6 +142,11 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
         out.push(h);
     }
     out
+}
+
+/// The time lists of the keys in `bounds`.
+fn times_in<'a>(times: &'a BTreeMap<&Key, Vec<u64>>, bounds: &(Key, Option<Key>)) -> Vec<&'a [u64]> {
+    times.iter().filter(|(k, _)| contains(bounds, k)).map(|(_, t)| t.as_slice()).collect()
 }
 
 /// `p` (0..=1) percentile of `values` by nearest rank; `None` when empty.

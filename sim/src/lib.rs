@@ -25,9 +25,11 @@
 //! | [`shrink`] | from a failing seed to a smallest schedule that still fails the same way |
 //! | [`timeline`] | a run drawn as one self-contained HTML page |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
+//! | [`bench`] | what a seed costs against madsim alone (CPU per message, the checkers' share) |
 
 #![deny(missing_docs)]
 pub mod availability;
+pub mod bench;
 pub mod check;
 pub mod coverage;
 pub mod events;

@@ -160,6 +160,26 @@ enum Command {
         #[arg(long)]
         junit: Option<PathBuf>,
     },
+    /// Measure what a seed costs against madsim alone, in one process: raw madsim's CPU per
+    /// message, the scenario's CPU per seed and per message (seeds run one after the other, as
+    /// a `--jobs 1` sweep runs them), the checkers' share, the same with a 4 times longer
+    /// workload, and the ratio of CPU per message (scenario / raw madsim). CPU time of the
+    /// measuring thread, not wall time. Exits 1 if one of the seeds (not the longer runs) did
+    /// not end as its scenario expects.
+    Bench {
+        /// Seeds of the scenario to run (A..B).
+        #[arg(long, default_value = "0..40", value_parser = parse_seeds)]
+        seeds: (u64, u64),
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Round trips per client of the raw madsim loop (4 pairs, 5 runtimes).
+        #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+        round_trips: u64,
+        /// Also run the first N of the seeds with the workload 4 times as long (0: skip).
+        #[arg(long, default_value_t = 10)]
+        scaled_seeds: u64,
+    },
     /// Run every named mutation on the scenario where it applies (with `--rate`, also on the
     /// default scenario), seed after seed up to its budget, and the unmutated system on the same
     /// seeds. Prints a line on stderr as each mutation's hunt ends, then a table (mutation,
@@ -508,6 +528,29 @@ fn main() -> ExitCode {
             print!("{doc}");
             println!("report: {}", out.join("README.md").display());
             if results.iter().any(|r| !r.failed.is_empty()) {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Command::Bench { seeds, scenario, round_trips, scaled_seeds } => {
+            let (scenario, label) = match load(scenario) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(64);
+                }
+            };
+            let raw = partmap_sim::bench::raw_madsim(5, 4, round_trips);
+            let run = partmap_sim::bench::scenario(&scenario, &label, seeds.0..seeds.1);
+            let scaled = (scaled_seeds > 0).then(|| {
+                let mut longer = scenario.clone();
+                longer.workload.duration_s *= 4;
+                (4, partmap_sim::bench::scenario(&longer, &label, seeds.0..seeds.1.min(seeds.0 + scaled_seeds)))
+            });
+            let b = partmap_sim::bench::Bench { raw, run, scaled, peak_rss_mib: partmap_sim::bench::peak_rss_mib() };
+            print!("{}", partmap_sim::bench::render(&b, &label));
+            if b.run.unexpected > 0 {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

@@ -308,6 +308,17 @@ fn drawn_line(plan: &nemesis::FaultPlan) -> String {
     )
 }
 
+thread_local! {
+    /// CPU time this thread spent in the checkers ([`judge`]), nanoseconds.
+    static CHECKER_CPU_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// CPU time (ns) this thread has spent judging runs' histories so far: `bench` reports the
+/// checkers' share of a run from it. Read by the harness only, never inside a run.
+pub fn checker_cpu_ns() -> u64 {
+    CHECKER_CPU_NS.with(|n| n.get())
+}
+
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
@@ -341,7 +352,9 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     }
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
+    let judged_from = crate::bench::thread_cpu_ns();
     let views = judge(&events, served, &stored, &durable_map);
+    CHECKER_CPU_NS.with(|n| n.set(n.get() + crate::bench::thread_cpu_ns() - judged_from));
     let legacy = opts.mutation.and_then(|_| legacy_violation(&events, &views, served, &stored));
     let verdict = |property: &'static str| {
         let first = views.iter().find(|v| v.property == property && v.violation.is_some());

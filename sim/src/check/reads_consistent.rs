@@ -63,6 +63,22 @@ pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -
             _ => {}
         }
     }
+    // Per key, over its acknowledgements in completion order: the one ending furthest into
+    // the final content among the first n (the latest of equals), so a read is judged with
+    // one binary search, linear in the history rather than quadratic per key.
+    let mut furthest: BTreeMap<&Key, Vec<(u64, OpId, u64)>> = BTreeMap::new();
+    for (key, on_key) in &acked {
+        let fin = index_of.get(key.as_slice()).unwrap_or(&empty);
+        let mut best: Option<(u64, OpId, u64)> = None;
+        let running = on_key.iter().map(|&(done, a)| {
+            let end = fin.end_of.get(&a).copied().unwrap_or(u64::MAX);
+            if best.is_none_or(|b| end >= b.2) {
+                best = Some((done, a, end));
+            }
+            best.expect("set above")
+        });
+        furthest.insert(key, running.collect());
+    }
     for ev in events {
         let What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len: len, value_hash: hash, .. } = &ev.what else { continue };
         if only.is_some_and(|o| !o.contains(key)) {
@@ -87,8 +103,9 @@ pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -
         // Acknowledgements come in time order: only those before the horizon count, and the
         // one ending furthest into the content decides.
         let on_key = acked.get(key).map_or(&[][..], |v| v.as_slice());
-        let before = &on_key[..on_key.partition_point(|(done, _)| *done < horizon)];
-        if let Some((done, missing, end)) = before.iter().map(|(done, a)| (done, a, fin.end_of.get(a).copied().unwrap_or(u64::MAX))).max_by_key(|x| x.2) {
+        let n = on_key.partition_point(|(done, _)| *done < horizon);
+        if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[key][i]) {
+            let (done, missing) = (&done, &missing);
             if end > *len {
                 return Err(Violation::new(format!(
                     "key {k}: {level}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",

@@ -54,7 +54,7 @@ pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
 
 /// Record every (range, epoch) → owner that `map` gives out: rows, the transfer journal (a
 /// move's target gets its new epoch when journaled) and the children of splits and merges.
-fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>) -> Result<(), Violation> {
+fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>, bounds_version: &mut usize) -> Result<(), Violation> {
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
             return Ok(());
@@ -70,7 +70,10 @@ fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64)
         }
     };
     for row in map.rows.values() {
-        bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+        if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
+            bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
+            *bounds_version += 1;
+        }
         grant(row.id.0, row.epoch.0, row.owner.map_or(0, |s| s.0), "")?;
     }
     for r in map.reshapes.values() {
@@ -104,10 +107,14 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
     let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // server -> its newest session (from its renewals and registrations).
     let mut current_session: BTreeMap<u32, u64> = BTreeMap::new();
+    // key -> the ranges whose bounds hold it, as of `bounds_version` (bumped by every change
+    // of `bounds`), so an admission looks up its key's few ranges instead of testing every one.
+    let mut bounds_version = 0usize;
+    let mut covering: std::collections::HashMap<Key, (usize, Vec<u64>)> = Default::default();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
-            Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. } => note_grants(map, ev.t_us, &mut owner_of, &mut bounds)?,
+            Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. } => note_grants(map, ev.t_us, &mut owner_of, &mut bounds, &mut bounds_version)?,
             Sys::Activated { server, range, epoch, stream, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
                 activations.insert(range, Activation { server, epoch, t_us: ev.t_us });
@@ -172,9 +179,13 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                for (other, a) in &activations {
-                    let covers = bounds.get(other).is_some_and(|b| contains(b, key));
-                    if covers && a.server != server && a.epoch > epoch {
+                let known = bounds_version;
+                let cover = covering.entry(key.clone()).or_default();
+                if cover.0 != known {
+                    *cover = (known, bounds.iter().filter(|(_, b)| contains(b, key)).map(|(r, _)| *r).collect());
+                }
+                for (other, a) in cover.1.iter().filter_map(|r| activations.get_key_value(r)) {
+                    if a.server != server && a.epoch > epoch {
                         let v = Violation::new(format!(
                             "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
                             show_key(key), what("a "), secs(ev.t_us), a.server, a.epoch, secs(a.t_us)

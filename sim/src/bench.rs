@@ -1,0 +1,219 @@
+//! `bench`: what a seed costs, against what madsim alone costs, measured in one process on the
+//! same machine (issue 13).
+//!
+//! Three figures, each as CPU time of the measuring thread (`CLOCK_THREAD_CPUTIME_ID`; wall
+//! time is not used, the machines this runs on are shared):
+//! - **raw**: madsim alone moving small request/response messages between pairs of nodes (no
+//!   partmap code in the way): CPU per message.
+//! - **scenario**: seeds of a scenario run one after the other, as a `--jobs 1` sweep runs them:
+//!   CPU per seed and per message (messages counted where the seam puts them on the wire,
+//!   [`partmap::seam::messages_sent`]), the checkers' share ([`crate::run::checker_cpu_ns`]),
+//!   and the **ratio** of the scenario's CPU per message to raw madsim's.
+//! - **scaling**: the same seeds with the workload 4 times as long: how much more the checkers
+//!   cost (linear in the history: about 4).
+//!
+//! Measuring costs is harness work, outside any run: the clocks read here never reach a
+//! simulation, so runs stay a pure function of (scenario, seed, build).
+
+use crate::run::{run_seed, RunOptions};
+use crate::scenario::Scenario;
+use madsim::net::Endpoint;
+use madsim::runtime::{Handle, Runtime};
+use std::net::SocketAddr;
+
+/// CPU time of the calling thread, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own; the clock id is a constant.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Peak resident set size of this process so far, in MiB (`getrusage`).
+pub fn peak_rss_mib() -> f64 {
+    // SAFETY: getrusage fills one rusage we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    assert_eq!(rc, 0, "getrusage failed");
+    ru.ru_maxrss as f64 / 1024.0
+}
+
+/// Messages moved and the CPU time it took.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cost {
+    /// Messages sent.
+    pub messages: u64,
+    /// CPU time, nanoseconds.
+    pub cpu_ns: u64,
+}
+
+impl Cost {
+    /// CPU microseconds per message.
+    pub fn us_per_message(&self) -> f64 {
+        self.cpu_ns as f64 / 1000.0 / self.messages.max(1) as f64
+    }
+}
+
+/// madsim alone: `runs` runtimes (seeds 0..runs), each with `pairs` client/server node pairs
+/// doing `round_trips` request/response exchanges of a boxed integer over `send_to_raw` /
+/// `recv_from_raw`, the calls the seam uses. Every message counts (a round trip is two).
+pub fn raw_madsim(runs: u64, pairs: u64, round_trips: u64) -> Cost {
+    let started = thread_cpu_ns();
+    for seed in 0..runs {
+        let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+        rt.block_on(async move {
+            let h = Handle::current();
+            let mut joins = Vec::new();
+            for p in 0..pairs {
+                let server: SocketAddr = format!("10.1.0.{}:1", p + 1).parse().expect("address");
+                let client: SocketAddr = format!("10.2.0.{}:1", p + 1).parse().expect("address");
+                h.create_node()
+                    .ip(server.ip())
+                    .init(move || async move {
+                        let ep = Endpoint::bind(server).await.expect("bind");
+                        loop {
+                            let (msg, from) = ep.recv_from_raw(1).await.expect("recv");
+                            ep.send_to_raw(from, 2, msg).await.expect("send");
+                        }
+                    })
+                    .build();
+                let node = h.create_node().ip(client.ip()).build();
+                joins.push(node.spawn(async move {
+                    madsim::time::sleep(std::time::Duration::from_millis(10)).await;
+                    let ep = Endpoint::bind(client).await.expect("bind");
+                    for i in 0..round_trips {
+                        ep.send_to_raw(server, 1, Box::new(i)).await.expect("send");
+                        ep.recv_from_raw(2).await.expect("recv");
+                    }
+                }));
+            }
+            for j in joins {
+                j.await.expect("client task");
+            }
+        });
+    }
+    Cost { messages: runs * pairs * round_trips * 2, cpu_ns: thread_cpu_ns() - started }
+}
+
+/// What seeds of a scenario cost, run one after the other on this thread.
+#[derive(Clone, Debug, Default)]
+pub struct ScenarioCost {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds that did not end as the scenario expects.
+    pub unexpected: u64,
+    /// Messages and CPU time of the whole runs (simulation, checkers and reports).
+    pub total: Cost,
+    /// CPU time of the checkers, nanoseconds.
+    pub checker_cpu_ns: u64,
+}
+
+impl ScenarioCost {
+    /// CPU seconds per seed.
+    pub fn cpu_s_per_seed(&self) -> f64 {
+        self.total.cpu_ns as f64 / 1e9 / self.seeds.max(1) as f64
+    }
+    /// The checkers' share of the CPU time (0..1).
+    pub fn checker_share(&self) -> f64 {
+        self.checker_cpu_ns as f64 / self.total.cpu_ns.max(1) as f64
+    }
+}
+
+/// Run `seeds` of `scenario` (labelled `label`) one after the other and measure them.
+pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -> ScenarioCost {
+    let mut cost = ScenarioCost::default();
+    for seed in seeds {
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.to_string(), mutation: None, trace: false, echo_header: false };
+        let (cpu0, msgs0, check0) = (thread_cpu_ns(), partmap::seam::messages_sent(), crate::run::checker_cpu_ns());
+        let report = run_seed(&opts);
+        cost.total.cpu_ns += thread_cpu_ns() - cpu0;
+        cost.total.messages += partmap::seam::messages_sent() - msgs0;
+        cost.checker_cpu_ns += crate::run::checker_cpu_ns() - check0;
+        cost.seeds += 1;
+        if !report.outcome().matches(scenario.expect.outcome) {
+            cost.unexpected += 1;
+        }
+    }
+    cost
+}
+
+/// The whole benchmark's figures.
+#[derive(Clone, Debug)]
+pub struct Bench {
+    /// madsim alone.
+    pub raw: Cost,
+    /// The scenario's seeds.
+    pub run: ScenarioCost,
+    /// The same seeds with the workload `scale` times as long (`None`: not measured).
+    pub scaled: Option<(u64, ScenarioCost)>,
+    /// Peak RSS of the process at the end, MiB.
+    pub peak_rss_mib: f64,
+}
+
+impl Bench {
+    /// CPU per message of the scenario over CPU per message of raw madsim.
+    pub fn ratio(&self) -> f64 {
+        self.run.total.us_per_message() / self.raw.us_per_message()
+    }
+}
+
+/// Render the figures as the lines `bench` prints.
+pub fn render(b: &Bench, label: &str) -> String {
+    let mut out = String::new();
+    let raw = &b.raw;
+    out += &format!("raw madsim: {} messages, {:.3} s CPU, {:.3} us per message\n", raw.messages, raw.cpu_ns as f64 / 1e9, raw.us_per_message());
+    let r = &b.run;
+    out += &format!(
+        "scenario {label}: {} seeds, {} messages ({:.0} per seed), {:.3} s CPU: {:.4} s per seed = {:.2} seeds/s per core, {:.3} us per message\n",
+        r.seeds,
+        r.total.messages,
+        r.total.messages as f64 / r.seeds.max(1) as f64,
+        r.total.cpu_ns as f64 / 1e9,
+        r.cpu_s_per_seed(),
+        1.0 / r.cpu_s_per_seed(),
+        r.total.us_per_message()
+    );
+    out += &format!("checkers: {:.3} s CPU, {:.1}% of the runs' CPU\n", r.checker_cpu_ns as f64 / 1e9, 100.0 * r.checker_share());
+    if let Some((scale, s)) = &b.scaled {
+        let per_seed = |c: &ScenarioCost| c.checker_cpu_ns as f64 / c.seeds.max(1) as f64;
+        out += &format!(
+            "workload x{scale}: {:.4} s CPU per seed ({:.2}x), checkers {:.4} s per seed ({:.2}x), {:.1}% of the CPU\n",
+            s.cpu_s_per_seed(),
+            s.cpu_s_per_seed() / r.cpu_s_per_seed(),
+            per_seed(s) / 1e9,
+            per_seed(s) / per_seed(r).max(1.0),
+            100.0 * s.checker_share()
+        );
+    }
+    out += &format!("peak RSS: {:.1} MiB\n", b.peak_rss_mib);
+    if r.unexpected > 0 {
+        out += &format!("note: {} of the {} seeds did not end as the scenario expects (the figures still count them)\n", r.unexpected, r.seeds);
+    }
+    if let Some((scale, s)) = b.scaled.as_ref().filter(|s| s.1.unexpected > 0) {
+        out += &format!("note: {} of the {} seeds with the workload x{scale} did not end as the scenario expects (a longer run than the scenario was written for; costs only)\n", s.unexpected, s.seeds);
+    }
+    out += &format!("ratio (scenario CPU per message / raw madsim CPU per message): {:.2}\n", b.ratio());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_raw_madsim_counts_two_messages_per_round_trip() {
+        let c = raw_madsim(1, 2, 10);
+        assert_eq!(c.messages, 40);
+        assert!(c.cpu_ns > 0);
+    }
+
+    #[test]
+    fn bench_scenario_counts_messages_and_checker_time() {
+        let s = Scenario::default_swarm();
+        let c = scenario(&s, "swarm", 0..1);
+        assert_eq!(c.seeds, 1);
+        assert!(c.total.messages > 1000, "{} messages", c.total.messages);
+        assert!(c.checker_cpu_ns > 0 && c.checker_cpu_ns < c.total.cpu_ns);
+    }
+}
