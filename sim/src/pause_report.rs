@@ -44,8 +44,6 @@ pub const PRECOPY_THRESHOLD_BYTES: u64 = 16 * MIB;
 pub const PRECOPY_MAX_ROUNDS: u32 = 8;
 /// The bandwidths of the grid: 100 MiB/s (about a 1 Gb/s link) and 1 GiB/s (about 10 Gb/s).
 pub const BANDWIDTHS: [u64; 2] = [100 * MIB, GIB];
-/// When the operator asks for the move, ms after the start.
-pub const MOVE_AT_MS: u64 = 1000;
 /// Longest simulated workload window a cell may need (the scenario format's limit).
 const MAX_WINDOW_S: f64 = 3600.0;
 
@@ -97,6 +95,13 @@ impl Cell {
         self.ratio * self.bandwidth as f64
     }
 
+    /// When the clients begin and the operator asks for the move, s: once the first owner has
+    /// loaded the preloaded range (`S / B`, with a quarter to spare, and a second for the
+    /// bootstrap), so no client builds a backlog against a range that is still opening.
+    pub fn start_s(&self) -> u64 {
+        (1.0 + 1.25 * self.size as f64 / self.bandwidth as f64).ceil() as u64
+    }
+
     /// Simulated seconds the move needs by the model, with margin: the window the cell runs.
     fn window_s(&self) -> f64 {
         let b = self.bandwidth as f64;
@@ -107,8 +112,8 @@ impl Cell {
             // PRECOPY_MAX_ROUNDS + 1 of them, each also a leader tick.
             Strategy::PreCopy => (0..=PRECOPY_MAX_ROUNDS).map(|i| copy_s * self.ratio.powi(i as i32) + 0.3).sum::<f64>(),
         };
-        // The first owner loads the preloaded range before the move can start.
-        (MOVE_AT_MS as f64 / 1000.0 + 1.5 * copy_s + 2.5 * move_s + 10.0).ceil()
+        // The clients and the move start once the first owner has loaded the range.
+        (self.start_s() as f64 + 2.5 * move_s + 10.0).ceil()
     }
 
     /// Why the cell cannot run here, if it cannot: its move would outlast the longest window,
@@ -128,7 +133,7 @@ impl Cell {
 
     /// The scenario of this cell: one range on server-1 of three, preloaded with `size`
     /// bytes; `APPENDS_PER_S` appends a second of `W / APPENDS_PER_S` bytes; a move to
-    /// server-2 requested at `MOVE_AT_MS`; random faults only with `faults`.
+    /// server-2 requested when the clients start ([`Cell::start_s`]); random faults only with `faults`.
     ///
     /// Errors: the scenario does not validate (an append larger than the store's chunk).
     pub fn scenario(&self) -> Result<Scenario, String> {
@@ -139,11 +144,11 @@ impl Cell {
             "description": format!("report pause cell: {} of {} at r = {} of {} B/s{}", self.strategy.name(), self.size, self.ratio, self.bandwidth, if self.faults { " with the random fault mix" } else { "" }),
             "topology": { "servers": 3, "managers": 2, "frontends": 2, "clients": CLIENTS, "initial_ranges": 1 },
             "knobs": { "bandwidth_bytes_per_s": self.bandwidth },
-            "workload": { "duration_s": self.window_s() as u64, "ops_per_s": self.appends_per_s(), "read_fraction": 0.0, "record_bytes": RECORD_BYTES, "bulk_bytes": bulk, "preload_bytes": self.size, "key_skew": 0.0 },
+            "workload": { "start_s": self.start_s(), "duration_s": self.window_s() as u64, "ops_per_s": self.appends_per_s(), "read_fraction": 0.0, "record_bytes": RECORD_BYTES, "bulk_bytes": bulk, "preload_bytes": self.size, "key_skew": 0.0 },
             "moves": { "strategy": self.strategy.name(), "precopy_threshold_bytes": PRECOPY_THRESHOLD_BYTES, "precopy_max_rounds": PRECOPY_MAX_ROUNDS },
             "faults": {
                 "random": if self.faults { serde_json::json!({}) } else { serde_json::Value::Null },
-                "schedule": [{ "at_ms": MOVE_AT_MS, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }],
+                "schedule": [{ "at_ms": self.start_s() * 1000, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }],
             },
             "heal": { "liveness_deadline_s": (60.0 + 1.5 * reload_s).min(600.0) as u64 },
         });

@@ -259,7 +259,7 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             "workload: duration_s={} ops_per_s={} read_fraction={} bounded_read_fraction={} read_bound_ms={} keys={} key_skew={} record_bytes={}{}",
             w.duration_s, w.ops_per_s, w.read_fraction, w.bounded_read_fraction, w.read_bound_ms, w.keys, w.key_skew, w.record_bytes,
             // Only when set, so the settings line (and the trace hash) of other scenarios stays.
-            if w.bulk_bytes + w.preload_bytes > 0 { format!(" bulk_bytes={} preload_bytes={}", w.bulk_bytes, w.preload_bytes) } else { String::new() }
+            if w.bulk_bytes + w.preload_bytes + w.start_s > 0 { format!(" bulk_bytes={} preload_bytes={} start_s={}", w.bulk_bytes, w.preload_bytes, w.start_s) } else { String::new() }
         ),
         format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
         format!(

@@ -150,6 +150,10 @@ pub struct Workload {
     /// by a loader (`client-<clients+2>`, acknowledged at time 0 in the history). 0..=2^46
     /// (64 TiB), default 0.
     pub preload_bytes: u64,
+    /// Seconds after the start before the random clients begin (the script is not delayed).
+    /// Below `duration_s`; default 0. The pause review starts its writes once a large preloaded
+    /// range is open, so the clients build no backlog during its first load.
+    pub start_s: u64,
     /// Every this many seconds the hot spot of the key distribution moves to another part of the
     /// key space (drawn from the seed), so busy ranges cool down and cold ones heat up. 0..=3600
     /// (0: the hot spot stays on the low keys), default 0.
@@ -592,6 +596,7 @@ impl Default for Workload {
             record_bytes: 16,
             bulk_bytes: 0,
             preload_bytes: 0,
+            start_s: 0,
             hot_shift_s: 0,
             script: Vec::new(),
         }
@@ -858,6 +863,9 @@ impl Scenario {
             ));
         }
         in_range("workload.hot_shift_s", w.hot_shift_s, 0, 3600)?;
+        if w.start_s >= w.duration_s.max(1) {
+            return Err(format!("workload.start_s: must be less than workload.duration_s ({}), got {}", w.duration_s, w.start_s));
+        }
         Ok(())
     }
 

@@ -118,6 +118,9 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
     let frontend = (n - 1) % scenario.topology.frontends + 1;
     let end_us = w.duration_s * 1_000_000;
     let mean_gap_us = 1e6 * scenario.topology.clients as f64 / w.ops_per_s;
+    if w.start_s > 0 {
+        sleep_us((w.start_s * 1_000_000).saturating_sub(now_us())).await;
+    }
     let mut next_us = now_us();
     let mut seq = 0;
     loop {

@@ -542,3 +542,13 @@ fn scenario_swarm_is_the_built_in_default() {
     assert_eq!(shipped, Scenario::default_swarm());
     assert!(shipped.swarm.is_some() && shipped.knobs.torn_writes);
 }
+
+/// Issue 15: simulated bulk must fit the store's smallest chunk, and the clients must start
+/// inside the workload window.
+#[test]
+fn scenario_rejects_a_record_over_the_chunk_and_a_start_past_the_window() {
+    let err = rejected(&failover_with("workload", r#"{ "bulk_bytes": 104857600 }"#));
+    assert_mentions(&err, &["workload.bulk_bytes", "record_bytes + bulk_bytes = 104857616", "5242880"]);
+    let err = rejected(&failover_with("workload", r#"{ "duration_s": 10, "start_s": 10 }"#));
+    assert_mentions(&err, &["workload.start_s", "less than workload.duration_s (10)", "got 10"]);
+}
