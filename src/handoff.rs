@@ -204,7 +204,7 @@ impl Flow for MoveFlow {
                 // A live target answers within its patience (half the request timeout) whatever
                 // the range's size: a long copy answers `InProgress` and goes on.
                 let msg = Msg::FinishMove { row: self.target.clone(), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
-                Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.rpc_timeout_ms + l.rpc_timeout_ms / 2 }
+                Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.rpc_timeout_ms + crate::msg::finish_patience_ms(l.rpc_timeout_ms) }
             }
             (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Err(error) }))) => self.abort(error, false),
             // No answer: try again next round (its session decides if the source is gone).

@@ -145,6 +145,14 @@ pub enum FinishError {
     InProgress,
 }
 
+/// How long a target's answer to `FinishMove` waits for the finish (ms): half the request
+/// timeout. A longer finish goes on in the background and the answer says `InProgress`, so a
+/// live target always answers within `rpc_timeout_ms`-ish whatever the range's size, and the
+/// leader reads silence as a target that is gone.
+pub fn finish_patience_ms(rpc_timeout_ms: u64) -> u64 {
+    rpc_timeout_ms / 2
+}
+
 /// A server's session as the authority sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionView {

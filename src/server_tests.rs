@@ -455,3 +455,188 @@ fn server_losing_its_session_drops_everything() {
     assert!(core.ranges.is_empty() && core.copies.is_empty());
     assert_eq!((core.session, core.lease_valid_until_us), (None, 0));
 }
+
+// The transcripts that lived in `server.rs` before (the worked move at both ends, sessions,
+// reloads, ack order, and issue 15's kept pre-copy and reopening over kept content).
+
+fn active(core: &mut ServerCore, r: &RangeRow) {
+    assert_eq!(core.begin_open(r), Ok(Some(0)));
+    core.finish_open(r, None, Ok(vec![])).unwrap();
+}
+
+/// The seed design's worked move at both ends, without a runtime: A (server-1) holds r1 at
+/// epoch 1 with 6 bytes, then takes 7 more (13); B (server-2) pre-copied the first 6;
+/// A pauses and drains (digest: 2 records, 13 bytes); B fences, copies the 7-byte tail,
+/// verifies against the digest and serves at epoch 2; A is released and answers a held
+/// append at epoch 1 with a hint naming B; the retry lands at B, which ends with 19 bytes.
+/// A copy that does not match the digest is refused (`diverged`) and B does not serve.
+#[test]
+fn server_worked_move_both_ends_6_7_and_6_bytes() {
+    let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec(), bulk: 0 };
+    let mut a = ServerCore::new(ServerId(1));
+    a.session = Some(1);
+    a.lease_valid_until_us = 10_000_000;
+    let at_a = RangeRow { start: vec![], end: None, ..row(1, 1) };
+    active(&mut a, &at_a);
+    let (r1, r2) = (rec(1, 1, b"first;"), rec(2, 1, b"second;"));
+    for (i, r) in [&r1, &r2].into_iter().enumerate() {
+        assert_eq!(a.admit(RangeId(1), Epoch(1), &r.key, r.id, 10), Ok(Some(Epoch(1))));
+        a.finish_append(RangeId(1), r, Some(Ok(i as u64)));
+    }
+    a.pause(RangeId(1), Epoch(1), 20).unwrap();
+    let digest = a.drained(RangeId(1), Epoch(1)).unwrap().expect("nothing in flight");
+    assert_eq!((digest.records, digest.bytes), (2, 13));
+
+    let mut b = ServerCore::new(ServerId(2));
+    b.session = Some(2);
+    b.lease_valid_until_us = 10_000_000;
+    let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..at_a.clone() };
+    // A copy short of the tail does not verify: B refuses to serve it.
+    assert_eq!(b.begin_finish(&at_b), Ok(Some(vec![])));
+    assert!(matches!(b.complete_move(&at_b, Rc::new(vec![]), vec![r1.clone()], vec![], digest, Strategy::PreCopy), Err(FinishError::Diverged(_))));
+    assert!(!b.ranges.contains_key(&RangeId(1)));
+    // The whole copy: 6 bytes pre-copied, the 7-byte tail read after the fence.
+    assert_eq!(b.begin_finish(&at_b), Ok(Some(vec![])));
+    b.complete_move(&at_b, Rc::new(vec![]), vec![r1.clone()], vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
+    a.release(RangeId(1), Epoch(1), ServerId(2), Epoch(2));
+
+    let r3 = rec(3, 2, b"third;");
+    assert_eq!(a.admit(RangeId(1), Epoch(1), &r3.key, r3.id, 30), Err(Refusal::Moved { owner: ServerId(2), epoch: Epoch(2) }), "A adds nothing and names B");
+    assert_eq!(b.admit(RangeId(1), Epoch(2), &r3.key, r3.id, 30), Ok(Some(Epoch(2))));
+    b.finish_append(RangeId(1), &r3, Some(Ok(2)));
+    let bytes: usize = [&r1, &r2, &r3].iter().map(|r| b.read(RangeId(1), Epoch(2), &r.key, ReadLevel::Strong, 30).unwrap().len()).sum();
+    assert_eq!(bytes, 19);
+}
+
+/// Found by seed 314 of the default scenario: a registration answered late gave the server
+/// session 7 while the manager had assigned ranges to its unanswered session 5; the server
+/// opened them anyway and kept serving after the manager moved them on.
+#[test]
+fn server_refuses_to_open_a_range_assigned_to_another_session() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(7);
+    assert!(core.begin_open(&row(3, 5)).is_err());
+    assert!(core.ranges.is_empty());
+}
+
+#[test]
+fn server_authority_check_refuses_stale_epoch_expired_lease_and_foreign_key() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000;
+    active(&mut core, &row(4, 1));
+    let id = OpId { client: 1, seq: 1 };
+    assert_eq!(core.admit(RangeId(1), Epoch(3), b"b", id, 10), Err(Refusal::StaleEpoch { current: Epoch(4) }));
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"z", id, 10), Err(Refusal::KeyOutOfRange));
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 1_000), Err(Refusal::LeaseExpired));
+    assert_eq!(core.admit(RangeId(2), Epoch(4), b"b", id, 10), Err(Refusal::NotOwner));
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::InFlight), "same id while in flight");
+}
+
+#[test]
+fn server_unknown_store_outcome_forces_a_reload_and_a_retry_is_deduplicated() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000;
+    let r = row(4, 1);
+    active(&mut core, &r);
+    let id = OpId { client: 1, seq: 1 };
+    let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: b"x;".to_vec(), bulk: 0 };
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
+    let resync = core.finish_append(RangeId(1), &rec, None).expect("must resync");
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::NotReady));
+    // The store did take it: the reload finds it, and a retry is answered without a new effect.
+    core.finish_open(&resync, None, Ok(vec![rec.clone()])).unwrap();
+    assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(None));
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"x;".to_vec()));
+}
+
+/// Found by the end-to-end final reads (seeds 2 and 4 of the default scenario): acks that
+/// overtake each other, or arrive during a reload, must not reorder a key's content.
+#[test]
+fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000;
+    let r = row(4, 1);
+    active(&mut core, &r);
+    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec(), bulk: 0 };
+    let (a, b, c) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"));
+    for x in [&a, &b, &c] {
+        assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
+    }
+    core.finish_append(RangeId(1), &b, Some(Ok(1)));
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(vec![]), "offset 1 waits for offset 0");
+    core.finish_append(RangeId(1), &a, Some(Ok(0)));
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;".to_vec()));
+    // c's outcome is lost: reload; an ack for offset 3 (d) arrives while reloading.
+    let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
+    let d = rec(4, b"d;");
+    core.ranges.get_mut(&RangeId(1)).unwrap().inflight.insert(d.id);
+    core.finish_append(RangeId(1), &d, Some(Ok(3)));
+    core.finish_open(&resync, None, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;c;d;".to_vec()));
+}
+
+fn rec_bulk(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record {
+    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec(), bulk }
+}
+
+/// Issue 15: a finish attempt that fails short of a verdict (the store did not answer the
+/// fence or the tail) gives the pre-copied records back, so the retry copies only the
+/// tail; before, the target dropped three rounds of pre-copy and the retry copied
+/// everything during the pause. A repeated finish while one runs is `InProgress`.
+#[test]
+fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
+    let mut b = ServerCore::new(ServerId(2));
+    b.session = Some(2);
+    b.lease_valid_until_us = 10_000_000;
+    let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..row(1, 2) };
+    let (r1, r2) = (rec_bulk(1, 1, b"b", b"one;", 1 << 20), rec_bulk(2, 1, b"c", b"two;", 0));
+    assert_eq!(b.begin_copy_round(&at_b, 0, 4), Ok(Ok(0)));
+    let p = b.finish_copy_round(&at_b, 0, Some(vec![r1.clone()]));
+    assert_eq!((p.rounds, p.bytes), (1, 4 + (1 << 20)), "bulk bytes count as copied");
+    let pre = b.begin_finish(&at_b).unwrap().expect("a finish to run");
+    assert_eq!(pre, vec![r1.clone()]);
+    assert_eq!(b.begin_finish(&at_b), Err(FinishError::InProgress), "while the first runs");
+    b.abandon_finish(&at_b, pre, "store did not answer the fence");
+    assert!(!b.ranges.contains_key(&RangeId(1)), "the failed attempt serves nothing");
+    // The retry starts from the kept copy: the tail is only r2.
+    let pre = b.begin_finish(&at_b).unwrap().expect("a finish to run");
+    assert_eq!(pre, vec![r1.clone()]);
+    let digest = StreamDigest::of(&[r1.clone(), r2.clone()]);
+    b.complete_move(&at_b, Rc::new(vec![]), pre, vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
+    assert!(b.copies.is_empty(), "the copy is done with");
+    assert_eq!(b.read(RangeId(1), Epoch(2), b"b", ReadLevel::Strong, 10), Ok(b"one;".to_vec()));
+}
+
+/// Issue 15: a paused source whose move is rolled back keeps its drained content and
+/// loads only what the stream holds past it (a target may have appended at the transfer's
+/// epoch), so rolling back a large range costs a fence, not the whole range again. A range
+/// with an append in flight is loaded in full.
+#[test]
+fn server_reopen_at_a_newer_epoch_keeps_drained_content() {
+    let mut a = ServerCore::new(ServerId(1));
+    a.session = Some(1);
+    a.lease_valid_until_us = 10_000_000;
+    let at1 = row(1, 1);
+    active(&mut a, &at1);
+    let r1 = rec_bulk(1, 1, b"b", b"one;", 0);
+    assert_eq!(a.admit(RangeId(1), Epoch(1), b"b", r1.id, 10), Ok(Some(Epoch(1))));
+    a.finish_append(RangeId(1), &r1, Some(Ok(0)));
+    a.pause(RangeId(1), Epoch(1), 20).unwrap();
+    assert!(a.drained(RangeId(1), Epoch(1)).unwrap().is_some());
+    let at3 = row(3, 1);
+    assert_eq!(a.begin_open(&at3), Ok(Some(1)), "load from offset 1 on");
+    assert_eq!(a.admit(RangeId(1), Epoch(3), b"b", OpId { client: 1, seq: 9 }, 30), Err(Refusal::NotReady));
+    let r2 = rec_bulk(2, 2, b"b", b"two;", 0); // the target's append at the transfer's epoch
+    a.finish_open(&at3, None, Ok(vec![r2.clone()])).unwrap();
+    assert_eq!(a.read(RangeId(1), Epoch(3), b"b", ReadLevel::Strong, 30), Ok(b"one;two;".to_vec()));
+    assert_eq!(a.ranges[&RangeId(1)].digest, StreamDigest::of(&[r1.clone(), r2.clone()]));
+    assert!(!a.ranges[&RangeId(1)].paused);
+    // With an append in flight the content cannot be trusted: a full load.
+    let r3 = rec_bulk(3, 3, b"b", b"three;", 0);
+    assert_eq!(a.admit(RangeId(1), Epoch(3), b"b", r3.id, 40), Ok(Some(Epoch(3))));
+    assert_eq!(a.begin_open(&row(4, 1)), Ok(Some(0)));
+}

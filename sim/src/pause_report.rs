@@ -359,7 +359,6 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
     };
     let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
-    let opts = &opts;
     let failed = (report.outcome() != RunOutcome::Pass).then(|| {
         let why: Vec<String> = report.verdicts.iter().filter_map(|v| v.violation.as_ref().map(|x| format!("{}: {x}", v.property))).collect();
         format!("{} of {} at r = {} of {} B/s{}, seed {seed}: {:?}: {}", cell.strategy.name(), cell.size, cell.ratio, cell.bandwidth, if cell.faults { " with faults" } else { "" }, report.outcome(), why.join("; "))
