@@ -234,12 +234,13 @@ pub fn grid(quick: bool) -> Vec<Cell> {
 /// The first-order model of a handoff's pause, with this leader's round structure.
 ///
 /// Symbols: `B` bandwidth (bytes/s), `W` write rate into the range, `a = W / appends per s` one
-/// append's bytes, `L` one-way latency (the mean of the default 1..5 ms draw, 3 ms), `τ` the
+/// append's bytes, `L` one control message's one-way time and `c` one further chunk's overhead
+/// (both measured, [`calibrate`]), `τ` the
 /// leader's sleep between rounds (`manager_tick_ms`), `s` one fsync (`disk_sync_ms`), `T` the
 /// leader's wait for a pre-copy round (store timeout + request timeout).
 ///
 /// - **Transfers** go a chunk at a time (`partmap::store::chunk_budget`, 50 ms of link each):
-///   `x(V) = V / B + (chunks − 1)(2L + s)`; below, `V / B` stands for `x(V)`.
+///   `x(V) = V / B + (chunks − 1) c`; below, `V / B` stands for `x(V)`.
 /// - **Cutover (both strategies).** The leader's pause reaches the source (`L`, the pause
 ///   begins); the source drains, waiting for the rest of the last admitted append's trip to
 ///   the store and back, `T = a / B + 2L + s`: with admissions a Poisson stream at `λ = W / a`,
@@ -272,36 +273,78 @@ pub struct Model {
     pub tail_bytes: f64,
 }
 
-/// The simulated network's effective one-way message time at one bandwidth, measured by
-/// [`calibrate`]: the configured latency draw (1..5 ms by default) plus what the runtime adds
-/// per message (timer granularity, a message's framing).
+/// The simulated network's effective costs at one bandwidth, measured by [`calibrate`]: the
+/// one-way time of a control message (the configured latency draw, 1..5 ms by default, plus
+/// what the runtime adds per message) and the overhead of each chunk of a transfer after the
+/// first (its request's trip, the store's read and the answer's trip, on top of `bytes / B`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Calibration {
     /// The bandwidth it was measured at, bytes/s.
     pub bandwidth: u64,
-    /// `L`, seconds.
+    /// `L`, seconds: one control message's one-way time.
     pub latency_s: f64,
+    /// `c`, seconds: the overhead of one more chunk of a transfer.
+    pub chunk_s: f64,
 }
 
-/// Measure `L` at `bandwidth`: a stop-and-copy move of a range of 4 s of bytes with almost no
-/// writes (seed 0). Its pause is the cutover plus `chunks` chunk round trips of `2L + s` on top
-/// of `S / B`, so `L = ((pause − S / B) / chunks − s) / 2`.
+impl Calibration {
+    /// The nominal figures for `knobs` when nothing was measured: `L` the mean of the default
+    /// latency draw (1..5 ms), 3 ms, and `c = 2L + s`.
+    pub fn nominal(knobs: &partmap::config::Knobs) -> Calibration {
+        let l = 0.003;
+        Calibration { bandwidth: knobs.bandwidth_bytes_per_s, latency_s: l, chunk_s: 2.0 * l + knobs.disk_sync_ms as f64 / 1000.0 }
+    }
+}
+
+/// Seeds of the calibration move.
+const CALIBRATION_SEEDS: u64 = 8;
+
+/// Measure `L` and `c` at `bandwidth` from [`CALIBRATION_SEEDS`] stop-and-copy moves of a
+/// range of 4 s of bytes with no writes, each from the protocol step it stands for: from the
+/// source's `drained` to the store's `fence` at the new epoch go three control messages and a
+/// sync (`3L + s`: to the leader, to the target, to the store); from the fence to the target
+/// serving go the last answer and the copy (`L + S / B + (chunks − 1) c`). The means over the
+/// seeds.
 ///
-/// Errors: the calibration move did not commit.
+/// Errors: a calibration move did not commit, or its events are missing.
 pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
     let cell = Cell { strategy: Strategy::StopAndCopy, size: bandwidth * 4, ratio: 0.0, bandwidth, faults: false };
-    let (m, _) = measure(&cell, 0);
-    let m = m.ok_or_else(|| format!("calibration at {} B/s: the move did not commit", bandwidth))?;
+    let scenario = cell.scenario().map_err(|e| format!("calibration at {bandwidth} B/s: {e}"))?;
     let knobs = knobs_of(&cell);
+    let sync = knobs.disk_sync_ms as f64 / 1000.0;
     let chunk = partmap::store::chunk_budget(bandwidth, knobs.store_timeout_ms, 0) as f64;
-    let chunks = (m.pause_bytes as f64 / chunk).ceil().max(1.0);
-    let per_chunk = (m.server_ms / 1000.0 - m.pause_bytes as f64 / bandwidth as f64) / chunks;
-    let latency_s = ((per_chunk - knobs.disk_sync_ms as f64 / 1000.0) / 2.0).max(0.0);
-    Ok(Calibration { bandwidth, latency_s })
+    let (mut ls, mut cs) = (Vec::new(), Vec::new());
+    for seed in 0..CALIBRATION_SEEDS {
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: "report pause calibration".into(), mutation: None, trace: false, echo_header: false };
+        let report = run_seed(&opts);
+        let h = report.handoffs.iter().find(|h| h.committed).ok_or_else(|| format!("calibration at {bandwidth} B/s, seed {seed}: the move did not commit"))?;
+        let mut drained = None;
+        let mut fence = None;
+        for e in &report.events {
+            match e.sys() {
+                Some(Sys::Drained { server, range, epoch, .. }) if u64::from(server.0) == h.from && range.0 == h.range && epoch.0 == h.from_epoch => {
+                    drained.get_or_insert(e.t_us);
+                }
+                Some(Sys::Fence { stream, epoch, .. }) if stream.0 == h.range && epoch.0 == h.epoch => {
+                    fence.get_or_insert(e.t_us);
+                }
+                _ => {}
+            }
+        }
+        let (Some(drained), Some(fence)) = (drained, fence) else { return Err(format!("calibration at {bandwidth} B/s, seed {seed}: no drained or fence event for the move")) };
+        let served = h.paused_at_us as f64 / 1e6 + h.server_pause_ms / 1000.0;
+        let l = ((fence.saturating_sub(drained)) as f64 / 1e6 - sync) / 3.0;
+        let chunks = (h.bytes as f64 / chunk).ceil().max(2.0);
+        let c = (served - fence as f64 / 1e6 - l - h.bytes as f64 / bandwidth as f64) / (chunks - 1.0);
+        ls.push(l.max(0.0));
+        cs.push(c.max(0.0));
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    Ok(Calibration { bandwidth, latency_s: mean(&ls), chunk_s: mean(&cs) })
 }
 
-fn latency_at(cal: &[Calibration], bandwidth: u64) -> f64 {
-    cal.iter().find(|c| c.bandwidth == bandwidth).map_or(0.003, |c| c.latency_s)
+fn calibration_at(cal: &[Calibration], knobs: &partmap::config::Knobs) -> Calibration {
+    cal.iter().find(|c| c.bandwidth == knobs.bandwidth_bytes_per_s).copied().unwrap_or_else(|| Calibration::nominal(knobs))
 }
 
 /// The cutover's fixed part, seconds: `D + 4L + s` (see [`Model`]), for appends of
@@ -331,12 +374,13 @@ fn drain_s(knobs: &partmap::config::Knobs, l: f64, append_bytes: f64, w: f64) ->
 /// The model's figures for `cell` (see [`Model`]) with `l` the one-way message time
 /// ([`Calibration`]) and `w` the write rate into the range (bytes/s): `start_bytes` is the range at the move's
 /// start (pre-copy's `V_0`), `pause_bytes` the range at the pause (stop-and-copy's `S_p`).
-pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, l: f64, w: f64, start_bytes: f64, pause_bytes: f64) -> Model {
+pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, start_bytes: f64, pause_bytes: f64) -> Model {
+    let l = cal.latency_s;
     let tau = knobs.manager_tick_ms as f64 / 1000.0;
     let sync = knobs.disk_sync_ms as f64 / 1000.0;
     let wait_s = (knobs.store_timeout_ms + knobs.rpc_timeout_ms) as f64 / 1000.0;
     let fixed = fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s(), w);
-    let xfer = |v: f64| transfer_s(knobs, l, v);
+    let xfer = |v: f64| transfer_s(knobs, cal, v);
     let gap = |v: f64| {
         if xfer(v) + 4.0 * l + sync < wait_s {
             xfer(v) + tau + 6.0 * l
@@ -362,20 +406,20 @@ pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, l: f64, w: f64, start_
     }
 }
 
-/// Seconds to send `v` bytes from the store in chunks: `v / B`, plus a round trip (`2L + s`)
-/// for every chunk after the first (whose trip the cutover's fixed part counts). A chunk is
+/// Seconds to send `v` bytes from the store in chunks: `v / B`, plus the calibrated overhead
+/// `c` (about a round trip, `2L + s`) for every chunk after the first (whose trip the
+/// cutover's fixed part counts). A chunk is
 /// what the link sends in `partmap::store::CHUNK_TARGET_MS`.
-fn transfer_s(knobs: &partmap::config::Knobs, l: f64, v: f64) -> f64 {
+fn transfer_s(knobs: &partmap::config::Knobs, cal: Calibration, v: f64) -> f64 {
     let b = knobs.bandwidth_bytes_per_s as f64;
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
     let chunk = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64;
     let chunks = (v / chunk).ceil().max(1.0);
-    v / b + (chunks - 1.0) * (2.0 * l + sync)
+    v / b + (chunks - 1.0) * cal.chunk_s
 }
 
 /// The floor under any strategy for a measured tail, ms (see [`Model`]), at write rate `w`.
-pub fn floor_ms(cell: &Cell, knobs: &partmap::config::Knobs, l: f64, w: f64, tail_bytes: f64) -> f64 {
-    1000.0 * (fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s(), w) + transfer_s(knobs, l, tail_bytes))
+pub fn floor_ms(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, tail_bytes: f64) -> f64 {
+    1000.0 * (fixed_s(knobs, cal.latency_s, cell.write_rate() / cell.appends_per_s(), w) + transfer_s(knobs, cal, tail_bytes))
 }
 
 /// What one seed of a cell measured.
@@ -568,12 +612,14 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
     }
     let server: Vec<f64> = r.runs.iter().map(|m| m.server_ms).collect();
     let client: Vec<f64> = r.runs.iter().filter_map(|m| m.client_ms).collect();
-    let med = &r.runs[r.runs.len() / 2]; // runs are sorted by server pause
+    // Runs are sorted by server pause; the median seed is the one the p50 column shows
+    // (nearest rank: the lower of the two middle seeds when there is an even number).
+    let med = &r.runs[(r.runs.len() - 1) / 2];
     let knobs = knobs_of(&r.cell);
     let (model_ms, model_converged, error, over_floor) = if r.cell.faults {
         (None, None, None, None)
     } else {
-        let l = latency_at(cal, r.cell.bandwidth);
+        let l = calibration_at(cal, &knobs);
         // W as the clients achieved it (they have one operation in flight each, so the
         // offered rate is not always reached; see `Measured::achieved_w`).
         let w = if med.achieved_w > 0.0 { med.achieved_w } else { r.cell.write_rate() };
@@ -656,7 +702,7 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seed
     let _ = writeln!(out, "# Handoff pause review\n");
     let _ = writeln!(out, "Generated by `{command}` ({seeds} seeds per cell, both cores). Each cell is one planned move of one range (server-1 to server-2) under {APPENDS_PER_S} appends/s (fewer in long cells, at most 40,000 per run) of `W / rate` bytes each (simulated bulk), with the range preloaded to its size; pre-copy stops at a round of at most {} or after {PRECOPY_MAX_ROUNDS} rounds. Pauses are at the servers (from the source's pause to the target serving) and at the clients (the longest gap between acknowledged appends around the pause, where a client kept trying). The model is `sim/src/pause_report.rs` (`model`), written out in the README's section on the pause review.\n", bytes(PRECOPY_THRESHOLD_BYTES));
     for c in cal {
-        let _ = writeln!(out, "Calibrated one-way message time `L` at {}: {:.2} ms (a stop-and-copy move of 4 s of bytes with no writes; see `calibrate`).\n", bw_name(c.bandwidth), c.latency_s * 1000.0);
+        let _ = writeln!(out, "Calibrated at {}: one control message `L` = {:.2} ms, each further chunk of a transfer `c` = {:.2} ms (means over {CALIBRATION_SEEDS} stop-and-copy moves of 4 s of bytes with no writes; see `calibrate`).\n", bw_name(c.bandwidth), c.latency_s * 1000.0, c.chunk_s * 1000.0);
     }
     let _ = writeln!(out, "![pause against range size](pause-vs-size.svg)\n\n![pause against write rate over bandwidth](pause-vs-rate.svg)\n");
     let _ = writeln!(out, "## Headlines\n");
@@ -751,7 +797,7 @@ pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<
     let model_at = |st: Strategy, bw: u64, size: f64, ratio: f64| {
         let c = Cell { strategy: st, size: size as u64, ratio, bandwidth: bw, faults: false };
         let k = knobs_of(&Cell { size: MIB, ..c.clone() });
-        model(&c, &k, latency_at(cal, bw), c.write_rate(), size, size).pause_ms.max(0.1)
+        model(&c, &k, calibration_at(cal, &k), c.write_rate(), size, size).pause_ms.max(0.1)
     };
     let mut by_size: Vec<Series> = Vec::new();
     let mut by_rate: Vec<Series> = Vec::new();
@@ -809,7 +855,7 @@ pub fn model_crossover(cal: &[Calibration], bandwidth: u64, ratio: f64) -> Optio
     let pause = |st: Strategy, size: f64| {
         let c = Cell { strategy: st, size: size as u64, ratio, bandwidth, faults: false };
         let k = knobs_of(&Cell { size: MIB, ..c.clone() });
-        model(&c, &k, latency_at(cal, bandwidth), c.write_rate(), size, size).pause_ms
+        model(&c, &k, calibration_at(cal, &k), c.write_rate(), size, size).pause_ms
     };
     (0..=240).map(|i| 4.0 * KIB as f64 * 2f64.powf(i as f64 / 10.0)).find(|&x| pause(Strategy::PreCopy, x) < pause(Strategy::StopAndCopy, x)).map(|x| x as u64)
 }
@@ -830,7 +876,7 @@ mod tests {
     fn model_stop_and_copy_pays_the_whole_range_over_the_link() {
         let k = knobs();
         let c = cell(Strategy::StopAndCopy, GIB, 0.05);
-        let m = model(&c, &k, 0.003, c.write_rate(), GIB as f64, GIB as f64);
+        let m = model(&c, &k, Calibration::nominal(&k), c.write_rate(), GIB as f64, GIB as f64);
         // 1 GiB at 100 MiB/s is 10.24 s, plus a chunk trip (7 ms) for each of 204 more chunks.
         assert!((m.pause_ms - (10_240.0 + 204.0 * 7.0)).abs() < 60.0, "{m:?}");
         assert_eq!(m.rounds, 0);
@@ -840,13 +886,13 @@ mod tests {
     fn model_pre_copy_converges_below_one_and_not_at_or_above_it() {
         let k = knobs();
         let low = cell(Strategy::PreCopy, GIB, 0.05);
-        let m = model(&low, &k, 0.003, low.write_rate(), GIB as f64, GIB as f64);
+        let m = model(&low, &k, Calibration::nominal(&k), low.write_rate(), GIB as f64, GIB as f64);
         assert!(m.converged && m.rounds >= 2, "{m:?}");
         // The tail is a tick's worth of writes and the last round's copy: far below the range.
         assert!(m.tail_bytes < 4.0 * MIB as f64 && m.pause_ms < 100.0, "{m:?}");
         for ratio in [1.0, 1.5] {
             let high = cell(Strategy::PreCopy, GIB, ratio);
-            let m = model(&high, &k, 0.003, high.write_rate(), GIB as f64, GIB as f64);
+            let m = model(&high, &k, Calibration::nominal(&k), high.write_rate(), GIB as f64, GIB as f64);
             assert!(!m.converged && m.rounds == PRECOPY_MAX_ROUNDS, "r = {ratio}: {m:?}");
             assert!(m.tail_bytes >= GIB as f64, "r = {ratio}: every round at least as large as the first: {m:?}");
         }
@@ -857,7 +903,7 @@ mod tests {
         let k = knobs();
         let pause = |st: Strategy, size: u64| {
             let c = cell(st, size, 0.05);
-            model(&c, &k, 0.003, c.write_rate(), size as f64, size as f64).pause_ms
+            model(&c, &k, Calibration::nominal(&k), c.write_rate(), size as f64, size as f64).pause_ms
         };
         assert!(pause(Strategy::PreCopy, 64 * KIB) > pause(Strategy::StopAndCopy, 64 * KIB), "a tiny range: the tick's worth of writes costs more than the range");
         assert!(pause(Strategy::PreCopy, GIB) < pause(Strategy::StopAndCopy, GIB) / 10.0);
