@@ -463,6 +463,7 @@ impl TotalsBuilder {
         t.ops.reads_ok += r.ops.reads_ok;
         t.ops.reads_failed += r.ops.reads_failed;
         t.ops.unavailable += r.ops.unavailable;
+        t.ops.shed += r.ops.shed;
         t.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
         for (k, v) in &r.reshapes {
             *t.reshapes.entry(k.clone()).or_default() += v;
@@ -904,8 +905,8 @@ pub fn render(s: &Summary) -> String {
     let o = &t.ops;
     let _ = writeln!(
         out,
-        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}",
-        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable
+        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}; shed (not started in time, never sent): {}",
+        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable, o.shed
     );
     let (p50, max) = t.unavailable_ms_p50_max;
     let _ = writeln!(out, "client-visible unavailability (per seed, the longest stretch with no append acknowledged): p50 {p50} ms, max {max} ms");
