@@ -104,6 +104,17 @@ pub enum What {
     },
     /// Every link restored, paused nodes resumed, crashed nodes restarted.
     Heal,
+    /// A random client shed an operation it could not start in time: its arrival found the
+    /// client at `workload.in_flight_per_client` operations until `workload.shed_after_ms` had
+    /// passed or the window ended (issue 13: bounded load). It was never sent.
+    Shed {
+        /// The client.
+        client: u32,
+        /// Append or read.
+        op: ClientOp,
+        /// When it arrived, µs of simulated time.
+        arrived_us: u64,
+    },
     /// A node's clock was drawn to run `drift_ppm` parts per million off.
     Clock {
         /// The node.
@@ -165,6 +176,7 @@ impl fmt::Display for What {
             }
             What::FaultEnd { fault } => write!(f, "fault_end fault={fault}"),
             What::Triggered { event, node, count, delay_ms } => write!(f, "triggered event={event} node={node} count={count} delay_ms={delay_ms}"),
+            What::Shed { client, op, arrived_us } => write!(f, "shed client=c{client} op={op:?} arrived={}.{:06}s (not started in time)", arrived_us / 1_000_000, arrived_us % 1_000_000),
             What::Heal => write!(f, "heal all links restored, paused nodes resumed, crashed nodes restarted"),
             What::Clock { node, drift_ppm } => write!(f, "clock node={node} drift_ppm={drift_ppm}"),
         }

@@ -57,13 +57,29 @@ pub fn render(s: &Summary) -> String {
                     }
                     Ok(())
                 })?;
-                for r in &s.records {
-                    let name = format!("seed {}", r.seed);
+                // Seed order, over the records held and the seeds a sweep held out (as expected).
+                let mut held = s.records.iter().peekable();
+                let mut out = s.held_out.iter().peekable();
+                loop {
+                    let r = match (held.peek(), out.peek()) {
+                        (None, None) => break,
+                        (Some(r), Some(&&seed)) if seed < r.seed => Err(*out.next().expect("peeked")),
+                        (None, Some(_)) => Err(*out.next().expect("peeked")),
+                        _ => Ok(held.next().expect("peeked")),
+                    };
+                    let seed = match &r {
+                        Ok(r) => r.seed,
+                        Err(seed) => *seed,
+                    };
+                    let name = format!("seed {seed}");
                     let case = w.create_element("testcase").with_attribute(("classname", class.as_str())).with_attribute(("name", name.as_str()));
-                    if r.as_expected {
-                        case.write_empty()?;
-                        continue;
-                    }
+                    let r = match r {
+                        Ok(r) if !r.as_expected => r,
+                        _ => {
+                            case.write_empty()?;
+                            continue;
+                        }
+                    };
                     case.write_inner_content(|w| {
                         if let Some(panic) = &r.panic {
                             let body = format!("{panic}\nrepro: {}", r.repro);

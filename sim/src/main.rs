@@ -291,7 +291,7 @@ fn main() -> ExitCode {
             };
             let o = &report.ops;
             println!("faults injected: {}", if report.faults.is_empty() { "none".to_string() } else { report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") });
-            println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}; MapUnavailable={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable);
+            println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}; MapUnavailable={}; shed={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable, o.shed);
             println!("sim_ms={} recovery_after_heal_ms={} unavailable_ms={} events={}", report.sim_ms, report.recovery_ms, report.unavailable_ms, report.events.len());
             let hit: Vec<String> = report.coverage.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("coverage: {}", if hit.is_empty() { "none".to_string() } else { hit.join(" ") });

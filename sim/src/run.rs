@@ -92,6 +92,11 @@ pub struct OpCounts {
     /// Appends and reads a frontend failed at once with `MapUnavailable` (its map too stale),
     /// also counted as failed (appends: definitely failed).
     pub unavailable: u64,
+    /// Operations the clients shed: not started within `workload.shed_after_ms` of their
+    /// arrival (or before the window's end) for want of a free in-flight slot; never sent, not
+    /// in the other counts.
+    #[serde(default)]
+    pub shed: u64,
 }
 
 impl OpCounts {
@@ -256,8 +261,8 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             knobs.frontend_backoff_ms, knobs.frontend_backoff_ms_max, knobs.bandwidth_bytes_per_s, knobs.disk_sync_ms, s.knobs.latency_ms[0], s.knobs.latency_ms[1], s.knobs.clock_drift_ppm, s.knobs.torn_writes, knobs.map_staleness_ms
         ),
         format!(
-            "workload: duration_s={} ops_per_s={} read_fraction={} bounded_read_fraction={} read_bound_ms={} keys={} key_skew={} record_bytes={}{}",
-            w.duration_s, w.ops_per_s, w.read_fraction, w.bounded_read_fraction, w.read_bound_ms, w.keys, w.key_skew, w.record_bytes,
+            "workload: duration_s={} ops_per_s={} read_fraction={} bounded_read_fraction={} read_bound_ms={} keys={} key_skew={} record_bytes={} in_flight_per_client={} shed_after_ms={}{}",
+            w.duration_s, w.ops_per_s, w.read_fraction, w.bounded_read_fraction, w.read_bound_ms, w.keys, w.key_skew, w.record_bytes, w.in_flight_per_client, w.shed_after_ms,
             // Only when set, so the settings line (and the trace hash) of other scenarios stays.
             if w.bulk_bytes + w.preload_bytes + w.start_s > 0 { format!(" bulk_bytes={} preload_bytes={} start_s={}", w.bulk_bytes, w.preload_bytes, w.start_s) } else { String::new() }
         ),
@@ -330,6 +335,10 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
+        if let What::Shed { .. } = &ev.what {
+            ops.shed += 1;
+            continue;
+        }
         let What::Complete { op, id, outcome, .. } = &ev.what else { continue };
         if id.client == 0 {
             continue;

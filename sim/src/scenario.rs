@@ -13,6 +13,20 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::path::Path;
 
+
+/// The memory a run may need for its offered load, bytes (4 GiB): a scenario over it is refused
+/// before it runs ([`Scenario::offered_memory_bytes`]; issue 13 measured 1 MiB records at the
+/// default rate reaching 6.8 GB in 18 s).
+pub const MEMORY_BUDGET_BYTES: f64 = (4u64 << 30) as f64;
+
+/// How many times a run holds an append's payload (the store's stream, the owner's content, a
+/// copy by a move or split child, the final read): the estimate's factor.
+pub const RECORD_COPIES: f64 = 4.0;
+
+/// History and checker bytes per client operation, kept until the run is judged (issue 13
+/// measured about 2.8 KB per operation at 64 clients and 10,000 ops/s).
+pub const HISTORY_BYTES_PER_OP: f64 = 3072.0;
+
 /// One scenario file. Source of the idea: etcd raft's testdata and RisingWave's simulation
 /// options, where scenarios are data rather than code.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -158,6 +172,13 @@ pub struct Workload {
     /// key space (drawn from the seed), so busy ranges cool down and cold ones heat up. 0..=3600
     /// (0: the hot spot stays on the low keys), default 0.
     pub hot_shift_s: u64,
+    /// Operations one random client may have in flight at once (issue 13: bounded load).
+    /// 1..=64, default 1 (each client waits for its operation before starting the next).
+    pub in_flight_per_client: u32,
+    /// How late after its arrival an operation may still start, ms: one that finds its client
+    /// at `in_flight_per_client` operations for longer is shed (counted, traced as `shed`, not
+    /// queued), and none starts after the window ends. 0..=600000, default 1000.
+    pub shed_after_ms: u64,
     /// Appends at fixed times, made by one more client (`client-<clients+1>`) besides the
     /// random load, for worked examples. Default empty.
     pub script: Vec<ScriptedAppend>,
@@ -598,6 +619,8 @@ impl Default for Workload {
             preload_bytes: 0,
             start_s: 0,
             hot_shift_s: 0,
+            in_flight_per_client: 1,
+            shed_after_ms: 1000,
             script: Vec::new(),
         }
     }
@@ -863,10 +886,49 @@ impl Scenario {
             ));
         }
         in_range("workload.hot_shift_s", w.hot_shift_s, 0, 3600)?;
+        in_range("workload.in_flight_per_client", w.in_flight_per_client, 1, 64)?;
+        in_range("workload.shed_after_ms", w.shed_after_ms, 0, 600_000)?;
+        let need = self.offered_memory_bytes();
+        if need > MEMORY_BUDGET_BYTES {
+            let appends = self.offered_appends();
+            let ops = appends / (1.0 - w.read_fraction).max(1e-9);
+            // Name the field whose term dominates the estimate.
+            let field = if appends * RECORD_COPIES * w.record_bytes as f64 > ops * HISTORY_BYTES_PER_OP { "workload.record_bytes" } else { "workload.ops_per_s" };
+            return Err(format!(
+                "{field}: the offered load cannot fit in memory: about {:.1} GiB (ops_per_s {} for {} s is {:.0} operations, {:.0} of them appends of record_bytes {} held about {} times, plus about {} bytes of history per operation), over the {} GiB a run may use; lower workload.ops_per_s, workload.duration_s or workload.record_bytes (bulk_bytes simulate size without memory)",
+                need / (1u64 << 30) as f64,
+                w.ops_per_s,
+                w.duration_s - w.start_s,
+                ops,
+                appends,
+                w.record_bytes,
+                RECORD_COPIES,
+                HISTORY_BYTES_PER_OP,
+                MEMORY_BUDGET_BYTES / (1u64 << 30) as f64,
+            ));
+        }
         if w.start_s >= w.duration_s.max(1) {
             return Err(format!("workload.start_s: must be less than workload.duration_s ({}), got {}", w.duration_s, w.start_s));
         }
         Ok(())
+    }
+
+    /// Appends the random clients offer over the window (the script's are few and not counted).
+    pub fn offered_appends(&self) -> f64 {
+        let w = &self.workload;
+        w.ops_per_s * (w.duration_s.saturating_sub(w.start_s)) as f64 * (1.0 - w.read_fraction)
+    }
+
+    /// The memory the offered load needs, bytes: every append's payload held about
+    /// [`RECORD_COPIES`] times (the store's stream, its owner's content, a move's or split's
+    /// copy, the final read) plus [`HISTORY_BYTES_PER_OP`] per operation (the history's events
+    /// and the checkers' indexes, kept until the run is judged). Shedding bounds what is in
+    /// flight, not what a run keeps: an operation that completes stays in the history.
+    pub fn offered_memory_bytes(&self) -> f64 {
+        let w = &self.workload;
+        let appends = self.offered_appends();
+        let ops = w.ops_per_s * (w.duration_s.saturating_sub(w.start_s)) as f64;
+        appends * RECORD_COPIES * w.record_bytes as f64 + ops * HISTORY_BYTES_PER_OP
     }
 
     fn validate_moves(&self) -> Result<(), String> {

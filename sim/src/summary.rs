@@ -257,11 +257,49 @@ pub struct PauseFigures {
 
 /// Pause figures per strategy, over all handoffs and split at 1 MiB of range size.
 pub fn pause_figures(handoffs: &[&Handoff]) -> Vec<PauseFigures> {
-    const MIB: u64 = 1 << 20;
+    pause_figures_of(&handoffs.iter().map(|h| PauseSample::of(h)).collect::<Vec<_>>())
+}
+
+/// What the pause figures need of one handoff: a few numbers instead of the whole [`Handoff`],
+/// so a sweep of thousands of seeds keeps every handoff's figures for the percentiles in a few
+/// tens of bytes each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PauseSample {
+    /// The index of the handoff's strategy in [`partmap::map::Strategy::ALL`] (`None`: a name
+    /// no strategy has, counted in no row).
+    pub strategy: Option<u8>,
+    /// The range's payload bytes at the cutover are over 1 MiB.
+    pub big: bool,
+    /// [`Handoff::server_pause_ms`].
+    pub server_pause_ms: f64,
+    /// [`Handoff::client_gap_ms`].
+    pub client_gap_ms: Option<f64>,
+    /// [`Handoff::precopy_bytes`].
+    pub precopy_bytes: u64,
+    /// [`Handoff::tail_bytes`].
+    pub tail_bytes: u64,
+}
+
+impl PauseSample {
+    /// The sample of `h`.
+    pub fn of(h: &Handoff) -> PauseSample {
+        PauseSample {
+            strategy: partmap::map::Strategy::ALL.iter().position(|(_, name)| *name == h.strategy).map(|i| i as u8),
+            big: h.bytes > 1 << 20,
+            server_pause_ms: h.server_pause_ms,
+            client_gap_ms: h.client_gap_ms,
+            precopy_bytes: h.precopy_bytes,
+            tail_bytes: h.tail_bytes,
+        }
+    }
+}
+
+/// [`pause_figures`] of samples, in the order the handoffs were reported.
+fn pause_figures_of(samples: &[PauseSample]) -> Vec<PauseFigures> {
     let mut out = Vec::new();
-    for (_, strategy) in partmap::map::Strategy::ALL {
+    for (i, (_, strategy)) in partmap::map::Strategy::ALL.iter().enumerate() {
         for size in ["all", "<= 1 MiB", "> 1 MiB"] {
-            let hs: Vec<&&Handoff> = handoffs.iter().filter(|h| h.strategy == strategy && (size == "all" || (size == "> 1 MiB") == (h.bytes > MIB))).collect();
+            let hs: Vec<&PauseSample> = samples.iter().filter(|h| h.strategy == Some(i as u8) && (size == "all" || (size == "> 1 MiB") == h.big)).collect();
             if hs.is_empty() {
                 continue;
             }
@@ -335,11 +373,40 @@ impl Totals {
     /// The totals of `records`, which must be sorted by seed (the float sums depend on the
     /// order).
     pub fn of(records: &[SeedRecord]) -> Totals {
-        assert!(records.windows(2).all(|w| w[0].seed < w[1].seed), "records sorted by seed, each once");
-        let mut t = Totals {
-            seeds: records.len() as u64,
-            failing: records.iter().filter(|r| !r.as_expected).count() as u64,
-            crashed: records.iter().filter(|r| r.panic.is_some()).count() as u64,
+        let mut b = TotalsBuilder::new();
+        for r in records {
+            b.add(r);
+        }
+        b.finish()
+    }
+}
+
+/// [`Totals`] computed one record at a time, records fed in seed order: how a sweep builds its
+/// summary while streaming its records back from disk (issue 13: a sweep's memory must not grow
+/// with its seeds). It keeps the running totals, one number per seed (the unavailability, for
+/// its percentiles) and a [`PauseSample`] per handoff; no record.
+#[derive(Clone, Debug)]
+pub struct TotalsBuilder {
+    t: Totals,
+    last_seed: Option<u64>,
+    ran: u64,
+    gaps: Vec<f64>,
+    pauses: Vec<PauseSample>,
+}
+
+impl Default for TotalsBuilder {
+    fn default() -> TotalsBuilder {
+        TotalsBuilder::new()
+    }
+}
+
+impl TotalsBuilder {
+    /// Totals of no record yet.
+    pub fn new() -> TotalsBuilder {
+        let t = Totals {
+            seeds: 0,
+            failing: 0,
+            crashed: 0,
             violations: PROPERTIES.iter().map(|(p, _)| (p.to_string(), 0)).collect(),
             faults: BTreeMap::new(),
             seeds_with_fault: BTreeMap::new(),
@@ -357,52 +424,74 @@ impl Totals {
             views_disagreeing: BTreeMap::new(),
             fault_flow_seeds: BTreeMap::new(),
         };
+        TotalsBuilder { t, last_seed: None, ran: 0, gaps: Vec::new(), pauses: Vec::new() }
+    }
+
+    /// Count `r`, whose seed must be above every seed counted so far.
+    ///
+    /// # Panics
+    /// If `r.seed` is not above the last seed counted (the float sums depend on the order).
+    pub fn add(&mut self, r: &SeedRecord) {
+        assert!(self.last_seed.is_none_or(|s| s < r.seed), "records sorted by seed, each once: {} after {:?}", r.seed, self.last_seed);
+        self.last_seed = Some(r.seed);
+        let t = &mut self.t;
+        t.seeds += 1;
+        t.failing += u64::from(!r.as_expected);
         // A crashed seed left nothing to count but itself.
-        let ran: Vec<&SeedRecord> = records.iter().filter(|r| r.panic.is_none()).collect();
-        for r in &ran {
-            let partitioned = ["isolate", "split", "one_way", "delay"].iter().any(|k| r.faults.contains_key(*k));
-            if partitioned && r.faults.contains_key("crash_server") {
-                t.seeds_with_server_crash_and_partition += 1;
-            }
-            for k in r.coverage.keys() {
-                *t.coverage_seeds.entry(k.clone()).or_default() += 1;
-            }
-            for (p, _) in r.violations() {
-                *t.violations.entry(p.to_string()).or_default() += 1;
-            }
-            for (k, v) in &r.faults {
-                *t.faults.entry(k.clone()).or_default() += v;
-                *t.seeds_with_fault.entry(k.clone()).or_default() += 1;
-            }
-            t.ops.appends_ok += r.ops.appends_ok;
-            t.ops.appends_failed += r.ops.appends_failed;
-            t.ops.appends_unknown += r.ops.appends_unknown;
-            t.ops.reads_ok += r.ops.reads_ok;
-            t.ops.reads_failed += r.ops.reads_failed;
-            t.ops.unavailable += r.ops.unavailable;
-            t.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
-            for (k, v) in &r.reshapes {
-                *t.reshapes.entry(k.clone()).or_default() += v;
-                *t.seeds_with_reshape.entry(k.clone()).or_default() += 1;
-            }
-            for (kind, flow) in &r.fault_flows {
-                *t.fault_flow_seeds.entry(kind.clone()).or_default().entry(flow.clone()).or_default() += 1;
-            }
-            if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
-                t.seeds_with_split_and_merge += 1;
-            }
-            t.superseded_handoffs += r.superseded_handoffs;
-            t.unannounced_versions.0 += r.unannounced_versions;
-            t.unannounced_versions.1 += u64::from(r.unannounced_versions > 0);
-            for p in &r.views_disagreeing {
-                *t.views_disagreeing.entry(p.clone()).or_default() += 1;
-            }
+        if r.panic.is_some() {
+            t.crashed += 1;
+            return;
         }
-        t.sim_s_per_seed /= ran.len().max(1) as f64;
-        let gaps: Vec<f64> = ran.iter().map(|r| r.unavailable_ms as f64).collect();
-        let pct = |p: f64| percentile(&gaps, p).unwrap_or(0.0) as u64;
+        self.ran += 1;
+        let partitioned = ["isolate", "split", "one_way", "delay"].iter().any(|k| r.faults.contains_key(*k));
+        if partitioned && r.faults.contains_key("crash_server") {
+            t.seeds_with_server_crash_and_partition += 1;
+        }
+        for k in r.coverage.keys() {
+            *t.coverage_seeds.entry(k.clone()).or_default() += 1;
+        }
+        for (p, _) in r.violations() {
+            *t.violations.entry(p.to_string()).or_default() += 1;
+        }
+        for (k, v) in &r.faults {
+            *t.faults.entry(k.clone()).or_default() += v;
+            *t.seeds_with_fault.entry(k.clone()).or_default() += 1;
+        }
+        t.ops.appends_ok += r.ops.appends_ok;
+        t.ops.appends_failed += r.ops.appends_failed;
+        t.ops.appends_unknown += r.ops.appends_unknown;
+        t.ops.reads_ok += r.ops.reads_ok;
+        t.ops.reads_failed += r.ops.reads_failed;
+        t.ops.unavailable += r.ops.unavailable;
+        t.ops.shed += r.ops.shed;
+        t.sim_s_per_seed += r.sim_ms as f64 / 1000.0;
+        for (k, v) in &r.reshapes {
+            *t.reshapes.entry(k.clone()).or_default() += v;
+            *t.seeds_with_reshape.entry(k.clone()).or_default() += 1;
+        }
+        for (kind, flow) in &r.fault_flows {
+            *t.fault_flow_seeds.entry(kind.clone()).or_default().entry(flow.clone()).or_default() += 1;
+        }
+        if r.reshapes.contains_key("split_committed") && r.reshapes.contains_key("merge_committed") {
+            t.seeds_with_split_and_merge += 1;
+        }
+        t.superseded_handoffs += r.superseded_handoffs;
+        t.unannounced_versions.0 += r.unannounced_versions;
+        t.unannounced_versions.1 += u64::from(r.unannounced_versions > 0);
+        for p in &r.views_disagreeing {
+            *t.views_disagreeing.entry(p.clone()).or_default() += 1;
+        }
+        self.gaps.push(r.unavailable_ms as f64);
+        self.pauses.extend(r.handoffs.iter().map(PauseSample::of));
+    }
+
+    /// The totals of every record added.
+    pub fn finish(self) -> Totals {
+        let mut t = self.t;
+        t.sim_s_per_seed /= self.ran.max(1) as f64;
+        let pct = |p: f64| percentile(&self.gaps, p).unwrap_or(0.0) as u64;
         t.unavailable_ms_p50_max = (pct(0.5), pct(1.0));
-        t.pauses = pause_figures(&ran.iter().flat_map(|r| r.handoffs.iter()).collect::<Vec<_>>());
+        t.pauses = pause_figures_of(&self.pauses);
         t
     }
 }
@@ -464,8 +553,14 @@ pub struct Summary {
     pub measured: Measured,
     /// Totals over `records`.
     pub totals: Totals,
-    /// One record per seed that ran to the end, sorted by seed.
+    /// One record per seed that ran to the end, sorted by seed. A summary a sweep returns
+    /// holds only the records of the seeds that did not end as expected: the others are in the
+    /// JSON it wrote and listed in `held_out` (a sweep never holds every record: issue 13).
     pub records: Vec<SeedRecord>,
+    /// Seeds that ran as expected whose records are in the written JSON but not in `records`
+    /// (sorted; not part of the JSON). Empty for a summary read from a file or merged.
+    #[serde(skip)]
+    pub held_out: Vec<u64>,
     /// Where this summary was written (not part of the JSON).
     #[serde(skip)]
     pub json_path: Option<PathBuf>,
@@ -493,6 +588,7 @@ impl Summary {
             measured,
             totals,
             records,
+            held_out: Vec::new(),
             json_path: None,
             junit_path: None,
             logs_dir: None,
@@ -539,7 +635,22 @@ impl Summary {
 
     /// The summary as JSON: indented, but each record on one line (so a seed's record is one
     /// `grep '"seed":17,'` away, and the file stays about half the size).
+    ///
+    /// # Panics
+    /// If the summary holds records out (`held_out`): a sweep wrote its JSON itself.
     pub fn to_json(&self) -> String {
+        assert!(self.held_out.is_empty(), "a sweep's summary holds {} records out; its JSON is the file the sweep wrote", self.held_out.len());
+        let mut out = Vec::new();
+        self.write_json(&mut out, self.records.iter().map(|r| Ok(serde_json::to_string(r).expect("a record serializes")))).expect("writing to memory");
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    /// Write the JSON of [`Summary::to_json`] to `out` with `records` (each one record's
+    /// one-line JSON, in seed order) in place of `self.records`: how a sweep writes a summary
+    /// whose records it streams back from disk.
+    ///
+    /// Errors: the first error of `records` or of `out`.
+    pub fn write_json(&self, out: &mut impl std::io::Write, records: impl Iterator<Item = std::io::Result<String>>) -> std::io::Result<()> {
         /// Every field but the records, in the summary's order.
         #[derive(Serialize)]
         struct Head<'a> {
@@ -562,11 +673,17 @@ impl Summary {
         };
         let head = serde_json::to_string_pretty(&head).expect("a summary serializes");
         let head = head.strip_suffix("\n}").expect("a pretty JSON object ends with a closing brace");
-        let records: Vec<String> = self.records.iter().map(|r| serde_json::to_string(r).expect("a record serializes")).collect();
-        if records.is_empty() {
-            format!("{head},\n  \"records\": []\n}}\n")
+        write!(out, "{head},\n  \"records\": [")?;
+        let mut any = false;
+        for r in records {
+            let r = r?;
+            write!(out, "{}\n    {r}", if any { "," } else { "" })?;
+            any = true;
+        }
+        if any {
+            writeln!(out, "\n  ]\n}}")
         } else {
-            format!("{head},\n  \"records\": [\n    {}\n  ]\n}}\n", records.join(",\n    "))
+            writeln!(out, "]\n}}")
         }
     }
 
@@ -577,13 +694,30 @@ impl Summary {
     ///
     /// Errors: `<path>: <io error>` when a file cannot be written.
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        let json = self.to_json();
+        if !self.held_out.is_empty() {
+            return Err(format!("{}: this summary holds {} records out (a sweep's); the sweep wrote its JSON", path.display(), self.held_out.len()));
+        }
+        let records = self.records.iter().map(|r| Ok(serde_json::to_string(r).expect("a record serializes")));
+        self.write_with(path, records)
+    }
+
+    /// [`Summary::write`] with `records` (one-line JSON each, in seed order) in place of
+    /// `self.records` ([`Summary::write_json`]).
+    ///
+    /// Errors: `<path>: <io error>` when a file cannot be written or a record cannot be read.
+    pub fn write_with(&self, path: &Path, records: impl Iterator<Item = std::io::Result<String>>) -> Result<(), String> {
+        use std::io::Write as _;
         let tmp = path.with_extension("json.tmp");
         let fail = |e: std::io::Error| format!("{}: {e}", path.display());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(fail)?;
         }
-        std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, path)).map_err(fail)?;
+        let written = std::fs::File::create(&tmp).and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            self.write_json(&mut out, records)?;
+            out.flush()
+        });
+        written.and_then(|_| std::fs::rename(&tmp, path)).map_err(fail)?;
         let seeds_path = failing_seeds_path(path);
         let failing: Vec<String> = self.failing().map(|r| r.seed.to_string()).collect();
         if failing.is_empty() {
@@ -771,8 +905,8 @@ pub fn render(s: &Summary) -> String {
     let o = &t.ops;
     let _ = writeln!(
         out,
-        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}",
-        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable
+        "\noperations: {} ({:.0} per seed): appends ok={} failed={} unknown={}; reads ok={} failed={}; failed at once as MapUnavailable: {}; shed (not started in time, never sent): {}",
+        o.total(), o.total() as f64 / n as f64, o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable, o.shed
     );
     let (p50, max) = t.unavailable_ms_p50_max;
     let _ = writeln!(out, "client-visible unavailability (per seed, the longest stretch with no append acknowledged): p50 {p50} ms, max {max} ms");
@@ -846,10 +980,11 @@ pub fn render(s: &Summary) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(seed: u64) -> SeedRecord {
+    /// A record of seed `seed` that passed, with a fault count and a simulated time of its own.
+    pub(crate) fn record(seed: u64) -> SeedRecord {
         SeedRecord {
             seed,
             outcome: RunOutcome::Pass,
@@ -874,7 +1009,8 @@ mod tests {
         }
     }
 
-    fn summary(records: Vec<SeedRecord>) -> Summary {
+    /// The summary of `records` with a fixed build and selection.
+    pub(crate) fn summary(records: Vec<SeedRecord>) -> Summary {
         let build = Build {
             version: "0.1.0".into(),
             commit: None,

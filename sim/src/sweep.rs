@@ -191,12 +191,146 @@ fn write_failing_log(path: &Path, report: &crate::run::RunReport, record: &SeedR
     f.flush()
 }
 
+/// Where one finished seed's record is.
+enum Spooled {
+    /// In the spool file: byte offset and length of its JSON line (without the newline).
+    Disk(u64, usize),
+    /// In memory: the spool could not be written (the error is in the report errors).
+    Memory(Box<SeedRecord>),
+}
+
+/// The records of a sweep's finished seeds (issue 13: a sweep's memory must not grow with its
+/// seeds). Each record is appended as one JSON line to a temporary file in the report folder
+/// as its seed finishes; memory keeps where each is, and the records of seeds that did not end
+/// as expected (the summary lists those). The summary is then built by reading the records back
+/// in seed order ([`finish_spool`]).
+struct Spool {
+    /// The temporary file, removed once the summary is written.
+    path: PathBuf,
+    /// Open for appending (`None` once a write failed, or when closed).
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    /// Bytes written so far.
+    end: u64,
+    /// Per finished seed: the seed, whether it ended as expected, and where its record is.
+    index: Vec<(u64, bool, Spooled)>,
+    /// The records of the seeds that did not end as expected, in finishing order.
+    failing: Vec<SeedRecord>,
+    /// The first error writing the spool, if any.
+    error: Option<String>,
+    /// Whether the sweep has taken the records: a seed abandoned on a second signal that still
+    /// finishes is dropped, as it was before.
+    closed: bool,
+}
+
+impl Spool {
+    /// An empty spool writing to `path` (created or truncated).
+    ///
+    /// Errors: `<path>: <io error>`.
+    fn create(path: PathBuf) -> Result<Spool, String> {
+        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Spool { path, file: Some(std::io::BufWriter::new(file)), end: 0, index: Vec::new(), failing: Vec::new(), error: None, closed: false })
+    }
+
+    /// A spool that takes nothing more (what the workers see once the sweep took theirs).
+    fn closed(path: PathBuf) -> Spool {
+        Spool { path, file: None, end: 0, index: Vec::new(), failing: Vec::new(), error: None, closed: true }
+    }
+
+    /// Keep `record`: on disk, or in memory if the spool cannot be written.
+    fn push(&mut self, record: SeedRecord) {
+        use std::io::Write as _;
+        if self.closed {
+            return;
+        }
+        let at = match self.file.as_mut() {
+            None => Spooled::Memory(Box::new(record.clone())),
+            Some(file) => {
+                let line = serde_json::to_string(&record).expect("a record serializes");
+                match file.write_all(line.as_bytes()).and_then(|_| file.write_all(b"\n")) {
+                    Ok(()) => {
+                        let at = Spooled::Disk(self.end, line.len());
+                        self.end += line.len() as u64 + 1;
+                        at
+                    }
+                    Err(e) => {
+                        self.error = Some(format!("{}: {e} (records kept in memory instead)", self.path.display()));
+                        // Part of the line may be written: nothing more goes to the file.
+                        self.file = None;
+                        Spooled::Memory(Box::new(record.clone()))
+                    }
+                }
+            }
+        };
+        self.index.push((record.seed, record.as_expected, at));
+        if !record.as_expected {
+            self.failing.push(record);
+        }
+    }
+}
+
+/// The summary of the spooled records: totals computed by reading every record back in seed
+/// order, the JSON written to `json_path` by streaming them a second time (each record's line as
+/// it was written: the same bytes `Summary::write` gives), then the spool removed. The returned
+/// summary holds the failing records only (`held_out` lists the others). Errors writing the
+/// summary or reading the spool go to its `report_errors`.
+fn finish_spool(mut spool: Spool, build: Build, selection: Selection, stopped: Stopped, measured: Measured, json_path: &Path) -> Summary {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut errors: Vec<String> = spool.error.take().into_iter().collect();
+    if let Some(mut f) = spool.file.take() {
+        if let Err(e) = std::io::Write::flush(&mut f) {
+            errors.push(format!("{}: {e}", spool.path.display()));
+        }
+    }
+    spool.index.sort_by_key(|(seed, _, _)| *seed);
+    let mut reader = std::fs::File::open(&spool.path).map_err(|e| format!("{}: {e}", spool.path.display()));
+    // One record's line, read back from the spool (or serialized again from memory).
+    let mut line = |at: &Spooled| -> std::io::Result<String> {
+        match at {
+            Spooled::Memory(r) => Ok(serde_json::to_string(r).expect("a record serializes")),
+            Spooled::Disk(offset, len) => {
+                let f = reader.as_mut().map_err(|e| std::io::Error::other(e.clone()))?;
+                f.seek(SeekFrom::Start(*offset))?;
+                let mut buf = vec![0; *len];
+                f.read_exact(&mut buf)?;
+                String::from_utf8(buf).map_err(std::io::Error::other)
+            }
+        }
+    };
+    let mut totals = crate::summary::TotalsBuilder::new();
+    let mut unread = 0;
+    for (seed, _, at) in &spool.index {
+        match line(at).and_then(|l| serde_json::from_str::<SeedRecord>(&l).map_err(std::io::Error::other)) {
+            Ok(r) => totals.add(&r),
+            Err(e) => {
+                unread += 1;
+                errors.push(format!("{}: record of seed {seed}: {e}", spool.path.display()));
+            }
+        }
+    }
+    let mut failing = std::mem::take(&mut spool.failing);
+    failing.sort_by_key(|r| r.seed);
+    let held_out: Vec<u64> = spool.index.iter().filter(|(_, ok, _)| *ok).map(|(seed, _, _)| *seed).collect();
+    let mut s = Summary::new(build, selection, stopped, measured, failing);
+    s.totals = totals.finish();
+    s.held_out = held_out;
+    if unread == 0 {
+        if let Err(e) = s.write_with(json_path, spool.index.iter().map(|(_, _, at)| line(at))) {
+            errors.push(e);
+        }
+    } else {
+        errors.push(format!("{}: not written: {unread} records could not be read back", json_path.display()));
+    }
+    let _ = std::fs::remove_file(&spool.path);
+    s.report_errors = errors;
+    s
+}
+
 /// Shared by the workers of one sweep (they outlive the sweep call when abandoned).
 struct Shared {
     base: RunOptions,
     seeds: SeedSelection,
     next: AtomicU64,
-    records: Mutex<Vec<SeedRecord>>,
+    spool: Mutex<Spool>,
     running: Mutex<BTreeSet<u64>>,
     workers_done: AtomicUsize,
     budget_spent: AtomicBool,
@@ -254,10 +388,10 @@ impl Shared {
             }
         };
         // Record and mark done under one lock order, so a snapshot never misses a seed.
-        let mut records = self.records.lock().expect("records");
-        records.push(record);
+        let mut spool = self.spool.lock().expect("spool");
+        spool.push(record);
         self.running.lock().expect("running").remove(&seed);
-        drop(records);
+        drop(spool);
         self.bar.inc(1);
         let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
         if self.lines {
@@ -309,11 +443,14 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
         let shard = seeds.shard.map_or(String::new(), |s| format!(" shard {}", s.label()));
         eprintln!("sweeping {} seeds ({}{shard}) of {} with {jobs} jobs{budget}", seeds.len(), seeds.describe_source(), base.scenario_label);
     }
+    let json_path = summary_path(base, seeds, &cfg.report_dir);
+    let spool_name = format!(".{}.{}.records.tmp", json_path.file_stem().map_or("sweep".into(), |s| s.to_string_lossy()), std::process::id());
+    let spool = Spool::create(json_path.with_file_name(spool_name)).map_err(|e| format!("--report-dir {}: cannot write there: {e}", cfg.report_dir.display()))?;
     let shared = Arc::new(Shared {
         base: base.clone(),
         seeds: seeds.clone(),
         next: AtomicU64::new(0),
-        records: Mutex::new(Vec::new()),
+        spool: Mutex::new(spool),
         running: Mutex::new(BTreeSet::new()),
         workers_done: AtomicUsize::new(0),
         budget_spent: AtomicBool::new(false),
@@ -343,12 +480,12 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
         std::thread::sleep(Duration::from_millis(20));
     }
     bar.finish_and_clear();
-    let (mut records, abandoned) = {
-        let records = shared.records.lock().expect("records");
+    let (spool, abandoned) = {
+        let mut spool = shared.spool.lock().expect("spool");
         let running = shared.running.lock().expect("running");
-        (records.clone(), running.iter().copied().collect::<Vec<u64>>())
+        let closed = Spool::closed(spool.path.clone());
+        (std::mem::replace(&mut *spool, closed), running.iter().copied().collect::<Vec<u64>>())
     };
-    records.sort_by_key(|r| r.seed);
     let wall_s = started.elapsed().as_secs_f64();
     let selection = Selection {
         seeds: seeds.describe_source(),
@@ -357,14 +494,10 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
         planned: seeds.len(),
     };
     let stopped = Stopped { interrupted: stop.signal_name(), time_budget_spent: shared.budget_spent.load(Ordering::SeqCst), abandoned };
-    let measured = Measured { jobs: jobs as u64, wall_s, seeds_per_s: records.len() as f64 / wall_s.max(1e-9), merged_from: Vec::new() };
-    let mut s = Summary::new(Build::of(base), selection, stopped, measured, records);
-    s.report_errors = shared.report_errors.lock().expect("report errors").clone();
+    let measured = Measured { jobs: jobs as u64, wall_s, seeds_per_s: spool.index.len() as f64 / wall_s.max(1e-9), merged_from: Vec::new() };
+    let mut s = finish_spool(spool, Build::of(base), selection, stopped, measured, &json_path);
+    s.report_errors.extend(shared.report_errors.lock().expect("report errors").iter().cloned());
     s.logs_dir = Some(failing_dir);
-    let json_path = summary_path(base, seeds, &cfg.report_dir);
-    if let Err(e) = s.write(&json_path) {
-        s.report_errors.push(e);
-    }
     s.json_path = Some(json_path);
     if let Some(junit) = &cfg.junit {
         match crate::junit::write(&s, junit) {
@@ -399,6 +532,47 @@ mod tests {
         assert_eq!(scenario_stem("scenarios/swarm.json (built-in)"), "swarm");
         assert_eq!(scenario_stem("scenarios/failover.json"), "failover");
         assert_eq!(scenario_stem("my runs/a b (copy).json"), "a_b__copy_");
+    }
+
+    /// The summary a sweep builds from its spool is the one built from every record in
+    /// memory: the same JSON byte for byte, the same totals and JUnit report, while it holds only
+    /// the failing records.
+    #[test]
+    fn spooled_summary_is_the_summary_of_every_record() {
+        use crate::summary::tests::{record, summary};
+        let dir = std::env::temp_dir().join(format!("partmap-spool-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut records: Vec<SeedRecord> = [5, 1, 3, 8, 2].into_iter().map(record).collect();
+        records[2].as_expected = false;
+        records[2].outcome = crate::run::RunOutcome::LivenessFailure;
+        records[4].as_expected = false;
+        records[4].unavailable_ms = 1234;
+        for (i, r) in records.iter_mut().enumerate() {
+            r.sim_ms = 1000 + 7 * i as u64;
+            r.unavailable_ms += 10 * i as u64;
+        }
+        let mut spool = Spool::create(dir.join(".spool.tmp")).unwrap();
+        for r in records.clone() {
+            spool.push(r);
+        }
+        let spool_path = spool.path.clone();
+        let whole = {
+            let mut all = records.clone();
+            all.sort_by_key(|r| r.seed);
+            summary(all)
+        };
+        let path = dir.join("sweep.json");
+        let s = finish_spool(spool, whole.build.clone(), whole.selection.clone(), whole.stopped.clone(), whole.measured.clone(), &path);
+        assert!(s.report_errors.is_empty(), "{:?}", s.report_errors);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), whole.to_json());
+        assert_eq!(s.totals, whole.totals);
+        assert_eq!(s.records.iter().map(|r| r.seed).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(s.held_out, vec![1, 5, 8]);
+        assert_eq!(crate::junit::render(&s), crate::junit::render(&whole));
+        assert_eq!(s.exit_code(), whole.exit_code());
+        assert!(!spool_path.exists(), "the spool is removed");
+        assert!(s.write(&path).is_err(), "a summary holding records out cannot write itself");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -107,9 +107,14 @@ pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64
     (outcome, value)
 }
 
-/// Client `n` (1-based): until `duration_s`, issue operations at its share of the rate
-/// (exponential gaps, one at a time), reads with probability `read_fraction`, keys skewed.
+/// Client `n` (1-based): operations arrive at its share of the rate (exponential gaps) until
+/// `duration_s`, reads with probability `read_fraction`, keys skewed. At most
+/// `in_flight_per_client` are in flight at once; an arrival that finds no free slot by
+/// `shed_after_ms` after it (or by the window's end) is shed: traced as [`What::Shed`] and never
+/// sent, so the client builds no backlog and starts nothing after the window (issue 13).
 pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
+    use futures_util::future::{select, Either};
+    use futures_util::stream::{FuturesUnordered, StreamExt};
     let w = &scenario.workload;
     if w.ops_per_s <= 0.0 {
         return;
@@ -118,9 +123,11 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
     let frontend = (n - 1) % scenario.topology.frontends + 1;
     let end_us = w.duration_s * 1_000_000;
     let mean_gap_us = 1e6 * scenario.topology.clients as f64 / w.ops_per_s;
+    let in_flight_max = w.in_flight_per_client.max(1) as usize;
     if w.start_s > 0 {
         sleep_us((w.start_s * 1_000_000).saturating_sub(now_us())).await;
     }
+    let mut in_flight = FuturesUnordered::new();
     let mut next_us = now_us();
     let mut seq = 0;
     loop {
@@ -132,11 +139,38 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
         // `as` saturates a huge gap (a tiny rate) at u64::MAX; adding it must not wrap.
         next_us = next_us.saturating_add(gap_us as u64);
         if next_us >= end_us {
-            return;
+            break;
         }
-        let now = now_us();
-        if next_us > now {
-            sleep_us(next_us - now).await;
+        // Until the arrival, let the operations in flight complete.
+        loop {
+            let now = now_us();
+            if next_us <= now {
+                break;
+            }
+            if in_flight.is_empty() {
+                sleep_us(next_us - now).await;
+                break;
+            }
+            if let Either::Left(_) = select(std::pin::pin!(sleep_us(next_us - now)), in_flight.next()).await {
+                break;
+            }
+        }
+        // A free slot by the start deadline, or the operation is shed.
+        let deadline_us = next_us.saturating_add(w.shed_after_ms * 1000).min(end_us);
+        while in_flight.len() >= in_flight_max {
+            let now = now_us();
+            if now >= deadline_us {
+                break;
+            }
+            if let Either::Left(_) = select(std::pin::pin!(sleep_us(deadline_us - now)), in_flight.next()).await {
+                break;
+            }
+        }
+        assert!(in_flight.len() <= in_flight_max, "client {n}: {} operations in flight, bound {in_flight_max}", in_flight.len());
+        let op = if is_read { ClientOp::Read } else { ClientOp::Append };
+        if in_flight.len() >= in_flight_max || now_us() >= end_us || now_us() > deadline_us {
+            record(What::Shed { client: n, op, arrived_us: next_us });
+            continue;
         }
         let mut index = (((w.keys as f64) * u.powf(1.0 + w.key_skew)) as u32).min(w.keys - 1);
         if w.hot_shift_s > 0 {
@@ -148,15 +182,24 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
         }
         let key = key_name(index);
         seq += 1;
-        if is_read {
+        let (rpc, knobs) = (&rpc, &knobs);
+        let started: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>> = if is_read {
             // Drawn only when asked for, so scenarios without bounded reads draw as before.
             let bounded = w.bounded_read_fraction > 0.0 && madsim::rand::thread_rng().gen_bool(w.bounded_read_fraction);
             let level = if bounded { ReadLevel::Bounded { ms: w.read_bound_ms } } else { ReadLevel::Strong };
-            read(&rpc, &knobs, frontend, n, seq, key, level).await;
+            Box::pin(async move {
+                read(rpc, knobs, frontend, n, seq, key, level).await;
+            })
         } else {
-            append(&rpc, &knobs, frontend, key, OpId { client: n, seq }, w.record_bytes as usize, w.bulk_bytes).await;
-        }
+            let id = OpId { client: n, seq };
+            Box::pin(async move {
+                append(rpc, knobs, frontend, key, id, w.record_bytes as usize, w.bulk_bytes).await;
+            })
+        };
+        in_flight.push(started);
     }
+    // The window is over: the operations in flight complete; nothing new starts.
+    while in_flight.next().await.is_some() {}
 }
 
 /// The script client (`client-<clients+1>`): each append of `workload.script` at its time, one

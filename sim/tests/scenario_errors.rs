@@ -552,3 +552,38 @@ fn scenario_rejects_a_record_over_the_chunk_and_a_start_past_the_window() {
     let err = rejected(&failover_with("workload", r#"{ "duration_s": 10, "start_s": 10 }"#));
     assert_mentions(&err, &["workload.start_s", "less than workload.duration_s (10)", "got 10"]);
 }
+
+/// A scenario whose offered load cannot fit in memory is refused before it runs, naming the
+/// field whose term dominates and giving the estimate (issue 13: 1 MiB records at the default
+/// rate reached 6.8 GB in 18 s; 64 clients at 10,000 ops/s for 600 s grow by ~2.8 KB an op).
+#[test]
+fn scenario_offered_load_over_the_memory_budget_is_refused_naming_the_field() {
+    let err = rejected(&failover_with("workload", r#"{"record_bytes": 1048576}"#));
+    assert_mentions(&err, &["workload.record_bytes", "cannot fit in memory", "16.4 GiB", "4 GiB"]);
+    let topology = r#"{"servers": 3, "managers": 2, "frontends": 2, "clients": 64, "initial_ranges": 8}"#;
+    let mut value: serde_json::Value = serde_json::from_str(&failover_with("topology", topology)).unwrap();
+    value["workload"] = serde_json::from_str(r#"{"ops_per_s": 10000, "duration_s": 600}"#).unwrap();
+    let err = rejected(&serde_json::to_string(&value).unwrap());
+    assert_mentions(&err, &["workload.ops_per_s", "cannot fit in memory", "6000000 operations"]);
+    // Just under the budget still loads: 1 MiB records at 10 ops/s for 60 s (1.6 GiB).
+    let ok = failover_with("workload", r#"{"record_bytes": 1048576, "ops_per_s": 10}"#);
+    Scenario::parse(&ok, "test.json").unwrap();
+    let err = rejected(&failover_with("workload", r#"{"in_flight_per_client": 0}"#));
+    assert_mentions(&err, &["workload.in_flight_per_client", "0"]);
+    let err = rejected(&failover_with("workload", r#"{"shed_after_ms": 700000}"#));
+    assert_mentions(&err, &["workload.shed_after_ms"]);
+}
+
+/// Every shipped scenario fits the memory budget with room to spare (a quarter of it).
+#[test]
+fn scenario_shipped_offered_load_fits_in_memory() {
+    for dir in ["scenarios", "scenarios/shrunk"] {
+        for entry in std::fs::read_dir(repo_file(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                assert!(s.offered_memory_bytes() < partmap_sim::scenario::MEMORY_BUDGET_BYTES / 4.0, "{}: {} bytes", path.display(), s.offered_memory_bytes());
+            }
+        }
+    }
+}
