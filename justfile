@@ -65,3 +65,10 @@ mutation file *args="":
 # the scenarios that exercise FILE (sim/tests/mutation_oracle.rs), seeds 0..SEEDS each.
 mutation-sweep file seeds="20" *args="":
     PARTMAP_ORACLE_FILE={{file}} PARTMAP_ORACLE_SEEDS={{seeds}} cargo mutants --iterate --jobs 1 -f {{file}} --test-package partmap-sim --profile release --timeout 1800 -o reports/mutation/{{file}} {{args}} -- --test mutation_oracle -- --ignored
+
+# Reachability of named mutations (issue 19): seeds 0..SEEDS of each scenario, unmutated and
+# with each mutation, compared by trace hash (scripts/mutation-reach.py; commas separate).
+# Example: just mutation-reach 20 scenarios/dueling-managers.json server-obeys-deposed-leader
+mutation-reach seeds scenarios mutations:
+    cargo build --release -p partmap-sim
+    scripts/mutation-reach.py {{seeds}} {{scenarios}} {{mutations}}

@@ -387,6 +387,20 @@ pub struct PartitionMap {
     pub draining: BTreeSet<ServerId>,
 }
 
+thread_local! {
+    /// Mutation `map-forgets-reshapes` is on for the maps of the run on this thread.
+    static FORGETS_RESHAPES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Switch mutation `map-forgets-reshapes` ([`crate::config::Mutation::MapForgetsReshapes`]) on
+/// or off for every map used on this thread: [`PartitionMap::reshape_of`] then returns nothing,
+/// for the authority, the managers and the map's own phase checks alike (a simulation runs
+/// every node on one thread). The harness sets it for a run's nodes and clears it before the
+/// checkers judge; nothing else calls it.
+pub fn forget_reshapes(on: bool) {
+    FORGETS_RESHAPES.with(|f| f.set(on));
+}
+
 impl PartitionMap {
     /// Apply `ops` atomically and bump the version once. On error nothing changes.
     pub fn apply_batch(&mut self, ops: &[MapOp]) -> Result<(), MapError> {
@@ -425,7 +439,11 @@ impl PartitionMap {
     }
 
     /// The reshape in the journal that involves `range` as a parent, keyed by its first parent.
+    /// Always `None` under mutation `map-forgets-reshapes` (see [`forget_reshapes`]).
     pub fn reshape_of(&self, range: RangeId) -> Option<&Reshape> {
+        if FORGETS_RESHAPES.with(std::cell::Cell::get) {
+            return None;
+        }
         self.reshapes.values().find(|r| r.parents.iter().any(|(p, _)| *p == range))
     }
 

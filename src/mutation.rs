@@ -84,11 +84,44 @@ pub enum Mutation {
     /// on an old version) are durable though never announced, and a restart may restore one.
     /// Only the replay of the authority's durable log (issue 12) judges them.
     AuthorityLogsRefusedCas,
+    /// The server obeys every manager command whatever leader epoch it carries (issue 19's
+    /// second survivor: `ServerCore::command` accepts all): a deposed leader's late open,
+    /// pause, pre-copy, finish or release acts. Only the leader-epoch check is off; the range
+    /// epoch a pause or release names is still checked (that is `server-skips-epoch-check`).
+    /// Defence in depth: a deposed leader cannot journal, so it only repeats steps of flows the
+    /// current leader inherited, at the epochs the journal holds; a rollback reopens at a newer
+    /// epoch, the store's fence refuses a stale open or finish, and frontends route only to
+    /// rows the current leader activated. Obeyed on every seed of `dueling-managers.json`,
+    /// caught on none.
+    ServerObeysDeposedLeader,
+    /// The server admits a request naming a newer range epoch than the one it holds, and the
+    /// effect carries that newer epoch (issue 19's third survivor, `ServerCore::authorize`).
+    /// Defence in depth: a row is active at epoch E for server S only once S opened it at E,
+    /// and S's epoch for a range never goes down, so no frontend names an epoch newer than
+    /// the one its server holds; no run tried reaches it.
+    ServerAdmitsNewerEpoch,
+    /// A server told by the store that a newer owner fenced its stream keeps the range
+    /// (issue 19's fourth survivor, `ServerCore::finish_append`). Defence in depth: a newer
+    /// owner fences only after this server's session expired at the authority (its own lease
+    /// ended a margin earlier) or after it paused the range for a move, split or merge, so it
+    /// serves nothing more either way; no run tried reaches it.
+    ServerKeepsFencedRange,
+    /// The map forgets its splits and merges when asked which one involves a range
+    /// (`PartitionMap::reshape_of` returns nothing, issue 19's fifth survivor): a range in a
+    /// split or merge is not in flight, so the planner can pick a parent for a move while its
+    /// merge is journaled, and the map's phase checks let it. The merge then retires the
+    /// parent under the move, which can never finish: a move of a retired range stays in the
+    /// journal and holds a move slot forever (`move-during-merge.json`, caught by `map_tiles`'
+    /// journal check).
+    MapForgetsReshapes,
 }
 
 impl Mutation {
-    /// Every mutation with its CLI name.
-    pub const ALL: [(Mutation, &'static str); 19] = [
+    /// Every mutation with its CLI name: first the ones a checker must catch (each has a
+    /// target in `partmap-sim mutants`), then the three of issue 19 that are defence in depth
+    /// (no run of any scenario tried shows a property they alone protect; see
+    /// `reports/mutation-testing.md`).
+    pub const ALL: [(Mutation, &'static str); 23] = [
         (Mutation::StoreIgnoresFence, "store-ignores-fence"),
         (Mutation::ServerSkipsEpochCheck, "server-skips-epoch-check"),
         (Mutation::ServerSkipsAuthorityCheck, "server-skips-authority-check"),
@@ -108,6 +141,10 @@ impl Mutation {
         (Mutation::SplitSealsOneShort, "split-seals-one-short"),
         (Mutation::AuthorityLogsRefusedCas, "authority-logs-refused-cas"),
         (Mutation::AuthoritySharesLeaderTerm, "authority-shares-leader-term"),
+        (Mutation::MapForgetsReshapes, "map-forgets-reshapes"),
+        (Mutation::ServerObeysDeposedLeader, "server-obeys-deposed-leader"),
+        (Mutation::ServerAdmitsNewerEpoch, "server-admits-newer-epoch"),
+        (Mutation::ServerKeepsFencedRange, "server-keeps-fenced-range"),
     ];
 
     /// The CLI name.

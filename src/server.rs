@@ -187,7 +187,7 @@ impl ServerCore {
         if epoch < held.row.epoch && !skip_epoch {
             return Err(Refusal::StaleEpoch { current: held.row.epoch });
         }
-        if epoch > held.row.epoch && !skip_epoch {
+        if epoch > held.row.epoch && !skip_epoch && !self.mutated(Mutation::ServerAdmitsNewerEpoch) {
             return Err(Refusal::NotOwner); // the map knows a newer owner than we do
         }
         if held.state != HeldState::Active || (held.paused && !self.mutated(Mutation::SourceIgnoresPause)) {
@@ -242,6 +242,7 @@ impl ServerCore {
     /// refuses requests (`NotReady`) until [`ServerCore::finish_open`] reloads it.
     pub fn finish_append(&mut self, range: RangeId, record: &Record, result: Option<Result<u64, Epoch>>) -> Option<RangeRow> {
         let me = self.id;
+        let keeps_fenced = self.mutated(Mutation::ServerKeepsFencedRange);
         let held = self.ranges.get_mut(&range)?;
         if held.row.epoch != record.epoch {
             return None;
@@ -259,7 +260,7 @@ impl ServerCore {
                 }
                 None
             }
-            Some(Err(fence)) if fence > held.row.epoch => {
+            Some(Err(fence)) if fence > held.row.epoch && !keeps_fenced => {
                 emit(Event::Dropped { server: me, range, epoch: held.row.epoch, reason: "fenced".into() });
                 self.ranges.remove(&range);
                 None
@@ -283,7 +284,8 @@ impl ServerCore {
     /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
     /// epoch older than the newest seen (a deposed leader's command, late or replayed).
     pub fn command(&mut self, leader_epoch: u64, kind: &'static str) -> Result<(), String> {
-        if leader_epoch < self.leader_epoch_seen && !self.mutated(Mutation::ServerSkipsEpochCheck) {
+        let obeys_all = self.mutated(Mutation::ServerSkipsEpochCheck) || self.mutated(Mutation::ServerObeysDeposedLeader);
+        if leader_epoch < self.leader_epoch_seen && !obeys_all {
             emit(Event::StaleCommand { server: self.id, command: kind, leader_epoch, seen: self.leader_epoch_seen });
             return Err(format!("{}: stale leader epoch {leader_epoch} (seen {})", self.id, self.leader_epoch_seen));
         }

@@ -31,6 +31,8 @@ struct Authority {
     refuse: AtomicBool,
     /// The authority does not answer at all when set.
     silent: AtomicBool,
+    /// Renewals go unanswered (registrations are still answered) when set.
+    renewals_silent: AtomicBool,
 }
 
 /// Start the scripted authority, a real store on `disk`, and real servers 1 and 2 (registering
@@ -54,6 +56,7 @@ fn world<F: Future<Output = ()> + 'static>(knobs: Knobs, disk: Disk<StoreRecord>
                         }
                         match msg {
                             Msg::RegisterServer { .. } => Some(Msg::Registered { session: a.sessions.fetch_add(1, Ordering::SeqCst) + 1 }),
+                            Msg::RenewSession { .. } if a.renewals_silent.load(Ordering::SeqCst) => None,
                             Msg::RenewSession { .. } => Some(Msg::SessionRenewed { ok: !a.refuse.load(Ordering::SeqCst) }),
                             other => panic!("scripted authority: {other:?}"),
                         }
@@ -301,4 +304,52 @@ fn server_node_stops_serving_when_its_session_ends_or_its_lease_runs_out() {
             assert!(rpc.open(1, &row(1, 5), 1, vec![]).await.unwrap_err().contains("assigned to session 1"), "the old session's ranges are not its");
         }
     });
+}
+
+/// A registration alone grants the lease from its send time (server-1 registers at 20 ms):
+/// with no renewal ever answered, the server serves until 20 ms + lease - margin (1.82 s) by
+/// its own clock and refuses strong reads after it. A bounded read then measures its age
+/// from that end, inflated by the drift the margin is sized for (margin / (2 * lease) = 5%):
+/// about 1 s after the end the age is 1050 ms (a few ms of latency more), over a 1030 ms
+/// bound and within a 1100 ms one.
+#[test]
+fn server_node_lease_from_registration_and_bounded_read_drift() {
+    let a = Arc::new(Authority { renewals_silent: AtomicBool::new(true), ..Authority::default() });
+    world(Knobs::default(), Disk::new(2), a, move |rpc| async move {
+        let knobs = Knobs::default();
+        assert_eq!((knobs.lease_ms, knobs.lease_margin()), (2_000, 200), "the figures below assume the defaults");
+        assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+        assert!(ok(&rpc.append(1, 2, "b", 1).await));
+        sleep_ms(1_700 - now_us() / 1000).await;
+        assert_eq!(rpc.read(1, 2, "b").await, Ok(b"1;".to_vec()), "within the lease of the registration");
+        sleep_ms(1_850 - now_us() / 1000).await;
+        assert_eq!(rpc.read(1, 2, "b").await, Err(Refusal::LeaseExpired), "past 20 ms + 1.8 s");
+        sleep_ms(2_820 - now_us() / 1000).await;
+        let bounded = |ms| Msg::Read { range: R, epoch: Epoch(2), key: b"b".to_vec(), level: ReadLevel::Bounded { ms } };
+        assert!(matches!(served(rpc.call(1, bounded(1_030)).await), Err(Refusal::TooStale { age_ms }) if (1_050..1_070).contains(&age_ms)));
+        assert_eq!(served(rpc.call(1, bounded(1_100)).await), Ok(b"1;".to_vec()));
+    });
+}
+
+/// Every lease a server trusts, from its registration and from each renewal, ends lease -
+/// margin (1.8 s) after the request's send time: the `renewed` event, emitted when the answer
+/// arrives (a round trip after the send, under 50 ms here), names an end between 1.75 s and
+/// 1.8 s later.
+#[test]
+fn server_node_trusts_each_lease_for_lease_minus_margin_from_its_send() {
+    use crate::event::{set_sink, Event};
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sink = seen.clone();
+    let previous = set_sink(Some(Box::new(move |e| sink.borrow_mut().push((now_us(), e)))));
+    world(Knobs::default(), Disk::new(2), Arc::default(), move |_rpc| async move { sleep_ms(2_000).await });
+    set_sink(previous);
+    let renewed: Vec<(u64, u64)> = seen.borrow().iter().filter_map(|(t, e)| match e {
+        Event::Renewed { server: ServerId(1), ok: true, valid_until_ms, .. } => Some((*t, *valid_until_ms)),
+        _ => None,
+    }).collect();
+    assert!(renewed.len() >= 5, "a registration and renewals every 400 ms: {renewed:?}");
+    for (t_us, until_ms) in renewed {
+        let ahead_ms = until_ms as i64 - (t_us / 1000) as i64;
+        assert!((1_750..=1_800).contains(&ahead_ms), "renewed at {t_us} µs, trusted until {until_ms} ms");
+    }
 }

@@ -369,6 +369,8 @@ fn server_release_does_not_name_an_older_owner_over_a_newer_epoch_held_here() {
     let mut core = serving(5, vec![]);
     core.release(R, Epoch(2), ServerId(2), Epoch(3));
     assert!(core.moved.is_empty());
+    core.release(R, Epoch(2), ServerId(2), Epoch(5));
+    assert!(core.moved.is_empty(), "a release naming the epoch held here names no other owner");
     core.release(R, Epoch(2), ServerId(2), Epoch(6));
     assert_eq!(core.moved.get(&R), Some(&(ServerId(2), Epoch(6))));
     assert!(core.ranges.contains_key(&R));
@@ -609,6 +611,29 @@ fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
     b.complete_move(&at_b, Rc::new(vec![]), pre, vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
     assert!(b.copies.is_empty(), "the copy is done with");
     assert_eq!(b.read(RangeId(1), Epoch(2), b"b", ReadLevel::Strong, 10), Ok(b"one;".to_vec()));
+}
+
+/// A finish while a pre-copy round is still reading starts from nothing: the busy copy is
+/// left to its round (and a copy made for another epoch is never taken).
+#[test]
+fn server_move_finish_does_not_take_a_busy_or_foreign_copy() {
+    let mut b = ServerCore::new(ServerId(2));
+    b.session = Some(2);
+    b.lease_valid_until_us = 10_000_000;
+    let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..row(1, 2) };
+    let r1 = rec(1, 1, "b", "one;");
+    assert_eq!(b.begin_copy_round(&at_b, 0, 4), Ok(Ok(0)));
+    b.finish_copy_round(&at_b, 0, Some(vec![r1.clone()]));
+    assert_eq!(b.begin_copy_round(&at_b, 0, 4), Ok(Ok(1)), "a second round is reading");
+    assert_eq!(b.begin_finish(&at_b), Ok(Some(vec![])), "the busy copy is not taken");
+    assert_eq!(b.copies[&R].records, vec![r1.clone()]);
+    let mut c = ServerCore::new(ServerId(2));
+    c.session = Some(2);
+    assert_eq!(c.begin_copy_round(&at_b, 0, 4), Ok(Ok(0)));
+    c.finish_copy_round(&at_b, 0, Some(vec![r1.clone()]));
+    let at_3 = RangeRow { epoch: Epoch(3), ..at_b.clone() };
+    assert_eq!(c.begin_finish(&at_3), Ok(Some(vec![])), "a copy made for epoch 2 is not epoch 3's");
+    assert_eq!(c.copies[&R].records, vec![r1]);
 }
 
 /// Issue 15: a paused source whose move is rolled back keeps its drained content and

@@ -194,7 +194,8 @@ enum Command {
         /// how many seeds each mutation was caught.
         #[arg(long)]
         rate: bool,
-        /// Only these mutations (repeatable; default: all).
+        /// Only these mutations (repeatable; default: all that a checker must catch, not the
+        /// defence-in-depth ones of issue 19, which are refused here).
         #[arg(long = "only", value_parser = Mutation::parse)]
         only: Vec<Mutation>,
         /// Worker threads (each takes whole mutations).
@@ -574,6 +575,14 @@ fn main() -> ExitCode {
             }
         }
         Command::Mutants { seeds, rate, only, jobs, write_table, report_dir } => {
+            if let Some(d) = mutants::DEFENCE_IN_DEPTH.iter().find(|d| only.contains(&d.mutation)) {
+                eprintln!(
+                    "error: --only {}: a defence-in-depth mutation, which no checker can catch (reports/mutation-testing.md); run it with `sweep --mutation {}`, or compare its traces with scripts/mutation-reach.py",
+                    d.mutation.name(),
+                    d.mutation.name()
+                );
+                return ExitCode::from(64);
+            }
             let mut targets: Vec<mutants::Target> = mutants::TARGETS.iter().filter(|t| only.is_empty() || only.contains(&t.mutation)).copied().collect();
             if rate {
                 targets = mutants::with_default_scenario(&targets);

@@ -324,12 +324,33 @@ pub fn checker_cpu_ns() -> u64 {
     CHECKER_CPU_NS.with(|n| n.get())
 }
 
+/// Mutation `map-forgets-reshapes` switched on for as long as this lives.
+struct ForgetReshapes;
+
+impl ForgetReshapes {
+    fn new(on: bool) -> Self {
+        partmap::map::forget_reshapes(on);
+        ForgetReshapes
+    }
+}
+
+impl Drop for ForgetReshapes {
+    fn drop(&mut self) {
+        partmap::map::forget_reshapes(false);
+    }
+}
+
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
     crate::events::start(opts.trace);
     let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
-    let sim = rt.block_on(simulate(opts.clone()));
+    let sim = {
+        // Mutation `map-forgets-reshapes` lives in the map's code: on for the nodes, off
+        // again (even on a panic) before the checkers replay the authority's log.
+        let _forget = ForgetReshapes::new(opts.mutation == Some(partmap::config::Mutation::MapForgetsReshapes));
+        rt.block_on(simulate(opts.clone()))
+    };
     drop(rt);
     let events = crate::events::finish();
     let Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run, plan } = sim;

@@ -272,6 +272,9 @@ fn cli_mutants_shows_progress_and_writes_the_table_only_when_asked() {
     let (code, _, err) = sim(&["mutants", "--only", "store-ignores-fence", "--write-table"]);
     assert_eq!(code, 64, "{err}");
     assert!(err.contains("--write-table") && err.contains("--only"), "{err}");
+    let (code, _, err) = sim(&["mutants", "--only", "server-admits-newer-epoch"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("defence-in-depth") && err.contains("sweep --mutation server-admits-newer-epoch"), "{err}");
 }
 
 /// The fuzzing workflow runs the README's commands: every partmap-sim command in

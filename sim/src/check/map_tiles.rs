@@ -1,7 +1,8 @@
 //! `map_tiles` (always): every map version that was ever durable at the authority, or current
 //! at it, tiles the key space: its live (non-retired) rows leave no gap and no overlap, the first
 //! starts at the empty key, the last is unbounded, and there is at least one (only version 0,
-//! before the bootstrap, is empty). Versions only grow, and no range's epoch goes down.
+//! before the bootstrap, is empty). Its journal names only live rows (issue 19). Versions only
+//! grow, and no range's epoch goes down.
 //!
 //! Two views, both judged (issue 12):
 //! - **durable**: the authority's log, replayed after the run. Every `Map` record in it is a
@@ -20,14 +21,38 @@ use std::collections::BTreeMap;
 
 /// Whether `map`'s live rows tile the key space, with at least one live row in every version
 /// past 0 (the authority refuses any op before the bootstrap: an operator's drain committed to
-/// the empty map was a bug, seeds 622 and 1415 of swarm.json, `drain-before-bootstrap.json`).
+/// the empty map was a bug, seeds 622 and 1415 of swarm.json, `drain-before-bootstrap.json`),
+/// and its journal names only live rows (see [`journal_live`]).
 ///
-/// Errors: the gap, overlap, backwards row or emptiness, in words.
+/// Errors: the gap, overlap, backwards row, emptiness or journal entry, in words.
 pub fn tiles(map: &PartitionMap) -> Result<(), String> {
     if map.version > 0 && map.live_rows().is_empty() {
         return Err("no live rows: nothing covers the key space".to_string());
     }
-    map.check_tiling()
+    map.check_tiling()?;
+    journal_live(map)
+}
+
+/// Whether every entry of `map`'s journal names live rows: a move's range, and each parent of
+/// a split or merge, is a row of the map and not retired. A split or merge retires its parents
+/// in the commit that ends it, and a range in flight is never picked for another move, split or
+/// merge, so a move of a retired range is one that began on a parent of a split or merge in
+/// flight (issue 19, mutation `map-forgets-reshapes`): it can never finish, and it holds one of
+/// `moves.max_concurrent` places forever.
+///
+/// Errors: the first entry naming a retired or unknown row.
+pub fn journal_live(map: &PartitionMap) -> Result<(), String> {
+    let live = |r: &partmap::ids::RangeId| map.rows.get(r).is_some_and(|row| row.state != partmap::map::RangeState::Retired);
+    if let Some(t) = map.transfers.values().find(|t| !live(&t.range)) {
+        return Err(format!("the journal holds a move of {} to {}, which is retired", t.range, t.to.0));
+    }
+    for r in map.reshapes.values() {
+        if let Some((p, _)) = r.parents.iter().find(|(p, _)| !live(p)) {
+            let kind = if r.kind == partmap::map::ReshapeKind::Split { "split" } else { "merge" };
+            return Err(format!("the journal holds a {kind} of {p}, which is retired"));
+        }
+    }
+    Ok(())
 }
 
 /// Versions and epochs only grow across a sequence of maps. `last` holds the previous version
@@ -184,6 +209,22 @@ mod tests {
         let single = map_of(1, &[(1, "", None, 1, 1, "active")]);
         let merged = map_of(2, &[(1, "", Some("k5"), 1, 1, "retired"), (2, "k5", None, 2, 2, "retired"), (3, "", None, 1, 3, "active")]);
         check_announced(&[commit(1, 1, single), commit(1, 2, merged)]).unwrap();
+    }
+
+    /// Issue 19: a move journaled on a parent of a merge that then committed (mutation
+    /// `map-forgets-reshapes`) names a retired row; the same move of a live row is fine.
+    #[test]
+    fn map_tiles_flags_a_journal_entry_of_a_retired_range() {
+        use partmap::ids::{Epoch, RangeId, ServerId};
+        use partmap::map::{Strategy, Transfer, TransferPhase};
+        let mut m = map_of(3, &[(1, "", Some("k5"), 1, 1, "retired"), (2, "k5", None, 2, 2, "retired"), (3, "", None, 1, 3, "active")]);
+        let mv = |range: u64| Transfer { range: RangeId(range), from: (ServerId(1), 1), from_epoch: Epoch(1), to: (ServerId(3), 3), epoch: Epoch(6), strategy: Strategy::PreCopy, phase: TransferPhase::Copying };
+        m.transfers.insert(RangeId(3), mv(3));
+        check_announced(&[commit(1, 3, m.clone())]).unwrap();
+        m.transfers.insert(RangeId(1), mv(1));
+        let err = check_announced(&[commit(1, 3, m.clone())]).unwrap_err();
+        assert!(err.contains("move of r1 to server-3, which is retired"), "{err}");
+        assert!(check_durable(&[LockRecord::Map { map: m, leader_epoch: 1 }], &[]).unwrap_err().contains("retired"));
     }
 
     #[test]
