@@ -328,85 +328,88 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         return; // the next round sees the result and opens the new assignments
     }
     // Open concurrently: one slow or dead server must not hold up the others, nor the moves,
-    // splits and merges driven meanwhile.
+    // splits and merges driven meanwhile. Each open publishes its range as soon as it returns
+    // (issue 18: activations used to wait for the slowest open of the round and for every
+    // flow driven meanwhile, 1.5 s extra behind an open that timed out).
+    let leader = Rc::new(Leader { rpc: rpc.clone(), knobs: knobs.clone(), candidate, leader_epoch, valid_until_us: valid_until, version: Cell::new(map.version), commits: tokio::sync::Mutex::new(()), stopped: Cell::new(false) });
     let mut tasks = Vec::new();
     let shared_map = Rc::new(map.clone());
     for row in p.opens {
-        let (rpc, knobs, map) = (rpc.clone(), knobs.clone(), shared_map.clone());
+        let (leader, map) = (leader.clone(), shared_map.clone());
         tasks.push(crate::seam::spawn(async move {
             let owner = row.owner.expect("preparing rows have an owner");
             let open = Msg::Open { row: row.clone(), leader_epoch, lineage: row_lineage(&map, &row) };
-            match rpc.call(server_addr(owner), open, knobs.store_timeout_ms + knobs.rpc_timeout_ms).await {
-                Ok(Msg::Opened { result: Ok(()) }) => Some((row.id, row.epoch)),
-                _ => None,
+            let timeout_ms = leader.knobs.store_timeout_ms + leader.knobs.rpc_timeout_ms;
+            if let Ok(Msg::Opened { result: Ok(()) }) = leader.rpc.call(server_addr(owner), open, timeout_ms).await {
+                // One by one: an activation that went stale must not block the rest.
+                leader.commit(MapOp::Activate { range: row.id, epoch: row.epoch }).await;
             }
         }));
     }
-    let mut leader = Leader { rpc, knobs, candidate, leader_epoch, valid_until_us: valid_until, version: map.version };
-    let mut go_on = true;
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
         if leader.drive(&mut MoveFlow::new(&t, row, &map, leader_epoch, knobs)).await.is_none() {
-            go_on = false;
+            leader.stopped.set(true);
             break;
         }
     }
-    for r in p.reshapes.into_iter().filter(|_| go_on) {
+    for r in p.reshapes.into_iter().filter(|_| !leader.stopped.get()) {
         if leader.drive(&mut ReshapeFlow::new(&r, &map, &loads, leader_epoch, knobs)).await.is_none() {
-            go_on = false;
+            leader.stopped.set(true);
             break;
         }
     }
-    let mut activate = Vec::new();
     for t in tasks {
-        if let Ok(Some((range, epoch))) = t.await {
-            activate.push(MapOp::Activate { range, epoch });
-        }
-    }
-    // Activations are committed one by one: one that went stale must not block the rest.
-    for op in activate.into_iter().filter(|_| go_on) {
-        if leader.commit(op).await.is_none() {
-            return;
-        }
+        let _ = t.await;
     }
 }
 
 /// The leader's side of a round that writes: commits carry the lease epoch and chain the map
-/// version.
-struct Leader<'a> {
-    rpc: &'a Rpc,
-    knobs: &'a Knobs,
+/// version. Shared by the round's flows and its opens (each open commits its own activation),
+/// so commits go out one at a time.
+struct Leader {
+    rpc: Rc<Rpc>,
+    knobs: Rc<Knobs>,
     /// This manager (its commits name it).
     candidate: u32,
     leader_epoch: u64,
     /// Until when the lease is trusted, by this node's clock; moved by the [`Renewer`].
     valid_until_us: Rc<Cell<u64>>,
-    version: u64,
+    /// The map version the next commit expects (the last one this round saw).
+    version: Cell<u64>,
+    /// Held by the commit in flight: each commit expects the version the previous one made.
+    commits: tokio::sync::Mutex<()>,
+    /// The round must stop: no commit goes out after it is set.
+    stopped: Cell<bool>,
 }
 
-impl Leader<'_> {
+impl Leader {
     /// Commit one op. Returns whether it committed, or `None` when the round must stop (the
-    /// authority did not answer, or the lease is no longer trusted). A refused op is not an
-    /// error: the next round re-plans.
-    async fn commit(&mut self, op: MapOp) -> Option<bool> {
+    /// authority did not answer, the lease is no longer trusted, or a flow stopped the round).
+    /// A refused op is not an error: the next round re-plans.
+    async fn commit(&self, op: MapOp) -> Option<bool> {
+        let _turn = self.commits.lock().await;
         // The lease is renewed in the background while the round runs ([`Renewer`]).
-        if now_us() >= self.valid_until_us.get() {
+        if self.stopped.get() || now_us() >= self.valid_until_us.get() {
             return None;
         }
-        let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, candidate: self.candidate, ops: vec![op] };
+        let cas = Msg::CasMap { expected_version: self.version.get(), leader_epoch: self.leader_epoch, candidate: self.candidate, ops: vec![op] };
         match self.rpc.call(lock_addr(), cas, self.knobs.rpc_timeout_ms).await {
             Ok(Msg::CasResult { map, error }) => {
-                self.version = map.version;
+                self.version.set(map.version);
                 Some(error.is_none())
             }
-            _ => None,
+            _ => {
+                self.stopped.set(true);
+                None
+            }
         }
     }
 
     /// Drive `flow` through its steps for this round: perform each call or commit and feed the
     /// reply back, until the flow is done. Returns `None` when the round must stop (see
     /// [`Leader::commit`], or a flow planned on a map it cannot act on).
-    async fn drive(&mut self, flow: &mut dyn Flow) -> Option<()> {
+    async fn drive(&self, flow: &mut dyn Flow) -> Option<()> {
         let mut reply = None;
         loop {
             match flow.next(reply.take(), crate::seam::now_ms()) {
