@@ -62,7 +62,8 @@ pub fn split_point(row: &RangeRow, keys: &[Key]) -> Option<Key> {
 ///   the row's epoch): the busiest range at or over `split_ops_per_s` splits at the median of
 ///   its sampled keys (left child stays, right child goes to the least loaded other server);
 ///   else the first adjacent pair both at or under `merge_ops_per_s`, both born at least
-///   `merge_hysteresis_ms` before `now_ms`, merges onto the left one's owner.
+///   `merge_hysteresis_ms` before `now_ms`, merges onto the left one's owner. An operator's
+///   split or merge request goes before these (see `plan_requested_reshape`).
 pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<RangeId, RangeLoad>, now_ms: u64, knobs: &Knobs) -> Plan {
     if map.rows.is_empty() {
         return Plan { ops: vec![MapOp::Bootstrap { split_points: knobs.initial_split_points.clone() }], ..Plan::default() };
@@ -127,7 +128,7 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
         return out;
     }
     if map.reshapes.is_empty() {
-        if let Some(op) = plan_reshape(map, &live, &load, loads, now_ms, knobs, &eligible) {
+        if let Some(op) = plan_requested_reshape(map, &live, &load, &eligible).or_else(|| plan_reshape(map, &live, &load, loads, now_ms, knobs, &eligible)) {
             out.ops.push(op);
             return out;
         }
@@ -169,6 +170,26 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
         }
     }
     out
+}
+
+/// The operator's split or merge request to start, if one can (see [`plan`]): splits first,
+/// in range order, then merges. A request waits while its ranges are not idle (active, in no
+/// move, split or merge, with a live owner); the split key and the adjacency were checked when
+/// the map took the request, and a split or merge that retires a range drops the requests
+/// naming it. Thresholds and `max_ranges`/`min_ranges` do not apply: the operator asked.
+fn plan_requested_reshape(map: &PartitionMap, live: &BTreeMap<ServerId, u64>, load: &BTreeMap<ServerId, usize>, eligible: &dyn Fn(&ServerId) -> bool) -> Option<MapOp> {
+    let idle = |r: &RangeId| map.rows.get(r).filter(|r| r.state == RangeState::Active && !map.in_flight(r.id) && r.owner.is_some_and(|o| live.get(&o) == Some(&r.owner_session)));
+    for (range, at) in &map.split_requests {
+        let Some(row) = idle(range) else { continue };
+        let owner = row.owner.expect("idle rows have a live owner");
+        let other = load.iter().filter(|(s, _)| eligible(s) && **s != owner).min_by_key(|(s, n)| (**n, **s)).map(|(s, _)| *s).unwrap_or(owner);
+        return Some(MapOp::BeginSplit { range: row.id, at: at.clone(), owners: [(owner, row.owner_session), (other, live[&other])] });
+    }
+    for (left, right) in &map.merge_requests {
+        let (Some(l), Some(_)) = (idle(left), idle(right)) else { continue };
+        return Some(MapOp::BeginMerge { left: *left, right: *right, owner: (l.owner.expect("idle"), l.owner_session) });
+    }
+    None
 }
 
 /// The split or merge to start, if any (see [`plan`]).
@@ -540,5 +561,31 @@ mod tests {
         map.apply_batch(&[MapOp::PauseMove { range: RangeId(1) }, MapOp::AbortMove { range: RangeId(1), error: "diverged".into() }]).unwrap();
         let p = plan(&map, &both, &BTreeMap::new(), 0, &Knobs::default());
         assert_eq!(p.ops, vec![MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]);
+    }
+
+    /// Operator split and merge requests start with the reshaping thresholds off, splits
+    /// first, each once its ranges are idle; a split's right child goes to the least loaded
+    /// other server, a merge's child to the left range's owner.
+    #[test]
+    fn plan_starts_operator_split_and_merge_requests() {
+        let mut map = active(&[1, 2, 1]);
+        let k = |s: &str| s.as_bytes().to_vec();
+        map.apply_batch(&[MapOp::RequestMerge { left: RangeId(2), right: RangeId(3) }, MapOp::RequestSplit { range: RangeId(1), at: k("k0") }]).unwrap();
+        let live = sessions(&[(1, 1, true), (2, 2, true), (3, 3, true)]);
+        let knobs = Knobs::default();
+        assert_eq!(knobs.split_ops_per_s, 0.0);
+        let p = plan(&map, &live, &BTreeMap::new(), 0, &knobs);
+        assert_eq!(p.ops, vec![MapOp::BeginSplit { range: RangeId(1), at: k("k0"), owners: [(ServerId(1), 1), (ServerId(3), 3)] }]);
+        map.apply_batch(&p.ops).unwrap();
+        assert!(map.split_requests.is_empty(), "consumed");
+        assert!(plan(&map, &live, &BTreeMap::new(), 0, &knobs).ops.is_empty(), "one split or merge at a time");
+        map.apply_batch(&[MapOp::AbortReshape { first: RangeId(1), error: "test".into() }]).unwrap();
+        let p = plan(&map, &live, &BTreeMap::new(), 0, &knobs);
+        assert_eq!(p.ops, vec![MapOp::BeginMerge { left: RangeId(2), right: RangeId(3), owner: (ServerId(2), 2) }]);
+        // A request waits while its range's owner is not live.
+        let mut map = active(&[1, 2]);
+        map.apply_batch(&[MapOp::RequestSplit { range: RangeId(2), at: k("k1x") }]).unwrap();
+        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false)]), &BTreeMap::new(), 0, &knobs);
+        assert!(matches!(&p.ops[..], [MapOp::Assign { range: RangeId(2), .. }]), "{:?}", p.ops);
     }
 }

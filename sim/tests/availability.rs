@@ -172,3 +172,34 @@ fn golden_slow_store_move_keeps_the_leader() {
         assert_eq!(report.availability.leader_terms_without_manager_fault, 0, "seed {seed}");
     }
 }
+
+/// `scenarios/operator-split-merge.json`: the operator splits the first range at k000250,
+/// asks for the same split again (refused: k000250 is now a boundary) and for a merge of two
+/// ranges that are not neighbours (refused), then merges the two halves back. On every seed
+/// the history has the four verdicts with their reasons, the split's children meet at
+/// k000250, the merge restores the two initial ranges' bounds, and the bounds hold.
+#[test]
+fn golden_operator_split_and_merge_requests() {
+    let base = scenario("operator-split-merge.json");
+    for seed in 0..20 {
+        let report = run_seed(&RunOptions { seed, ..base.clone() });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?} {:?}", report.verdicts, report.bounds_exceeded);
+        let verdicts: Vec<(String, Option<&str>)> = report.operator_verdicts().into_iter().map(|(_, f, r)| (f.to_string(), r)).collect();
+        assert_eq!(verdicts.len(), 4, "seed {seed}: {verdicts:?}");
+        assert_eq!(verdicts[0], ("split_range at k000250".to_string(), None), "seed {seed}");
+        assert_eq!(verdicts[1].0, "split_range at k000250");
+        assert!(verdicts[1].1.is_some_and(|r| r.starts_with("BadSplitKey")), "seed {seed}: {:?}", verdicts[1]);
+        assert_eq!(verdicts[2].0, "merge_ranges k000100 k000700");
+        assert!(verdicts[2].1.is_some_and(|r| r.starts_with("NotAdjacent")), "seed {seed}: {:?}", verdicts[2]);
+        assert_eq!(verdicts[3], ("merge_ranges k000100 k000300".to_string(), None), "seed {seed}");
+        assert_eq!(report.reshapes.get("split_committed"), Some(&1), "seed {seed}: {:?}", report.reshapes);
+        assert_eq!(report.reshapes.get("merge_committed"), Some(&1), "seed {seed}: {:?}", report.reshapes);
+        let bounds = |m: &partmap::map::PartitionMap| m.live_rows().iter().map(|r| (r.start.clone(), r.end.clone())).collect::<Vec<_>>();
+        let k = |s: &str| s.as_bytes().to_vec();
+        let split = maps(&report).any(|(_, m)| bounds(m) == vec![(k(""), Some(k("k000250"))), (k("k000250"), Some(k("k000500"))), (k("k000500"), None)]);
+        assert!(split, "seed {seed}: no map with the first range split at k000250");
+        let (_, last) = maps(&report).last().expect("maps");
+        assert_eq!(bounds(last), vec![(k(""), Some(k("k000500"))), (k("k000500"), None)], "seed {seed}: merged back");
+        assert!(last.split_requests.is_empty() && last.merge_requests.is_empty(), "seed {seed}: every accepted request was carried out");
+    }
+}
