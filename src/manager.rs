@@ -8,7 +8,7 @@
 
 use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs, Mutation};
 use crate::ids::{Key, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, Transfer, TransferPhase};
+use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeRequest, Transfer, TransferPhase};
 use crate::msg::{Msg, RangeLoad, SessionView};
 use crate::handoff::{Flow, MoveFlow, Peer, Reply, ReshapeFlow, Step};
 use crate::seam::{now_us, sleep_ms, Rpc};
@@ -179,13 +179,15 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
 /// naming it. Thresholds and `max_ranges`/`min_ranges` do not apply: the operator asked.
 fn plan_requested_reshape(map: &PartitionMap, live: &BTreeMap<ServerId, u64>, load: &BTreeMap<ServerId, usize>, eligible: &dyn Fn(&ServerId) -> bool) -> Option<MapOp> {
     let idle = |r: &RangeId| map.rows.get(r).filter(|r| r.state == RangeState::Active && !map.in_flight(r.id) && r.owner.is_some_and(|o| live.get(&o) == Some(&r.owner_session)));
-    for (range, at) in &map.split_requests {
+    let splits = map.reshape_requests.iter().filter_map(|(r, req)| if let ReshapeRequest::Split(at) = req { Some((r, at)) } else { None });
+    let merges = map.reshape_requests.iter().filter_map(|(l, req)| if let ReshapeRequest::Merge(r) = req { Some((l, r)) } else { None });
+    for (range, at) in splits {
         let Some(row) = idle(range) else { continue };
         let owner = row.owner.expect("idle rows have a live owner");
         let other = load.iter().filter(|(s, _)| eligible(s) && **s != owner).min_by_key(|(s, n)| (**n, **s)).map(|(s, _)| *s).unwrap_or(owner);
         return Some(MapOp::BeginSplit { range: row.id, at: at.clone(), owners: [(owner, row.owner_session), (other, live[&other])] });
     }
-    for (left, right) in &map.merge_requests {
+    for (left, right) in merges {
         let (Some(l), Some(_)) = (idle(left), idle(right)) else { continue };
         return Some(MapOp::BeginMerge { left: *left, right: *right, owner: (l.owner.expect("idle"), l.owner_session) });
     }
@@ -577,7 +579,7 @@ mod tests {
         let p = plan(&map, &live, &BTreeMap::new(), 0, &knobs);
         assert_eq!(p.ops, vec![MapOp::BeginSplit { range: RangeId(1), at: k("k0"), owners: [(ServerId(1), 1), (ServerId(3), 3)] }]);
         map.apply_batch(&p.ops).unwrap();
-        assert!(map.split_requests.is_empty(), "consumed");
+        assert_eq!(map.reshape_requests.len(), 1, "the split's request is consumed");
         assert!(plan(&map, &live, &BTreeMap::new(), 0, &knobs).ops.is_empty(), "one split or merge at a time");
         map.apply_batch(&[MapOp::AbortReshape { first: RangeId(1), error: "test".into() }]).unwrap();
         let p = plan(&map, &live, &BTreeMap::new(), 0, &knobs);

@@ -405,10 +405,19 @@ pub struct PartitionMap {
     pub move_requests: BTreeMap<RangeId, ServerId>,
     /// Servers being drained by operator request.
     pub draining: BTreeSet<ServerId>,
-    /// Operator split requests not yet started: range → split key.
-    pub split_requests: BTreeMap<RangeId, Key>,
-    /// Operator merge requests not yet started: left range → right range.
-    pub merge_requests: BTreeMap<RangeId, RangeId>,
+    /// Operator split and merge requests not yet started, by the range to split or the left
+    /// range of the merge (a later request for it replaces an earlier one).
+    pub reshape_requests: BTreeMap<RangeId, ReshapeRequest>,
+}
+
+/// An operator's split or merge request (see [`MapOp::RequestSplit`], [`MapOp::RequestMerge`]),
+/// kept in [`PartitionMap::reshape_requests`] under its first range.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ReshapeRequest {
+    /// Split the range at this key.
+    Split(Key),
+    /// Merge the range with this right neighbour.
+    Merge(RangeId),
 }
 
 impl PartitionMap {
@@ -537,7 +546,7 @@ impl PartitionMap {
                 let right = self.child_plan(at.clone(), parent.end.clone(), owners[1]);
                 let r = Reshape { kind: ReshapeKind::Split, parents: vec![(*range, parent.epoch)], children: vec![left, right], phase: TransferPhase::Copying };
                 self.reshapes.insert(*range, r);
-                self.split_requests.remove(range);
+                self.reshape_requests.remove(range);
             }
             MapOp::BeginMerge { left, right, owner } => {
                 let l = self.idle_row(*left)?;
@@ -548,7 +557,7 @@ impl PartitionMap {
                 let child = self.child_plan(l.start.clone(), r.end.clone(), *owner);
                 let m = Reshape { kind: ReshapeKind::Merge, parents: vec![(*left, l.epoch), (*right, r.epoch)], children: vec![child], phase: TransferPhase::Copying };
                 self.reshapes.insert(*left, m);
-                self.merge_requests.remove(left);
+                self.reshape_requests.remove(left);
             }
             MapOp::PauseReshape { first } => {
                 let r = self.reshapes.get(first).ok_or(MapError::NoTransfer(*first))?.clone();
@@ -579,8 +588,7 @@ impl PartitionMap {
                     row.sealed = *len;
                 }
                 // A request naming a retired range can no longer be carried out.
-                self.split_requests.retain(|r, _| !sources.contains(r));
-                self.merge_requests.retain(|l, r| !sources.contains(l) && !sources.contains(r));
+                self.reshape_requests.retain(|first, req| !sources.contains(first) && !matches!(req, ReshapeRequest::Merge(right) if sources.contains(right)));
                 for c in &r.children {
                     assert!(r.parents.iter().all(|(_, e)| c.epoch > *e), "children outrank parents");
                     self.rows.insert(c.id, c.row(sources.clone(), RangeState::Active, *born_ms));
@@ -662,7 +670,7 @@ impl PartitionMap {
                 if at <= &row.start || row.end.as_ref().is_some_and(|e| at >= e) {
                     return Err(MapError::BadSplitKey(*range));
                 }
-                self.split_requests.insert(*range, at.clone());
+                self.reshape_requests.insert(*range, ReshapeRequest::Split(at.clone()));
             }
             MapOp::RequestMerge { left, right } => {
                 if let Some(busy) = [*left, *right].into_iter().find(|r| self.in_flight(*r)) {
@@ -672,7 +680,7 @@ impl PartitionMap {
                 if l.end.as_ref() != Some(&r.start) {
                     return Err(MapError::NotAdjacent(*left, *right));
                 }
-                self.merge_requests.insert(*left, *right);
+                self.reshape_requests.insert(*left, ReshapeRequest::Merge(*right));
             }
             MapOp::Drain { server, on } => {
                 if self.rows.is_empty() {
@@ -1225,11 +1233,12 @@ mod tests {
         assert!(MapOp::RequestSplit { range: RangeId(2), at: k("h") }.is_operator_request());
         assert!(MapOp::RequestMerge { left: RangeId(1), right: RangeId(2) }.is_operator_request());
         map.apply_batch(&[MapOp::RequestSplit { range: RangeId(2), at: k("h") }, MapOp::RequestMerge { left: RangeId(1), right: RangeId(2) }]).unwrap();
+        assert_eq!(map.reshape_requests.len(), 2);
         // The split starts (consuming its request), commits and retires range 2: the merge
         // request naming it goes too.
         map.apply_batch(&[MapOp::BeginSplit { range: RangeId(2), at: k("h"), owners: [(ServerId(1), 1), (ServerId(1), 1)] }]).unwrap();
-        assert!(map.split_requests.is_empty());
+        assert_eq!(map.reshape_requests.len(), 1, "the split's request is consumed");
         map.apply_batch(&[MapOp::PauseReshape { first: RangeId(2) }, MapOp::CommitReshape { first: RangeId(2), sealed: vec![0], born_ms: 1 }]).unwrap();
-        assert!(map.merge_requests.is_empty(), "{:?}", map.merge_requests);
+        assert!(map.reshape_requests.is_empty(), "{:?}", map.reshape_requests);
     }
 }

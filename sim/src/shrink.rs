@@ -280,7 +280,7 @@ impl Search<'_> {
         let mut moved = false;
         for i in 0..self.best.faults.schedule.len() {
             let what = describe(&self.best.faults.schedule[i]);
-            if !self.best.faults.schedule[i].fault.instant_request().is_some() {
+            if self.best.faults.schedule[i].fault.instant_request().is_none() {
                 moved |= self.number(&format!("fault {} ({what}) duration", i + 1), " ms", 100, 1, |s| s.faults.schedule[i].duration_ms, |s, v| s.faults.schedule[i].duration_ms = v);
             }
             let f = &self.best.faults.schedule[i];

@@ -200,6 +200,6 @@ fn golden_operator_split_and_merge_requests() {
         assert!(split, "seed {seed}: no map with the first range split at k000250");
         let (_, last) = maps(&report).last().expect("maps");
         assert_eq!(bounds(last), vec![(k(""), Some(k("k000500"))), (k("k000500"), None)], "seed {seed}: merged back");
-        assert!(last.split_requests.is_empty() && last.merge_requests.is_empty(), "seed {seed}: every accepted request was carried out");
+        assert!(last.reshape_requests.is_empty(), "seed {seed}: every accepted request was carried out");
     }
 }
