@@ -138,7 +138,7 @@ pub enum Pending {
         /// The committing manager (0: operator).
         manager: u32,
         /// A further version and its ops.
-        then: Option<(PartitionMap, Vec<MapOp>)>,
+        then: Option<Box<(PartitionMap, Vec<MapOp>)>>,
     },
     /// Nothing changes; answer `msg` (mutation `authority-logs-refused-cas`: a refused write
     /// was logged anyway).
@@ -324,7 +324,7 @@ impl AuthorityCore {
                 if let Some(half) = self.retire_parents_first(ops) {
                     next.version += 1;
                     let record = LockRecord::Map { map: half.clone(), leader_epoch: *leader_epoch };
-                    let after = Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, manager: *candidate, then: Some((next, ops.clone())) };
+                    let after = Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, manager: *candidate, then: Some(Box::new((next, ops.clone()))) };
                     return Action::Persist { records: vec![record], after, events: Vec::new() };
                 }
                 self.commit(next, ops.clone(), (*leader_epoch, *candidate), Vec::new())
@@ -393,7 +393,10 @@ impl AuthorityCore {
                 let mut events = reshape_outcomes(&before, &ops);
                 events.push(Event::MapCommit { leader_epoch, manager, map: next.clone() });
                 match then {
-                    Some((more, more_ops)) => self.commit(more, more_ops, (leader_epoch, manager), events),
+                    Some(more) => {
+                        let (more, more_ops) = *more;
+                        self.commit(more, more_ops, (leader_epoch, manager), events)
+                    }
                     None => Action::Reply { msg: Msg::CasResult { map: next, error: None }, events },
                 }
             }

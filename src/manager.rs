@@ -8,7 +8,7 @@
 
 use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs, Mutation};
 use crate::ids::{Key, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, Transfer, TransferPhase};
+use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeRequest, Transfer, TransferPhase};
 use crate::msg::{Msg, RangeLoad, SessionView};
 use crate::handoff::{Flow, MoveFlow, Peer, Reply, ReshapeFlow, Step};
 use crate::seam::{now_us, sleep_ms, Rpc};
@@ -62,7 +62,8 @@ pub fn split_point(row: &RangeRow, keys: &[Key]) -> Option<Key> {
 ///   the row's epoch): the busiest range at or over `split_ops_per_s` splits at the median of
 ///   its sampled keys (left child stays, right child goes to the least loaded other server);
 ///   else the first adjacent pair both at or under `merge_ops_per_s`, both born at least
-///   `merge_hysteresis_ms` before `now_ms`, merges onto the left one's owner.
+///   `merge_hysteresis_ms` before `now_ms`, merges onto the left one's owner. An operator's
+///   split or merge request goes before these (see `plan_requested_reshape`).
 pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<RangeId, RangeLoad>, now_ms: u64, knobs: &Knobs) -> Plan {
     if map.rows.is_empty() {
         return Plan { ops: vec![MapOp::Bootstrap { split_points: knobs.initial_split_points.clone() }], ..Plan::default() };
@@ -127,7 +128,7 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
         return out;
     }
     if map.reshapes.is_empty() {
-        if let Some(op) = plan_reshape(map, &live, &load, loads, now_ms, knobs, &eligible) {
+        if let Some(op) = plan_requested_reshape(map, &live, &load, &eligible).or_else(|| plan_reshape(map, &live, &load, loads, now_ms, knobs, &eligible)) {
             out.ops.push(op);
             return out;
         }
@@ -169,6 +170,28 @@ pub fn plan(map: &PartitionMap, sessions: &[SessionView], loads: &BTreeMap<Range
         }
     }
     out
+}
+
+/// The operator's split or merge request to start, if one can (see [`plan`]): splits first,
+/// in range order, then merges. A request waits while its ranges are not idle (active, in no
+/// move, split or merge, with a live owner); the split key and the adjacency were checked when
+/// the map took the request, and a split or merge that retires a range drops the requests
+/// naming it. Thresholds and `max_ranges`/`min_ranges` do not apply: the operator asked.
+fn plan_requested_reshape(map: &PartitionMap, live: &BTreeMap<ServerId, u64>, load: &BTreeMap<ServerId, usize>, eligible: &dyn Fn(&ServerId) -> bool) -> Option<MapOp> {
+    let idle = |r: &RangeId| map.rows.get(r).filter(|r| r.state == RangeState::Active && !map.in_flight(r.id) && r.owner.is_some_and(|o| live.get(&o) == Some(&r.owner_session)));
+    let splits = map.reshape_requests.iter().filter_map(|(r, req)| if let ReshapeRequest::Split(at) = req { Some((r, at)) } else { None });
+    let merges = map.reshape_requests.iter().filter_map(|(l, req)| if let ReshapeRequest::Merge(r) = req { Some((l, r)) } else { None });
+    for (range, at) in splits {
+        let Some(row) = idle(range) else { continue };
+        let owner = row.owner.expect("idle rows have a live owner");
+        let other = load.iter().filter(|(s, _)| eligible(s) && **s != owner).min_by_key(|(s, n)| (**n, **s)).map(|(s, _)| *s).unwrap_or(owner);
+        return Some(MapOp::BeginSplit { range: row.id, at: at.clone(), owners: [(owner, row.owner_session), (other, live[&other])] });
+    }
+    for (left, right) in merges {
+        let (Some(l), Some(_)) = (idle(left), idle(right)) else { continue };
+        return Some(MapOp::BeginMerge { left: *left, right: *right, owner: (l.owner.expect("idle"), l.owner_session) });
+    }
+    None
 }
 
 /// The split or merge to start, if any (see [`plan`]).
@@ -328,85 +351,88 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         return; // the next round sees the result and opens the new assignments
     }
     // Open concurrently: one slow or dead server must not hold up the others, nor the moves,
-    // splits and merges driven meanwhile.
+    // splits and merges driven meanwhile. Each open publishes its range as soon as it returns
+    // (issue 18: activations used to wait for the slowest open of the round and for every
+    // flow driven meanwhile, 1.5 s extra behind an open that timed out).
+    let leader = Rc::new(Leader { rpc: rpc.clone(), knobs: knobs.clone(), candidate, leader_epoch, valid_until_us: valid_until, version: Cell::new(map.version), commits: tokio::sync::Mutex::new(()), stopped: Cell::new(false) });
     let mut tasks = Vec::new();
     let shared_map = Rc::new(map.clone());
     for row in p.opens {
-        let (rpc, knobs, map) = (rpc.clone(), knobs.clone(), shared_map.clone());
+        let (leader, map) = (leader.clone(), shared_map.clone());
         tasks.push(crate::seam::spawn(async move {
             let owner = row.owner.expect("preparing rows have an owner");
             let open = Msg::Open { row: row.clone(), leader_epoch, lineage: row_lineage(&map, &row) };
-            match rpc.call(server_addr(owner), open, knobs.store_timeout_ms + knobs.rpc_timeout_ms).await {
-                Ok(Msg::Opened { result: Ok(()) }) => Some((row.id, row.epoch)),
-                _ => None,
+            let timeout_ms = leader.knobs.store_timeout_ms + leader.knobs.rpc_timeout_ms;
+            if let Ok(Msg::Opened { result: Ok(()) }) = leader.rpc.call(server_addr(owner), open, timeout_ms).await {
+                // One by one: an activation that went stale must not block the rest.
+                leader.commit(MapOp::Activate { range: row.id, epoch: row.epoch }).await;
             }
         }));
     }
-    let mut leader = Leader { rpc, knobs, candidate, leader_epoch, valid_until_us: valid_until, version: map.version };
-    let mut go_on = true;
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
         if leader.drive(&mut MoveFlow::new(&t, row, &map, leader_epoch, knobs)).await.is_none() {
-            go_on = false;
+            leader.stopped.set(true);
             break;
         }
     }
-    for r in p.reshapes.into_iter().filter(|_| go_on) {
+    for r in p.reshapes.into_iter().filter(|_| !leader.stopped.get()) {
         if leader.drive(&mut ReshapeFlow::new(&r, &map, &loads, leader_epoch, knobs)).await.is_none() {
-            go_on = false;
+            leader.stopped.set(true);
             break;
         }
     }
-    let mut activate = Vec::new();
     for t in tasks {
-        if let Ok(Some((range, epoch))) = t.await {
-            activate.push(MapOp::Activate { range, epoch });
-        }
-    }
-    // Activations are committed one by one: one that went stale must not block the rest.
-    for op in activate.into_iter().filter(|_| go_on) {
-        if leader.commit(op).await.is_none() {
-            return;
-        }
+        let _ = t.await;
     }
 }
 
 /// The leader's side of a round that writes: commits carry the lease epoch and chain the map
-/// version.
-struct Leader<'a> {
-    rpc: &'a Rpc,
-    knobs: &'a Knobs,
+/// version. Shared by the round's flows and its opens (each open commits its own activation),
+/// so commits go out one at a time.
+struct Leader {
+    rpc: Rc<Rpc>,
+    knobs: Rc<Knobs>,
     /// This manager (its commits name it).
     candidate: u32,
     leader_epoch: u64,
     /// Until when the lease is trusted, by this node's clock; moved by the [`Renewer`].
     valid_until_us: Rc<Cell<u64>>,
-    version: u64,
+    /// The map version the next commit expects (the last one this round saw).
+    version: Cell<u64>,
+    /// Held by the commit in flight: each commit expects the version the previous one made.
+    commits: tokio::sync::Mutex<()>,
+    /// The round must stop: no commit goes out after it is set.
+    stopped: Cell<bool>,
 }
 
-impl Leader<'_> {
+impl Leader {
     /// Commit one op. Returns whether it committed, or `None` when the round must stop (the
-    /// authority did not answer, or the lease is no longer trusted). A refused op is not an
-    /// error: the next round re-plans.
-    async fn commit(&mut self, op: MapOp) -> Option<bool> {
+    /// authority did not answer, the lease is no longer trusted, or a flow stopped the round).
+    /// A refused op is not an error: the next round re-plans.
+    async fn commit(&self, op: MapOp) -> Option<bool> {
+        let _turn = self.commits.lock().await;
         // The lease is renewed in the background while the round runs ([`Renewer`]).
-        if now_us() >= self.valid_until_us.get() {
+        if self.stopped.get() || now_us() >= self.valid_until_us.get() {
             return None;
         }
-        let cas = Msg::CasMap { expected_version: self.version, leader_epoch: self.leader_epoch, candidate: self.candidate, ops: vec![op] };
+        let cas = Msg::CasMap { expected_version: self.version.get(), leader_epoch: self.leader_epoch, candidate: self.candidate, ops: vec![op] };
         match self.rpc.call(lock_addr(), cas, self.knobs.rpc_timeout_ms).await {
             Ok(Msg::CasResult { map, error }) => {
-                self.version = map.version;
+                self.version.set(map.version);
                 Some(error.is_none())
             }
-            _ => None,
+            _ => {
+                self.stopped.set(true);
+                None
+            }
         }
     }
 
     /// Drive `flow` through its steps for this round: perform each call or commit and feed the
     /// reply back, until the flow is done. Returns `None` when the round must stop (see
     /// [`Leader::commit`], or a flow planned on a map it cannot act on).
-    async fn drive(&mut self, flow: &mut dyn Flow) -> Option<()> {
+    async fn drive(&self, flow: &mut dyn Flow) -> Option<()> {
         let mut reply = None;
         loop {
             match flow.next(reply.take(), crate::seam::now_ms()) {
@@ -537,5 +563,31 @@ mod tests {
         map.apply_batch(&[MapOp::PauseMove { range: RangeId(1) }, MapOp::AbortMove { range: RangeId(1), error: "diverged".into() }]).unwrap();
         let p = plan(&map, &both, &BTreeMap::new(), 0, &Knobs::default());
         assert_eq!(p.ops, vec![MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]);
+    }
+
+    /// Operator split and merge requests start with the reshaping thresholds off, splits
+    /// first, each once its ranges are idle; a split's right child goes to the least loaded
+    /// other server, a merge's child to the left range's owner.
+    #[test]
+    fn plan_starts_operator_split_and_merge_requests() {
+        let mut map = active(&[1, 2, 1]);
+        let k = |s: &str| s.as_bytes().to_vec();
+        map.apply_batch(&[MapOp::RequestMerge { left: RangeId(2), right: RangeId(3) }, MapOp::RequestSplit { range: RangeId(1), at: k("k0") }]).unwrap();
+        let live = sessions(&[(1, 1, true), (2, 2, true), (3, 3, true)]);
+        let knobs = Knobs::default();
+        assert_eq!(knobs.split_ops_per_s, 0.0);
+        let p = plan(&map, &live, &BTreeMap::new(), 0, &knobs);
+        assert_eq!(p.ops, vec![MapOp::BeginSplit { range: RangeId(1), at: k("k0"), owners: [(ServerId(1), 1), (ServerId(3), 3)] }]);
+        map.apply_batch(&p.ops).unwrap();
+        assert_eq!(map.reshape_requests.len(), 1, "the split's request is consumed");
+        assert!(plan(&map, &live, &BTreeMap::new(), 0, &knobs).ops.is_empty(), "one split or merge at a time");
+        map.apply_batch(&[MapOp::AbortReshape { first: RangeId(1), error: "test".into() }]).unwrap();
+        let p = plan(&map, &live, &BTreeMap::new(), 0, &knobs);
+        assert_eq!(p.ops, vec![MapOp::BeginMerge { left: RangeId(2), right: RangeId(3), owner: (ServerId(2), 2) }]);
+        // A request waits while its range's owner is not live.
+        let mut map = active(&[1, 2]);
+        map.apply_batch(&[MapOp::RequestSplit { range: RangeId(2), at: k("k1x") }]).unwrap();
+        let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false)]), &BTreeMap::new(), 0, &knobs);
+        assert!(matches!(&p.ops[..], [MapOp::Assign { range: RangeId(2), .. }]), "{:?}", p.ops);
     }
 }

@@ -308,6 +308,24 @@ pub enum MapOp {
         /// The server to move it to.
         to: ServerId,
     },
+    /// Operator request: split `range` at `at` when the leader can (one split or merge at a
+    /// time). Refused unless the range is `Active`, in no move, split or merge, and `at` is
+    /// strictly inside it.
+    RequestSplit {
+        /// The range to split.
+        range: RangeId,
+        /// The split key: the right child's first key.
+        at: Key,
+    },
+    /// Operator request: merge the adjacent `left` and `right` when the leader can. Refused
+    /// unless both are `Active`, in no move, split or merge, and `left` ends where `right`
+    /// starts.
+    RequestMerge {
+        /// The left range.
+        left: RangeId,
+        /// The right range, starting where `left` ends.
+        right: RangeId,
+    },
     /// Operator request: move every range off `server` and assign it nothing new (`on`), or
     /// stop doing so.
     Drain {
@@ -322,7 +340,7 @@ impl MapOp {
     /// Whether an operator may issue this op directly (no leader lease needed): requests only,
     /// which the leader acts on.
     pub fn is_operator_request(&self) -> bool {
-        matches!(self, MapOp::RequestMove { .. } | MapOp::Drain { .. })
+        matches!(self, MapOp::RequestMove { .. } | MapOp::RequestSplit { .. } | MapOp::RequestMerge { .. } | MapOp::Drain { .. })
     }
 }
 
@@ -354,6 +372,8 @@ pub enum MapError {
     NoTransfer(RangeId),
     /// A move op that does not fit the transfer's phase (or a second move of one range).
     WrongPhase(RangeId),
+    /// An operator's split or merge request names a range already in a move, split or merge.
+    Busy(RangeId),
     /// An operator request before the leader bootstrapped the map: committing it would make a
     /// map version with no rows, which tiles nothing (found by seeds 622 and 1415 of
     /// `swarm.json`, a drain sent 10 ms after the start).
@@ -385,6 +405,19 @@ pub struct PartitionMap {
     pub move_requests: BTreeMap<RangeId, ServerId>,
     /// Servers being drained by operator request.
     pub draining: BTreeSet<ServerId>,
+    /// Operator split and merge requests not yet started, by the range to split or the left
+    /// range of the merge (a later request for it replaces an earlier one).
+    pub reshape_requests: BTreeMap<RangeId, ReshapeRequest>,
+}
+
+/// An operator's split or merge request (see [`MapOp::RequestSplit`], [`MapOp::RequestMerge`]),
+/// kept in [`PartitionMap::reshape_requests`] under its first range.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ReshapeRequest {
+    /// Split the range at this key.
+    Split(Key),
+    /// Merge the range with this right neighbour.
+    Merge(RangeId),
 }
 
 thread_local! {
@@ -531,6 +564,7 @@ impl PartitionMap {
                 let right = self.child_plan(at.clone(), parent.end.clone(), owners[1]);
                 let r = Reshape { kind: ReshapeKind::Split, parents: vec![(*range, parent.epoch)], children: vec![left, right], phase: TransferPhase::Copying };
                 self.reshapes.insert(*range, r);
+                self.reshape_requests.remove(range);
             }
             MapOp::BeginMerge { left, right, owner } => {
                 let l = self.idle_row(*left)?;
@@ -541,6 +575,7 @@ impl PartitionMap {
                 let child = self.child_plan(l.start.clone(), r.end.clone(), *owner);
                 let m = Reshape { kind: ReshapeKind::Merge, parents: vec![(*left, l.epoch), (*right, r.epoch)], children: vec![child], phase: TransferPhase::Copying };
                 self.reshapes.insert(*left, m);
+                self.reshape_requests.remove(left);
             }
             MapOp::PauseReshape { first } => {
                 let r = self.reshapes.get(first).ok_or(MapError::NoTransfer(*first))?.clone();
@@ -561,6 +596,7 @@ impl PartitionMap {
                 if r.phase != TransferPhase::Paused || sealed.len() != r.parents.len() {
                     return Err(MapError::WrongPhase(*first));
                 }
+                let sources: Vec<RangeId> = r.parents.iter().map(|(p, _)| *p).collect();
                 for ((p, epoch), len) in r.parents.iter().zip(sealed) {
                     let row = self.live_row(*p)?;
                     if row.state != RangeState::Paused || row.epoch != *epoch {
@@ -569,7 +605,8 @@ impl PartitionMap {
                     row.state = RangeState::Retired;
                     row.sealed = *len;
                 }
-                let sources: Vec<RangeId> = r.parents.iter().map(|(p, _)| *p).collect();
+                // A request naming a retired range can no longer be carried out.
+                self.reshape_requests.retain(|first, req| !sources.contains(first) && !matches!(req, ReshapeRequest::Merge(right) if sources.contains(right)));
                 for c in &r.children {
                     assert!(r.parents.iter().all(|(_, e)| c.epoch > *e), "children outrank parents");
                     self.rows.insert(c.id, c.row(sources.clone(), RangeState::Active, *born_ms));
@@ -642,6 +679,26 @@ impl PartitionMap {
             MapOp::RequestMove { range, to } => {
                 self.live_row(*range)?;
                 self.move_requests.insert(*range, *to);
+            }
+            MapOp::RequestSplit { range, at } => {
+                if self.in_flight(*range) {
+                    return Err(MapError::Busy(*range));
+                }
+                let row = self.idle_row(*range)?;
+                if at <= &row.start || row.end.as_ref().is_some_and(|e| at >= e) {
+                    return Err(MapError::BadSplitKey(*range));
+                }
+                self.reshape_requests.insert(*range, ReshapeRequest::Split(at.clone()));
+            }
+            MapOp::RequestMerge { left, right } => {
+                if let Some(busy) = [*left, *right].into_iter().find(|r| self.in_flight(*r)) {
+                    return Err(MapError::Busy(busy));
+                }
+                let (l, r) = (self.idle_row(*left)?, self.idle_row(*right)?);
+                if l.end.as_ref() != Some(&r.start) {
+                    return Err(MapError::NotAdjacent(*left, *right));
+                }
+                self.reshape_requests.insert(*left, ReshapeRequest::Merge(*right));
             }
             MapOp::Drain { server, on } => {
                 if self.rows.is_empty() {
@@ -1170,5 +1227,36 @@ mod tests {
                 prop_assert!(map.check_tiling().is_ok(), "{:?}", map.check_tiling());
             }
         }
+    }
+
+    /// Operator split and merge requests are checked when the map takes them: a live range,
+    /// idle, a key strictly inside it, adjacent ranges; a split or merge that retires a range
+    /// drops the requests naming it.
+    #[test]
+    fn map_operator_split_and_merge_requests_are_checked() {
+        let mut map = boot(&["g", "p"]);
+        let k = |s: &str| s.as_bytes().to_vec();
+        let ops: Vec<MapOp> = (1..=3).map(|r| MapOp::Assign { range: RangeId(r), owner: ServerId(1), owner_session: 1 }).collect();
+        map.apply_batch(&ops).unwrap();
+        let rows: Vec<(RangeId, Epoch)> = map.rows.values().map(|r| (r.id, r.epoch)).collect();
+        map.apply_batch(&rows.iter().map(|(range, epoch)| MapOp::Activate { range: *range, epoch: *epoch }).collect::<Vec<_>>()).unwrap();
+        let refused = |map: &mut PartitionMap, op: MapOp| map.clone().apply_batch(&[op]).unwrap_err();
+        assert_eq!(refused(&mut map, MapOp::RequestSplit { range: RangeId(2), at: k("g") }), MapError::BadSplitKey(RangeId(2)), "at its start");
+        assert_eq!(refused(&mut map, MapOp::RequestSplit { range: RangeId(2), at: k("p") }), MapError::BadSplitKey(RangeId(2)), "at its end");
+        assert_eq!(refused(&mut map, MapOp::RequestSplit { range: RangeId(9), at: k("h") }), MapError::UnknownRange(RangeId(9)));
+        assert_eq!(refused(&mut map, MapOp::RequestMerge { left: RangeId(1), right: RangeId(3) }), MapError::NotAdjacent(RangeId(1), RangeId(3)));
+        assert_eq!(refused(&mut map, MapOp::RequestMerge { left: RangeId(2), right: RangeId(1) }), MapError::NotAdjacent(RangeId(2), RangeId(1)));
+        map.apply_batch(&[MapOp::BeginMove { range: RangeId(3), to: (ServerId(2), 2), strategy: super::Strategy::PreCopy }]).unwrap();
+        assert_eq!(refused(&mut map, MapOp::RequestMerge { left: RangeId(2), right: RangeId(3) }), MapError::Busy(RangeId(3)), "in a move");
+        assert!(MapOp::RequestSplit { range: RangeId(2), at: k("h") }.is_operator_request());
+        assert!(MapOp::RequestMerge { left: RangeId(1), right: RangeId(2) }.is_operator_request());
+        map.apply_batch(&[MapOp::RequestSplit { range: RangeId(2), at: k("h") }, MapOp::RequestMerge { left: RangeId(1), right: RangeId(2) }]).unwrap();
+        assert_eq!(map.reshape_requests.len(), 2);
+        // The split starts (consuming its request), commits and retires range 2: the merge
+        // request naming it goes too.
+        map.apply_batch(&[MapOp::BeginSplit { range: RangeId(2), at: k("h"), owners: [(ServerId(1), 1), (ServerId(1), 1)] }]).unwrap();
+        assert_eq!(map.reshape_requests.len(), 1, "the split's request is consumed");
+        map.apply_batch(&[MapOp::PauseReshape { first: RangeId(2) }, MapOp::CommitReshape { first: RangeId(2), sealed: vec![0], born_ms: 1 }]).unwrap();
+        assert!(map.reshape_requests.is_empty(), "{:?}", map.reshape_requests);
     }
 }

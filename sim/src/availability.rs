@@ -108,7 +108,7 @@ fn touches(fault: &Fault) -> Vec<&str> {
         Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) | Fault::Drain(n) => vec![n.as_str()],
         Fault::Split(side) => side.iter().map(String::as_str).collect(),
         Fault::OneWay(a, b) | Fault::Delay(a, b) | Fault::Duplicate(a, b) | Fault::Corrupt(a, b) | Fault::Reorder(a, b) | Fault::DelayNext(a, b, _) => vec![a.as_str(), b.as_str()],
-        Fault::MoveRequest(..) => Vec::new(),
+        Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) => Vec::new(),
     }
 }
 

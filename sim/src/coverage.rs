@@ -60,6 +60,7 @@ impl Fault {
             Fault::Split(side) => side.iter().map(|s| s.as_str()).collect(),
             Fault::OneWay(a, b) | Fault::Delay(a, b) | Fault::Duplicate(a, b) | Fault::Corrupt(a, b) | Fault::Reorder(a, b) | Fault::DelayNext(a, b, _) => vec![a, b],
             Fault::MoveRequest(_, to) => vec![to],
+            Fault::SplitRequest(_) | Fault::MergeRequest(..) => Vec::new(),
         }
     }
 

@@ -97,6 +97,20 @@ pub enum What {
         /// The delay before the fault, ms.
         delay_ms: u64,
     },
+    /// The operator's request reached its verdict at the authority: accepted into the map
+    /// table (the leader acts on it), or refused on every attempt (`refused` has the last
+    /// reason: no such range, not adjacent, a range busy in another flow, a split key at a
+    /// boundary, ...).
+    OperatorVerdict {
+        /// The request as the schedule or the random mix named it.
+        request: Fault,
+        /// The map op it was sent as (ranges resolved from its keys); empty when refused.
+        op: String,
+        /// Attempts made.
+        attempts: u32,
+        /// `None`: accepted; otherwise why it was refused.
+        refused: Option<String>,
+    },
     /// The fault was undone.
     FaultEnd {
         /// The fault.
@@ -175,6 +189,8 @@ impl fmt::Display for What {
                 Ok(())
             }
             What::FaultEnd { fault } => write!(f, "fault_end fault={fault}"),
+            What::OperatorVerdict { request, op, attempts, refused: None } => write!(f, "operator_request request={request} accepted op={op} attempts={attempts}"),
+            What::OperatorVerdict { request, attempts, refused: Some(reason), .. } => write!(f, "operator_request request={request} REFUSED attempts={attempts} reason={reason}"),
             What::Triggered { event, node, count, delay_ms } => write!(f, "triggered event={event} node={node} count={count} delay_ms={delay_ms}"),
             What::Shed { client, op, arrived_us } => write!(f, "shed client=c{client} op={op:?} arrived={}.{:06}s (not started in time)", arrived_us / 1_000_000, arrived_us % 1_000_000),
             What::Heal => write!(f, "heal all links restored, paused nodes resumed, crashed nodes restarted"),

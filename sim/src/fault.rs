@@ -31,6 +31,11 @@ pub enum Fault {
     MoveRequest(String, String),
     /// Operator request: drain the server for the duration.
     Drain(String),
+    /// Operator request: split the range holding the key at the key (no duration).
+    SplitRequest(String),
+    /// Operator request: merge the range holding the first key with the one holding the second
+    /// (no duration).
+    MergeRequest(String, String),
 }
 
 impl std::fmt::Display for Fault {
@@ -50,6 +55,8 @@ impl std::fmt::Display for Fault {
             Fault::DelayNext(a, b, m) => write!(f, "delay_next {a}->{b} {m}"),
             Fault::MoveRequest(k, to) => write!(f, "move {k} to {to}"),
             Fault::Drain(n) => write!(f, "drain {n}"),
+            Fault::SplitRequest(k) => write!(f, "split_range at {k}"),
+            Fault::MergeRequest(l, r) => write!(f, "merge_ranges {l} {r}"),
         }
     }
 }
@@ -79,6 +86,8 @@ impl Fault {
             Fault::DelayNext(..) => "delay_next",
             Fault::MoveRequest(..) => "move_request",
             Fault::Drain(_) => "drain",
+            Fault::SplitRequest(_) => "split_request",
+            Fault::MergeRequest(..) => "merge_request",
         }
     }
 }

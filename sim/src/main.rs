@@ -292,6 +292,14 @@ fn main() -> ExitCode {
             };
             let o = &report.ops;
             println!("faults injected: {}", if report.faults.is_empty() { "none".to_string() } else { report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") });
+            let verdicts = report.operator_verdicts();
+            if !verdicts.is_empty() {
+                let refused: Vec<_> = verdicts.iter().filter(|v| v.2.is_some()).collect();
+                println!("operator requests: {} accepted, {} refused", verdicts.len() - refused.len(), refused.len());
+                for (t_us, request, reason) in refused {
+                    println!("OPERATOR REQUEST REFUSED at {}.{:06}s: {request}: {}", t_us / 1_000_000, t_us % 1_000_000, reason.unwrap_or_default());
+                }
+            }
             println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}; MapUnavailable={}; shed={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable, o.shed);
             println!("sim_ms={} recovery_after_heal_ms={} unavailable_ms={} events={}", report.sim_ms, report.recovery_ms, report.unavailable_ms, report.events.len());
             let hit: Vec<String> = report.coverage.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -37,6 +37,8 @@ impl Fault {
             }
             FaultSpec::Move { key, to } => Fault::MoveRequest(key.clone(), to.clone()),
             FaultSpec::Drain { node } => Fault::Drain(node.clone()),
+            FaultSpec::SplitRange { at } => Fault::SplitRequest(at.clone()),
+            FaultSpec::MergeRanges { left, right } => Fault::MergeRequest(left.clone(), right.clone()),
         }
     }
 
@@ -57,6 +59,8 @@ impl Fault {
             Fault::DelayNext(from, to, kind) => FaultSpec::DelayNext { from: from.clone(), to: to.clone(), message: kind.to_string() },
             Fault::MoveRequest(key, to) => FaultSpec::Move { key: key.clone(), to: to.clone() },
             Fault::Drain(node) => FaultSpec::Drain { node: node.clone() },
+            Fault::SplitRequest(at) => FaultSpec::SplitRange { at: at.clone() },
+            Fault::MergeRequest(left, right) => FaultSpec::MergeRanges { left: left.clone(), right: right.clone() },
         }
     }
 }
@@ -270,6 +274,18 @@ pub enum OperatorAction {
         /// The target server's number N (`server-N`).
         to: u32,
     },
+    /// Split the range holding `at` at `at`.
+    Split {
+        /// The split key; the operator looks up its range in the current map.
+        at: Vec<u8>,
+    },
+    /// Merge the range holding `left` with the range holding `right`.
+    Merge {
+        /// A key of the left range.
+        left: Vec<u8>,
+        /// A key of the right range.
+        right: Vec<u8>,
+    },
     /// Drain `server-N` (`on`), or stop draining it.
     Drain {
         /// The server's number N (`server-N`).
@@ -282,27 +298,29 @@ pub enum OperatorAction {
 impl FaultPlan {
     /// The operator requests of the plan as `(at_ms, action)`, sorted: a drain becomes a
     /// start and an end.
-    pub fn operator_actions(&self) -> Vec<(u64, OperatorAction)> {
+    pub fn operator_actions(&self) -> Vec<(u64, OperatorAction, Fault)> {
         let server = |name: &str| name.strip_prefix("server-").and_then(|n| n.parse().ok()).expect("validated server name");
         let mut out = Vec::new();
         for p in &self.faults {
             match &p.fault {
-                Fault::MoveRequest(key, to) => out.push((p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) })),
+                Fault::MoveRequest(key, to) => out.push((p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) }, p.fault.clone())),
+                Fault::SplitRequest(at) => out.push((p.at_ms, OperatorAction::Split { at: at.clone().into_bytes() }, p.fault.clone())),
+                Fault::MergeRequest(left, right) => out.push((p.at_ms, OperatorAction::Merge { left: left.clone().into_bytes(), right: right.clone().into_bytes() }, p.fault.clone())),
                 Fault::Drain(node) => {
-                    out.push((p.at_ms, OperatorAction::Drain { server: server(node), on: true }));
-                    out.push((p.at_ms + p.duration_ms, OperatorAction::Drain { server: server(node), on: false }));
+                    out.push((p.at_ms, OperatorAction::Drain { server: server(node), on: true }, p.fault.clone()));
+                    out.push((p.at_ms + p.duration_ms, OperatorAction::Drain { server: server(node), on: false }, p.fault.clone()));
                 }
                 _ => {}
             }
         }
-        out.sort_by_key(|(t, _)| *t);
+        out.sort_by_key(|(t, ..)| *t);
         out
     }
 }
 
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::Reorder(..) | Fault::DelayNext(..) | Fault::MoveRequest(..) | Fault::Drain(_) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::Reorder(..) | Fault::DelayNext(..) | Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
@@ -310,39 +328,94 @@ fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
 }
 
 /// The operator node (`operator`, not faulted): send each request of `actions` to the authority
-/// at its time, retrying a few times (500 ms apart) while it does not answer or refuses the
-/// request (e.g. before the leader bootstrapped the map). A move names a key; the operator
-/// looks up its range in the map first.
-pub async fn operator(actions: Vec<(u64, OperatorAction)>, knobs: partmap::config::Knobs) {
-    use partmap::ids::ServerId;
-    use partmap::map::MapOp;
-    use partmap::msg::Msg;
+/// at its time, retrying (500 ms apart, at most [`OPERATOR_ATTEMPTS`] attempts) while the
+/// authority does not answer or refuses the request (e.g. before the leader bootstrapped the
+/// map, or while a range is busy). A move, split or merge names keys; the operator looks up
+/// their ranges in the map first, at every attempt. Each request's verdict goes into the
+/// history ([`What::OperatorVerdict`]): accepted, or refused with the last reason.
+pub async fn operator(actions: Vec<(u64, OperatorAction, Fault)>, knobs: partmap::config::Knobs) {
     let rpc = partmap::seam::Rpc::bind(partmap::config::operator_addr(), &crate::workload::client_net(&knobs)).await;
-    let lock = partmap::config::lock_addr();
-    for (at_ms, action) in actions {
+    for (at_ms, action, request) in actions {
         let now = partmap::seam::now_ms();
         if at_ms > now {
             sleep_ms(at_ms - now).await;
         }
-        for _attempt in 0..5 {
-            let op = match &action {
-                OperatorAction::Drain { server, on } => MapOp::Drain { server: ServerId(*server), on: *on },
-                OperatorAction::Move { key, to } => {
-                    let Ok(Msg::Map { map }) = rpc.call(lock, Msg::GetMap, knobs.rpc_timeout_ms).await else {
-                        sleep_ms(500).await;
-                        continue;
-                    };
-                    let Some(row) = map.lookup(key) else { break };
-                    MapOp::RequestMove { range: row.id, to: ServerId(*to) }
-                }
-            };
-            match rpc.call(lock, Msg::Admin { ops: vec![op] }, knobs.rpc_timeout_ms).await {
-                Ok(Msg::CasResult { error: None, .. }) => break,
-                _ => sleep_ms(500).await,
-            }
-        }
+        let (attempts, verdict) = operator_request(&rpc, &knobs, &action).await;
+        let (op, refused) = match verdict {
+            Ok(op) => (op, None),
+            Err(reason) => (String::new(), Some(reason)),
+        };
+        record(What::OperatorVerdict { request, op, attempts, refused });
     }
 }
+
+/// Send one operator request (see [`operator`]): `(attempts, Ok(the op sent, readable))` once
+/// the authority took it, or `Err(the last reason)`.
+async fn operator_request(rpc: &partmap::seam::Rpc, knobs: &partmap::config::Knobs, action: &OperatorAction) -> (u32, Result<String, String>) {
+    use partmap::ids::ServerId;
+    use partmap::map::MapOp;
+    use partmap::msg::Msg;
+    let lock = partmap::config::lock_addr();
+    let mut refused = String::from("the authority did not answer");
+    for attempt in 1..=OPERATOR_ATTEMPTS {
+        if attempt > 1 {
+            sleep_ms(500).await;
+        }
+        let op = match action {
+            OperatorAction::Drain { server, on } => MapOp::Drain { server: ServerId(*server), on: *on },
+            OperatorAction::Move { .. } | OperatorAction::Split { .. } | OperatorAction::Merge { .. } => {
+                let Ok(Msg::Map { map }) = rpc.call(lock, Msg::GetMap, knobs.rpc_timeout_ms).await else {
+                    refused = String::from("the authority did not answer a map read");
+                    continue;
+                };
+                let range = |key: &[u8]| map.lookup(key).map(|r| r.id);
+                let (a, b) = match action {
+                    OperatorAction::Move { key, .. } | OperatorAction::Split { at: key } => (range(key), None),
+                    OperatorAction::Merge { left, right } => (range(left), range(right)),
+                    OperatorAction::Drain { .. } => unreachable!("matched above"),
+                };
+                let Some(a) = a else {
+                    refused = String::from("no range holds the key (the map has no rows yet)");
+                    continue;
+                };
+                match action {
+                    OperatorAction::Move { to, .. } => MapOp::RequestMove { range: a, to: ServerId(*to) },
+                    OperatorAction::Split { at } => MapOp::RequestSplit { range: a, at: at.clone() },
+                    _ => MapOp::RequestMerge { left: a, right: b.expect("the map has rows") },
+                }
+            }
+        };
+        match rpc.call(lock, Msg::Admin { ops: vec![op.clone()] }, knobs.rpc_timeout_ms).await {
+            Ok(Msg::CasResult { error: None, .. }) => return (attempt, Ok(op_text(&op))),
+            Ok(Msg::CasResult { error: Some(e), .. }) => {
+                refused = format!("{e} (sent as {})", op_text(&op));
+                // Only a state that passes (no map yet, a range busy or not yet active) is
+                // worth asking again; a bad key or a pair that is not adjacent stays so.
+                if !["NotBootstrapped", "Busy", "WrongState", "WrongPhase"].iter().any(|p| e.starts_with(p)) {
+                    return (attempt, Err(refused));
+                }
+            }
+            _ => refused = String::from("the authority did not answer"),
+        }
+    }
+    (OPERATOR_ATTEMPTS, Err(refused))
+}
+
+/// A map op of the operator, readable: `split r1 at k000250`, `merge r3 r4`, `move r2 to
+/// server-3`, `drain server-2 on`.
+fn op_text(op: &partmap::map::MapOp) -> String {
+    use partmap::map::MapOp;
+    match op {
+        MapOp::RequestSplit { range, at } => format!("split {range} at {}", partmap::ids::show_key(at)),
+        MapOp::RequestMerge { left, right } => format!("merge {left} {right}"),
+        MapOp::RequestMove { range, to } => format!("move {range} to server-{}", to.0),
+        MapOp::Drain { server, on } => format!("drain server-{} {}", server.0, if *on { "on" } else { "off" }),
+        other => format!("{other:?}"),
+    }
+}
+
+/// How many times the operator sends one request before it records it as refused.
+pub const OPERATOR_ATTEMPTS: u32 = 5;
 
 /// Inject every fault of `plan` at its time and undo it after its duration. Counts injected
 /// faults by kind into `counts` (a crash of a node that is already down is skipped).
@@ -370,7 +443,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
                 }
-                Fault::MoveRequest(..) | Fault::Drain(_) => {
+                Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => {
                     // Sent by the operator node (see `operator`); only logged and counted here.
                     record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
                     *counts.borrow_mut().entry(counter).or_default() += 1;

@@ -165,6 +165,15 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// The operator requests' verdicts, in history order: `(time µs, request, None)` when
+    /// accepted, or `Some(reason)` when refused on every attempt.
+    pub fn operator_verdicts(&self) -> Vec<(u64, &crate::fault::Fault, Option<&str>)> {
+        self.events.iter().filter_map(|e| match &e.what {
+            What::OperatorVerdict { request, refused, .. } => Some((e.t_us, request, refused.as_deref())),
+            _ => None,
+        }).collect()
+    }
+
     /// The run's outcome from its verdicts.
     pub fn outcome(&self) -> RunOutcome {
         let failed = |k: Kind| self.verdicts.iter().any(|v| v.kind == k && v.violation.is_some());

@@ -385,6 +385,24 @@ pub struct Trigger {
     pub delay_ms: u64,
 }
 
+impl FaultSpec {
+    /// An operator request: sent by the operator node at `at_ms`, never on a trigger.
+    pub fn is_operator_request(&self) -> bool {
+        matches!(self, FaultSpec::Move { .. } | FaultSpec::Drain { .. } | FaultSpec::SplitRange { .. } | FaultSpec::MergeRanges { .. })
+    }
+
+    /// For an instantaneous operator request (no `duration_ms`), its kind as the file names
+    /// it.
+    pub fn instant_request(&self) -> Option<&'static str> {
+        match self {
+            FaultSpec::Move { .. } => Some("move"),
+            FaultSpec::SplitRange { .. } => Some("split_range"),
+            FaultSpec::MergeRanges { .. } => Some("merge_ranges"),
+            _ => None,
+        }
+    }
+}
+
 /// What goes wrong in a [`TimedFault`]. Node names are those of [`Scenario::node_names`].
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -483,6 +501,23 @@ pub enum FaultSpec {
     Drain {
         /// The server to drain, by name, `server-N`.
         node: String,
+    },
+    /// An operator asks the leader to split the range holding key `at` at `at` (the right
+    /// half starts there; no `duration_ms`). Keys name ranges because range ids differ
+    /// between seeds.
+    SplitRange {
+        /// The split key, a workload key (`k` and six digits, below `workload.keys`), not the
+        /// start of an initial range.
+        at: String,
+    },
+    /// An operator asks the leader to merge the range holding key `left` with the range
+    /// holding key `right`, which must be its right neighbour when the request is sent (no
+    /// `duration_ms`).
+    MergeRanges {
+        /// A key of the left range (a workload key).
+        left: String,
+        /// A key of the right range (a workload key after `left`).
+        right: String,
     },
 }
 
@@ -999,16 +1034,16 @@ impl Scenario {
                     timed.at_ms
                 ));
             }
-            if matches!(timed.fault, FaultSpec::Move { .. }) {
+            if let Some(kind) = timed.fault.instant_request() {
                 if timed.duration_ms != 0 {
-                    return Err(format!("{path}.duration_ms: a `move` request is instantaneous; leave duration_ms out"));
+                    return Err(format!("{path}.duration_ms: a `{kind}` request is instantaneous; leave duration_ms out"));
                 }
             } else {
                 in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
             if let Some(on) = &timed.on {
-                if matches!(timed.fault, FaultSpec::Move { .. } | FaultSpec::Drain { .. }) {
+                if timed.fault.is_operator_request() {
                     return Err(format!("{path}.on: operator requests are sent at at_ms; a trigger applies to faults only"));
                 }
                 if !partmap::event::Event::NAMES.contains(&on.event.as_str()) {
@@ -1047,6 +1082,27 @@ impl Scenario {
                 self.known_node(&format!("{path}.{field}"), node, names)?;
                 if !node.starts_with("server-") {
                     return Err(format!("{path}.{field}: `{node}` is not a partition server"));
+                }
+                Ok(())
+            }
+            FaultSpec::SplitRange { at } => {
+                let i = self.workload_key(&format!("{path}.at"), at)?;
+                if let Some(j) = self.initial_split_points().iter().position(|p| p == at.as_bytes()) {
+                    return Err(format!(
+                        "{path}.at: `{at}` is where initial range {} starts (split points are keys number keys * j / initial_ranges), so it splits nothing; pick a key inside a range",
+                        j + 2
+                    ));
+                }
+                if i == 0 {
+                    return Err(format!("{path}.at: `{at}` is the first key, where the first range starts, so it splits nothing; pick a key inside a range"));
+                }
+                Ok(())
+            }
+            FaultSpec::MergeRanges { left, right } => {
+                let l = self.workload_key(&format!("{path}.left"), left)?;
+                let r = self.workload_key(&format!("{path}.right"), right)?;
+                if l >= r {
+                    return Err(format!("{path}.right: must be a key after left (`{left}`), got `{right}`"));
                 }
                 Ok(())
             }
@@ -1089,6 +1145,18 @@ impl Scenario {
                 Ok(())
             }
         }
+    }
+
+    /// The index of `key`, a key of the workload (`k` and six digits, below `workload.keys`).
+    fn workload_key(&self, path: &str, key: &str) -> Result<u32, String> {
+        let digits = key.strip_prefix('k').filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
+        let Some(i) = digits.and_then(|d| d.parse::<u32>().ok()) else {
+            return Err(format!("{path}: `{key}` is not a workload key (`k` and six digits, such as k000042)"));
+        };
+        if i >= self.workload.keys {
+            return Err(format!("{path}: `{key}` is past the key space (workload.keys = {}: k000000 to {})", self.workload.keys, String::from_utf8_lossy(&key_name(self.workload.keys - 1))));
+        }
+        Ok(i)
     }
 
     fn known_node(&self, path: &str, node: &str, names: &[String]) -> Result<(), String> {

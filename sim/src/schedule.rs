@@ -39,10 +39,10 @@ pub(crate) fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-/// Faults and operator requests (`move`, `drain`) in `s.faults.schedule`.
+/// Faults and operator requests (`move`, `drain`, `split_range`, `merge_ranges`) in
+/// `s.faults.schedule`.
 pub fn counts(s: &Scenario) -> (usize, usize) {
-    use crate::scenario::FaultSpec;
-    let requests = s.faults.schedule.iter().filter(|f| matches!(f.fault, FaultSpec::Move { .. } | FaultSpec::Drain { .. })).count();
+    let requests = s.faults.schedule.iter().filter(|f| f.fault.is_operator_request()).count();
     (s.faults.schedule.len() - requests, requests)
 }
 

@@ -23,7 +23,7 @@
 //! first.
 
 use crate::run::{run_seed, RunOptions, RunOutcome};
-use crate::scenario::{FaultSpec, Scenario};
+use crate::scenario::Scenario;
 use crate::schedule::count;
 use partmap::config::Mutation;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -280,12 +280,12 @@ impl Search<'_> {
         let mut moved = false;
         for i in 0..self.best.faults.schedule.len() {
             let what = describe(&self.best.faults.schedule[i]);
-            if !matches!(self.best.faults.schedule[i].fault, FaultSpec::Move { .. }) {
+            if self.best.faults.schedule[i].fault.instant_request().is_none() {
                 moved |= self.number(&format!("fault {} ({what}) duration", i + 1), " ms", 100, 1, |s| s.faults.schedule[i].duration_ms, |s, v| s.faults.schedule[i].duration_ms = v);
             }
             let f = &self.best.faults.schedule[i];
             let end_ms = self.best.workload.duration_s * 1000;
-            let latest = if matches!(f.fault, FaultSpec::Move { .. }) { end_ms - 1 } else { (f.at_ms + f.duration_ms - 1).min(end_ms - 1) };
+            let latest = if f.fault.instant_request().is_some() { end_ms - 1 } else { (f.at_ms + f.duration_ms - 1).min(end_ms - 1) };
             moved |= self.number(
                 &format!("fault {} ({what}) start", i + 1),
                 " ms",
@@ -294,7 +294,7 @@ impl Search<'_> {
                 |s| s.faults.schedule[i].at_ms,
                 |s, v| {
                     let f = &mut s.faults.schedule[i];
-                    if !matches!(f.fault, FaultSpec::Move { .. }) {
+                    if f.fault.instant_request().is_none() {
                         f.duration_ms = (f.at_ms + f.duration_ms).saturating_sub(v).max(1);
                     }
                     f.at_ms = v;

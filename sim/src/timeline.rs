@@ -79,7 +79,7 @@ fn fault_colour(f: &Fault) -> &'static str {
         Fault::Delay(..) | Fault::DelayNext(..) | Fault::Reorder(..) | Fault::Duplicate(..) => "#1f77b4",
         Fault::SlowDisk(..) => "#8c564b",
         Fault::Corrupt(..) => "#e377c2",
-        Fault::MoveRequest(..) | Fault::Drain(_) => "#2ca02c",
+        Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => "#2ca02c",
     }
 }
 

@@ -587,3 +587,34 @@ fn scenario_shipped_offered_load_fits_in_memory() {
         }
     }
 }
+
+/// Operator split and merge requests: keys of the workload, a split key inside an initial
+/// range, a merge's right key after its left, no duration, no trigger. (`failover.json`: 1000
+/// keys in 8 initial ranges, split at k000125, k000250, ...)
+#[test]
+fn scenario_operator_split_and_merge_requests_are_checked() {
+    let with = |entry: &str| failover_with("faults", &format!(r#"{{"random": null, "schedule": [{entry}]}}"#));
+    let ok = Scenario::parse(&with(r#"{"at_ms": 1000, "fault": {"kind": "split_range", "at": "k000300"}}, {"at_ms": 2000, "fault": {"kind": "merge_ranges", "left": "k000100", "right": "k000130"}}"#), "test.json").unwrap();
+    assert_eq!(ok.faults.schedule[0].fault, FaultSpec::SplitRange { at: "k000300".into() });
+    assert_eq!(ok.faults.schedule[1].fault, FaultSpec::MergeRanges { left: "k000100".into(), right: "k000130".into() });
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "split_range", "at": "key-3"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.at", "`key-3` is not a workload key", "six digits"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "split_range", "at": "k1000000"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.at", "not a workload key"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "split_range", "at": "k001000"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.at", "past the key space", "workload.keys = 1000", "k000999"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "split_range", "at": "k000250"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.at", "`k000250` is where initial range 3 starts", "splits nothing"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "split_range", "at": "k000000"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.at", "the first key"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "merge_ranges", "left": "k000300", "right": "k000300"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.right", "must be a key after left (`k000300`)"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "merge_ranges", "left": "k3", "right": "k000300"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].fault.left", "not a workload key"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "fault": {"kind": "merge_ranges", "left": "k000100"}}"#));
+    assert_mentions(&err, &["right"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 500, "fault": {"kind": "split_range", "at": "k000300"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].duration_ms", "a `split_range` request is instantaneous"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "on": {"event": "drained", "node": "server-1"}, "fault": {"kind": "merge_ranges", "left": "k000100", "right": "k000130"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].on", "operator requests are sent at at_ms"]);
+}

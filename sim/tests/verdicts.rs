@@ -71,19 +71,23 @@ fn verdicts_judge_a_split_commit_that_only_the_durable_log_holds() {
 }
 
 /// The durable view sees a version the authority wrote although it refused the request
-/// (mutation `authority-logs-refused-cas`); the announced views do not.
+/// (mutation `authority-logs-refused-cas`); the announced views do not. The mutation needs a
+/// refused compare-and-set, which only some seeds of the dueling managers have (0 to 4 per
+/// run); since a leader's round publishes each activation as its open returns (issue 18) it
+/// is 10 of seeds 0-15 (4 of 0-7, which used to have 5 or more), so the test takes 16 seeds at
+/// the same share of 5 in 8.
 #[test]
 fn verdicts_catch_a_refused_map_write_only_from_the_durable_log() {
     let mut caught = 0;
     let mut legacy = 0;
-    for seed in 0..8 {
+    for seed in 0..16 {
         let report = run_seed(&opts("dueling-managers.json", seed, Some(Mutation::AuthorityLogsRefusedCas)));
         let durable = report.views.iter().any(|w| w.view == "durable" && w.violation.is_some());
         caught += u64::from(durable);
         legacy += u64::from(report.legacy_violation.is_some());
     }
-    assert!(caught >= 5, "the durable view caught {caught} of 8 seeds");
-    assert!(legacy < caught, "the old views caught {legacy} of 8 seeds, the durable one {caught}");
+    assert!(caught >= 10, "the durable view caught {caught} of 16 seeds");
+    assert!(legacy < caught, "the old views caught {legacy} of 16 seeds, the durable one {caught}");
 }
 
 /// A split that seals its parent one record short (mutation `split-seals-one-short`): the
