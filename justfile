@@ -10,8 +10,8 @@ moves seeds="0..2000" jobs="2":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario scenarios/moves.json
 
 # The pause review: strategy x range size x write rate x bandwidth, model against measured,
-# SVG plots; written to reports/pause/ (issue 15). Example: just pause 5
-pause seeds="5":
+# SVG plots; written to reports/pause/ (issue 15). Example: just pause 10
+pause seeds="10":
     cargo run --release -p partmap-sim -- report pause --seeds {{seeds}}
 
 # The worked move of DESIGN.md, step by step.

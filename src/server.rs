@@ -754,7 +754,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             if let Err(e) = paused {
                 return Some(Msg::PausedAt { result: Err(e) });
             }
-            Some(Msg::PausedAt { result: drain(core, knobs, range, epoch).await })
+            Some(Msg::PausedAt { result: drain(core, knobs, rpc, range, epoch).await })
         }
         Msg::FinishMove { row, digest, strategy, lineage, leader_epoch } => {
             if let Err(e) = core.borrow_mut().command(leader_epoch, "finish_move") {
@@ -781,11 +781,14 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
 
 /// Wait until the paused `range` at `epoch` has no admitted effect left and its content
 /// matches the stream (reloading first if an outcome was unknown), for at most twice the store
-/// timeout. Returns its digest: the final length and checksum of the source of a move.
+/// timeout plus the transfers queued on this server's link when the drain begins (the admitted
+/// appends still to leave it: a bound that grows with the write rate, issue 15). Returns its
+/// digest: the final length and checksum of the source of a move.
 ///
 /// Errors: the range was dropped or reopened meanwhile, or the drain did not finish in time.
-async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch: Epoch) -> Result<StreamDigest, String> {
+async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, range: RangeId, epoch: Epoch) -> Result<StreamDigest, String> {
     let id = core.borrow().id;
+    let queued_ms = rpc.link_backlog_us().div_ceil(1000);
     let wait = async {
         loop {
             let progress = {
@@ -798,7 +801,7 @@ async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch:
             progress.notified().await;
         }
     };
-    let digest = crate::seam::timeout_ms(2 * knobs.store_timeout_ms, wait).await.unwrap_or_else(|| Err(format!("{id}: {range} did not drain in time")))?;
+    let digest = crate::seam::timeout_ms(2 * knobs.store_timeout_ms + queued_ms, wait).await.unwrap_or_else(|| Err(format!("{id}: {range} did not drain in time")))?;
     emit(Event::Drained { server: id, range, epoch, digest });
     Ok(digest)
 }

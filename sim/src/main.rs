@@ -229,6 +229,11 @@ enum Command {
         /// Where the report goes.
         #[arg(long, default_value = "reports/pause")]
         out: PathBuf,
+        /// Print one cell's scenario as JSON instead of running the grid, to run, trace or
+        /// shrink one of its seeds: `STRATEGY,SIZE,RATIO,BANDWIDTH[,faults]`, e.g.
+        /// `pre-copy,64MiB,0.05,100MiB`.
+        #[arg(long)]
+        cell: Option<String>,
     },
 }
 
@@ -494,8 +499,20 @@ fn main() -> ExitCode {
             print!("{}", summary::render(&merged));
             ExitCode::from(merged.exit_code() as u8)
         }
-        Command::Report { which: _, seeds, jobs, quick, out } => {
+        Command::Report { which: _, seeds, jobs, quick, out, cell } => {
             use partmap_sim::pause_report;
+            if let Some(text) = cell {
+                return match pause_report::Cell::parse(&text) {
+                    Ok(c) => {
+                        println!("{}", serde_json::to_string_pretty(&c.scenario_json()).expect("a JSON value prints"));
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("error: --cell: {e}");
+                        ExitCode::from(64)
+                    }
+                };
+            }
             let cells = pause_report::grid(quick);
             eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs", cells.len());
             let progress = |done: usize, of: usize| {

@@ -313,3 +313,26 @@ fn cli_emit_schedule_to_an_unwritable_path_names_the_flag_and_exits_3() {
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("--emit-schedule: cannot write") && !err.contains("panicked"), "{err}");
 }
+
+/// A pause-review cell prints as a scenario that runs like any other; a malformed cell names
+/// the part that is wrong.
+#[test]
+fn cli_report_cell_prints_a_runnable_scenario_or_names_the_bad_part() {
+    let (code, out, err) = sim(&["report", "pause", "--cell", "pre-copy,4MiB,0.05,100MiB"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(json["workload"]["preload_bytes"], 4 << 20);
+    assert_eq!(json["moves"]["strategy"], "pre-copy");
+    let dir = std::env::temp_dir().join(format!("partmap-cell-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cell.json");
+    std::fs::write(&path, &out).unwrap();
+    let (code, run, err) = sim(&["run", "--seed", "1", "--scenario", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{run}{err}");
+    assert!(run.contains("handoff") || run.contains("outcome=Pass"), "{run}");
+    for (cell, says) in [("pre-copy,4MB,0.05,100MiB", "size unit `MB`"), ("pre-copy,4MiB,1.5,100MiB", "ratio 1.5"), ("warp,4MiB,0.05,100MiB", "strategy `warp`"), ("pre-copy,4MiB,0.05", "expected STRATEGY,SIZE,RATIO,BANDWIDTH")] {
+        let (code, _, err) = sim(&["report", "pause", "--cell", cell]);
+        assert_eq!(code, 64, "{cell}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{cell}: {err}");
+    }
+}
