@@ -12,12 +12,13 @@
 use crate::msg::Msg;
 use madsim::net::Endpoint;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex};
+use std::task::{Poll, Wake, Waker};
 use std::time::Duration;
 
 thread_local! {
@@ -99,8 +100,80 @@ pub async fn sleep_us(us: u64) {
 }
 
 /// Run `future` for at most `ms` milliseconds of the node's local clock; `None` on timeout.
+///
+/// The deadline's timer is registered once, however often `future` wakes the task (madsim's
+/// own `timeout` registers another timer every time its sleep is polled again).
 pub async fn timeout_ms<F: Future>(ms: u64, future: F) -> Option<F::Output> {
-    madsim::time::timeout(to_global(ms * 1000), future).await.ok()
+    let mut future = std::pin::pin!(future);
+    let mut deadline = std::pin::pin!(OnceSleep::new(madsim::time::sleep(to_global(ms * 1000))));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        deadline.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
+/// Whether a timer fired, and whom to wake when it does.
+#[derive(Default)]
+struct Alarm {
+    fired: std::sync::atomic::AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Wake for Alarm {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.fired.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = self.waker.lock().expect("alarm").take() {
+            w.wake();
+        }
+    }
+}
+
+/// A madsim sleep that registers its timer once: madsim's `Sleep` adds a timer to the heap on
+/// every pending poll, so a sleep raced against another future (a timeout) registers one
+/// for every wake of that future. This polls the inner sleep once with a waker of its own,
+/// and again only after that timer fired.
+struct OnceSleep {
+    sleep: Pin<Box<madsim::time::Sleep>>,
+    alarm: Option<Arc<Alarm>>,
+}
+
+impl OnceSleep {
+    fn new(sleep: madsim::time::Sleep) -> Self {
+        OnceSleep { sleep: Box::pin(sleep), alarm: None }
+    }
+}
+
+impl Future for OnceSleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let alarm = match &self.alarm {
+            Some(a) if !a.fired.load(std::sync::atomic::Ordering::Relaxed) => {
+                *a.waker.lock().expect("alarm") = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            Some(_) => None,
+            None => {
+                let a = Arc::new(Alarm::default());
+                *a.waker.lock().expect("alarm") = Some(cx.waker().clone());
+                Some(a)
+            }
+        };
+        let waker = match &alarm {
+            Some(a) => Waker::from(a.clone()),
+            None => cx.waker().clone(),
+        };
+        let out = self.sleep.as_mut().poll(&mut std::task::Context::from_waker(&waker));
+        if alarm.is_some() {
+            self.alarm = alarm;
+        }
+        out
+    }
 }
 
 /// Tag of request messages; responses use [`TAG_RSP`].
@@ -139,10 +212,19 @@ type Handler = Rc<dyn Fn(Msg, SocketAddr) -> Pin<Box<dyn Future<Output = Option<
 /// with [`Rpc::serve`] and sends its own with [`Rpc::call`].
 pub struct Rpc {
     ep: Rc<Endpoint>,
-    me: std::net::IpAddr,
+    ip: std::net::IpAddr,
     link_faults: LinkFaults,
     next_id: Cell<u64>,
     waiters: RefCell<BTreeMap<u64, tokio::sync::oneshot::Sender<Msg>>>,
+    /// Calls waiting for an answer, by (deadline, request id): a call's timeout is an entry
+    /// here, failed by [`Rpc::reap`], not a timer of its own (madsim cannot cancel a timer, so
+    /// a timer per call stays in its heap long after the answer came).
+    deadlines: RefCell<BTreeSet<(madsim::time::Instant, u64)>>,
+    /// The instants at which a reaper timer is armed; one is always armed at or before the
+    /// earliest deadline.
+    armed: RefCell<BTreeSet<madsim::time::Instant>>,
+    /// This `Rpc`, for the reaper timers it spawns (they must not keep it alive).
+    me: Weak<Rpc>,
     /// Outgoing link busy with bulk transfers until this many microseconds (simulated, since
     /// start): where the next bulk message starts.
     link_busy_until_us: Cell<u64>,
@@ -173,9 +255,12 @@ impl Rpc {
         // Request ids start at a random point (from the seeded RNG), so replies addressed to an
         // earlier incarnation of this node (held in the network) cannot match this one's calls.
         let first_id: u64 = madsim::rand::random::<u64>() >> 1;
-        let rpc = Rc::new(Rpc {
+        let rpc = Rc::new_cyclic(|me| Rpc {
             ep,
-            me: addr.ip(),
+            ip: addr.ip(),
+            deadlines: RefCell::default(),
+            armed: RefCell::default(),
+            me: me.clone(),
             link_faults: net.faults.clone(),
             next_id: Cell::new(first_id),
             waiters: RefCell::new(BTreeMap::new()),
@@ -204,6 +289,14 @@ impl Rpc {
     /// queue back by its own transmission time. Waits under 1 ms are not slept (madsim's timer
     /// granularity) but still accumulate, so a run of small messages is charged once it adds up.
     async fn charge(&self, bytes: u64) {
+        if let Some(wait) = self.reserve(bytes) {
+            madsim::time::sleep(wait).await;
+        }
+    }
+
+    /// Book `bytes` on the outgoing link; how long (simulated time) the sender must wait for
+    /// its transmission to end, if 1 ms or more.
+    fn reserve(&self, bytes: u64) -> Option<Duration> {
         let now = now_us();
         let tx_us = bytes * 1_000_000 / self.bandwidth_bytes_per_s;
         let (control, bulk) = (self.control_busy_until_us.get(), self.link_busy_until_us.get());
@@ -219,9 +312,7 @@ impl Rpc {
             self.link_busy_until_us.set(done);
             done
         };
-        if done >= now + 1000 {
-            sleep_us(done - now).await;
-        }
+        (done >= now + 1000).then(|| to_global(done - now))
     }
 
     /// How long (µs of simulated time) a bulk message sent now waits for the outgoing link: the
@@ -244,7 +335,7 @@ impl Rpc {
     /// link faults in force.
     async fn put_on_wire(&self, dst: SocketAddr, tag: u64, id: u64, mut msg: Msg) {
         MESSAGES_SENT.with(|n| n.set(n.get() + 1));
-        let link = (self.me, dst.ip());
+        let link = (self.ip, dst.ip());
         if let Msg::StreamRead { records, .. } = &mut msg {
             if let Some(byte) = records.last_mut().and_then(|r| r.bytes.first_mut()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
                 *byte ^= 0x20; // one flipped bit in the copy: only the final checksum can tell
@@ -303,17 +394,51 @@ impl Rpc {
         self.next_id.set(id);
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.waiters.borrow_mut().insert(id, tx);
+        // The deadline counts from the moment the request has left this node's link (issue
+        // 15): the wait behind our own queued transfers is bounded by the backlog.
         self.charge(msg.wire_bytes() + HEADER_BYTES).await;
-        let exchange = async {
-            self.put_on_wire(dst, TAG_REQ, id, msg).await;
-            rx.await
-        };
-        match madsim::time::timeout(to_global(timeout_ms * 1000), exchange).await {
-            Ok(Ok(rsp)) => Ok(rsp),
-            _ => {
-                self.waiters.borrow_mut().remove(&id);
-                Err(RpcError::Timeout)
+        // As madsim's timers: a deadline less than 1 ms away counts as 1 ms away.
+        let deadline = madsim::time::Instant::now() + to_global(timeout_ms * 1000).max(Duration::from_millis(1));
+        self.deadlines.borrow_mut().insert((deadline, id));
+        if self.armed.borrow().first().is_none_or(|&at| at > deadline) {
+            self.arm(deadline);
+        }
+        self.put_on_wire(dst, TAG_REQ, id, msg).await;
+        // The reaper drops the sender at the deadline: the receiver then fails.
+        let answer = rx.await.map_err(|_| RpcError::Timeout);
+        self.waiters.borrow_mut().remove(&id);
+        self.deadlines.borrow_mut().remove(&(deadline, id));
+        answer
+    }
+
+    /// Arm a reaper timer at `at`: then fail every call whose deadline has passed.
+    fn arm(&self, at: madsim::time::Instant) {
+        self.armed.borrow_mut().insert(at);
+        let me = self.me.clone();
+        spawn(async move {
+            madsim::time::sleep_until(at).await;
+            if let Some(rpc) = me.upgrade() {
+                rpc.reap(at);
             }
+        });
+    }
+
+    /// The reaper timer armed at `at` fired: fail the calls past their deadline (dropping a
+    /// waiter's sender wakes its call with an error) and keep a timer armed at or before the
+    /// earliest deadline left.
+    fn reap(&self, at: madsim::time::Instant) {
+        self.armed.borrow_mut().remove(&at);
+        let now = madsim::time::Instant::now();
+        let mut deadlines = self.deadlines.borrow_mut();
+        while let Some(&(deadline, id)) = deadlines.first().filter(|(d, _)| *d <= now) {
+            deadlines.pop_first();
+            drop(self.waiters.borrow_mut().remove(&id));
+            debug_assert!(deadline <= now);
+        }
+        let next = deadlines.first().map(|&(d, _)| d);
+        drop(deadlines);
+        if let Some(next) = next.filter(|&n| self.armed.borrow().first().is_none_or(|&a| a > n)) {
+            self.arm(next);
         }
     }
 

@@ -20,6 +20,7 @@ use crate::scenario::Scenario;
 use madsim::net::Endpoint;
 use madsim::runtime::{Handle, Runtime};
 use std::net::SocketAddr;
+use std::collections::BTreeMap;
 
 /// CPU time of the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
@@ -107,6 +108,8 @@ pub struct ScenarioCost {
     pub total: Cost,
     /// CPU time of the checkers, nanoseconds.
     pub checker_cpu_ns: u64,
+    /// CPU time of each checker's view (and of their shared index), nanoseconds.
+    pub checker_cpu_by_view: BTreeMap<(&'static str, &'static str), u64>,
 }
 
 impl ScenarioCost {
@@ -126,7 +129,11 @@ pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -
     for seed in seeds {
         let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.to_string(), mutation: None, trace: false, echo_header: false };
         let (cpu0, msgs0, check0) = (thread_cpu_ns(), partmap::seam::messages_sent(), crate::run::checker_cpu_ns());
+        let by_view0 = crate::run::checker_cpu_by_view();
         let report = run_seed(&opts);
+        for (view, ns) in crate::run::checker_cpu_by_view() {
+            *cost.checker_cpu_by_view.entry(view).or_default() += ns - by_view0.get(&view).copied().unwrap_or(0);
+        }
         cost.total.cpu_ns += thread_cpu_ns() - cpu0;
         cost.total.messages += partmap::seam::messages_sent() - msgs0;
         cost.checker_cpu_ns += crate::run::checker_cpu_ns() - check0;
@@ -175,6 +182,10 @@ pub fn render(b: &Bench, label: &str) -> String {
         r.total.us_per_message()
     );
     out += &format!("checkers: {:.3} s CPU, {:.1}% of the runs' CPU\n", r.checker_cpu_ns as f64 / 1e9, 100.0 * r.checker_share());
+    let by_view: Vec<String> = r.checker_cpu_by_view.iter().map(|((p, v), ns)| format!("{p}/{v} {:.1}%", 100.0 * *ns as f64 / r.total.cpu_ns.max(1) as f64)).collect();
+    if !by_view.is_empty() {
+        out += &format!("checkers by view (share of the runs' CPU): {}\n", by_view.join(", "));
+    }
     if let Some((scale, s)) = &b.scaled {
         let per_seed = |c: &ScenarioCost| c.checker_cpu_ns as f64 / c.seeds.max(1) as f64;
         out += &format!(

@@ -349,6 +349,21 @@ impl Drop for ForgetReshapes {
     }
 }
 
+thread_local! {
+    /// CPU time this thread spent in each checker's view, nanoseconds, by (property, view).
+    static CHECKER_CPU_BY_VIEW: std::cell::RefCell<BTreeMap<(&'static str, &'static str), u64>> = const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+fn add_checker_cpu(property: &'static str, view: &'static str, ns: u64) {
+    CHECKER_CPU_BY_VIEW.with(|m| *m.borrow_mut().entry((property, view)).or_default() += ns);
+}
+
+/// CPU time (ns) this thread has spent in each checker's view so far, by (property, view);
+/// `("index", ...)` is the shared index of the clients' operations and final contents.
+pub fn checker_cpu_by_view() -> BTreeMap<(&'static str, &'static str), u64> {
+    CHECKER_CPU_BY_VIEW.with(|m| m.borrow().clone())
+}
+
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
@@ -487,19 +502,31 @@ pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stor
 /// stored views of the final content disagree on a key that was read, `no_lost_append` fails on
 /// the disagreement.
 pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
-    let view = View::of;
+    // Each view's CPU time goes to `checker_cpu_by_view` (the harness's bench reads it).
+    let timed = |property: &'static str, view: &'static str, finding: &mut dyn FnMut() -> Result<(), check::Violation>| {
+        let from = crate::bench::thread_cpu_ns();
+        let v = View::of(property, view, finding());
+        add_checker_cpu(property, view, crate::bench::thread_cpu_ns() - from);
+        v
+    };
+    let from = crate::bench::thread_cpu_ns();
     // The keys the final reads answered; one they could not read fails liveness, not this.
     let read: std::collections::BTreeSet<partmap::ids::Key> = served.keys().cloned().collect();
+    // The clients' operations and each key's final content, indexed once for both checkers
+    // and both views.
+    let clients = check::index::Clients::of(events);
+    let finals = check::index::Finals::of(&[served, stored]);
+    add_checker_cpu("index", "clients and final contents", crate::bench::thread_cpu_ns() - from);
     let mut views = vec![
-        view("single_writer", "history", check::single_writer::check(events)),
-        view("no_lost_append", "served", check::no_lost_append::check(events, served, "served", Some(&read))),
-        view("no_lost_append", "stored", check::no_lost_append::check(events, stored, "stored", None)),
-        view("reads_consistent", "served", check::reads_consistent::check(events, served, Some(&read))),
-        view("reads_consistent", "stored", check::reads_consistent::check(events, stored, None)),
-        view("map_tiles", "durable", check::map_tiles::check_durable(durable, events)),
-        view("map_tiles", "announced", check::map_tiles::check_announced(events)),
-        view("manager_exclusive", "durable", check::manager_exclusive::check_durable(durable)),
-        view("manager_exclusive", "announced", check::manager_exclusive::check(events)),
+        timed("single_writer", "history", &mut || check::single_writer::check(events)),
+        timed("no_lost_append", "served", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(0), "served", Some(&read))),
+        timed("no_lost_append", "stored", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(1), "stored", None)),
+        timed("reads_consistent", "served", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(0), Some(&read))),
+        timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None)),
+        timed("map_tiles", "durable", &mut || check::map_tiles::check_durable(durable, events)),
+        timed("map_tiles", "announced", &mut || check::map_tiles::check_announced(events)),
+        timed("manager_exclusive", "durable", &mut || check::manager_exclusive::check_durable(durable)),
+        timed("manager_exclusive", "announced", &mut || check::manager_exclusive::check(events)),
     ];
     let disagreement = check::no_lost_append::disagreement(served, stored).map(|d| format!("the served and stored views disagree: {d}"));
     views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });

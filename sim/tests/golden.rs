@@ -2,7 +2,7 @@
 //! mutation that removes the mechanism they exercise.
 
 mod common;
-use common::{scenario, sys};
+use common::{maps, scenario, sys};
 
 use partmap::config::Mutation;
 use partmap_sim::events::Sys;
@@ -39,6 +39,13 @@ fn golden_stale_write_lands_when_the_store_ignores_the_fence() {
         let own = evidence.find("server-1 at epoch ").map(|i| epoch_after(i + "server-1 at epoch ".len()));
         let epochs: Vec<u64> = evidence.match_indices("at epoch ").map(|(i, m)| epoch_after(i + m.len())).collect();
         assert!(stale && own.is_some_and(|own| epochs.iter().any(|e| *e > own)), "{evidence}");
+        // The write is server-1's, at an epoch the map gave server-1 before the cut at 20 s
+        // (it owns several ranges; which held append lands first depends on the wake order).
+        let old_epochs: std::collections::BTreeSet<u64> = maps(&report)
+            .filter(|(t, _)| *t < 20_000_000)
+            .flat_map(|(_, map)| map.rows.values().filter(|r| r.owner.is_some_and(|o| o.0 == 1)).map(|r| r.epoch.0))
+            .collect();
+        assert!(stale && old_epochs.iter().any(|e| evidence.contains(&format!("server-1 at epoch {e} "))), "{evidence} (server-1's epochs before the cut: {old_epochs:?})");
     }
 }
 

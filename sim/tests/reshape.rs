@@ -7,7 +7,8 @@ use common::*;
 
 use partmap::ids::RangeId;
 use partmap::map::TransferPhase;
-use partmap_sim::events::Sys;
+use partmap_sim::events::{Sys, What};
+use partmap_sim::fault::Fault;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome, RunReport};
 
 
@@ -27,12 +28,17 @@ fn first_reshape(report: &RunReport) -> Option<(u64, u64, String)> {
 
 #[test]
 fn golden_split_survives_a_crash_of_the_parents_owner() {
-    let crash_us = 2_600_000;
     let mut hit = 0;
     for seed in 1..=8 {
         let report = run_seed(&RunOptions { seed, ..scenario("split-owner-crash.json") });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         assert_eq!(report.faults.get("crash_server"), Some(&1));
+        // The crash is triggered by server-1's `drained` (not at a fixed time): take its
+        // time from the history.
+        let crash_us = report.events.iter().find_map(|e| match &e.what {
+            What::Fault { fault: Fault::Crash(node), .. } if node == "server-1" => Some(e.t_us),
+            _ => None,
+        }).expect("the crash of server-1 was injected");
         assert!(report.reshapes.get("split_committed").is_some_and(|n| *n >= 1), "seed {seed}: no split committed: {:?}", report.reshapes);
         let (paused, ended, outcome) = first_reshape(&report).expect("a split was paused and ended");
         if paused < crash_us && crash_us < ended {
@@ -61,7 +67,8 @@ fn golden_split_survives_a_crash_of_the_parents_owner() {
             }
         }
     }
-    assert!(hit >= 4, "the crash landed inside a paused split on only {hit} of 8 seeds");
+    // The trigger puts the crash inside the paused split whatever the timing.
+    assert!(hit >= 7, "the crash landed inside a paused split on only {hit} of 8 seeds");
 }
 
 #[test]

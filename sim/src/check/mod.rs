@@ -12,6 +12,7 @@
 //! | `manager_exclusive` | always | [`manager_exclusive`] | durable, announced |
 //! | `liveness` | eventually | the probe in [`crate::workload::probe`] | every range takes an append, every appended key is read |
 
+pub mod index;
 pub mod manager_exclusive;
 pub mod map_tiles;
 pub mod no_lost_append;

@@ -14,23 +14,15 @@
 //!
 //! [`disagreement`] reports a key whose two views differ.
 
+use super::index::{Append, Clients, Finals, View as FinalView};
 use super::{secs, Violation};
-use crate::events::{Event, Outcome, What};
+use crate::events::{Event, Outcome};
 use crate::workload::parse_content;
-use partmap::event::ClientOp;
 use partmap::ids::{show_key, Key, OpId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Final content by key (absent = none).
 pub type Content = BTreeMap<Key, Vec<u8>>;
-
-#[derive(Clone, Debug)]
-struct Op {
-    key: Key,
-    invoke_us: u64,
-    complete_us: Option<u64>,
-    outcome: Option<Outcome>,
-}
 
 /// Check the appends of `events` against `content`, the `view` (`served` or `stored`) of the
 /// final content. With `only`, just those keys are judged (the served view: the keys the final
@@ -38,40 +30,33 @@ struct Op {
 ///
 /// Errors: the first violation, naming the view, the key, the append, its outcome and times.
 pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std::collections::BTreeSet<Key>>) -> Result<(), Violation> {
-    let judged_key = |k: &Key| only.is_none_or(|o| o.contains(k));
-    let mut ops: BTreeMap<OpId, Op> = BTreeMap::new();
-    for ev in events {
-        match &ev.what {
-            What::Invoke { op: ClientOp::Append, id, key, .. } if judged_key(key) => {
-                ops.insert(*id, Op { key: key.clone(), invoke_us: ev.t_us, complete_us: None, outcome: None });
-            }
-            What::Complete { op: ClientOp::Append, id, outcome, key, .. } if judged_key(key) => {
-                let op = ops.get_mut(id).ok_or_else(|| format!("complete without invoke for {id}"))?;
-                op.complete_us = Some(ev.t_us);
-                op.outcome = Some(*outcome);
-            }
-            _ => {}
-        }
+    let finals = Finals::of(&[content]);
+    check_indexed(&Clients::of(events), &finals.view(0), view, only)
+}
+
+/// [`check`] over a history and a final content indexed once for every checker and view.
+pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &str, only: Option<&std::collections::BTreeSet<Key>>) -> Result<(), Violation> {
+    let judged_key = |k: &[u8]| only.is_none_or(|o| o.contains(k));
+    if let Some((id, _)) = clients.orphans.iter().find(|(_, k)| judged_key(k)) {
+        return Err(format!("complete without invoke for {id}").into());
     }
+    let op_of = |id: &OpId| clients.appends.get(id).filter(|op| judged_key(op.key));
     let name = |o: Option<Outcome>| o.map_or("unknown (never completed)", |o| o.name());
-    let mut judged: BTreeMap<&[u8], Vec<OpId>> = BTreeMap::new();
-    for op in ops.values() {
-        judged.entry(op.key.as_slice()).or_default();
+    let no_ids: Vec<OpId> = Vec::new();
+    let mut judged: BTreeMap<&[u8], &[OpId]> = BTreeMap::new();
+    for key in clients.appends_by_key.keys().filter(|k| judged_key(k)) {
+        judged.insert(key, &no_ids);
     }
-    for (key, bytes) in content {
-        let ids = parse_content(bytes).map_err(|e| Violation::new(format!("{view}: key {}: {e}", show_key(key))).key(key))?;
-        judged.insert(key.as_slice(), ids);
+    for (key, parsed) in content.iter() {
+        let parsed = parsed.as_ref().map_err(|e| Violation::new(format!("{view}: key {}: {e}", show_key(key))).key(key))?;
+        judged.insert(key, &parsed.ids);
     }
-    let mut by_key: BTreeMap<&[u8], Vec<(&OpId, &Op)>> = BTreeMap::new();
-    for (id, op) in &ops {
-        by_key.entry(op.key.as_slice()).or_default().push((id, op));
-    }
-    for (key, ids) in &judged {
-        let k = show_key(key);
-        let mut position: BTreeMap<OpId, usize> = BTreeMap::new();
+    let mut position: HashMap<OpId, usize> = HashMap::new();
+    for (key, ids) in judged {
+        position.clear();
         for (i, id) in ids.iter().enumerate() {
-            let Some(op) = ops.get(id) else {
-                return Err(Violation::new(format!("{view}: key {k} holds {id}, which no client appended")).key(key).op(*id));
+            let Some(op) = op_of(id) else {
+                return Err(Violation::new(format!("{view}: key {} holds {id}, which no client appended", show_key(key))).key(key).op(*id));
             };
             let cite = |v: Violation| {
                 let v = v.key(key).op(*id).at(op.invoke_us);
@@ -80,22 +65,23 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
                     None => v,
                 }
             };
-            if op.key.as_slice() != *key {
-                return Err(cite(Violation::new(format!("{view}: key {k} holds {id}, which was appended to key {}", show_key(&op.key)))).key(&op.key));
+            if op.key.as_slice() != key {
+                return Err(cite(Violation::new(format!("{view}: key {} holds {id}, which was appended to key {}", show_key(key), show_key(op.key)))).key(op.key));
             }
             if let Some(first) = position.insert(*id, i) {
-                return Err(cite(Violation::new(format!("{view}: key {k}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", name(op.outcome), secs(op.invoke_us)))));
+                return Err(cite(Violation::new(format!("{view}: key {}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", show_key(key), name(op.outcome), secs(op.invoke_us)))));
             }
             if matches!(op.outcome, Some(Outcome::Fail | Outcome::Unavailable)) {
-                return Err(cite(Violation::new(format!("{view}: key {k}: {id} definitely failed (completed {}) but is in the final content at position {i}", secs(op.complete_us.unwrap_or(0))))));
+                return Err(cite(Violation::new(format!("{view}: key {}: {id} definitely failed (completed {}) but is in the final content at position {i}", show_key(key), secs(op.complete_us.unwrap_or(0))))));
             }
         }
-        let on_key: &[(&OpId, &Op)] = by_key.get(key).map_or(&[], |v| v.as_slice());
-        for (id, op) in on_key {
+        let on_key: &[OpId] = if judged_key(key) { clients.appends_by_key.get(key).map_or(&[], |v| v.as_slice()) } else { &[] };
+        let on_key: Vec<(&OpId, &Append<'_>)> = on_key.iter().map(|id| (id, &clients.appends[id])).collect();
+        for (id, op) in &on_key {
             if op.outcome == Some(Outcome::Ok) && !position.contains_key(id) {
                 return Err(Violation::new(format!(
-                    "{view}: key {k}: {id} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
-                    secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), ids.len()
+                    "{view}: key {}: {id} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
+                    show_key(key), secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), ids.len()
                 ))
                 .at(op.invoke_us)
                 .at(op.complete_us.unwrap_or(0))
@@ -113,7 +99,7 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
             let best = latest.last().copied().filter(|(p, _)| *p >= pos).unwrap_or((pos, id));
             latest.push(best);
         }
-        for (b, op) in on_key {
+        for (b, op) in &on_key {
             let Some(&pos_b) = position.get(b) else { continue };
             let n = acked.partition_point(|(done, _, _)| *done < op.invoke_us);
             if n == 0 {
@@ -123,8 +109,8 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
             if pos_a > pos_b {
                 let done = acked.iter().find(|(_, _, id)| *id == a).map_or(0, |x| x.0);
                 return Err(Violation::new(format!(
-                    "{view}: key {k}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
-                    secs(done), secs(op.invoke_us)
+                    "{view}: key {}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
+                    show_key(key), secs(done), secs(op.invoke_us)
                 ))
                 .at(done)
                 .at(op.invoke_us)
@@ -155,7 +141,9 @@ pub fn disagreement(served: &Content, stored: &Content) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::What;
     use crate::workload::payload;
+    use partmap::event::ClientOp;
 
     fn invoke(t_us: u64, client: u32, seq: u64) -> Event {
         Event { t_us, what: What::Invoke { op: ClientOp::Append, id: OpId { client, seq }, key: b"k1".to_vec(), bound_ms: None } }

@@ -6,35 +6,12 @@
 //! view (the final strong reads after the heal), so a read is judged against what the live
 //! system serves.
 
+use super::index::{Clients, Finals, KeyContent, Read, View as FinalView};
 use super::no_lost_append::Content;
 use super::{secs, Violation};
-use crate::events::{Event, Outcome, What};
-use crate::workload::{content_hash, parse_content};
-use partmap::event::ClientOp;
+use crate::events::Event;
 use partmap::ids::{show_key, Key, OpId};
 use std::collections::{BTreeMap, BTreeSet};
-
-struct KeyFinal {
-    /// (length, hash) of every record-boundary prefix, the empty one included.
-    prefixes: BTreeSet<(u64, u64)>,
-    /// Where each append's record ends in the final content.
-    end_of: BTreeMap<OpId, u64>,
-}
-
-fn index(content: &[u8]) -> Result<KeyFinal, String> {
-    let ids = parse_content(content)?;
-    let mut prefixes = BTreeSet::from([(0, content_hash(&[]))]);
-    let mut end_of = BTreeMap::new();
-    let mut end = 0usize;
-    let mut hash = content_hash(&[]);
-    for (id, piece) in ids.into_iter().zip(content.split_inclusive(|b| *b == b';')) {
-        end += piece.len();
-        hash = crate::workload::content_hash_extend(hash, piece);
-        prefixes.insert((end as u64, hash));
-        end_of.insert(id, end as u64);
-    }
-    Ok(KeyFinal { prefixes, end_of })
-}
 
 /// Check every successful read in `events` against `finals` (key → final content).
 ///
@@ -43,32 +20,28 @@ fn index(content: &[u8]) -> Result<KeyFinal, String> {
 /// With `only`, just the reads of those keys are judged (the served view: the keys the final
 /// reads answered).
 pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -> Result<(), Violation> {
-    let mut index_of: BTreeMap<&[u8], KeyFinal> = BTreeMap::new();
-    for (key, content) in finals {
-        index_of.insert(key.as_slice(), index(content).map_err(|e| Violation::new(format!("key {}: {e}", show_key(key))).key(key))?);
-    }
-    let empty = KeyFinal { prefixes: BTreeSet::from([(0, content_hash(&[]))]), end_of: BTreeMap::new() };
-    // Acknowledged appends per key: (completion time, id), in completion order.
-    let mut acked: BTreeMap<&Key, Vec<(u64, OpId)>> = BTreeMap::new();
-    // Read id -> (invocation time, bound in µs: 0 for a strong read).
-    let mut invoked: BTreeMap<OpId, (u64, u64)> = BTreeMap::new();
-    for ev in events {
-        match &ev.what {
-            What::Invoke { op: ClientOp::Read, id, bound_ms, .. } => {
-                invoked.insert(*id, (ev.t_us, bound_ms.unwrap_or(0) * 1000));
-            }
-            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } => {
-                acked.entry(key).or_default().push((ev.t_us, *id));
-            }
-            _ => {}
+    let indexed = Finals::of(&[finals]);
+    check_indexed(&Clients::of(events), &indexed.view(0), only)
+}
+
+/// [`check`] over a history and a final content indexed once for every checker and view.
+pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Option<&BTreeSet<Key>>) -> Result<(), Violation> {
+    for (key, parsed) in finals.iter() {
+        if let Err(e) = parsed {
+            return Err(Violation::new(format!("key {}: {e}", show_key(key))).key(key));
         }
     }
+    let empty = KeyContent::empty();
+    let content_of = |key: &[u8]| match finals.get(key) {
+        Some(Ok(c)) => c,
+        _ => &empty,
+    };
     // Per key, over its acknowledgements in completion order: the one ending furthest into
     // the final content among the first n (the latest of equals), so a read is judged with
     // one binary search, linear in the history rather than quadratic per key.
-    let mut furthest: BTreeMap<&Key, Vec<(u64, OpId, u64)>> = BTreeMap::new();
-    for (key, on_key) in &acked {
-        let fin = index_of.get(key.as_slice()).unwrap_or(&empty);
+    let mut furthest: BTreeMap<&[u8], Vec<(u64, OpId, u64)>> = BTreeMap::new();
+    for (key, on_key) in &clients.acked {
+        let fin = content_of(key);
         let mut best: Option<(u64, OpId, u64)> = None;
         let running = on_key.iter().map(|&(done, a)| {
             let end = fin.end_of.get(&a).copied().unwrap_or(u64::MAX);
@@ -79,44 +52,41 @@ pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -
         });
         furthest.insert(key, running.collect());
     }
-    for ev in events {
-        let What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len: len, value_hash: hash, .. } = &ev.what else { continue };
+    for read in &clients.reads {
+        let Read { id, key, invoke_us: began, bound_us, answered_us, len, hash } = *read;
         if only.is_some_and(|o| !o.contains(key)) {
             continue;
         }
-        let k = show_key(key);
-        let fin = index_of.get(key.as_slice()).unwrap_or(&empty);
-        let (began, bound_us) = invoked.get(id).copied().unwrap_or((0, 0));
+        let fin = content_of(key);
         // Everything acknowledged before this instant must be in the answer.
         let horizon = began.saturating_sub(bound_us);
-        let level = if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
-        if !fin.prefixes.contains(&(*len, *hash)) {
+        let level = || if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
+        if !fin.has_prefix(len, hash) {
             return Err(Violation::new(format!(
-                "key {k}: {level}read {id} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
-                secs(began), secs(ev.t_us)
+                "key {}: {}read {id} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
+                show_key(key), level(), secs(began), secs(answered_us)
             ))
             .at(began)
-            .at(ev.t_us)
+            .at(answered_us)
             .key(key)
-            .op(*id));
+            .op(id));
         }
         // Acknowledgements come in time order: only those before the horizon count, and the
         // one ending furthest into the content decides.
-        let on_key = acked.get(key).map_or(&[][..], |v| v.as_slice());
+        let on_key = clients.acked.get(key.as_slice()).map_or(&[][..], |v| v.as_slice());
         let n = on_key.partition_point(|(done, _)| *done < horizon);
-        if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[key][i]) {
-            let (done, missing) = (&done, &missing);
-            if end > *len {
+        if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[key.as_slice()][i]) {
+            if end > len {
                 return Err(Violation::new(format!(
-                    "key {k}: {level}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
-                    secs(began), secs(*done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
+                    "key {}: {}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
+                    show_key(key), level(), secs(began), secs(done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
                 ))
                 .at(began)
-                .at(ev.t_us)
-                .at(*done)
+                .at(answered_us)
+                .at(done)
                 .key(key)
-                .op(*id)
-                .op(*missing));
+                .op(id)
+                .op(missing));
             }
         }
     }
@@ -126,7 +96,9 @@ pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::payload;
+    use crate::events::{Outcome, What};
+    use crate::workload::{content_hash, payload};
+    use partmap::event::ClientOp;
 
     fn id(seq: u64) -> OpId {
         OpId { client: 1, seq }

@@ -30,15 +30,20 @@ use partmap::ids::{show_key, Key, OpId};
 use partmap::map::PartitionMap;
 use std::collections::BTreeMap;
 
-/// One effect at the store, as the checker keeps it.
-struct Effect {
+/// One effect at the store, as the checker keeps it (borrowing its key from the history).
+struct Effect<'a> {
     epoch: u64,
     server: u32,
     t_us: u64,
-    /// `c1.7 on key k000042`, for messages.
-    what: String,
-    key: Key,
+    key: &'a [u8],
     id: OpId,
+}
+
+impl Effect<'_> {
+    /// `c1.7 on key k000042`, for messages.
+    fn what(&self) -> String {
+        format!("{} on key {}", self.id, show_key(self.key))
+    }
 }
 
 struct Activation {
@@ -110,7 +115,7 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
     // key -> the ranges whose bounds hold it, as of `bounds_version` (bumped by every change
     // of `bounds`), so an admission looks up its key's few ranges instead of testing every one.
     let mut bounds_version = 0usize;
-    let mut covering: std::collections::HashMap<Key, (usize, Vec<u64>)> = Default::default();
+    let mut covering: std::collections::HashMap<&[u8], (usize, Vec<u64>)> = Default::default();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
@@ -180,7 +185,7 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                     }
                 }
                 let known = bounds_version;
-                let cover = covering.entry(key.clone()).or_default();
+                let cover = covering.entry(key.as_slice()).or_default();
                 if cover.0 != known {
                     *cover = (known, bounds.iter().filter(|(_, b)| contains(b, key)).map(|(r, _)| *r).collect());
                 }
@@ -215,15 +220,15 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
             }
             Sys::Effect { stream, server, epoch, key, id, offset, .. } => {
                 let (stream, epoch, server, offset) = (stream.0, epoch.0, server.0, *offset);
-                let what = format!("{id} on key {}", show_key(key));
+                let what = || format!("{id} on key {}", show_key(key));
                 let op = (stream, id.client, id.seq);
                 open.remove(&op);
                 landed.insert(op);
                 let cite = |v: Violation| v.at(ev.t_us).key(key).op(*id).server(server).range(stream);
                 if let Some(&(newer, by, t_act, loaded)) = newest.get(&stream).filter(|n| n.0 > epoch && offset >= n.3) {
                     return Err(cite(Violation::new(format!(
-                        "effect {what} at {} in stream r{stream} by server-{server} at epoch {epoch} landed at offset {offset}, past the {loaded} records server-{by} loaded when it activated r{stream} at epoch {newer} at {}",
-                        secs(ev.t_us), secs(t_act)
+                        "effect {} at {} in stream r{stream} by server-{server} at epoch {epoch} landed at offset {offset}, past the {loaded} records server-{by} loaded when it activated r{stream} at epoch {newer} at {}",
+                        what(), secs(ev.t_us), secs(t_act)
                     )))
                     .at(t_act)
                     .server(by));
@@ -231,11 +236,11 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                 match owner_of.get(&(stream, epoch)) {
                     Some(&owner) if owner == server => {}
                     Some(&owner) => {
-                        return Err(cite(Violation::new(format!("effect {what} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", secs(ev.t_us)))).server(owner));
+                        return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", what(), secs(ev.t_us)))).server(owner));
                     }
-                    None => return Err(cite(Violation::new(format!("effect {what} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", secs(ev.t_us))))),
+                    None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", what(), secs(ev.t_us))))),
                 }
-                streams.entry(stream).or_default().insert(offset, Effect { epoch, server, t_us: ev.t_us, what, key: key.clone(), id: *id });
+                streams.entry(stream).or_default().insert(offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id });
             }
             _ => {}
         }
@@ -245,13 +250,13 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
             if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.epoch < fence) {
                 return Err(Violation::new(format!(
                     "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
-                    e.what, e.server, e.epoch, secs(e.t_us), secs(t_fence)
+                    e.what(), e.server, e.epoch, secs(e.t_us), secs(t_fence)
                 ))
                 .at(e.t_us)
                 .at(t_fence)
                 .range(*stream)
                 .server(e.server)
-                .key(&e.key)
+                .key(e.key)
                 .op(e.id));
             }
         }
@@ -261,15 +266,15 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                 if e.epoch < p.epoch {
                     return Err(Violation::new(format!(
                         "stream r{stream}: epochs go down: offset {po} = {} by server-{} at epoch {} ({}), then offset {offset} = {} by server-{} at epoch {} ({})",
-                        p.what, p.server, p.epoch, secs(p.t_us), e.what, e.server, e.epoch, secs(e.t_us)
+                        p.what(), p.server, p.epoch, secs(p.t_us), e.what(), e.server, e.epoch, secs(e.t_us)
                     ))
                     .at(p.t_us)
                     .at(e.t_us)
                     .range(*stream)
                     .server(p.server)
                     .server(e.server)
-                    .key(&p.key)
-                    .key(&e.key)
+                    .key(p.key)
+                    .key(e.key)
                     .op(p.id)
                     .op(e.id));
                 }

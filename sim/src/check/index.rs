@@ -1,0 +1,186 @@
+//! What `no_lost_append` and `reads_consistent` both read, built once per run and shared by
+//! both checkers and both views (issue 13): the clients' appends and reads from one pass over
+//! the history ([`Clients`]), and each key's final content parsed once ([`Finals`]: a key whose
+//! served and stored contents are the same bytes is parsed once for both views).
+
+use crate::events::{Event, Outcome, What};
+use crate::workload::{content_hash, content_hash_extend, parse_content};
+use partmap::event::ClientOp;
+use partmap::ids::{Key, OpId};
+use std::collections::{BTreeMap, HashMap};
+
+/// One client append: its key, when it was invoked and completed, and how.
+#[derive(Clone, Copy, Debug)]
+pub struct Append<'a> {
+    /// The key appended to.
+    pub key: &'a Key,
+    /// Invocation time, µs of simulated time.
+    pub invoke_us: u64,
+    /// Completion time, if it completed.
+    pub complete_us: Option<u64>,
+    /// Its outcome, if it completed.
+    pub outcome: Option<Outcome>,
+}
+
+/// One successful client read.
+#[derive(Clone, Copy, Debug)]
+pub struct Read<'a> {
+    /// The read's id.
+    pub id: OpId,
+    /// The key read.
+    pub key: &'a Key,
+    /// Invocation time, µs (0 if the history has no invocation for it).
+    pub invoke_us: u64,
+    /// The staleness bound, µs (0: a strong read).
+    pub bound_us: u64,
+    /// When it was answered, µs.
+    pub answered_us: u64,
+    /// Length of the content it returned, bytes.
+    pub len: u64,
+    /// [`content_hash`] of the content it returned.
+    pub hash: u64,
+}
+
+/// The clients' operations of one history, indexed once.
+#[derive(Default)]
+pub struct Clients<'a> {
+    /// Every append, by id.
+    pub appends: BTreeMap<OpId, Append<'a>>,
+    /// Append ids per key, in id order.
+    pub appends_by_key: BTreeMap<&'a [u8], Vec<OpId>>,
+    /// Acknowledged appends per key: (completion time, id), in completion (history) order.
+    pub acked: BTreeMap<&'a [u8], Vec<(u64, OpId)>>,
+    /// Completions of appends with no invocation before them, in history order, with their key.
+    pub orphans: Vec<(OpId, &'a Key)>,
+    /// Successful reads, in history order.
+    pub reads: Vec<Read<'a>>,
+}
+
+impl<'a> Clients<'a> {
+    /// One pass over `events`.
+    pub fn of(events: &'a [Event]) -> Clients<'a> {
+        let mut c = Clients::default();
+        let mut read_invoked: HashMap<OpId, (u64, u64)> = HashMap::new();
+        for ev in events {
+            match &ev.what {
+                What::Invoke { op: ClientOp::Append, id, key, .. } => {
+                    c.appends.insert(*id, Append { key, invoke_us: ev.t_us, complete_us: None, outcome: None });
+                }
+                What::Invoke { op: ClientOp::Read, id, bound_ms, .. } => {
+                    read_invoked.insert(*id, (ev.t_us, bound_ms.unwrap_or(0) * 1000));
+                }
+                What::Complete { op: ClientOp::Append, id, outcome, key, .. } => {
+                    match c.appends.get_mut(id) {
+                        Some(op) => {
+                            op.complete_us = Some(ev.t_us);
+                            op.outcome = Some(*outcome);
+                        }
+                        None => c.orphans.push((*id, key)),
+                    }
+                    if *outcome == Outcome::Ok {
+                        c.acked.entry(key.as_slice()).or_default().push((ev.t_us, *id));
+                    }
+                }
+                What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len, value_hash, .. } => {
+                    let (invoke_us, bound_us) = read_invoked.get(id).copied().unwrap_or((0, 0));
+                    c.reads.push(Read { id: *id, key, invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
+                }
+                _ => {}
+            }
+        }
+        for (id, op) in &c.appends {
+            c.appends_by_key.entry(op.key.as_slice()).or_default().push(*id);
+        }
+        c
+    }
+}
+
+/// One key's final content, parsed.
+#[derive(Debug)]
+pub struct KeyContent {
+    /// The records' ids, in content order.
+    pub ids: Vec<OpId>,
+    /// (end, hash) of every record-boundary prefix, the empty one first: ends strictly grow.
+    pub prefixes: Vec<(u64, u64)>,
+    /// Where each append's record ends (its last occurrence).
+    pub end_of: HashMap<OpId, u64>,
+}
+
+impl KeyContent {
+    /// Parse `content`. Errors: a malformed record, in words.
+    pub fn parse(content: &[u8]) -> Result<KeyContent, String> {
+        let ids = parse_content(content)?;
+        let mut prefixes = Vec::with_capacity(ids.len() + 1);
+        prefixes.push((0, content_hash(&[])));
+        let mut end_of = HashMap::with_capacity(ids.len());
+        let (mut end, mut hash) = (0usize, content_hash(&[]));
+        for (id, piece) in ids.iter().zip(content.split_inclusive(|b| *b == b';')) {
+            end += piece.len();
+            hash = content_hash_extend(hash, piece);
+            prefixes.push((end as u64, hash));
+            end_of.insert(*id, end as u64);
+        }
+        Ok(KeyContent { ids, prefixes, end_of })
+    }
+
+    /// Whether `(len, hash)` is a record-boundary prefix of the content.
+    pub fn has_prefix(&self, len: u64, hash: u64) -> bool {
+        self.prefixes.binary_search_by_key(&len, |p| p.0).is_ok_and(|i| self.prefixes[i].1 == hash)
+    }
+
+    /// The content of a key with none.
+    pub fn empty() -> KeyContent {
+        KeyContent { ids: Vec::new(), prefixes: vec![(0, content_hash(&[]))], end_of: HashMap::new() }
+    }
+}
+
+/// The final contents of one run's views, each key parsed once: [`Finals::view`] gives a view's
+/// key → parsed content.
+pub struct Finals<'a> {
+    parsed: Vec<Result<KeyContent, String>>,
+    views: Vec<BTreeMap<&'a [u8], usize>>,
+}
+
+/// One view of [`Finals`]: key → parsed content (or the parse error).
+pub struct View<'f, 'a> {
+    finals: &'f Finals<'a>,
+    keys: &'f BTreeMap<&'a [u8], usize>,
+}
+
+impl<'f, 'a> View<'f, 'a> {
+    /// The keys of this view with their parsed contents, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], &'f Result<KeyContent, String>)> + '_ {
+        self.keys.iter().map(|(k, i)| (*k, &self.finals.parsed[*i]))
+    }
+
+    /// The parsed content of `key`, if the view has it.
+    pub fn get(&self, key: &[u8]) -> Option<&'f Result<KeyContent, String>> {
+        self.keys.get(key).map(|i| &self.finals.parsed[*i])
+    }
+}
+
+impl<'a> Finals<'a> {
+    /// Parse every key of `contents` (the views, in order); a key whose bytes equal the same
+    /// key's in an earlier view reuses that parse.
+    pub fn of(contents: &[&'a BTreeMap<Key, Vec<u8>>]) -> Finals<'a> {
+        let mut f = Finals { parsed: Vec::new(), views: Vec::new() };
+        for (v, content) in contents.iter().enumerate() {
+            let mut keys = BTreeMap::new();
+            for (key, bytes) in content.iter() {
+                let same = contents[..v].iter().zip(&f.views).find_map(|(earlier, idx)| (earlier.get(key) == Some(bytes)).then(|| idx[key.as_slice()]));
+                let i = same.unwrap_or_else(|| {
+                    f.parsed.push(KeyContent::parse(bytes));
+                    f.parsed.len() - 1
+                });
+                keys.insert(key.as_slice(), i);
+            }
+            f.views.push(keys);
+        }
+        f
+    }
+
+    /// View number `n` (in the order given to [`Finals::of`]).
+    pub fn view(&self, n: usize) -> View<'_, 'a> {
+        View { finals: self, keys: &self.views[n] }
+    }
+}
