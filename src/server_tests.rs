@@ -30,7 +30,7 @@ fn row(epoch: u64, session: u64) -> RangeRow {
 }
 
 fn rec(seq: u64, epoch: u64, key: &str, bytes: &str) -> Record {
-    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.as_bytes().to_vec(), bytes: bytes.as_bytes().to_vec(), bulk: 0 }
+    rec_bulk(seq, epoch, key.as_bytes(), bytes.as_bytes(), 0)
 }
 
 /// Server-1 with session 1, lease trusted until 1 s, serving r1 at `epoch` with `records`.
@@ -581,6 +581,14 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;c;d;".to_vec()));
 }
 
+/// Server-2 in session 2 with a live lease, and the row of range 1 moving to it at epoch 2.
+fn move_target() -> (ServerCore, RangeRow) {
+    let mut b = ServerCore::new(ServerId(2));
+    b.session = Some(2);
+    b.lease_valid_until_us = 10_000_000;
+    (b, RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..row(1, 2) })
+}
+
 fn rec_bulk(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record {
     Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec(), bulk }
 }
@@ -591,10 +599,7 @@ fn rec_bulk(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record
 /// everything during the pause. A repeated finish while one runs is `InProgress`.
 #[test]
 fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
-    let mut b = ServerCore::new(ServerId(2));
-    b.session = Some(2);
-    b.lease_valid_until_us = 10_000_000;
-    let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..row(1, 2) };
+    let (mut b, at_b) = move_target();
     let (r1, r2) = (rec_bulk(1, 1, b"b", b"one;", 1 << 20), rec_bulk(2, 1, b"c", b"two;", 0));
     assert_eq!(b.begin_copy_round(&at_b, 0, 4), Ok(Ok(0)));
     let p = b.finish_copy_round(&at_b, 0, Some(vec![r1.clone()]));
@@ -617,10 +622,7 @@ fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
 /// left to its round (and a copy made for another epoch is never taken).
 #[test]
 fn server_move_finish_does_not_take_a_busy_or_foreign_copy() {
-    let mut b = ServerCore::new(ServerId(2));
-    b.session = Some(2);
-    b.lease_valid_until_us = 10_000_000;
-    let at_b = RangeRow { owner: Some(ServerId(2)), owner_session: 2, epoch: Epoch(2), ..row(1, 2) };
+    let (mut b, at_b) = move_target();
     let r1 = rec(1, 1, "b", "one;");
     assert_eq!(b.begin_copy_round(&at_b, 0, 4), Ok(Ok(0)));
     b.finish_copy_round(&at_b, 0, Some(vec![r1.clone()]));

@@ -451,7 +451,7 @@ pub struct Measured {
     pub pause_bytes: u64,
     /// The write rate into the range the clients achieved from their start to the pause,
     /// bytes/s: the model's `W` for stop-and-copy (see [`achieved_w`] for pre-copy).
-    pub achieved_w: f64,
+    pub rate_since_start: f64,
     /// When the first pre-copy round reported its copy, µs (`None` for stop-and-copy).
     pub first_round_us: Option<u64>,
     /// When the source paused, µs.
@@ -471,7 +471,7 @@ pub fn achieved_w(m: &Measured, knobs: &partmap::config::Knobs, cal: Calibration
             let secs = m.paused_at_us.saturating_sub(read_us) as f64 / 1e6;
             if secs > 0.0 { m.pause_bytes.saturating_sub(m.start_bytes) as f64 / secs } else { 0.0 }
         }
-        None => m.achieved_w,
+        None => m.rate_since_start,
     }
 }
 
@@ -522,7 +522,7 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
     // 25% high for large ranges at 100 MiB/s, where chunk round trips make a round last longer
     // than its bytes over the bandwidth.)
     let since_start_s = h.paused_at_us as f64 / 1e6 - cell.start_s() as f64;
-    let achieved_w = if since_start_s > 0.0 { h.bytes.saturating_sub(cell.size) as f64 / since_start_s } else { 0.0 };
+    let rate_since_start = if since_start_s > 0.0 { h.bytes.saturating_sub(cell.size) as f64 / since_start_s } else { 0.0 };
     let threshold = PRECOPY_THRESHOLD_BYTES;
     let m = Measured {
         server_ms: h.server_pause_ms,
@@ -533,7 +533,7 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
         converged: rounds.last().is_some_and(|b| *b <= threshold),
         start_bytes: rounds.first().copied().unwrap_or(h.bytes),
         pause_bytes: h.bytes,
-        achieved_w,
+        rate_since_start,
         first_round_us,
         paused_at_us: h.paused_at_us,
     };

@@ -332,7 +332,7 @@ fn cli_report_cell_prints_a_runnable_scenario_or_names_the_bad_part() {
     std::fs::write(&path, &out).unwrap();
     let (code, run, err) = sim(&["run", "--seed", "1", "--scenario", path.to_str().unwrap()]);
     assert_eq!(code, 0, "{run}{err}");
-    assert!(run.contains("handoff") || run.contains("outcome=Pass"), "{run}");
+    assert!(run.contains("outcome=Pass expected=Pass"), "{run}");
     for (cell, says) in [("pre-copy,4MB,0.05,100MiB", "size unit `MB`"), ("pre-copy,4MiB,1.5,100MiB", "ratio 1.5"), ("warp,4MiB,0.05,100MiB", "strategy `warp`"), ("pre-copy,4MiB,0.05", "expected STRATEGY,SIZE,RATIO,BANDWIDTH")] {
         let (code, _, err) = sim(&["report", "pause", "--cell", cell]);
         assert_eq!(code, 64, "{cell}: {err}");
