@@ -517,14 +517,18 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
     let clients = check::index::Clients::of(events);
     let finals = check::index::Finals::of(&[served, stored]);
     add_checker_cpu("index", "clients and final contents", crate::bench::thread_cpu_ns() - from);
+    // The announced maps, each diffed against the one before once, for both map checkers.
+    let from = crate::bench::thread_cpu_ns();
+    let maps = check::index::Maps::of(events);
+    add_checker_cpu("index", "map diffs", crate::bench::thread_cpu_ns() - from);
     let mut views = vec![
-        timed("single_writer", "history", &mut || check::single_writer::check(events)),
+        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps)),
         timed("no_lost_append", "served", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(0), "served", Some(&read))),
         timed("no_lost_append", "stored", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(1), "stored", None)),
         timed("reads_consistent", "served", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(0), Some(&read))),
         timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None)),
         timed("map_tiles", "durable", &mut || check::map_tiles::check_durable(durable, events)),
-        timed("map_tiles", "announced", &mut || check::map_tiles::check_announced(events)),
+        timed("map_tiles", "announced", &mut || check::map_tiles::check_announced_indexed(&maps)),
         timed("manager_exclusive", "durable", &mut || check::manager_exclusive::check_durable(durable)),
         timed("manager_exclusive", "announced", &mut || check::manager_exclusive::check(events)),
     ];

@@ -27,7 +27,7 @@
 use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
-use partmap::map::PartitionMap;
+use super::index::{MapStep, Maps};
 use std::collections::BTreeMap;
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
@@ -57,43 +57,79 @@ pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
     partmap::ids::in_range(key, &bounds.0, bounds.1.as_ref())
 }
 
-/// Record every (range, epoch) → owner that `map` gives out: rows, the transfer journal (a
-/// move's target gets its new epoch when journaled) and the children of splits and merges.
-fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>, bounds_version: &mut usize) -> Result<(), Violation> {
+/// Record every (range, epoch) → owner that the map of `step` gives out: rows, the transfer
+/// journal (a move's target gets its new epoch when journaled) and the children of splits and
+/// merges. Only what the map changed against the previous one is read: the rest was recorded
+/// from that one, identically (issue 13). Every range whose bounds change goes to `bound_log`.
+fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>, bound_log: &mut Vec<u64>) -> Result<(), Violation> {
+    let (version, t_us) = (step.map.version, step.t_us);
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
             return Ok(());
         }
         match owner_of.insert((range, epoch), owner) {
-            Some(prev) if prev != owner => Err(Violation::new(format!("epoch {epoch} of r{range} was given to server-{prev} and later to {what}server-{owner} (map version {}, {})", map.version, secs(t_us)))
+            Some(prev) if prev != owner => Err(Violation::new(format!("epoch {epoch} of r{range} was given to server-{prev} and later to {what}server-{owner} (map version {version}, {})", secs(t_us)))
                 .at(t_us)
                 .range(range)
                 .server(prev)
                 .server(owner)
-                .version(map.version)),
+                .version(version)),
             _ => Ok(()),
         }
     };
-    for row in map.rows.values() {
+    for row in &step.diff.rows {
         if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
             bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
-            *bounds_version += 1;
+            bound_log.push(row.id.0);
         }
         grant(row.id.0, row.epoch.0, row.owner.map_or(0, |s| s.0), "")?;
     }
-    for r in map.reshapes.values() {
+    for r in &step.diff.reshapes {
         for c in &r.children {
             grant(c.id.0, c.epoch.0, c.owner.0 .0, "")?;
         }
     }
-    for t in map.transfers.values() {
+    for t in &step.diff.transfers {
         grant(t.range.0, t.epoch.0, t.to.0 .0, "move target ")?;
     }
     Ok(())
 }
 
+/// The ranges whose bounds hold one key, kept up to date from the log of bound changes: a
+/// lookup tests only the ranges whose bounds changed since the key's last lookup, so each key
+/// costs the number of bound changes over the whole run, not that times the number of ranges.
+#[derive(Default)]
+struct Covering {
+    /// How much of the bound log this is up to date with.
+    seen: usize,
+    /// The covering ranges, in id order.
+    ranges: Vec<u64>,
+}
+
+impl Covering {
+    fn update(&mut self, key: &[u8], bounds: &BTreeMap<u64, (Key, Option<Key>)>, bound_log: &[u64]) {
+        for r in &bound_log[self.seen..] {
+            let now = bounds.get(r).is_some_and(|b| contains(b, key));
+            match (self.ranges.binary_search(r), now) {
+                (Ok(i), false) => {
+                    self.ranges.remove(i);
+                }
+                (Err(i), true) => self.ranges.insert(i, *r),
+                _ => {}
+            }
+        }
+        self.seen = bound_log.len();
+    }
+}
+
 /// Check every clause. Errors: the first violation, with both sides.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
+    check_indexed(events, &Maps::of(events))
+}
+
+/// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`).
+pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation> {
+    let mut steps = maps.steps.iter();
     // (range, epoch) -> owner, from the map (announced and restored versions).
     let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
     let mut bounds: BTreeMap<u64, (Key, Option<Key>)> = BTreeMap::new();
@@ -112,14 +148,17 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
     let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // server -> its newest session (from its renewals and registrations).
     let mut current_session: BTreeMap<u32, u64> = BTreeMap::new();
-    // key -> the ranges whose bounds hold it, as of `bounds_version` (bumped by every change
-    // of `bounds`), so an admission looks up its key's few ranges instead of testing every one.
-    let mut bounds_version = 0usize;
-    let mut covering: std::collections::HashMap<&[u8], (usize, Vec<u64>)> = Default::default();
+    // Every range whose bounds changed, in order; key -> the ranges whose bounds hold it, so an
+    // admission looks up its key's few ranges instead of testing every one.
+    let mut bound_log: Vec<u64> = Vec::new();
+    let mut covering: std::collections::HashMap<&[u8], Covering> = Default::default();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
-            Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. } => note_grants(map, ev.t_us, &mut owner_of, &mut bounds, &mut bounds_version)?,
+            Sys::MapCommit { .. } | Sys::MapRestored { .. } => {
+                let step = steps.next().expect("one step per map event");
+                note_grants(step, &mut owner_of, &mut bounds, &mut bound_log)?
+            }
             Sys::Activated { server, range, epoch, stream, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
                 activations.insert(range, Activation { server, epoch, t_us: ev.t_us });
@@ -184,12 +223,9 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                let known = bounds_version;
                 let cover = covering.entry(key.as_slice()).or_default();
-                if cover.0 != known {
-                    *cover = (known, bounds.iter().filter(|(_, b)| contains(b, key)).map(|(r, _)| *r).collect());
-                }
-                for (other, a) in cover.1.iter().filter_map(|r| activations.get_key_value(r)) {
+                cover.update(key, &bounds, &bound_log);
+                for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
                     if a.server != server && a.epoch > epoch {
                         let v = Violation::new(format!(
                             "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
@@ -342,7 +378,7 @@ mod tests {
     /// announced by a commit) still counts as given out.
     #[test]
     fn single_writer_takes_grants_from_a_restored_map() {
-        let restored = at(0, Sys::MapRestored { leader_epoch: 1, map: map_of(1, &[(1, "", None, 1, 1, "active")]) });
+        let restored = at(0, Sys::MapRestored { leader_epoch: 1, map: map_of(1, &[(1, "", None, 1, 1, "active")]).into() });
         check(&[restored, effect(1, 1, 1)]).unwrap();
         assert!(check(&[effect(1, 1, 1)]).unwrap_err().contains("never gave out"));
     }
