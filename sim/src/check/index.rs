@@ -293,3 +293,63 @@ impl<'a> Maps<'a> {
         Maps { steps }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::testkit::{commit, map_of, restored};
+    use partmap::ids::{Epoch, RangeId, ServerId};
+    use partmap::map::{Strategy, TransferPhase};
+
+    fn ids(d: &MapDiff<'_>) -> Vec<u64> {
+        d.rows.iter().map(|r| r.id.0).collect()
+    }
+
+    /// The diff names exactly the rows and journal entries that differ, and says when the live
+    /// bounds may have changed.
+    #[test]
+    fn map_diff_names_what_changed() {
+        let a = map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
+        let first = MapDiff::between(None, &a);
+        assert_eq!(ids(&first), vec![1, 2]);
+        assert!(first.tiling_changed && !first.rows_removed);
+        // Same map: nothing changed.
+        let same = MapDiff::between(Some(&a), &a);
+        assert!(same.rows.is_empty() && !same.tiling_changed && !same.rows_removed && same.transfers.is_empty());
+        // A new owner and epoch for r2 (a failover): r2 only, bounds as before.
+        let b = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 3, 3, "preparing")]);
+        let d = MapDiff::between(Some(&a), &b);
+        assert_eq!(ids(&d), vec![2]);
+        assert!(!d.tiling_changed);
+        // A move journaled: the transfer, no row.
+        let mut c = b.clone();
+        c.transfers.insert(RangeId(1), Transfer { range: RangeId(1), from: (ServerId(1), 1), from_epoch: Epoch(1), to: (ServerId(2), 2), epoch: Epoch(4), strategy: Strategy::PreCopy, phase: TransferPhase::Copying });
+        let d = MapDiff::between(Some(&b), &c);
+        assert!(d.rows.is_empty() && d.transfers.len() == 1 && !d.tiling_changed);
+        // A split: r2 retired, two children: the live bounds changed.
+        let s = map_of(3, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 3, 3, "retired"), (3, "k5", Some("k8"), 3, 5, "active"), (4, "k8", None, 2, 6, "active")]);
+        let d = MapDiff::between(Some(&b), &s);
+        assert_eq!(ids(&d), vec![2, 3, 4]);
+        assert!(d.tiling_changed && !d.rows_removed);
+        // An older map restored: rows 3 and 4 are gone.
+        let d = MapDiff::between(Some(&s), &b);
+        assert_eq!(ids(&d), vec![2]);
+        assert!(d.rows_removed && d.tiling_changed);
+        // After version 0 (the empty map before the bootstrap) the tiling is judged again.
+        let empty = PartitionMap::default();
+        let v1 = PartitionMap { version: 1, ..PartitionMap::default() };
+        assert!(MapDiff::between(Some(&empty), &v1).tiling_changed);
+    }
+
+    /// One step per map event, in history order, each diffed against the step before.
+    #[test]
+    fn maps_diff_each_announced_map_against_the_one_before() {
+        let a = map_of(1, &[(1, "", None, 1, 1, "active")]);
+        let b = map_of(2, &[(1, "", None, 2, 2, "active")]);
+        let events = [restored(0, PartitionMap::default()), commit(1, 5, a.clone()), commit(1, 9, a), commit(1, 12, b)];
+        let maps = Maps::of(&events);
+        assert_eq!(maps.steps.iter().map(|s| (s.t_us, s.restored, s.map.version)).collect::<Vec<_>>(), vec![(0, true, 0), (5, false, 1), (9, false, 1), (12, false, 2)]);
+        assert_eq!(maps.steps.iter().map(|s| s.diff.rows.len()).collect::<Vec<_>>(), vec![0, 1, 0, 1]);
+        assert!(maps.steps[1].diff.tiling_changed && !maps.steps[2].diff.tiling_changed);
+    }
+}

@@ -256,6 +256,37 @@ mod tests {
         assert!(check_announced(&[commit(1, 1, a), commit(1, 2, b)]).unwrap_err().contains("went down"));
     }
 
+    /// Issue 13: only what a version changed is read, so a violation a later version brings in
+    /// (a gap from a bounds change, a falling epoch on a changed row, a journal entry of a row
+    /// retired earlier) is found in either view, after versions that were fine.
+    #[test]
+    fn map_tiles_judges_what_each_later_version_changed() {
+        let a = map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
+        // Version 2: r2 shrinks and nothing covers [k7, unbounded).
+        let gap = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", Some("k7"), 2, 2, "active")]);
+        let err = check_announced(&[commit(1, 1, a.clone()), commit(1, 2, gap.clone())]).unwrap_err();
+        assert!(err.contains("version 2") && err.contains("gap"), "{err}");
+        let log = |m: &PartitionMap| LockRecord::Map { map: m.clone().into(), leader_epoch: 1 };
+        let err = check_durable(&[log(&a), log(&gap)], &[]).unwrap_err();
+        assert!(err.contains("durable record 1") && err.contains("gap"), "{err}");
+        // Version 3 keeps the bounds but r1's epoch falls.
+        let fell = map_of(3, &[(1, "", Some("k5"), 3, 0, "active"), (2, "k5", None, 2, 2, "active")]);
+        assert!(check_announced(&[commit(1, 1, a.clone()), commit(1, 3, fell.clone())]).unwrap_err().contains("epoch of r1 went down"));
+        assert!(check_durable(&[log(&a), log(&fell)], &[]).unwrap_err().contains("epoch of r1 went down"));
+        // Version 2 retires r2 into a child r3 (fine); version 3 journals a move of r2 with the
+        // rows as they were: the journal is judged even when the bounds did not change.
+        let merged = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "retired"), (3, "k5", None, 2, 3, "active")]);
+        let mut stale = merged.clone();
+        stale.version = 3;
+        stale.transfers.insert(partmap::ids::RangeId(2), partmap::map::Transfer { range: partmap::ids::RangeId(2), from: (partmap::ids::ServerId(2), 1), from_epoch: partmap::ids::Epoch(2), to: (partmap::ids::ServerId(1), 1), epoch: partmap::ids::Epoch(4), strategy: partmap::map::Strategy::PreCopy, phase: partmap::map::TransferPhase::Copying });
+        check_announced(&[commit(1, 1, a.clone()), commit(1, 2, merged.clone())]).unwrap();
+        assert!(check_announced(&[commit(1, 1, a.clone()), commit(1, 2, merged.clone()), commit(1, 3, stale.clone())]).unwrap_err().contains("move of r2"));
+        assert!(check_durable(&[log(&a), log(&merged), log(&stale)], &[]).unwrap_err().contains("move of r2"));
+        // An older map restored after a newer one: its rows are judged again.
+        let err = check_announced(&[commit(1, 1, a.clone()), commit(1, 2, merged), restored(1, gap)]).unwrap_err();
+        assert!(err.contains("restored") && err.contains("gap"), "{err}");
+    }
+
     /// Issue 12: a version that only the durable log holds (never announced) is judged.
     #[test]
     fn map_tiles_judges_a_durable_version_nobody_announced() {

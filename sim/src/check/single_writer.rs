@@ -432,6 +432,42 @@ mod tests {
         check(&[row(1, 1, 1), renewed, expired, op("admit", 8, 1, 1)]).unwrap();
     }
 
+    /// An epoch given to a second server in a later version (only the changed row is read:
+    /// it must still be caught), and a move target's epoch that a row gave to another server.
+    #[test]
+    fn single_writer_flags_an_epoch_given_twice_across_versions() {
+        let v2 = commit(1, 7, map_of(2, &[(1, "", None, 2, 1, "active")]));
+        let err = check(&[row(1, 1, 1), v2]).unwrap_err();
+        assert!(err.contains("epoch 1 of r1 was given to server-1 and later to server-2 (map version 2"), "{err}");
+        let mut m = map_of(3, &[(1, "", None, 1, 1, "active")]);
+        m.transfers.insert(RangeId(1), partmap::map::Transfer { range: RangeId(1), from: (ServerId(1), 1), from_epoch: Epoch(1), to: (ServerId(3), 1), epoch: Epoch(2), strategy: partmap::map::Strategy::PreCopy, phase: partmap::map::TransferPhase::Copying });
+        let err = check(&[row(1, 1, 1), row(1, 2, 2), commit(1, 9, m)]).unwrap_err();
+        assert!(err.contains("later to move target server-3"), "{err}");
+    }
+
+    /// Issue 13: a key's covering ranges follow the maps. k7 is first admitted when only r1
+    /// covers it; a split then gives [k5, unbounded) to r3 on server-3, which activates it: a
+    /// later admission of k7 by server-1 at r1's epoch is two writers, k1's is not (r2, which
+    /// covers k1, was never activated).
+    #[test]
+    fn single_writer_follows_the_ranges_covering_a_key_across_splits() {
+        let admit = |t_us: u64, key: &[u8], seq: u64| at(t_us, Sys::Admit { server: ServerId(1), session: 1, range: RangeId(1), epoch: Epoch(1), key: key.to_vec(), id: OpId { client: 1, seq } });
+        let act = |t_us: u64, server: u32, range: u64, epoch: u64| at(t_us, Sys::Activated { server: ServerId(server), range: RangeId(range), epoch: Epoch(epoch), records: 0, stream: 0 });
+        let one = commit(1, 0, map_of(1, &[(1, "", None, 1, 1, "active")]));
+        let split = commit(1, 3, map_of(2, &[(1, "", None, 1, 1, "retired"), (2, "", Some("k5"), 2, 2, "active"), (3, "k5", None, 3, 3, "active")]));
+        let before = vec![one, act(1, 1, 1, 1), admit(2, b"k7", 1), admit(2, b"k1", 2), split, act(4, 3, 3, 3)];
+        let mut k7 = before.clone();
+        k7.push(admit(5, b"k7", 3));
+        let err = check(&k7).unwrap_err();
+        assert!(err.contains("two servers with authority over key k7") && err.contains("server-3 activated r3"), "{err}");
+        let mut k1 = before.clone();
+        k1.push(admit(5, b"k1", 3));
+        check(&k1).unwrap();
+        // r2 activated by server-2: now k1 too.
+        k1.insert(6, act(4, 2, 2, 2));
+        assert!(check(&k1).unwrap_err().contains("over key k1"));
+    }
+
     #[test]
     fn single_writer_flags_an_admission_after_a_newer_activation() {
         let evs = vec![row(1, 1, 1), row(1, 2, 2), activated(5, 2, 2, 0), op("admit", 6, 1, 1)];
