@@ -180,6 +180,15 @@ impl<'a> Finals<'a> {
         f
     }
 
+    /// Whether views `a` and `b` hold `key` with the same bytes (parsed once for both): a
+    /// checker that judged the key in one view finds the same in the other.
+    pub fn same_in(&self, a: usize, b: usize, key: &[u8]) -> bool {
+        match (self.views[a].get(key), self.views[b].get(key)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        }
+    }
+
     /// View number `n` (in the order given to [`Finals::of`]).
     pub fn view(&self, n: usize) -> View<'_, 'a> {
         View { finals: self, keys: &self.views[n] }
@@ -275,6 +284,8 @@ pub struct MapStep<'a> {
 pub struct Maps<'a> {
     /// One step per `map_commit` and `map_restored` event, in history order.
     pub steps: Vec<MapStep<'a>>,
+    /// The first step of each map copy (by address: versions are shared copies).
+    by_copy: HashMap<*const PartitionMap, usize>,
 }
 
 impl<'a> Maps<'a> {
@@ -290,7 +301,25 @@ impl<'a> Maps<'a> {
             let diff = MapDiff::between(steps.last().map(|s| s.map), map);
             steps.push(MapStep { t_us: ev.t_us, map, restored, diff });
         }
-        Maps { steps }
+        let mut by_copy = HashMap::with_capacity(steps.len());
+        for (i, s) in steps.iter().enumerate() {
+            by_copy.entry(s.map as *const PartitionMap).or_insert(i);
+        }
+        Maps { steps, by_copy }
+    }
+
+    /// The diff already made of the very copy `next` against the very copy `prev` (the
+    /// authority's durable log holds the copies its commits announced), if the history has
+    /// them one after the other.
+    pub fn diff_of(&self, prev: Option<&PartitionMap>, next: &PartitionMap) -> Option<&MapDiff<'a>> {
+        let &i = self.by_copy.get(&(next as *const PartitionMap))?;
+        let before = i.checked_sub(1).map(|j| self.steps[j].map);
+        let same = match (before, prev) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::ptr::eq(a, b),
+            _ => false,
+        };
+        same.then(|| &self.steps[i].diff)
     }
 }
 
