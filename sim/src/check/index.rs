@@ -1,7 +1,8 @@
-//! What `no_lost_append` and `reads_consistent` both read, built once per run and shared by
-//! both checkers and both views (issue 13): the clients' appends and reads from one pass over
-//! the history ([`Clients`]), and each key's final content parsed once ([`Finals`]: a key whose
-//! served and stored contents are the same bytes is parsed once for both views).
+//! What the checkers share, built once per run (issue 13): the clients' appends and reads from
+//! one pass over the history ([`Clients`]), each key's final content parsed once ([`Finals`]: a
+//! key whose served and stored contents are the same bytes is parsed once for both views), and
+//! the announced maps each diffed once against the one before ([`Maps`]), so that the checkers
+//! that follow the maps (`single_writer`, `map_tiles`) judge only what each version changed.
 
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
