@@ -27,6 +27,12 @@ repro seed scenario="scenarios/swarm.json" *args="":
 shrink seed scenario="scenarios/swarm.json" *args="":
     cargo run --release -p partmap-sim -- shrink --seed {{seed}} --scenario {{scenario}} {{args}}
 
+# Shrink every kept schedule of scenarios/shrunk/ again and rewrite its table (when
+# sim/tests/shrunk_kept.rs says one stopped failing). Example: just reshrink store-ignores-fence
+reshrink *mutations="":
+    cargo build --release -p partmap-sim
+    python3 scripts/reshrink.py {{mutations}}
+
 # Draw one run as a self-contained HTML timeline (written to reports/timelines/).
 # Example: just timeline 0 scenarios/paused-owner.json --mutation server-skips-authority-check
 timeline seed scenario="scenarios/swarm.json" *args="":

@@ -20,7 +20,8 @@ use std::time::Duration;
 ///
 /// Exit codes: 0 every seed ended as its scenario expects (by default: every property held),
 /// 1 a safety property was violated (or an expected violation did not happen), 2 a liveness
-/// property failed, 3 the harness crashed or could not write its reports, 64 bad usage (or, for
+/// property failed, 3 the harness crashed or could not write its reports, 4 an availability
+/// bound of the scenario's `expect` was exceeded, 64 bad usage (or, for
 /// merge, summaries that cannot be merged), 130 / 143 a sweep stopped by SIGINT / SIGTERM
 /// before any seed failed.
 #[derive(Parser)]
