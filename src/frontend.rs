@@ -115,10 +115,17 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
 
 /// Fetch the map unless another request refreshed it in the last 10 ms.
 async fn refresh(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
-    if fe.borrow().last_refresh_us + 10_000 > now_us() && fe.borrow().last_refresh_us > 0 {
+    if !refresh_due(fe.borrow().last_refresh_us, now_us()) {
         return;
     }
     fetch_map(fe, knobs, rpc).await;
+}
+
+/// Whether an on-demand read of the map is due at `now_us`, the last one having started at
+/// `last_refresh_us` (0: never): at most one per 10 ms, so a burst of refusals costs the
+/// authority one read.
+fn refresh_due(last_refresh_us: u64, now_us: u64) -> bool {
+    !(last_refresh_us + 10_000 > now_us && last_refresh_us > 0)
 }
 
 /// Fetch the map from the authority and keep it if it is not older than the cached one;
@@ -135,9 +142,23 @@ async fn fetch_map(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
 }
 
 async fn backoff(knobs: &Knobs, attempt: u32) {
+    sleep_ms(backoff_ms(knobs, attempt)).await;
+}
+
+/// How long a retry after `attempt` (from 0) waits, ms: a base that doubles per attempt from
+/// `frontend_backoff_ms` up to `frontend_backoff_ms_max`, of which a random half (uniform in
+/// [base / 2, base], from the seeded RNG), so the retries of clients refused together spread
+/// out.
+fn backoff_ms(knobs: &Knobs, attempt: u32) -> u64 {
     let base = (knobs.frontend_backoff_ms << attempt.min(16)).min(knobs.frontend_backoff_ms_max);
     let jitter = madsim::rand::thread_rng().gen_range(0..=base / 2);
-    sleep_ms(base / 2 + jitter).await;
+    base / 2 + jitter
+}
+
+/// Whether a map last read `age_ms` ago (whole ms) is too stale to route on: older than
+/// `map_staleness_ms` (0: no bound).
+fn too_stale(age_ms: u64, map_staleness_ms: u64) -> bool {
+    map_staleness_ms > 0 && age_ms > map_staleness_ms
 }
 
 /// Send one client operation to the owner of `key`, refreshing the map and retrying up to
@@ -159,7 +180,7 @@ async fn forward(
     for attempt in 0..knobs.frontend_attempts {
         let last_map_us = fe.borrow().last_map_us;
         let age_ms = now_us().saturating_sub(last_map_us) / 1000;
-        if knobs.map_staleness_ms > 0 && age_ms > knobs.map_staleness_ms {
+        if too_stale(age_ms, knobs.map_staleness_ms) {
             let reason = format!("MapUnavailable: the map was last read {age_ms} ms ago, beyond map_staleness_ms={}", knobs.map_staleness_ms);
             return Err(Failure { reason, maybe_applied, unavailable: true });
         }
@@ -310,6 +331,8 @@ mod tests {
         send_at_ms: u64,
         /// How many times the authority was asked for the map.
         map_reads: u32,
+        /// From the n-th read of the map on (counting from 1), the authority answers this map.
+        map_from_read: Option<(u32, PartitionMap)>,
     }
 
     fn net() -> Net {
@@ -332,8 +355,13 @@ mod tests {
                     let rpc = Rpc::bind(lock_addr(), &net()).await;
                     rpc.serve(move |msg, _| {
                         let map = {
-                            let mut s = s.lock().unwrap();
+                            let s = &mut *s.lock().unwrap();
                             s.map_reads += 1;
+                            if let Some((from, map)) = &s.map_from_read {
+                                if s.map_reads >= *from {
+                                    s.map = Some(map.clone());
+                                }
+                            }
                             s.map.clone()
                         };
                         async move {
@@ -519,6 +547,47 @@ mod tests {
             assert_eq!(outcome(&reply), &Outcome::Ok);
             assert_eq!(appends(&s), vec![(1, 1, 1, ID), (2, 1, 2, ID)], "sent at {send_at_ms} ms");
         }
+    }
+
+    /// A request that finds no owner for its key in the cached map reads the map again and
+    /// retries at once; only later attempts back off (here by 0.5 to 1 s each).
+    #[test]
+    fn frontend_retries_at_once_after_reading_the_map_again_for_a_missing_owner() {
+        let knobs = Knobs { frontend_backoff_ms: 1_000, frontend_backoff_ms_max: 1_000, ..Knobs::default() };
+        // The boot read finds r1 preparing; the second read finds it active on server-1.
+        let s = Script { map: Some(map(true)), map_from_read: Some((2, map(false))), ..Default::default() };
+        let (reply, at_ms, s) = exchange(knobs, s, append_req());
+        assert_eq!(outcome(&reply), &Outcome::Ok);
+        assert_eq!(appends(&s), vec![(1, 1, 1, ID)]);
+        assert_eq!(s.map_reads, 2, "the boot read and one on demand");
+        assert!(at_ms - 100 < 100, "answered {} ms after the request", at_ms - 100);
+    }
+
+    /// The rules of the retry loop as tables: a map read on demand at most once per 10 ms
+    /// (always when the map was never read); a map too stale to route on only when older than
+    /// `map_staleness_ms` (at most that old is fine; 0 is no bound); a backoff whose base
+    /// doubles per attempt up to the cap, of which it waits a random half, spread over
+    /// [base / 2, base] (seeded: 200 draws per attempt).
+    #[test]
+    fn frontend_refresh_staleness_and_backoff_rules() {
+        assert!(refresh_due(0, 5_000), "never read");
+        assert!(!refresh_due(1_000, 1_000), "a read just started");
+        assert!(!refresh_due(1_000, 10_999));
+        assert!(refresh_due(1_000, 11_000), "10 ms after the last one started");
+        assert!(refresh_due(1_000, 60_000));
+        assert!(!too_stale(1_000, 1_000), "at most map_staleness_ms old");
+        assert!(too_stale(1_001, 1_000));
+        assert!(!too_stale(0, 1_000));
+        assert!(!too_stale(u64::MAX, 0), "0: no bound");
+        let knobs = Knobs { frontend_backoff_ms: 100, frontend_backoff_ms_max: 800, ..Knobs::default() };
+        block_on(async move {
+            for (attempt, base) in [(0, 100), (1, 200), (2, 400), (3, 800), (4, 800), (40, 800)] {
+                let waits: Vec<u64> = (0..200).map(|_| backoff_ms(&knobs, attempt)).collect();
+                let (lo, hi) = (*waits.iter().min().unwrap(), *waits.iter().max().unwrap());
+                assert!(lo >= base / 2 && hi <= base, "attempt {attempt}: {lo}..{hi} ms, base {base}");
+                assert!(lo < base / 2 + base / 10 && hi > base - base / 10, "attempt {attempt}: spread {lo}..{hi} ms, base {base}");
+            }
+        });
     }
 
     /// Backoff grows with the attempt and is bounded: two `NotReady` refusals cost at least

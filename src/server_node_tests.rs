@@ -9,7 +9,8 @@ use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs};
 use crate::ids::{Epoch, OpId, RangeId, ServerId};
 use crate::map::{RangeRow, RangeState, Strategy};
 use crate::msg::{Msg, ReadLevel, Record, Refusal, Source};
-use crate::seam::{now_us, sleep_ms, Disk, Net, Rpc};
+use crate::mutation::Mutation;
+use crate::seam::{now_us, sleep_ms, Disk, LinkFault, LinkFaults, Net, Rpc};
 use crate::store::StoreRecord;
 use crate::testkit::block_on;
 use std::future::Future;
@@ -20,6 +21,17 @@ const R: RangeId = RangeId(1);
 
 fn net() -> Net {
     Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }
+}
+
+/// The directed link from the store to server-`n` (`to_store`: from server-`n` to the store),
+/// for [`LinkFaults`].
+fn store_link(n: u32, to_store: bool) -> (std::net::IpAddr, std::net::IpAddr) {
+    let (store, server) = (store_addr().ip(), server_addr(ServerId(n)).ip());
+    if to_store {
+        (server, store)
+    } else {
+        (store, server)
+    }
 }
 
 /// What the scripted authority does.
@@ -39,15 +51,21 @@ struct Authority {
 /// in that order, so server-n gets session n); then run `body` on a leader node and wait for
 /// it to finish.
 fn world<F: Future<Output = ()> + 'static>(knobs: Knobs, disk: Disk<StoreRecord>, authority: Arc<Authority>, body: impl Fn(Rc2) -> F + Send + Sync + 'static) {
+    world_on(net(), knobs, disk, authority, body)
+}
+
+/// [`world`] on network `net` (every node's link bandwidth, and the link faults the test sets).
+fn world_on<F: Future<Output = ()> + 'static>(net: Net, knobs: Knobs, disk: Disk<StoreRecord>, authority: Arc<Authority>, body: impl Fn(Rc2) -> F + Send + Sync + 'static) {
+    let net = Arc::new(net);
     let done = Arc::new(AtomicBool::new(false));
     let d2 = done.clone();
     block_on(async move {
         let h = madsim::runtime::Handle::current();
-        let a = authority.clone();
+        let (a, n1) = (authority.clone(), net.clone());
         h.create_node().name("lock-1").ip(lock_addr().ip()).init(move || {
-            let a = a.clone();
+            let (a, n1) = (a.clone(), n1.clone());
             async move {
-                let rpc = Rpc::bind(lock_addr(), &net()).await;
+                let rpc = Rpc::bind(lock_addr(), &n1).await;
                 rpc.serve(move |msg, _| {
                     let a = a.clone();
                     async move {
@@ -65,23 +83,23 @@ fn world<F: Future<Output = ()> + 'static>(knobs: Knobs, disk: Disk<StoreRecord>
                 std::future::pending::<()>().await
             }
         }).build();
-        let (k, dk) = (knobs.clone(), disk.clone());
-        h.create_node().name("store-1").ip(store_addr().ip()).init(move || crate::store::run(k.clone(), dk.clone(), net())).build();
+        let (k, dk, n1) = (knobs.clone(), disk.clone(), net.clone());
+        h.create_node().name("store-1").ip(store_addr().ip()).init(move || crate::store::run(k.clone(), dk.clone(), (*n1).clone())).build();
         for n in 1..=2u32 {
-            let k = knobs.clone();
+            let (k, n1) = (knobs.clone(), net.clone());
             h.create_node().name(format!("server-{n}")).ip(server_addr(ServerId(n)).ip()).init(move || {
-                let k = k.clone();
+                let (k, n1) = (k.clone(), n1.clone());
                 async move {
                     sleep_ms(u64::from(n) * 20).await; // register in order
-                    crate::server::run(ServerId(n), k, net()).await
+                    crate::server::run(ServerId(n), k, (*n1).clone()).await
                 }
             }).build();
         }
         let body = Arc::new(body);
         h.create_node().name("manager-1").ip(manager_addr(1).ip()).init(move || {
-            let (body, done) = (body.clone(), d2.clone());
+            let (body, done, n1) = (body.clone(), d2.clone(), net.clone());
             async move {
-                let rpc = Rpc::bind(manager_addr(1), &net()).await;
+                let rpc = Rpc::bind(manager_addr(1), &n1).await;
                 sleep_ms(200).await; // both servers registered
                 body(Rc2(rpc)).await;
                 done.store(true, Ordering::SeqCst);
@@ -250,10 +268,16 @@ fn server_node_move_finish_refuses_a_wrong_digest_and_a_stale_leader() {
 }
 
 /// A split child opens from its parent's sealed stream, filtered to its keys; a lineage the
-/// store cannot serve in full fails the open.
+/// store cannot serve in full fails the open. Drained and reopened at a newer epoch over the
+/// content it holds, the child loads only its own stream past that content, not the lineage
+/// again.
 #[test]
 fn server_node_opens_a_child_from_its_parents_sealed_prefix() {
-    world(Knobs::default(), Disk::new(2), Arc::default(), move |rpc| async move {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
+        let f = f.clone();
+        async move {
         let parent = RangeRow { start: vec![], end: None, ..row(1, 2) };
         assert_eq!(rpc.open(1, &parent, 1, vec![]).await, Ok(()));
         for (seq, key) in [(1, "b"), (2, "x"), (3, "c")] {
@@ -268,6 +292,20 @@ fn server_node_opens_a_child_from_its_parents_sealed_prefix() {
         let read = |key: &str| Msg::Read { range: RangeId(2), epoch: Epoch(4), key: key.as_bytes().to_vec(), level: ReadLevel::Strong };
         assert_eq!(served(rpc.call(2, read("b")).await), Ok(b"1;".to_vec()));
         assert_eq!(served(rpc.call(2, read("c")).await), Ok(vec![]), "past the sealed length");
+        let append = |epoch: u64| Msg::Append { range: RangeId(2), epoch: Epoch(epoch), key: b"d".to_vec(), id: OpId { client: 1, seq: 9 + epoch }, bytes: format!("{epoch};").into_bytes(), bulk: 0 };
+        assert!(ok(&rpc.call(2, append(4)).await));
+        assert!(matches!(rpc.call(2, Msg::Pause { range: RangeId(2), epoch: Epoch(4), leader_epoch: 1 }).await, Msg::PausedAt { result: Ok(_) }));
+        // The lineage's next read is held 3 s: a reopen that read it again would wait a store
+        // timeout at least.
+        f.hold_next(store_link(2, true), "read_stream", 3_000);
+        let sent = now_us();
+        assert_eq!(rpc.open(2, &RangeRow { epoch: Epoch(5), ..child.clone() }, 1, src(2)).await, Ok(()));
+        assert!(now_us() - sent < 100_000, "reopened in {} µs", now_us() - sent);
+        assert!(ok(&rpc.call(2, append(5)).await));
+        let read = |key: &str| Msg::Read { range: RangeId(2), epoch: Epoch(5), key: key.as_bytes().to_vec(), level: ReadLevel::Strong };
+        assert_eq!(served(rpc.call(2, read("b")).await), Ok(b"1;".to_vec()), "the parent's records kept");
+        assert_eq!(served(rpc.call(2, read("d")).await), Ok(b"4;5;".to_vec()));
+        }
     });
 }
 
@@ -352,4 +390,235 @@ fn server_node_trusts_each_lease_for_lease_minus_margin_from_its_send() {
         let ahead_ms = until_ms as i64 - (t_us / 1000) as i64;
         assert!((1_750..=1_800).contains(&ahead_ms), "renewed at {t_us} µs, trusted until {until_ms} ms");
     }
+}
+
+/// An append is acknowledged only once reads at its server see it. The first append's store
+/// answer is held 300 ms, so the second's (the next offset) comes back first: the second waits
+/// for the first to be applied (offsets apply in order), and when it is acknowledged both are
+/// visible.
+#[test]
+fn server_node_acknowledges_an_append_only_once_reads_there_see_it() {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
+        let f = f.clone();
+        async move {
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            f.hold_next(store_link(1, false), "store_appended", 300);
+            let r = rpc.clone();
+            let first = crate::seam::spawn(async move { r.append(1, 2, "b", 1).await });
+            sleep_ms(5).await;
+            let sent = now_us();
+            assert!(ok(&rpc.append(1, 2, "c", 2).await));
+            assert!(now_us() - sent >= 250_000, "answered {} µs after it was sent: before the first append was applied", now_us() - sent);
+            assert_eq!(rpc.read(1, 2, "c").await, Ok(b"2;".to_vec()), "visible when acknowledged");
+            assert_eq!(rpc.read(1, 2, "b").await, Ok(b"1;".to_vec()), "and the earlier offset too");
+            assert!(ok(&first.await.expect("the first append's task")));
+        }
+    });
+}
+
+/// A pause answers once the range has drained: here an append whose store answer is lost
+/// (the server's wait ends at the store timeout, 1 s, the outcome unknown) and the reload that
+/// follows (its fence answer held 600 ms). The drain takes about 1.6 s, within its bound of
+/// twice the store timeout (nothing queued on the server's link), and the digest counts the
+/// append (durable at the store). A drain that would outlast the bound fails at it, 2 s.
+#[test]
+fn server_node_pause_waits_for_an_unknown_append_and_its_reload_within_the_drain_bound() {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
+        let f = f.clone();
+        async move {
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            f.hold_next(store_link(1, false), "store_appended", 1_500);
+            f.hold_next(store_link(1, false), "fence_result", 600);
+            let r = rpc.clone();
+            let append = crate::seam::spawn(async move { r.append(1, 2, "b", 1).await });
+            sleep_ms(10).await;
+            let paused = now_us();
+            let Msg::PausedAt { result: Ok(digest) } = rpc.call(1, Msg::Pause { range: R, epoch: Epoch(2), leader_epoch: 1 }).await else { panic!("the drain failed") };
+            let took_ms = (now_us() - paused) / 1000;
+            assert!((1_500..2_000).contains(&took_ms), "drained in {took_ms} ms");
+            assert_eq!((digest.records, digest.bytes), (1, 2), "the reload found the append");
+            assert!(matches!(append.await.expect("the append's task"), Msg::ServedUnknown));
+            // r1 again at epoch 3 (reopened over its content), and an append whose answer and
+            // reload take 2.5 s: the pause gives up at 2 s.
+            assert_eq!(rpc.open(1, &row(1, 3), 1, vec![]).await, Ok(()));
+            f.hold_next(store_link(1, false), "store_appended", 3_000);
+            f.hold_next(store_link(1, false), "fence_result", 1_500);
+            let r = rpc.clone();
+            let append = crate::seam::spawn(async move { r.append(1, 3, "b", 2).await });
+            sleep_ms(10).await;
+            let paused = now_us();
+            let Msg::PausedAt { result: Err(e) } = rpc.call(1, Msg::Pause { range: R, epoch: Epoch(3), leader_epoch: 1 }).await else { panic!("drained past its bound") };
+            assert!(e.contains("did not drain in time"), "{e}");
+            let took_ms = (now_us() - paused) / 1000;
+            assert!((1_990..2_100).contains(&took_ms), "gave up after {took_ms} ms");
+            assert!(matches!(append.await.expect("the append's task"), Msg::ServedUnknown));
+        }
+    });
+}
+
+/// The drain's bound grows with the transfers queued on the server's link when it begins: on
+/// 10 MB/s links, an append carrying 6 MB of bulk reaches the server 0.6 s after it is sent and
+/// leaves it for the store over the next 0.6 s; its store answer is lost (the wait ends 1 s after
+/// it left) and the reload brings the 6 MB back (0.6 s). The pause, sent 0.65 s after the
+/// append (about 0.55 s still queued on the server's link), drains in about 2.15 s: past twice
+/// the store timeout, within it plus what was queued.
+#[test]
+fn server_node_drain_bound_grows_with_the_link_backlog() {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { bandwidth_bytes_per_s: 10_000_000, faults }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
+        let f = f.clone();
+        async move {
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            f.hold_next(store_link(1, false), "store_appended", 1_500);
+            let r = rpc.clone();
+            let append = crate::seam::spawn(async move {
+                let msg = Msg::Append { range: R, epoch: Epoch(2), key: b"b".to_vec(), id: OpId { client: 1, seq: 1 }, bytes: b"1;".to_vec(), bulk: 6_000_000 };
+                r.call(1, msg).await
+            });
+            sleep_ms(650).await;
+            let paused = now_us();
+            let Msg::PausedAt { result: Ok(digest) } = rpc.call(1, Msg::Pause { range: R, epoch: Epoch(2), leader_epoch: 1 }).await else { panic!("the drain failed") };
+            let took_ms = (now_us() - paused) / 1000;
+            assert!((2_050..2_550).contains(&took_ms), "drained in {took_ms} ms");
+            assert_eq!(digest.records, 1);
+            assert!(matches!(append.await.expect("the append's task"), Msg::ServedUnknown));
+        }
+    });
+}
+
+/// An append whose outcome at the store is unknown (its answer lost) makes the server reload
+/// the range at once from the stream: it serves again, with the append (durable at the store),
+/// a fence round trip later.
+#[test]
+fn server_node_reloads_a_range_after_an_unknown_append() {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
+        let f = f.clone();
+        async move {
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            f.hold_next(store_link(1, false), "store_appended", 1_500);
+            f.hold_next(store_link(1, false), "fence_result", 300);
+            assert!(matches!(rpc.append(1, 2, "b", 1).await, Msg::ServedUnknown));
+            assert_eq!(rpc.read(1, 2, "b").await, Err(Refusal::NotReady), "reloading");
+            sleep_ms(400).await;
+            assert_eq!(rpc.read(1, 2, "b").await, Ok(b"1;".to_vec()), "reloaded, with the append");
+            assert!(ok(&rpc.append(1, 2, "b", 2).await));
+            assert_eq!(rpc.read(1, 2, "b").await, Ok(b"1;2;".to_vec()));
+        }
+    });
+}
+
+/// Content larger than one store answer is loaded a chunk at a time, by an open (fence, then
+/// the rest) and by a move's finish (the tail past the pre-copy): on 10 MB/s links a chunk
+/// carries 50 ms of the link, 500 kB, and each record here carries 400 kB of bulk.
+#[test]
+fn server_node_loads_content_larger_than_one_chunk() {
+    world_on(Net { bandwidth_bytes_per_s: 10_000_000, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| async move {
+        let append = |epoch: u64, seq: u64| Msg::Append { range: R, epoch: Epoch(epoch), key: b"b".to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes(), bulk: 400_000 };
+        assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+        for seq in 1..=3 {
+            assert!(ok(&rpc.call(1, append(2, seq)).await));
+        }
+        assert_eq!(rpc.open(2, &row(2, 3), 1, vec![]).await, Ok(()), "an open over three chunks");
+        assert_eq!(rpc.read(2, 3, "b").await, Ok(b"1;2;3;".to_vec()));
+        // A move back to server-1: pre-copy (one record), then three more, then the finish's
+        // fence and tail.
+        let back = row(1, 4);
+        assert!(matches!(rpc.call(1, Msg::PreCopy { row: back.clone(), threshold_bytes: 0, max_rounds: 1, leader_epoch: 1 }).await, Msg::PreCopied { result: Ok(_) }));
+        for seq in 4..=6 {
+            assert!(ok(&rpc.call(2, append(3, seq)).await));
+        }
+        let Msg::PausedAt { result: Ok(digest) } = rpc.call(2, Msg::Pause { range: R, epoch: Epoch(3), leader_epoch: 1 }).await else { panic!() };
+        assert_eq!(digest.records, 6);
+        let finish = Msg::FinishMove { row: back, digest, strategy: Strategy::PreCopy, lineage: vec![], leader_epoch: 1 };
+        assert!(matches!(rpc.call(1, finish).await, Msg::MoveFinished { result: Ok(()) }));
+        assert_eq!(rpc.read(1, 4, "b").await, Ok(b"1;2;3;4;5;6;".to_vec()));
+    });
+}
+
+/// A transfer asks again for a chunk left unanswered, up to three times in a row: a pre-copy
+/// whose first chunk's answer is held past the store timeout gets it on the second try; a
+/// pre-copy from a store that does not answer at all gives up after three store timeouts (3 s),
+/// with nothing copied. A pre-copy of an empty range completes its round.
+#[test]
+fn server_node_transfer_asks_again_for_an_unanswered_chunk_three_times() {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
+        let f = f.clone();
+        async move {
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            let pre_copy = |epoch: u64| Msg::PreCopy { row: row(2, epoch), threshold_bytes: 0, max_rounds: 3, leader_epoch: 1 };
+            let Msg::PreCopied { result: Ok(p) } = rpc.call(2, pre_copy(3)).await else { panic!() };
+            assert_eq!((p.rounds, p.bytes), (1, 0), "an empty range: a round of nothing");
+            assert!(ok(&rpc.append(1, 2, "b", 1).await));
+            f.hold_next(store_link(2, false), "stream_read", 1_500);
+            let sent = now_us();
+            let Msg::PreCopied { result: Ok(p) } = rpc.call(2, pre_copy(4)).await else { panic!() };
+            assert_eq!((p.rounds, p.bytes), (1, 2), "copied on the second try");
+            assert!(now_us() - sent >= 1_000_000);
+            f.add(store_link(2, false), LinkFault::Hold);
+            let sent = now_us();
+            let Msg::PreCopied { result: Ok(p) } = rpc.call(2, pre_copy(5)).await else { panic!() };
+            let took_ms = (now_us() - sent) / 1000;
+            f.remove(store_link(2, false), LinkFault::Hold);
+            assert_eq!(p.rounds, 0, "nothing copied");
+            assert!((2_990..3_100).contains(&took_ms), "gave up after {took_ms} ms");
+        }
+    });
+}
+
+/// Under mutation `publish-before-fence` a range is read before its fence is raised; it is
+/// still loaded, so the named mutation changes only the order (what its scenario catches).
+#[test]
+fn server_node_publish_before_fence_still_loads_the_stream() {
+    let knobs = Knobs { mutation: Some(Mutation::PublishBeforeFence), ..Knobs::default() };
+    let disk = Disk::new(2);
+    let d = disk.clone();
+    world(knobs, disk, Arc::default(), move |rpc| {
+        let d = d.clone();
+        async move {
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            assert!(ok(&rpc.append(1, 2, "b", 1).await));
+            assert_eq!(rpc.open(2, &row(2, 3), 1, vec![]).await, Ok(()));
+            assert_eq!(rpc.read(2, 3, "b").await, Ok(b"1;".to_vec()), "loaded");
+            sleep_ms(100).await;
+            assert!(d.read_durable().iter().any(|r| matches!(r, StoreRecord::Fence { stream: R, epoch: Epoch(3) })), "fenced afterwards");
+        }
+    });
+}
+
+/// A drained range reopened at a newer epoch over the content it holds loads only the stream
+/// past that content (here a record a newer owner appended meanwhile) and goes on from the
+/// stream's end: its next append is applied at the right offset and acknowledged, and the
+/// activation names the two records it serves.
+#[test]
+fn server_node_reopen_over_kept_content_goes_on_from_the_streams_end() {
+    use crate::event::{set_sink, Event};
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sink = seen.clone();
+    let previous = set_sink(Some(Box::new(move |e| sink.borrow_mut().push(e))));
+    world(Knobs::default(), Disk::new(2), Arc::default(), move |rpc| async move {
+        assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+        assert!(ok(&rpc.append(1, 2, "b", 1).await));
+        assert!(matches!(rpc.call(1, Msg::Pause { range: R, epoch: Epoch(2), leader_epoch: 1 }).await, Msg::PausedAt { result: Ok(_) }));
+        assert_eq!(rpc.open(2, &row(2, 3), 1, vec![]).await, Ok(()));
+        assert!(ok(&rpc.append(2, 3, "b", 2).await));
+        assert_eq!(rpc.open(1, &row(1, 4), 1, vec![]).await, Ok(()), "server-1 again, over the record it kept");
+        assert_eq!(rpc.read(1, 4, "b").await, Ok(b"1;2;".to_vec()));
+        assert!(ok(&rpc.append(1, 4, "b", 3).await), "applied at offset 2 and acknowledged");
+        assert_eq!(rpc.read(1, 4, "b").await, Ok(b"1;2;3;".to_vec()));
+    });
+    set_sink(previous);
+    let activated: Vec<(usize, usize)> = seen.borrow().iter().filter_map(|e| match e {
+        Event::Activated { server: ServerId(1), epoch: Epoch(4), records, stream, .. } => Some((*records, *stream)),
+        _ => None,
+    }).collect();
+    assert_eq!(activated, vec![(2, 2)]);
 }
