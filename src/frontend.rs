@@ -216,7 +216,7 @@ async fn forward(
     Err(Failure { reason: format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied, unavailable: false })
 }
 
-async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>, bulk: u64) -> Msg {
+async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: bytes::Bytes, bulk: u64) -> Msg {
     let fresh = knobs.mutated(Mutation::FreshIdOnRetry);
     // Mutation `fresh-id-on-retry`: every retry a new id (the attempt number in the top bits).
     let request = |r: Route, attempt: u32| {
@@ -386,7 +386,7 @@ mod tests {
     const ID: OpId = OpId { client: 1, seq: 7 };
 
     fn append_req() -> Msg {
-        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: b"x".to_vec(), bulk: 0 }
+        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: bytes::Bytes::from_static(b"x"), bulk: 0 }
     }
 
     fn script(replies: &[(u32, Option<Msg>)]) -> Script {

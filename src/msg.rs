@@ -5,6 +5,7 @@
 
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{MapOp, PartitionMap, RangeRow, Strategy};
+use bytes::Bytes;
 
 /// One appended record in a stream at the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,8 +16,10 @@ pub struct Record {
     pub id: OpId,
     /// The object key.
     pub key: Key,
-    /// The appended bytes.
-    pub bytes: Vec<u8>,
+    /// The appended bytes: a shared buffer, so the copies a record makes on its way (the
+    /// frontend's retries, the store's log and every read of the stream, a server's acked and
+    /// pre-copied records) share one allocation instead of copying the payload at each hop.
+    pub bytes: Bytes,
     /// Simulated bulk payload carried on top of `bytes`: a size, not a buffer. It costs
     /// transmission time on every link and counts in digests and load reports, so ranges of
     /// gigabytes can be moved and reopened without allocating them (issue 15, the pause review).
@@ -519,8 +522,8 @@ pub enum Msg {
         key: Key,
         /// The append's idempotency id (the same on every retry).
         id: OpId,
-        /// The bytes to append to the object.
-        bytes: Vec<u8>,
+        /// The bytes to append to the object (shared with the record they become).
+        bytes: Bytes,
         /// Simulated bulk bytes carried with them (see [`Record::bulk`]).
         bulk: u64,
     },
@@ -553,8 +556,8 @@ pub enum Msg {
         key: Key,
         /// The append's idempotency id, chosen by the client.
         id: OpId,
-        /// The bytes to append to the object.
-        bytes: Vec<u8>,
+        /// The bytes to append to the object (shared with the record they become).
+        bytes: Bytes,
         /// Simulated bulk bytes carried with them (see [`Record::bulk`]).
         bulk: u64,
     },

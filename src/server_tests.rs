@@ -474,7 +474,7 @@ fn active(core: &mut ServerCore, r: &RangeRow) {
 /// A copy that does not match the digest is refused (`diverged`) and B does not serve.
 #[test]
 fn server_worked_move_both_ends_6_7_and_6_bytes() {
-    let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec(), bulk: 0 };
+    let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec().into(), bulk: 0 };
     let mut a = ServerCore::new(ServerId(1));
     a.session = Some(1);
     a.lease_valid_until_us = 10_000_000;
@@ -544,7 +544,7 @@ fn server_unknown_store_outcome_forces_a_reload_and_a_retry_is_deduplicated() {
     let r = row(4, 1);
     active(&mut core, &r);
     let id = OpId { client: 1, seq: 1 };
-    let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: b"x;".to_vec(), bulk: 0 };
+    let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: bytes::Bytes::from_static(b"x;"), bulk: 0 };
     assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
     let resync = core.finish_append(RangeId(1), &rec, None).expect("must resync");
     assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::NotReady));
@@ -563,7 +563,7 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     core.lease_valid_until_us = 1_000;
     let r = row(4, 1);
     active(&mut core, &r);
-    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec(), bulk: 0 };
+    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec().into(), bulk: 0 };
     let (a, b, c) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"));
     for x in [&a, &b, &c] {
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
@@ -590,7 +590,7 @@ fn move_target() -> (ServerCore, RangeRow) {
 }
 
 fn rec_bulk(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record {
-    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec(), bulk }
+    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec().into(), bulk }
 }
 
 /// Issue 15: a finish attempt that fails short of a verdict (the store did not answer the

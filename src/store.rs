@@ -241,7 +241,7 @@ mod tests {
     use crate::testkit::{block_on, capture, has};
 
     fn rec(seq: u64, epoch: u64) -> Record {
-        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize], bulk: 0 }
+        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize].into(), bulk: 0 }
     }
 
     const S: RangeId = RangeId(1);
@@ -414,7 +414,7 @@ mod tests {
 
     #[test]
     fn store_chunk_takes_at_least_one_record_and_stops_at_the_budget() {
-        let rec = |n: u64, bulk: u64| Record { epoch: Epoch(1), id: OpId { client: 1, seq: n }, key: b"k".to_vec(), bytes: vec![b'x'; 8], bulk };
+        let rec = |n: u64, bulk: u64| Record { epoch: Epoch(1), id: OpId { client: 1, seq: n }, key: b"k".to_vec(), bytes: vec![b'x'; 8].into(), bulk };
         let records = vec![rec(1, 1000), rec(2, 1000), rec(3, 1000)];
         assert_eq!(chunk(&records, 0, 3, 10).len(), 1, "one record even over the budget");
         assert_eq!(chunk(&records, 0, 3, 2 * records[0].wire_bytes()).len(), 2);

@@ -21,8 +21,8 @@ use partmap::event::ClientOp;
 /// The payload of append `id`: `c1.17---…;`, `len` bytes long (at least the id and `;`).
 pub fn payload(id: OpId, len: usize) -> Vec<u8> {
     let mut v = format!("{id}").into_bytes();
-    while v.len() + 1 < len {
-        v.push(b'-');
+    if v.len() + 1 < len {
+        v.resize(len - 1, b'-');
     }
     v.push(b';');
     v
@@ -76,7 +76,7 @@ fn ended(o: &Outcome) -> (Ended, String) {
 /// `invoke` + `complete`. Returns the outcome.
 pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: OpId, len: usize, bulk: u64) -> Outcome {
     record(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
-    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len), bulk };
+    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len).into(), bulk };
     let outcome = match rpc.call(frontend_addr(frontend), msg, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, .. }) => outcome,
         _ => Outcome::Unknown("frontend did not answer".into()),
@@ -350,7 +350,7 @@ pub fn preload(scenario: &Scenario, max_record: u64) -> Vec<(partmap::ids::Range
             let id = OpId { client: loader, seq };
             let bytes = payload(id, 16);
             let bulk = take.saturating_sub(bytes.len() as u64);
-            out.push((partmap::ids::RangeId(j as u64 + 1), partmap::msg::Record { epoch: partmap::ids::Epoch(0), id, key: key.clone(), bytes, bulk }));
+            out.push((partmap::ids::RangeId(j as u64 + 1), partmap::msg::Record { epoch: partmap::ids::Epoch(0), id, key: key.clone(), bytes: bytes.into(), bulk }));
         }
     }
     out
