@@ -353,6 +353,11 @@ pub enum Msg {
         /// The sealed length (records) at the fence: the caller reads the rest with
         /// `ReadStream` up to it (0 with `Err`).
         length: u64,
+        /// The digest of the stream's first `from` records (all of them when the sealed length
+        /// is shorter; its `records` then says so): a caller that keeps the `from` records it
+        /// holds checks them against it, and reloads from 0 on a difference (default with
+        /// `Err`).
+        prefix: StreamDigest,
     },
     /// Move target or new owner → store: the durable records of `stream` from offset `from`
     /// on (below `upto` if given), without fencing (a pre-copy round, or a sealed ancestor).

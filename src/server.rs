@@ -65,8 +65,10 @@ pub struct Held {
     pub recent_ops: std::collections::VecDeque<u64>,
     /// Recently used keys, the most recent last, for choosing split points.
     pub recent_keys: std::collections::VecDeque<Key>,
-    /// While loading: the offset the load started from (0: a full load; above 0: the content
-    /// up to it was kept from an older epoch, see [`ServerCore::begin_open`]).
+    /// While loading: the offset the load starts from (0: a full load; above 0: the content up
+    /// to it is kept, from an older epoch (see [`ServerCore::begin_open`]) or from before an
+    /// unknown outcome (see [`ServerCore::suspect`]), once the store's digest of that prefix
+    /// matched ours, see [`ServerCore::keep_prefix`]).
     pub load_from: u64,
 }
 
@@ -275,10 +277,38 @@ impl ServerCore {
     /// message held in the network landed at the store after our last load). Returns the row to
     /// reload; the range refuses requests (`NotReady`) until [`ServerCore::finish_open`].
     /// `None` when it is not active at that epoch (already reloading, or gone).
+    ///
+    /// The reload asks the store only for what follows the records applied here (`next_offset`
+    /// on), if the store's digest of those records matches ours ([`ServerCore::keep_prefix`]).
     pub fn suspect(&mut self, range: RangeId, epoch: Epoch) -> Option<RangeRow> {
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch && h.state == HeldState::Active)?;
         held.state = HeldState::Loading;
+        held.load_from = held.next_offset;
         Some(held.row.clone())
+    }
+
+    /// The offset a load of `row` asks the store from: the length of the prefix kept (see
+    /// [`Held::load_from`]); 0 when `row` is not loading here at its epoch.
+    pub fn load_from(&self, row: &RangeRow) -> u64 {
+        self.ranges.get(&row.id).filter(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading).map_or(0, |h| h.load_from)
+    }
+
+    /// The store fenced `row`'s stream and answered `store`, its digest of the first `from`
+    /// records (`from` = [`ServerCore::load_from`] when the fence was sent). The content kept
+    /// here is kept only if it is exactly that prefix: same length, same payload bytes, same
+    /// checksum as the digest of the records applied here. Otherwise (the store lost records we
+    /// applied, or holds others at their offsets) the load starts over from offset 0 and
+    /// `prefix_diverged` is traced. Returns the offset to load from: `from` or 0 (`from` as
+    /// given when `row` is no longer loading here; [`ServerCore::finish_open`] refuses it then).
+    pub fn keep_prefix(&mut self, row: &RangeRow, from: u64, store: StreamDigest) -> u64 {
+        let me = self.id;
+        let Some(held) = self.ranges.get_mut(&row.id).filter(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading && h.load_from == from) else { return from };
+        if from == 0 || (store.records == from && store == held.digest) {
+            return from;
+        }
+        emit(Event::PrefixDiverged { server: me, range: row.id, epoch: row.epoch, held: held.digest, store });
+        held.load_from = 0;
+        0
     }
 
     /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
@@ -421,10 +451,12 @@ impl ServerCore {
             held.base = base;
         }
         if held.load_from > 0 {
-            // Reopened over content kept from an older epoch: only the records past it.
+            // A prefix kept (an older epoch's, or from before an unknown outcome; checked
+            // against the store's digest of it): only the records past it.
+            assert_eq!(held.next_offset, held.load_from, "a kept prefix is exactly what was applied");
             for rec in &records {
                 held.digest.add(rec);
-                if held.applied.insert(rec.id) {
+                if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
                     held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
                 }
             }
@@ -721,7 +753,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                         if knobs.mutated(Mutation::PublishBeforeFence) {
                             load_then_fence(rpc, knobs, &row, from).await
                         } else {
-                            fence_and_load(rpc, knobs, &row, from).await
+                            fence_and_reload(core, rpc, knobs, &row).await
                         }
                     };
                     let loaded = match base {
@@ -868,20 +900,53 @@ impl std::fmt::Display for LoadError {
     }
 }
 
+/// A fence's answer: the first chunk of records from the offset asked, the sealed length, and
+/// the store's digest of the stream's records before that offset.
+struct FenceAnswer {
+    records: Vec<Record>,
+    length: u64,
+    prefix: StreamDigest,
+}
+
+/// Raise the stream's fence to the row's epoch (or find it there), asking for its content from
+/// offset `from`.
+async fn fence(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<FenceAnswer, LoadError> {
+    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
+    match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
+        Ok(Msg::FenceResult { result: Ok(records), length, prefix }) => Ok(FenceAnswer { records, length, prefix }),
+        Ok(Msg::FenceResult { result: Err(fence), .. }) => Err(LoadError::Fenced(fence)),
+        _ => Err(LoadError::NoAnswer),
+    }
+}
+
+/// `records` were read from offset `from` on; read the rest up to the sealed `length`, a chunk
+/// at a time (see [`read_chunks`]).
+async fn read_rest(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, mut records: Vec<Record>, length: u64) -> Result<Vec<Record>, LoadError> {
+    let got = from + records.len() as u64;
+    if got < length {
+        records.extend(read_chunks(rpc, knobs, stream, got, Some(length)).await?);
+    }
+    Ok(records)
+}
+
 /// Raise the stream's fence to the row's epoch (or find it there) and fetch its content from
 /// offset `from` up to the sealed length, a chunk at a time (see [`read_chunks`]).
 async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<Vec<Record>, LoadError> {
-    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
-    let (mut records, length) = match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
-        Ok(Msg::FenceResult { result: Ok(records), length }) => (records, length),
-        Ok(Msg::FenceResult { result: Err(fence), .. }) => return Err(LoadError::Fenced(fence)),
-        _ => return Err(LoadError::NoAnswer),
-    };
-    let got = from + records.len() as u64;
-    if got < length {
-        records.extend(read_chunks(rpc, knobs, row.id, got, Some(length)).await?);
-    }
-    Ok(records)
+    let answer = fence(rpc, knobs, row, from).await?;
+    read_rest(rpc, knobs, row.id, from, answer.records, answer.length).await
+}
+
+/// Fence `row`'s stream and load what this server does not hold yet: from the prefix it keeps
+/// ([`ServerCore::load_from`]) when the store's digest of that prefix matches the content
+/// applied here ([`ServerCore::keep_prefix`]), else the whole stream from offset 0. The fence
+/// comes first either way: only records below its sealed length (durable, and final for every
+/// writer at an older epoch) are compared or loaded.
+async fn fence_and_reload(core: &RefCell<ServerCore>, rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
+    let from = core.borrow().load_from(row);
+    let answer = fence(rpc, knobs, row, from).await?;
+    let kept = core.borrow_mut().keep_prefix(row, from, answer.prefix);
+    let records = if kept == from { answer.records } else { Vec::new() };
+    read_rest(rpc, knobs, row.id, kept, records, answer.length).await
 }
 
 /// Consecutive unanswered chunk reads after which a transfer gives up.
@@ -965,7 +1030,7 @@ fn spawn_resync(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
 /// still ours at that epoch.
 async fn resync_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: RangeRow) {
     loop {
-        let loaded = fence_and_load(rpc, knobs, &row, 0).await;
+        let loaded = fence_and_reload(core, rpc, knobs, &row).await;
         let still_loading = core.borrow().ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_loading {
             return;

@@ -168,7 +168,8 @@ fn server_store_answers_for_another_epoch_or_an_old_offset_change_nothing() {
     assert_eq!(core.suspect(R, Epoch(3)), None, "already reloading");
     core.finish_append(R, &r2, Some(Ok(1)));
     assert_eq!(core.ranges[&R].next_offset, 1, "not applied while loading");
-    core.finish_open(&row3, None, Ok(vec![rec(1, 3, "b", "x;")])).unwrap();
+    assert_eq!(core.load_from(&row3), 1, "the reload keeps the record applied");
+    core.finish_open(&row3, None, Ok(vec![])).unwrap();
     assert_eq!(strong(&mut core, 3, "b", 10), Ok(b"x;y;".to_vec()));
     assert_eq!(core.ranges[&R].next_offset, 2);
 }
@@ -302,16 +303,18 @@ fn server_open_loads_lineage_filtered_to_the_range_and_deduplicated() {
     assert_eq!(h.next_offset, 2);
     assert_eq!(h.digest, StreamDigest::of(&stream), "the digest covers the stream, not the base");
     assert!(h.applied.contains(&id(1)) && h.applied.contains(&id(3)) && !h.applied.contains(&id(2)));
-    // A reload keeps the base.
+    // A reload that starts over from offset 0 (the store's prefix differs) keeps the base.
     let again = core.suspect(R, Epoch(5)).unwrap();
-    core.finish_open(&again, None, Ok(stream)).unwrap();
+    assert_eq!(capture(|| core.keep_prefix(&again, 2, StreamDigest::default())).0, 0);
+    core.finish_open(&again, None, Ok(stream.clone())).unwrap();
     assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;".to_vec()));
     // Acknowledgements beyond the loaded stream survive the reload and apply in order.
     let late = rec(4, 5, "b", "d;");
     let again = core.suspect(R, Epoch(5)).unwrap();
     core.finish_append(R, &late, Some(Ok(2)));
     core.finish_append(R, &rec(0, 5, "b", "stale;"), Some(Ok(0)));
-    core.finish_open(&again, None, Ok(vec![rec(3, 5, "b", "c;"), rec(1, 1, "b", "p;")])).unwrap();
+    assert_eq!(core.keep_prefix(&again, 2, StreamDigest::of(&stream)), 2, "the prefix matches: kept");
+    core.finish_open(&again, None, Ok(vec![])).unwrap();
     assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;d;".to_vec()));
     assert!(core.ranges[&R].acked.is_empty());
 }
@@ -334,7 +337,7 @@ fn server_pause_drain_and_release() {
     core.ranges.get_mut(&R).unwrap().acked.clear();
     let row2 = core.suspect(R, Epoch(2)).unwrap();
     assert_eq!(core.drained(R, Epoch(2)), Ok(None), "reloading");
-    core.finish_open(&row2, None, Ok(vec![rec(1, 2, "b", "x;"), r2.clone()])).unwrap();
+    core.finish_open(&row2, None, Ok(vec![r2.clone()])).unwrap();
     let d = core.drained(R, Epoch(2)).unwrap().expect("drained");
     assert_eq!((d.records, d.bytes), (2, 5));
     assert!(core.drained(R, Epoch(3)).is_err());
@@ -572,13 +575,62 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(vec![]), "offset 1 waits for offset 0");
     core.finish_append(RangeId(1), &a, Some(Ok(0)));
     assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;".to_vec()));
-    // c's outcome is lost: reload; an ack for offset 3 (d) arrives while reloading.
+    // c's outcome is lost: reload past a and b; an ack for offset 3 (d) arrives while reloading.
     let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
+    assert_eq!(core.load_from(&resync), 2);
     let d = rec(4, b"d;");
     core.ranges.get_mut(&RangeId(1)).unwrap().inflight.insert(d.id);
     core.finish_append(RangeId(1), &d, Some(Ok(3)));
-    core.finish_open(&resync, None, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
+    assert_eq!(core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), b.clone()])), 2);
+    core.finish_open(&resync, None, Ok(vec![c.clone()])).unwrap();
     assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;c;d;".to_vec()));
+    assert_eq!(core.ranges[&RangeId(1)].digest, StreamDigest::of(&[a, b, c, d]));
+}
+
+/// A reload after an unknown outcome keeps the records applied only if the store's digest of
+/// that prefix is the same (length, bytes, checksum): a store that lost a record it had
+/// acknowledged (mutation `store-acks-before-sync` and a crash), and holds another at its
+/// offset, or holds fewer records, makes the server start over from offset 0.
+#[test]
+fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000;
+    let r = row(4, 1);
+    active(&mut core, &r);
+    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec().into(), bulk: 0 };
+    let (a, b, c, x) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"), rec(9, b"x;"));
+    for (offset, r) in [&a, &b].into_iter().enumerate() {
+        core.admit(RangeId(1), Epoch(4), b"b", r.id, 10).unwrap();
+        core.finish_append(RangeId(1), r, Some(Ok(offset as u64)));
+    }
+    core.admit(RangeId(1), Epoch(4), b"b", c.id, 10).unwrap();
+    let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
+    assert_eq!(core.load_from(&resync), 2);
+    // The store lost b and holds x at offset 1: same length, another checksum.
+    let (kept, events) = capture(|| core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), x.clone()])));
+    assert_eq!(kept, 0, "start over");
+    assert!(has(&events, "prefix_diverged server=1 range=1 epoch=4 held_records=2"), "{events:?}");
+    assert_eq!(core.load_from(&resync), 0);
+    core.finish_open(&resync, None, Ok(vec![a.clone(), x.clone(), c.clone()])).unwrap();
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;x;c;".to_vec()), "the store's content, not ours");
+    assert!(!core.ranges[&RangeId(1)].applied.contains(&b.id));
+    // A store shorter than the prefix held: its digest counts fewer records.
+    let resync = core.suspect(RangeId(1), Epoch(4)).unwrap();
+    assert_eq!(core.load_from(&resync), 3);
+    let short = StreamDigest::of(&[a.clone(), x.clone()]);
+    assert_eq!(capture(|| core.keep_prefix(&resync, 3, short)).0, 0);
+    // A matching digest keeps the prefix; one for another offset than the load's is ignored.
+    let mut core2 = ServerCore::new(ServerId(1));
+    core2.session = Some(1);
+    core2.lease_valid_until_us = 1_000;
+    active(&mut core2, &r);
+    core2.admit(RangeId(1), Epoch(4), b"b", a.id, 10).unwrap();
+    core2.finish_append(RangeId(1), &a, Some(Ok(0)));
+    let resync = core2.suspect(RangeId(1), Epoch(4)).unwrap();
+    assert_eq!(core2.keep_prefix(&resync, 1, StreamDigest::of(std::slice::from_ref(&a))), 1);
+    assert_eq!(core2.keep_prefix(&resync, 0, StreamDigest::default()), 0, "not the load's offset: nothing changes");
+    assert_eq!(core2.load_from(&resync), 1);
 }
 
 /// Server-2 in session 2 with a live lease, and the row of range 1 moving to it at epoch 2.
