@@ -152,7 +152,7 @@ async fn forward(
     key: &[u8],
     timeout_ms: u64,
     request: impl Fn(Route, u32) -> Msg,
-) -> Result<Vec<u8>, Failure> {
+) -> Result<bytes::Bytes, Failure> {
     let mut maybe_applied = false;
     let mut last = String::from("no attempt");
     let mut hint: Option<Route> = None;
@@ -229,7 +229,7 @@ async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: 
         Err(Failure { reason, unavailable: true, .. }) => Outcome::MapUnavailable(reason),
         Err(Failure { reason, .. }) => Outcome::Failed(reason),
     };
-    Msg::ClientResult { outcome, value: Vec::new() }
+    Msg::ClientResult { outcome, value: bytes::Bytes::new() }
 }
 
 /// A read has no effect, so when the attempts run out it simply failed.
@@ -237,8 +237,8 @@ async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, level:
     let request = |r: Route, _| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone(), level };
     match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms, request).await {
         Ok(value) => Msg::ClientResult { outcome: Outcome::Ok, value },
-        Err(Failure { reason, unavailable: true, .. }) => Msg::ClientResult { outcome: Outcome::MapUnavailable(reason), value: Vec::new() },
-        Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },
+        Err(Failure { reason, unavailable: true, .. }) => Msg::ClientResult { outcome: Outcome::MapUnavailable(reason), value: bytes::Bytes::new() },
+        Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: bytes::Bytes::new() },
     }
 }
 
@@ -356,7 +356,7 @@ mod tests {
                             if let Some(m) = s.then_map.take() {
                                 s.map = Some(m);
                             }
-                            let reply = s.replies.entry(n).or_default().pop_front().unwrap_or(Some(Msg::Served { result: Ok(b"v".to_vec()) }));
+                            let reply = s.replies.entry(n).or_default().pop_front().unwrap_or(Some(Msg::Served { result: Ok(bytes::Bytes::from_static(b"v")) }));
                             async move { reply }
                         });
                         std::future::pending::<()>().await
@@ -448,7 +448,7 @@ mod tests {
         let (reply, _, _) = exchange(knobs.clone(), script(&[(1, None), stale(), stale()]), read.clone());
         assert!(matches!(outcome(&reply), Outcome::Failed(_)), "{reply:?}");
         let (reply, _, s) = exchange(knobs, script(&[]), read);
-        assert!(matches!(&reply, Msg::ClientResult { outcome: Outcome::Ok, value } if value == b"v"), "{reply:?}");
+        assert!(matches!(&reply, Msg::ClientResult { outcome: Outcome::Ok, value } if value == &b"v"[..]), "{reply:?}");
         assert!(matches!(&s.seen[..], [(1, Msg::Read { range: RangeId(1), epoch: Epoch(1), .. }, _)]), "{:?}", s.seen);
     }
 

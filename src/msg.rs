@@ -546,9 +546,10 @@ pub enum Msg {
     },
     /// Server → frontend: answer to `Append` (empty bytes) or `Read` (the object's bytes).
     Served {
-        /// `Ok`: empty for an append, the object's bytes (empty if absent) for a read; `Err`:
-        /// the refusal (the request had no effect).
-        result: Result<Vec<u8>, Refusal>,
+        /// `Ok`: empty for an append, the object's bytes (empty if absent) for a read, shared
+        /// with the server's copy until either changes; `Err`: the refusal (the request had no
+        /// effect).
+        result: Result<Bytes, Refusal>,
     },
     /// Server → frontend: the append was admitted but its effect's outcome is unknown
     /// (the store did not answer in time).
@@ -577,8 +578,9 @@ pub enum Msg {
     ClientResult {
         /// What became of the operation.
         outcome: Outcome,
-        /// For a successful read, the object's bytes; empty otherwise.
-        value: Vec<u8>,
+        /// For a successful read, the object's bytes (shared, as the server answered them);
+        /// empty otherwise.
+        value: Bytes,
     },
 }
 

@@ -37,8 +37,9 @@ pub struct Held {
     pub row: RangeRow,
     /// Loading or active.
     pub state: HeldState,
-    /// Object content by key (derived from the stream).
-    pub objects: BTreeMap<Key, Vec<u8>>,
+    /// Object content by key (derived from the stream). A read answers with the object shared,
+    /// not copied; an append copies it only while an answer still holds it (copy on write).
+    pub objects: BTreeMap<Key, Object>,
     /// Idempotency ids already in the stream.
     pub applied: BTreeSet<OpId>,
     /// Idempotency ids admitted and not yet answered by the store.
@@ -72,6 +73,33 @@ pub struct Held {
     pub load_from: u64,
 }
 
+/// An object's content, shared with the read answers that carry it.
+pub type Object = std::sync::Arc<Vec<u8>>;
+
+/// Append `bytes` to the object of `key`: in place, or on a copy while a read answer holds it.
+fn extend_object(objects: &mut BTreeMap<Key, Object>, key: &[u8], bytes: &[u8]) {
+    if !objects.contains_key(key) {
+        objects.insert(key.to_vec(), Object::default());
+    }
+    let object = objects.get_mut(key).expect("inserted above");
+    std::sync::Arc::make_mut(object).extend_from_slice(bytes);
+}
+
+/// An object as a read answer's payload, without copying it.
+fn object_bytes(object: &Object) -> bytes::Bytes {
+    /// The owner [`bytes::Bytes::from_owner`] needs (`Arc<Vec<u8>>` is not `AsRef<[u8]>`).
+    struct Shared(Object);
+    impl AsRef<[u8]> for Shared {
+        fn as_ref(&self) -> &[u8] {
+            &self.0
+        }
+    }
+    if object.is_empty() {
+        return bytes::Bytes::new();
+    }
+    bytes::Bytes::from_owner(Shared(object.clone()))
+}
+
 /// How many recent operations and keys a range remembers for its load report.
 const LOAD_SAMPLE: usize = 256;
 /// The window a load report's rate is measured over, µs.
@@ -103,7 +131,7 @@ impl Held {
         while let Some(rec) = self.acked.remove(&self.next_offset) {
             self.digest.add(&rec);
             if self.applied.insert(rec.id) {
-                self.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                extend_object(&mut self.objects, &rec.key, &rec.bytes);
             }
             self.next_offset += 1;
         }
@@ -348,14 +376,14 @@ impl ServerCore {
     }
 
     /// A read at `level`: its check, then the object's bytes (empty if absent).
-    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], level: ReadLevel, now_us: u64) -> Result<Vec<u8>, Refusal> {
+    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], level: ReadLevel, now_us: u64) -> Result<bytes::Bytes, Refusal> {
         let checked = match level {
             ReadLevel::Strong => self.authorize(range, epoch, key, now_us),
             ReadLevel::Bounded { ms } => self.authorize_bounded(range, key, ms, now_us),
         };
         let held = checked.inspect_err(|r| emit(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Read, reason: r.clone() }))?;
         emit(Event::ReadServed { server: self.id, range, epoch: held.row.epoch, key: key.to_vec(), bounded: level != ReadLevel::Strong });
-        let value = held.objects.get(key).cloned().unwrap_or_default();
+        let value = held.objects.get(key).map_or_else(bytes::Bytes::new, object_bytes);
         self.ranges.get_mut(&range).expect("authorized").note_op(key, now_us);
         Ok(value)
     }
@@ -434,6 +462,13 @@ impl ServerCore {
     /// is the content inherited from the range's sealed ancestors (kept across reloads). On
     /// success the range serves from now on.
     pub fn finish_open(&mut self, row: &RangeRow, base: Option<Rc<Vec<Record>>>, loaded: Result<Vec<Record>, String>) -> Result<(), String> {
+        self.finish_load(row, base, loaded, None)
+    }
+
+    /// [`ServerCore::finish_open`], given `digest`, the digest of the loaded records when the
+    /// caller computed it already (a move's target, which checked it against the source's), so
+    /// a full load does not hash them a second time.
+    fn finish_load(&mut self, row: &RangeRow, base: Option<Rc<Vec<Record>>>, loaded: Result<Vec<Record>, String>, digest: Option<StreamDigest>) -> Result<(), String> {
         let still_ours = self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_ours {
             return Err(format!("{} changed while loading", row.id));
@@ -457,19 +492,29 @@ impl ServerCore {
             for rec in &records {
                 held.digest.add(rec);
                 if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
-                    held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                    extend_object(&mut held.objects, &rec.key, &rec.bytes);
                 }
             }
             held.next_offset = held.load_from + records.len() as u64;
         } else {
-            held.objects.clear();
             held.applied.clear();
-            held.digest = StreamDigest::of(&records);
+            held.digest = digest.unwrap_or_else(|| StreamDigest::of(&records));
+            // Two passes: which records count (in range, first copy of each id) and every
+            // object's size, then each object built at its final size, so a large range loads
+            // without a chain of reallocations per object.
+            let mut kept: Vec<&Record> = Vec::new();
+            let mut sizes: BTreeMap<&[u8], usize> = BTreeMap::new();
             for rec in held.base.iter().chain(&records) {
                 if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
-                    held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                    *sizes.entry(&rec.key).or_default() += rec.bytes.len();
+                    kept.push(rec);
                 }
             }
+            let mut objects: BTreeMap<Key, Vec<u8>> = sizes.into_iter().map(|(key, len)| (key.to_vec(), Vec::with_capacity(len))).collect();
+            for rec in kept {
+                objects.get_mut(rec.key.as_slice()).expect("sized above").extend_from_slice(&rec.bytes);
+            }
+            held.objects = objects.into_iter().map(|(key, object)| (key, Object::new(object))).collect();
             held.next_offset = records.len() as u64;
         }
         held.load_from = 0;
@@ -505,7 +550,7 @@ impl ServerCore {
             emit(Event::Diverged { server: self.id, range: row.id, epoch: row.epoch, error: why.clone() });
             return Err(FinishError::Diverged(why));
         }
-        self.finish_open(row, Some(base), Ok(records)).map_err(FinishError::NotNow)?;
+        self.finish_load(row, Some(base), Ok(records), Some(copied)).map_err(FinishError::NotNow)?;
         emit(Event::Handoff { server: self.id, range: row.id, epoch: row.epoch, strategy, precopy_bytes, tail_bytes, bytes: digest.bytes });
         Ok(())
     }
@@ -704,7 +749,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             let admitted = core.borrow_mut().admit(range, epoch, &key, op, now_us());
             match admitted {
                 Err(refusal) => Some(Msg::Served { result: Err(refusal) }),
-                Ok(None) => Some(Msg::Served { result: Ok(Vec::new()) }),
+                Ok(None) => Some(Msg::Served { result: Ok(bytes::Bytes::new()) }),
                 Ok(Some(epoch)) => {
                     let record = Record { epoch, id: op, key, bytes, bulk };
                     let req = Msg::StoreAppend { stream: range, server: id, record: record.clone() };
@@ -719,7 +764,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                             // Answer only once the append is visible to reads here (earlier
                             // offsets may still be on their way back from the store).
                             if wait_applied(core, knobs, range, epoch, op).await {
-                                Some(Msg::Served { result: Ok(Vec::new()) })
+                                Some(Msg::Served { result: Ok(bytes::Bytes::new()) })
                             } else {
                                 let resync = core.borrow_mut().suspect(range, epoch);
                                 spawn_resync(core, knobs, rpc, resync);

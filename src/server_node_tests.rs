@@ -117,7 +117,7 @@ impl Rc2 {
 
     async fn read(&self, server: u32, epoch: u64, key: &str) -> Result<Vec<u8>, Refusal> {
         match self.call(server, Msg::Read { range: R, epoch: Epoch(epoch), key: key.as_bytes().to_vec(), level: ReadLevel::Strong }).await {
-            Msg::Served { result } => result,
+            Msg::Served { result } => result.map(|v| v.to_vec()),
             other => panic!("{other:?}"),
         }
     }
@@ -141,7 +141,7 @@ fn row(owner: u32, epoch: u64) -> RangeRow {
 
 fn served(msg: Msg) -> Result<Vec<u8>, Refusal> {
     match msg {
-        Msg::Served { result } => result,
+        Msg::Served { result } => result.map(|v| v.to_vec()),
         other => panic!("{other:?}"),
     }
 }

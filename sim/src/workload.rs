@@ -88,7 +88,7 @@ pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: O
 
 /// One read at `level` through `frontend`, recorded as `invoke` (with the level and, for a
 /// bounded read, its bound in ms) + `complete` (with the content).
-pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>, level: ReadLevel) -> (Outcome, Vec<u8>) {
+pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>, level: ReadLevel) -> (Outcome, bytes::Bytes) {
     let bound_ms = match level {
         ReadLevel::Strong => None,
         ReadLevel::Bounded { ms } => Some(ms),
@@ -97,7 +97,7 @@ pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64
     record(What::Invoke { op: ClientOp::Read, id, key: key.clone(), bound_ms });
     let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key: key.clone(), level }, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, value }) => (outcome, value),
-        _ => (Outcome::Failed("frontend did not answer".into()), Vec::new()),
+        _ => (Outcome::Failed("frontend did not answer".into()), bytes::Bytes::new()),
     };
     let (ended, reason) = ended(&outcome);
     // The content as its length and hash: enough to tell whether it is a prefix of the final
@@ -305,7 +305,7 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, r
                 seq += 1;
                 let (outcome, value) = read(&rpc, &knobs, frontend, 0, seq, key.clone(), ReadLevel::Strong).await;
                 if outcome == Outcome::Ok {
-                    served.insert(key, value);
+                    served.insert(key, value.to_vec());
                     break;
                 }
                 if now_us() >= deadline_us {
