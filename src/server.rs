@@ -152,9 +152,6 @@ pub struct CopyState {
     pub last_round_bytes: u64,
     /// A round is waiting for the store.
     pub busy: bool,
-    /// The digest of `records`, extended by each round as it lands, so the finish hashes only
-    /// the tail. Kept while a finish holds the records (`records` is empty then).
-    pub digest: StreamDigest,
 }
 
 impl CopyState {
@@ -540,15 +537,10 @@ impl ServerCore {
     pub fn complete_move(&mut self, row: &RangeRow, base: Rc<Vec<Record>>, precopied: Vec<Record>, tail: Vec<Record>, digest: StreamDigest, strategy: Strategy) -> Result<(), FinishError> {
         let precopy_bytes: u64 = precopied.iter().map(Record::payload_bytes).sum();
         let tail_bytes: u64 = tail.iter().map(Record::payload_bytes).sum();
-        // The pre-copy's running digest when it is the digest of these records (the ones
-        // `begin_finish` took from that copy), else computed here; then the tail on top.
-        let kept = self.copies.remove(&row.id).filter(|c| c.row.epoch == row.epoch && c.digest.records == precopied.len() as u64).map(|c| c.digest);
-        let mut copied = kept.unwrap_or_else(|| StreamDigest::of(&precopied));
-        for r in &tail {
-            copied.add(r);
-        }
+        self.copies.remove(&row.id);
         let mut records = precopied;
         records.extend(tail);
+        let copied = StreamDigest::of(&records);
         if copied != digest && !self.mutated(Mutation::TargetSkipsVerify) {
             let why = format!(
                 "copy of {} does not match the source: {} records, {} bytes, checksum {:016x} here; {} records, {} bytes, checksum {:016x} at the source",
@@ -609,10 +601,9 @@ impl ServerCore {
         if self.session != Some(row.owner_session) {
             return Err(format!("{} move target session {}, this server has {:?}", row.id, row.owner_session, self.session));
         }
-        let fresh = || CopyState { row: row.clone(), records: Vec::new(), rounds: 0, last_round_bytes: 0, busy: false, digest: StreamDigest::default() };
-        let copy = self.copies.entry(row.id).or_insert_with(fresh);
+        let copy = self.copies.entry(row.id).or_insert_with(|| CopyState { row: row.clone(), records: Vec::new(), rounds: 0, last_round_bytes: 0, busy: false });
         if copy.row.epoch != row.epoch {
-            *copy = fresh();
+            *copy = CopyState { row: row.clone(), records: Vec::new(), rounds: 0, last_round_bytes: 0, busy: false };
         }
         let ready = copy.rounds >= 1 && (copy.last_round_bytes <= threshold_bytes || copy.rounds >= max_rounds.max(1));
         if ready || copy.busy {
@@ -631,9 +622,6 @@ impl ServerCore {
         copy.busy = false;
         if let Some(records) = records.filter(|_| copy.records.len() as u64 == from) {
             let round: u64 = records.iter().map(Record::payload_bytes).sum();
-            for r in &records {
-                copy.digest.add(r);
-            }
             copy.records.extend(records);
             copy.rounds += 1;
             copy.last_round_bytes = round;

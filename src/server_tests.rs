@@ -454,7 +454,7 @@ fn server_pre_copy_rounds_until_the_tail_is_small_or_the_rounds_run_out() {
 #[test]
 fn server_losing_its_session_drops_everything() {
     let mut core = serving(2, vec![]);
-    core.copies.insert(RangeId(5), crate::server::CopyState { row: row(2, 1), records: vec![], rounds: 0, last_round_bytes: 0, busy: false, digest: StreamDigest::default() });
+    core.copies.insert(RangeId(5), crate::server::CopyState { row: row(2, 1), records: vec![], rounds: 0, last_round_bytes: 0, busy: false });
     let (_, events) = capture(|| core.lose_session("session_expired"));
     assert_eq!(events, vec!["dropped server=1 range=1 epoch=2 reason=session_expired".to_string()]);
     assert!(core.ranges.is_empty() && core.copies.is_empty());
@@ -664,19 +664,10 @@ fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
     // The retry starts from the kept copy: the tail is only r2.
     let pre = b.begin_finish(&at_b).unwrap().expect("a finish to run");
     assert_eq!(pre, vec![r1.clone()]);
-    assert_eq!(b.copies[&RangeId(1)].digest, StreamDigest::of(std::slice::from_ref(&r1)), "the rounds' running digest, kept while the finish holds the records");
     let digest = StreamDigest::of(&[r1.clone(), r2.clone()]);
     b.complete_move(&at_b, Rc::new(vec![]), pre, vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
     assert!(b.copies.is_empty(), "the copy is done with");
     assert_eq!(b.read(RangeId(1), Epoch(2), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"one;".to_vec()));
-    // A round that received a damaged record (a flipped bit on the link): the running digest is
-    // of what arrived, so the finish still finds the copy diverged from the source.
-    let (mut c, at_c) = move_target();
-    let damaged = rec_bulk(1, 1, b"b", b"One;", 1 << 20);
-    assert_eq!(c.begin_copy_round(&at_c, 0, 4), Ok(Ok(0)));
-    c.finish_copy_round(&at_c, 0, Some(vec![damaged]));
-    let pre = c.begin_finish(&at_c).unwrap().expect("a finish to run");
-    assert!(matches!(c.complete_move(&at_c, Rc::new(vec![]), pre, vec![r2.clone()], digest, Strategy::PreCopy), Err(FinishError::Diverged(_))));
 }
 
 /// A finish while a pre-copy round is still reading starts from nothing: the busy copy is
