@@ -24,7 +24,7 @@
 use crate::config::{Knobs, Mutation};
 use crate::event::{reshape_outcomes, Event, Restored};
 use crate::ids::ServerId;
-use crate::map::{MapOp, PartitionMap, RangeState};
+use crate::map::{MapOp, PartitionMap, RangeState, SharedMap};
 use crate::msg::{Msg, SessionView};
 use std::collections::BTreeMap;
 
@@ -34,8 +34,8 @@ pub enum LockRecord {
     /// The whole map after a committed mutation (the last one wins on recovery), with the
     /// leader term that committed it (0: an operator's request).
     Map {
-        /// The map.
-        map: PartitionMap,
+        /// The map (shared with the authority's current map and the commit's event).
+        map: SharedMap,
         /// The committing term.
         leader_epoch: u64,
     },
@@ -130,7 +130,7 @@ pub enum Pending {
     /// `retire-parents-first` only).
     Commit {
         /// The new map.
-        next: PartitionMap,
+        next: SharedMap,
         /// The ops it applied (for the split and merge outcome events).
         ops: Vec<MapOp>,
         /// The committing term (0: operator).
@@ -138,7 +138,7 @@ pub enum Pending {
         /// The committing manager (0: operator).
         manager: u32,
         /// A further version and its ops.
-        then: Option<Box<(PartitionMap, Vec<MapOp>)>>,
+        then: Option<Box<(SharedMap, Vec<MapOp>)>>,
     },
     /// Nothing changes; answer `msg` (mutation `authority-logs-refused-cas`: a refused write
     /// was logged anyway).
@@ -150,7 +150,7 @@ pub enum Pending {
 pub struct AuthorityCore {
     lease_us: u64,
     mutation: Option<Mutation>,
-    map: PartitionMap,
+    map: SharedMap,
     /// The leader term that committed `map` (0: operator, or none yet).
     map_leader_epoch: u64,
     leader: Option<Lease>,
@@ -170,7 +170,7 @@ impl AuthorityCore {
         let mut a = AuthorityCore {
             lease_us: knobs.lease_ms * 1000,
             mutation: knobs.mutation,
-            map: PartitionMap::default(),
+            map: SharedMap::default(),
             map_leader_epoch: 0,
             leader: None,
             last_leader_epoch: 0,
@@ -307,7 +307,7 @@ impl AuthorityCore {
                 } else {
                     None
                 };
-                let mut next = self.map.clone();
+                let mut next = PartitionMap::clone(&self.map);
                 let refusal = refusal.or_else(|| next.apply_batch(ops).err().map(|e| e.to_string()));
                 if let Some(error) = refusal {
                     let events = vec![Event::CasRefused { leader_epoch: *leader_epoch, expected_version: *expected_version, version: self.map.version, reason: error.clone() }];
@@ -315,22 +315,22 @@ impl AuthorityCore {
                     if self.mutated(Mutation::AuthorityLogsRefusedCas) {
                         // The mutation: the refused batch is written ahead of its validation and
                         // never taken back (nothing in memory changes, nothing announces it).
-                        let mut logged = self.map.clone();
+                        let mut logged = PartitionMap::clone(&self.map);
                         let _ = logged.apply_batch(ops);
-                        return Action::Persist { records: vec![LockRecord::Map { map: logged, leader_epoch: *leader_epoch }], after: Pending::Answer(answer), events };
+                        return Action::Persist { records: vec![LockRecord::Map { map: SharedMap::new(logged), leader_epoch: *leader_epoch }], after: Pending::Answer(answer), events };
                     }
                     return Action::Reply { msg: answer, events };
                 }
                 if let Some(half) = self.retire_parents_first(ops) {
                     next.version += 1;
                     let record = LockRecord::Map { map: half.clone(), leader_epoch: *leader_epoch };
-                    let after = Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, manager: *candidate, then: Some(Box::new((next, ops.clone()))) };
+                    let after = Pending::Commit { next: half, ops: Vec::new(), leader_epoch: *leader_epoch, manager: *candidate, then: Some(Box::new((SharedMap::new(next), ops.clone()))) };
                     return Action::Persist { records: vec![record], after, events: Vec::new() };
                 }
-                self.commit(next, ops.clone(), (*leader_epoch, *candidate), Vec::new())
+                self.commit(SharedMap::new(next), ops.clone(), (*leader_epoch, *candidate), Vec::new())
             }
             Msg::Admin { ops } => {
-                let mut next = self.map.clone();
+                let mut next = PartitionMap::clone(&self.map);
                 let refusal = match ops.iter().find(|op| !op.is_operator_request()) {
                     Some(op) => Some(format!("not an operator request: {op:?}")),
                     None => next.apply_batch(ops).err().map(|e| e.to_string()),
@@ -339,7 +339,7 @@ impl AuthorityCore {
                     let events = vec![Event::CasRefused { leader_epoch: 0, expected_version: self.map.version, version: self.map.version, reason: error.clone() }];
                     return Action::Reply { msg: Msg::CasResult { map: self.map.clone(), error: Some(error) }, events };
                 }
-                self.commit(next, ops.clone(), (0, 0), Vec::new())
+                self.commit(SharedMap::new(next), ops.clone(), (0, 0), Vec::new())
             }
             other => panic!("lock-1: unexpected message {other:?}"),
         }
@@ -347,7 +347,7 @@ impl AuthorityCore {
 
     /// Persist `next` (the map after `ops`, committed by manager `by.1` at term `by.0`; both 0
     /// for an operator's request).
-    fn commit(&self, next: PartitionMap, ops: Vec<MapOp>, by: (u64, u32), events: Vec<Event>) -> Action {
+    fn commit(&self, next: SharedMap, ops: Vec<MapOp>, by: (u64, u32), events: Vec<Event>) -> Action {
         let (leader_epoch, manager) = by;
         Action::Persist { records: vec![LockRecord::Map { map: next.clone(), leader_epoch }], after: Pending::Commit { next, ops, leader_epoch, manager, then: None }, events }
     }
@@ -406,15 +406,15 @@ impl AuthorityCore {
 
     /// Mutation `retire-parents-first`: for a split or merge commit, the map with only its
     /// parents retired (and the version bumped), committed before the children are published.
-    fn retire_parents_first(&self, ops: &[MapOp]) -> Option<PartitionMap> {
+    fn retire_parents_first(&self, ops: &[MapOp]) -> Option<SharedMap> {
         let [MapOp::CommitReshape { first, .. }] = ops else { return None };
         let r = self.map.reshapes.get(first).filter(|_| self.mutated(Mutation::RetireParentsFirst))?;
-        let mut half = self.map.clone();
+        let mut half = PartitionMap::clone(&self.map);
         for (p, _) in &r.parents {
             half.rows.get_mut(p)?.state = RangeState::Retired;
         }
         half.version += 1;
-        Some(half)
+        Some(SharedMap::new(half))
     }
 }
 

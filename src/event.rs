@@ -13,7 +13,7 @@
 //! the history, not its source.
 
 use crate::ids::{show_key, Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::{PartitionMap, RangeState, ReshapeKind, Strategy, TransferPhase};
+use crate::map::{PartitionMap, RangeState, SharedMap, ReshapeKind, Strategy, TransferPhase};
 use crate::msg::{Refusal, StreamDigest};
 use std::cell::RefCell;
 use std::fmt;
@@ -84,8 +84,8 @@ pub enum Event {
         leader_epoch: u64,
         /// The manager whose compare-and-set it was (0 for an operator's request).
         manager: u32,
-        /// The committed map.
-        map: PartitionMap,
+        /// The committed map (shared with the authority's copy of that version).
+        map: SharedMap,
     },
     /// The authority (re)started and made `map` current, restored from its disk: the version a
     /// crash may have made durable without any `MapCommit` (a torn write, issue 12).
@@ -93,7 +93,7 @@ pub enum Event {
         /// The term that committed it (0: operator, or no map yet).
         leader_epoch: u64,
         /// The restored map.
-        map: PartitionMap,
+        map: SharedMap,
     },
     /// The authority refused a compare-and-set of the map: nothing was written.
     CasRefused {

@@ -14,7 +14,7 @@
 
 use crate::config::{frontend_addr, lock_addr, server_addr, Knobs, Mutation};
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::{PartitionMap, RangeState};
+use crate::map::{PartitionMap, RangeState, SharedMap};
 use crate::msg::{Msg, Outcome, ReadLevel, Refusal};
 use crate::seam::{now_us, sleep_ms, Rpc};
 use madsim::rand::Rng;
@@ -66,7 +66,7 @@ pub fn next_step(route: Route, refusal: &Refusal) -> Step {
 
 /// Frontend state: the cached map.
 struct Frontend {
-    map: PartitionMap,
+    map: SharedMap,
     /// When a refresh was last started (µs, local clock).
     last_refresh_us: u64,
     /// When a read of the map last succeeded (µs, local clock; boot time until the first).
@@ -87,7 +87,7 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
     let rpc = Rpc::bind(frontend_addr(n), &net).await;
     // Staleness counts from boot until the first read of the map: a frontend that never read
     // it fails fast too.
-    let fe = Rc::new(RefCell::new(Frontend { map: PartitionMap::default(), last_refresh_us: 0, last_map_us: now_us() }));
+    let fe = Rc::new(RefCell::new(Frontend { map: SharedMap::default(), last_refresh_us: 0, last_map_us: now_us() }));
     let knobs = Rc::new(knobs);
     {
         // Keep the cache fresh, and know whether the map can still be read at all.
@@ -338,7 +338,7 @@ mod tests {
                         };
                         async move {
                             assert!(matches!(msg, Msg::GetMap));
-                            map.map(|map| Msg::Map { map })
+                            map.map(|map| Msg::Map { map: map.into() })
                         }
                     });
                     std::future::pending::<()>().await

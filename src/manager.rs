@@ -356,7 +356,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
     // flow driven meanwhile, 1.5 s extra behind an open that timed out).
     let leader = Rc::new(Leader { rpc: rpc.clone(), knobs: knobs.clone(), candidate, leader_epoch, valid_until_us: valid_until, version: Cell::new(map.version), commits: tokio::sync::Mutex::new(()), stopped: Cell::new(false) });
     let mut tasks = Vec::new();
-    let shared_map = Rc::new(map.clone());
+    let shared_map = map.clone();
     for row in p.opens {
         let (leader, map) = (leader.clone(), shared_map.clone());
         tasks.push(crate::seam::spawn(async move {

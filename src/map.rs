@@ -410,6 +410,12 @@ pub struct PartitionMap {
     pub reshape_requests: BTreeMap<RangeId, ReshapeRequest>,
 }
 
+/// One map version shared by everything that holds it (issue 13): the authority's current map,
+/// its durable record, the commit event and every `Map`, `State` and `CasResult` answer of that
+/// version point at one copy. A new version is a copy of the current one with a batch applied
+/// (copy on write).
+pub type SharedMap = std::sync::Arc<PartitionMap>;
+
 /// An operator's split or merge request (see [`MapOp::RequestSplit`], [`MapOp::RequestMerge`]),
 /// kept in [`PartitionMap::reshape_requests`] under its first range.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

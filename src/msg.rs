@@ -4,7 +4,7 @@
 //! charges against bandwidth (payload bytes; framing is added by the seam).
 
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, Strategy};
+use crate::map::{MapOp, PartitionMap, RangeRow, SharedMap, Strategy};
 use bytes::Bytes;
 
 /// One appended record in a stream at the store.
@@ -291,14 +291,14 @@ pub enum Msg {
     /// Authority → frontend: the map.
     Map {
         /// The authority's current map.
-        map: PartitionMap,
+        map: SharedMap,
     },
     /// Manager → authority: map plus session states.
     GetState,
     /// Authority → manager: the map and all sessions.
     State {
         /// The authority's current map.
-        map: PartitionMap,
+        map: SharedMap,
         /// Each server's latest session and whether its lease is still live (expiries due
         /// are applied and made durable before the answer).
         sessions: Vec<SessionView>,
@@ -319,7 +319,7 @@ pub enum Msg {
     /// Authority → manager: the map after the attempt, and the refusal reason if any.
     CasResult {
         /// The authority's map after the attempt (unchanged when refused).
-        map: PartitionMap,
+        map: SharedMap,
         /// Why the batch was refused (stale leader epoch, version mismatch, a
         /// [`MapError`](crate::map::MapError), or not an operator request); `None`: committed.
         error: Option<String>,

@@ -523,7 +523,7 @@ fn main() -> ExitCode {
                 };
             }
             let cells = pause_report::grid(quick);
-            eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs", cells.len());
+            eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs (up to {} seeds for a fault-free cell whose mean pause is still noisy)", cells.len(), seeds * pause_report::MAX_SEED_FACTOR);
             let progress = |done: usize, of: usize| {
                 if done.is_multiple_of(20) || done == of {
                     eprintln!("{done}/{of} runs");

@@ -122,8 +122,8 @@ mod tests {
     fn manager_exclusive_flags_a_durable_map_of_an_old_term() {
         let m = map_of(1, &[(1, "", None, 1, 1, "active")]);
         let term = |epoch| LockRecord::LeaderTerm { candidate: 1, epoch };
-        check_durable(&[term(1), LockRecord::Map { map: m.clone(), leader_epoch: 1 }, term(2), LockRecord::Map { map: m.clone(), leader_epoch: 0 }]).unwrap();
-        let err = check_durable(&[term(1), term(2), LockRecord::Map { map: m, leader_epoch: 1 }]).unwrap_err();
+        check_durable(&[term(1), LockRecord::Map { map: m.clone().into(), leader_epoch: 1 }, term(2), LockRecord::Map { map: m.clone().into(), leader_epoch: 0 }]).unwrap();
+        let err = check_durable(&[term(1), term(2), LockRecord::Map { map: m.into(), leader_epoch: 1 }]).unwrap_err();
         assert!(err.contains("durable record 2"), "{err}");
     }
 }

@@ -14,9 +14,10 @@
 //! as an empty map when it retires the only range.
 
 use super::{secs, Violation};
+use super::index::{MapDiff, Maps};
 use crate::events::{Event, Sys, What};
 use partmap::lock::LockRecord;
-use partmap::map::PartitionMap;
+use partmap::map::{PartitionMap, SharedMap};
 use std::collections::BTreeMap;
 
 /// Whether `map`'s live rows tile the key space, with at least one live row in every version
@@ -56,17 +57,18 @@ pub fn journal_live(map: &PartitionMap) -> Result<(), String> {
 }
 
 /// Versions and epochs only grow across a sequence of maps. `last` holds the previous version
-/// and every range's last epoch.
-fn grows(map: &PartitionMap, last: &mut (u64, BTreeMap<u64, u64>), allow_equal: bool, at: &str) -> Result<(), String> {
+/// and every range's last epoch; only the rows `diff` says changed are read (an unchanged row
+/// has the epoch `last` took from the previous map). `at` says where, for messages.
+fn grows(map: &PartitionMap, diff: &MapDiff<'_>, last: &mut (u64, BTreeMap<u64, u64>), allow_equal: bool, at: &dyn Fn() -> String) -> Result<(), String> {
     let v = map.version;
     if v < last.0 || (v == last.0 && !allow_equal && v > 0) {
-        return Err(format!("map version went from {} to {v} ({at})", last.0));
+        return Err(format!("map version went from {} to {v} ({})", last.0, at()));
     }
     last.0 = v;
-    for row in map.rows.values() {
+    for row in &diff.rows {
         if let Some(&old) = last.1.get(&row.id.0) {
             if row.epoch.0 < old {
-                return Err(format!("epoch of {} went down from {old} to {} at version {v} ({at})", row.id, row.epoch.0));
+                return Err(format!("epoch of {} went down from {old} to {} at version {v} ({})", row.id, row.epoch.0, at()));
             }
         }
         last.1.insert(row.id.0, row.epoch.0);
@@ -74,22 +76,33 @@ fn grows(map: &PartitionMap, last: &mut (u64, BTreeMap<u64, u64>), allow_equal: 
     Ok(())
 }
 
+/// [`tiles`] of a map whose previous one in its sequence tiled: the full check only when
+/// `diff` says the live rows' bounds may have changed, else only the journal.
+fn still_tiles(map: &PartitionMap, diff: &MapDiff<'_>) -> Result<(), String> {
+    if diff.tiling_changed {
+        tiles(map)
+    } else {
+        journal_live(map)
+    }
+}
+
 /// The announced view: every `map_commit` and `map_restored` map, in order. A restored map may
 /// repeat the last version (it is the same one), never go below it.
 ///
 /// Errors: the first bad version, with its time and the offending rows.
 pub fn check_announced(events: &[Event]) -> Result<(), Violation> {
+    check_announced_indexed(&Maps::of(events))
+}
+
+/// [`check_announced`] over the history's maps diffed once for every checker.
+pub fn check_announced_indexed(maps: &Maps<'_>) -> Result<(), Violation> {
     let mut last = (0, BTreeMap::new());
-    for ev in events {
-        let (map, restored) = match &ev.what {
-            What::Sys(Sys::MapCommit { map, .. }) => (map, false),
-            What::Sys(Sys::MapRestored { map, .. }) => (map, true),
-            _ => continue,
-        };
-        let at = format!("{} at {}", if restored { "restored" } else { "committed" }, secs(ev.t_us));
-        let cite = |e: String| Violation::new(e).at(ev.t_us).version(map.version);
-        grows(map, &mut last, restored, &at).map_err(cite)?;
-        tiles(map).map_err(|e| cite(format!("version {} ({at}): {e}", map.version)))?;
+    for step in &maps.steps {
+        let (map, restored) = (step.map, step.restored);
+        let at = || format!("{} at {}", if restored { "restored" } else { "committed" }, secs(step.t_us));
+        let cite = |e: String| Violation::new(e).at(step.t_us).version(map.version);
+        grows(map, &step.diff, &mut last, restored, &at).map_err(cite)?;
+        still_tiles(map, &step.diff).map_err(|e| cite(format!("version {} ({}): {e}", map.version, at())))?;
     }
     Ok(())
 }
@@ -104,20 +117,40 @@ pub fn check_announced(events: &[Event]) -> Result<(), Violation> {
 ///
 /// Errors: the first bad record (by its index in the log), announced commit or restore.
 pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Violation> {
+    check_durable_indexed(durable, events, &Maps::of(events))
+}
+
+/// [`check_durable`] with the history's maps diffed once (`maps`, of `events`): a log record
+/// that is the very copy a commit announced, after the copy announced before it, takes that
+/// diff instead of diffing again.
+pub fn check_durable_indexed(durable: &[LockRecord], events: &[Event], maps: &Maps<'_>) -> Result<(), Violation> {
     let mut last = (0, BTreeMap::new());
-    let mut by_version: BTreeMap<u64, &PartitionMap> = BTreeMap::new();
+    let mut by_version: BTreeMap<u64, &SharedMap> = BTreeMap::new();
+    let mut prev: Option<&PartitionMap> = None;
     for (i, rec) in durable.iter().enumerate() {
         let LockRecord::Map { map, .. } = rec else { continue };
-        let at = format!("durable record {i} of lock-1");
-        grows(map, &mut last, false, &at).map_err(|e| Violation::new(e).version(map.version))?;
-        tiles(map).map_err(|e| Violation::new(format!("version {} ({at}): {e}", map.version)).version(map.version))?;
+        let at = || format!("durable record {i} of lock-1");
+        let own;
+        let diff = match maps.diff_of(prev, map) {
+            Some(d) => d,
+            None => {
+                own = MapDiff::between(prev, map);
+                &own
+            }
+        };
+        grows(map, diff, &mut last, false, &at).map_err(|e| Violation::new(e).version(map.version))?;
+        still_tiles(map, diff).map_err(|e| Violation::new(format!("version {} ({}): {e}", map.version, at())).version(map.version))?;
         by_version.insert(map.version, map);
+        prev = Some(map);
     }
     // The last map record before log length `n` (what a recovery that found `n` records restores).
     let last_map_before = |n: usize| durable[..n.min(durable.len())].iter().rposition(|r| matches!(r, LockRecord::Map { .. }));
-    let mut announced: Vec<&PartitionMap> = Vec::new();
+    // The announced maps by version (a version announced twice keeps both). Maps compare as
+    // shared copies: the same copy is equal at once, another one row by row.
+    let mut announced: BTreeMap<u64, Vec<&SharedMap>> = BTreeMap::new();
     let mut recoveries: Vec<usize> = Vec::new();
     let mut found: Option<usize> = None;
+    let none = SharedMap::default();
     for ev in events {
         match &ev.what {
             What::Sys(Sys::MapCommit { map, .. }) => {
@@ -126,7 +159,7 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Vio
                     Some(_) => return Err(Violation::new(format!("version {} announced at {} differs from the durable record of that version", map.version, secs(ev.t_us))).at(ev.t_us).version(map.version)),
                     None => return Err(Violation::new(format!("version {} announced at {} is not in the authority's durable log", map.version, secs(ev.t_us))).at(ev.t_us).version(map.version)),
                 }
-                announced.push(map);
+                announced.entry(map.version).or_default().push(map);
             }
             What::Sys(Sys::Recovered { node: "lock-1", records }) => {
                 recoveries.push(*records);
@@ -136,12 +169,12 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Vio
                 let n = found.take().unwrap_or(0);
                 let expected = match last_map_before(n) {
                     Some(i) => match &durable[i] {
-                        LockRecord::Map { map, .. } => map.clone(),
+                        LockRecord::Map { map, .. } => map,
                         _ => unreachable!("a map record"),
                     },
-                    None => PartitionMap::default(),
+                    None => &none,
                 };
-                if *map != expected {
+                if map != expected {
                     return Err(Violation::new(format!("the map restored at {} (version {}) is not the last map record of the {n} records lock-1 recovered (version {})", secs(ev.t_us), map.version, expected.version)).at(ev.t_us).version(map.version));
                 }
             }
@@ -151,7 +184,8 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Vio
     let cut_off: std::collections::BTreeSet<usize> = recoveries.iter().filter_map(|n| last_map_before(*n)).collect();
     for (i, rec) in durable.iter().enumerate() {
         let LockRecord::Map { map, .. } = rec else { continue };
-        if !announced.contains(&map) && !cut_off.contains(&i) {
+        let was_announced = announced.get(&map.version).is_some_and(|a| a.contains(&map));
+        if !was_announced && !cut_off.contains(&i) {
             return Err(Violation::new(format!(
                 "durable record {i} of lock-1 holds map version {} that no commit announced, and no crash of lock-1 cut off its announcement (a write the authority refused or never finished)",
                 map.version
@@ -183,7 +217,7 @@ mod tests {
     fn map_tiles_accepts_a_tiling() {
         let m = map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
         check_announced(&[commit(1, 1, m.clone())]).unwrap();
-        check_durable(&[LockRecord::Map { map: m.clone(), leader_epoch: 1 }], &[commit(1, 1, m)]).unwrap();
+        check_durable(&[LockRecord::Map { map: m.clone().into(), leader_epoch: 1 }], &[commit(1, 1, m)]).unwrap();
     }
 
     #[test]
@@ -196,7 +230,7 @@ mod tests {
     fn map_tiles_flags_an_empty_map_and_the_last_ranges_retired() {
         let only_retired = map_of(2, &[(1, "", None, 1, 1, "retired")]);
         assert!(check_announced(&[commit(1, 2, only_retired.clone())]).unwrap_err().contains("no live rows"));
-        assert!(check_durable(&[LockRecord::Map { map: only_retired, leader_epoch: 1 }], &[]).unwrap_err().contains("no live rows"));
+        assert!(check_durable(&[LockRecord::Map { map: only_retired.into(), leader_epoch: 1 }], &[]).unwrap_err().contains("no live rows"));
         // Version 0, before the bootstrap, is the one empty map; a version committed to it
         // before the bootstrap (an operator's drain: seeds 622 and 1415 of swarm.json) fails.
         check_announced(&[restored(0, PartitionMap::default())]).unwrap();
@@ -224,7 +258,7 @@ mod tests {
         m.transfers.insert(RangeId(1), mv(1));
         let err = check_announced(&[commit(1, 3, m.clone())]).unwrap_err();
         assert!(err.contains("move of r1 to server-3, which is retired"), "{err}");
-        assert!(check_durable(&[LockRecord::Map { map: m, leader_epoch: 1 }], &[]).unwrap_err().contains("retired"));
+        assert!(check_durable(&[LockRecord::Map { map: m.into(), leader_epoch: 1 }], &[]).unwrap_err().contains("retired"));
     }
 
     #[test]
@@ -236,12 +270,63 @@ mod tests {
         assert!(check_announced(&[commit(1, 1, a), commit(1, 2, b)]).unwrap_err().contains("went down"));
     }
 
+    /// Issue 13: only what a version changed is read, so a violation a later version brings in
+    /// (a gap from a bounds change, a falling epoch on a changed row, a journal entry of a row
+    /// retired earlier) is found in either view, after versions that were fine.
+    #[test]
+    fn map_tiles_judges_what_each_later_version_changed() {
+        let a = map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
+        // Version 2: r2 shrinks and nothing covers [k7, unbounded).
+        let gap = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", Some("k7"), 2, 2, "active")]);
+        let err = check_announced(&[commit(1, 1, a.clone()), commit(1, 2, gap.clone())]).unwrap_err();
+        assert!(err.contains("version 2") && err.contains("gap"), "{err}");
+        let log = |m: &PartitionMap| LockRecord::Map { map: m.clone().into(), leader_epoch: 1 };
+        let err = check_durable(&[log(&a), log(&gap)], &[]).unwrap_err();
+        assert!(err.contains("durable record 1") && err.contains("gap"), "{err}");
+        // Version 3 keeps the bounds but r1's epoch falls.
+        let fell = map_of(3, &[(1, "", Some("k5"), 3, 0, "active"), (2, "k5", None, 2, 2, "active")]);
+        assert!(check_announced(&[commit(1, 1, a.clone()), commit(1, 3, fell.clone())]).unwrap_err().contains("epoch of r1 went down"));
+        assert!(check_durable(&[log(&a), log(&fell)], &[]).unwrap_err().contains("epoch of r1 went down"));
+        // Version 2 retires r2 into a child r3 (fine); version 3 journals a move of r2 with the
+        // rows as they were: the journal is judged even when the bounds did not change.
+        let merged = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "retired"), (3, "k5", None, 2, 3, "active")]);
+        let mut stale = merged.clone();
+        stale.version = 3;
+        stale.transfers.insert(partmap::ids::RangeId(2), partmap::map::Transfer { range: partmap::ids::RangeId(2), from: (partmap::ids::ServerId(2), 1), from_epoch: partmap::ids::Epoch(2), to: (partmap::ids::ServerId(1), 1), epoch: partmap::ids::Epoch(4), strategy: partmap::map::Strategy::PreCopy, phase: partmap::map::TransferPhase::Copying });
+        check_announced(&[commit(1, 1, a.clone()), commit(1, 2, merged.clone())]).unwrap();
+        assert!(check_announced(&[commit(1, 1, a.clone()), commit(1, 2, merged.clone()), commit(1, 3, stale.clone())]).unwrap_err().contains("move of r2"));
+        assert!(check_durable(&[log(&a), log(&merged), log(&stale)], &[]).unwrap_err().contains("move of r2"));
+        // An older map restored after a newer one: its rows are judged again.
+        let err = check_announced(&[commit(1, 1, a.clone()), commit(1, 2, merged), restored(1, gap)]).unwrap_err();
+        assert!(err.contains("restored") && err.contains("gap"), "{err}");
+    }
+
+    /// The durable log holds the very copies the commits announced (shared maps): the log
+    /// takes the history's diffs, and still judges each version.
+    #[test]
+    fn map_tiles_durable_judges_the_copies_the_commits_announced() {
+        use partmap::map::SharedMap;
+        let a = SharedMap::new(map_of(1, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]));
+        let gap = SharedMap::new(map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", Some("k7"), 2, 2, "active")]));
+        let announce = |t_us: u64, m: &SharedMap| at(t_us, Sys::MapCommit { leader_epoch: 1, manager: 1, map: m.clone() });
+        let events = [announce(1, &a), announce(2, &gap)];
+        let maps = Maps::of(&events);
+        assert!(maps.diff_of(None, &a).is_some() && maps.diff_of(Some(&a), &gap).is_some());
+        assert!(maps.diff_of(Some(&gap), &a).is_none(), "not one after the other");
+        let fresh = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", Some("k7"), 2, 2, "active")]);
+        assert!(maps.diff_of(Some(&a), &fresh).is_none(), "an equal map, another copy");
+        let log = [LockRecord::Map { map: a.clone(), leader_epoch: 1 }, LockRecord::Map { map: gap.clone(), leader_epoch: 1 }];
+        let err = check_durable_indexed(&log, &events, &maps).unwrap_err();
+        assert!(err.contains("durable record 1") && err.contains("gap"), "{err}");
+        check_durable_indexed(&log[..1], &events[..1], &Maps::of(&events[..1])).unwrap();
+    }
+
     /// Issue 12: a version that only the durable log holds (never announced) is judged.
     #[test]
     fn map_tiles_judges_a_durable_version_nobody_announced() {
         let good = map_of(1, &[(1, "", None, 1, 1, "active")]);
         let overlapping = map_of(2, &[(1, "", None, 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
-        let log = [LockRecord::Map { map: good.clone(), leader_epoch: 1 }, LockRecord::Map { map: overlapping, leader_epoch: 1 }];
+        let log = [LockRecord::Map { map: good.clone().into(), leader_epoch: 1 }, LockRecord::Map { map: overlapping.into(), leader_epoch: 1 }];
         let events = [commit(1, 1, good.clone())];
         check_announced(&events).unwrap();
         assert!(check_durable(&log, &events).unwrap_err().contains("durable record 1"));
@@ -249,7 +334,7 @@ mod tests {
         // A tiling version no commit announced: explained by a crash that cut off its
         // announcement (the recovery found it as the last map record and restored it) ...
         let next = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 2, 2, "active")]);
-        let log = [LockRecord::Map { map: good.clone(), leader_epoch: 1 }, LockRecord::Map { map: next.clone(), leader_epoch: 1 }];
+        let log = [LockRecord::Map { map: good.clone().into(), leader_epoch: 1 }, LockRecord::Map { map: next.clone().into(), leader_epoch: 1 }];
         let recovered = at(5, Sys::Recovered { node: "lock-1", records: 2 });
         check_durable(&log, &[commit(1, 1, good.clone()), recovered.clone(), restored(1, next.clone())]).unwrap();
         // ... not without one (a refused write applied anyway) ...
@@ -258,7 +343,7 @@ mod tests {
         let err = check_durable(&log, &[commit(1, 1, good.clone()), recovered, restored(1, good.clone())]).unwrap_err();
         assert!(err.contains("is not the last map record"), "{err}");
         // A version repeated in the log (a refused compare-and-set written anyway).
-        let log = [LockRecord::Map { map: good.clone(), leader_epoch: 1 }, LockRecord::Map { map: good.clone(), leader_epoch: 1 }];
+        let log = [LockRecord::Map { map: good.clone().into(), leader_epoch: 1 }, LockRecord::Map { map: good.clone().into(), leader_epoch: 1 }];
         assert!(check_durable(&log, &events).unwrap_err().contains("went from 1 to 1"));
         // An announced commit the log does not hold.
         assert!(check_durable(&[], &events).unwrap_err().contains("not in the authority's durable log"));

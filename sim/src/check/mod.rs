@@ -250,11 +250,11 @@ pub mod testkit {
 
     /// `map` committed by `manager` at term `leader_epoch` at `t_us`.
     pub fn commit_by(leader_epoch: u64, manager: u32, t_us: u64, map: PartitionMap) -> Event {
-        at(t_us, Sys::MapCommit { leader_epoch, manager, map })
+        at(t_us, Sys::MapCommit { leader_epoch, manager, map: map.into() })
     }
 
     /// `map` restored by the authority (term `leader_epoch`).
     pub fn restored(leader_epoch: u64, map: PartitionMap) -> Event {
-        at(0, Sys::MapRestored { leader_epoch, map })
+        at(0, Sys::MapRestored { leader_epoch, map: map.into() })
     }
 }

@@ -27,7 +27,7 @@
 use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
-use partmap::map::PartitionMap;
+use super::index::{MapStep, Maps};
 use std::collections::BTreeMap;
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
@@ -57,43 +57,79 @@ pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
     partmap::ids::in_range(key, &bounds.0, bounds.1.as_ref())
 }
 
-/// Record every (range, epoch) → owner that `map` gives out: rows, the transfer journal (a
-/// move's target gets its new epoch when journaled) and the children of splits and merges.
-fn note_grants(map: &PartitionMap, t_us: u64, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>, bounds_version: &mut usize) -> Result<(), Violation> {
+/// Record every (range, epoch) → owner that the map of `step` gives out: rows, the transfer
+/// journal (a move's target gets its new epoch when journaled) and the children of splits and
+/// merges. Only what the map changed against the previous one is read: the rest was recorded
+/// from that one, identically (issue 13). Every range whose bounds change goes to `bound_log`.
+fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>, bound_log: &mut Vec<u64>) -> Result<(), Violation> {
+    let (version, t_us) = (step.map.version, step.t_us);
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
             return Ok(());
         }
         match owner_of.insert((range, epoch), owner) {
-            Some(prev) if prev != owner => Err(Violation::new(format!("epoch {epoch} of r{range} was given to server-{prev} and later to {what}server-{owner} (map version {}, {})", map.version, secs(t_us)))
+            Some(prev) if prev != owner => Err(Violation::new(format!("epoch {epoch} of r{range} was given to server-{prev} and later to {what}server-{owner} (map version {version}, {})", secs(t_us)))
                 .at(t_us)
                 .range(range)
                 .server(prev)
                 .server(owner)
-                .version(map.version)),
+                .version(version)),
             _ => Ok(()),
         }
     };
-    for row in map.rows.values() {
+    for row in &step.diff.rows {
         if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
             bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
-            *bounds_version += 1;
+            bound_log.push(row.id.0);
         }
         grant(row.id.0, row.epoch.0, row.owner.map_or(0, |s| s.0), "")?;
     }
-    for r in map.reshapes.values() {
+    for r in &step.diff.reshapes {
         for c in &r.children {
             grant(c.id.0, c.epoch.0, c.owner.0 .0, "")?;
         }
     }
-    for t in map.transfers.values() {
+    for t in &step.diff.transfers {
         grant(t.range.0, t.epoch.0, t.to.0 .0, "move target ")?;
     }
     Ok(())
 }
 
+/// The ranges whose bounds hold one key, kept up to date from the log of bound changes: a
+/// lookup tests only the ranges whose bounds changed since the key's last lookup, so each key
+/// costs the number of bound changes over the whole run, not that times the number of ranges.
+#[derive(Default)]
+struct Covering {
+    /// How much of the bound log this is up to date with.
+    seen: usize,
+    /// The covering ranges, in id order.
+    ranges: Vec<u64>,
+}
+
+impl Covering {
+    fn update(&mut self, key: &[u8], bounds: &BTreeMap<u64, (Key, Option<Key>)>, bound_log: &[u64]) {
+        for r in &bound_log[self.seen..] {
+            let now = bounds.get(r).is_some_and(|b| contains(b, key));
+            match (self.ranges.binary_search(r), now) {
+                (Ok(i), false) => {
+                    self.ranges.remove(i);
+                }
+                (Err(i), true) => self.ranges.insert(i, *r),
+                _ => {}
+            }
+        }
+        self.seen = bound_log.len();
+    }
+}
+
 /// Check every clause. Errors: the first violation, with both sides.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
+    check_indexed(events, &Maps::of(events))
+}
+
+/// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`).
+pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation> {
+    let mut steps = maps.steps.iter();
     // (range, epoch) -> owner, from the map (announced and restored versions).
     let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
     let mut bounds: BTreeMap<u64, (Key, Option<Key>)> = BTreeMap::new();
@@ -112,14 +148,17 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
     let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // server -> its newest session (from its renewals and registrations).
     let mut current_session: BTreeMap<u32, u64> = BTreeMap::new();
-    // key -> the ranges whose bounds hold it, as of `bounds_version` (bumped by every change
-    // of `bounds`), so an admission looks up its key's few ranges instead of testing every one.
-    let mut bounds_version = 0usize;
-    let mut covering: std::collections::HashMap<&[u8], (usize, Vec<u64>)> = Default::default();
+    // Every range whose bounds changed, in order; key -> the ranges whose bounds hold it, so an
+    // admission looks up its key's few ranges instead of testing every one.
+    let mut bound_log: Vec<u64> = Vec::new();
+    let mut covering: std::collections::HashMap<&[u8], Covering> = Default::default();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
-            Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. } => note_grants(map, ev.t_us, &mut owner_of, &mut bounds, &mut bounds_version)?,
+            Sys::MapCommit { .. } | Sys::MapRestored { .. } => {
+                let step = steps.next().expect("one step per map event");
+                note_grants(step, &mut owner_of, &mut bounds, &mut bound_log)?
+            }
             Sys::Activated { server, range, epoch, stream, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
                 activations.insert(range, Activation { server, epoch, t_us: ev.t_us });
@@ -184,12 +223,9 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                let known = bounds_version;
                 let cover = covering.entry(key.as_slice()).or_default();
-                if cover.0 != known {
-                    *cover = (known, bounds.iter().filter(|(_, b)| contains(b, key)).map(|(r, _)| *r).collect());
-                }
-                for (other, a) in cover.1.iter().filter_map(|r| activations.get_key_value(r)) {
+                cover.update(key, &bounds, &bound_log);
+                for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
                     if a.server != server && a.epoch > epoch {
                         let v = Violation::new(format!(
                             "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
@@ -342,7 +378,7 @@ mod tests {
     /// announced by a commit) still counts as given out.
     #[test]
     fn single_writer_takes_grants_from_a_restored_map() {
-        let restored = at(0, Sys::MapRestored { leader_epoch: 1, map: map_of(1, &[(1, "", None, 1, 1, "active")]) });
+        let restored = at(0, Sys::MapRestored { leader_epoch: 1, map: map_of(1, &[(1, "", None, 1, 1, "active")]).into() });
         check(&[restored, effect(1, 1, 1)]).unwrap();
         assert!(check(&[effect(1, 1, 1)]).unwrap_err().contains("never gave out"));
     }
@@ -394,6 +430,42 @@ mod tests {
         // old session recorded after that.
         check(&[row(1, 1, 1), expired.clone(), renewed.clone(), op("admit", 8, 1, 1)]).unwrap();
         check(&[row(1, 1, 1), renewed, expired, op("admit", 8, 1, 1)]).unwrap();
+    }
+
+    /// An epoch given to a second server in a later version (only the changed row is read:
+    /// it must still be caught), and a move target's epoch that a row gave to another server.
+    #[test]
+    fn single_writer_flags_an_epoch_given_twice_across_versions() {
+        let v2 = commit(1, 7, map_of(2, &[(1, "", None, 2, 1, "active")]));
+        let err = check(&[row(1, 1, 1), v2]).unwrap_err();
+        assert!(err.contains("epoch 1 of r1 was given to server-1 and later to server-2 (map version 2"), "{err}");
+        let mut m = map_of(3, &[(1, "", None, 1, 1, "active")]);
+        m.transfers.insert(RangeId(1), partmap::map::Transfer { range: RangeId(1), from: (ServerId(1), 1), from_epoch: Epoch(1), to: (ServerId(3), 1), epoch: Epoch(2), strategy: partmap::map::Strategy::PreCopy, phase: partmap::map::TransferPhase::Copying });
+        let err = check(&[row(1, 1, 1), row(1, 2, 2), commit(1, 9, m)]).unwrap_err();
+        assert!(err.contains("later to move target server-3"), "{err}");
+    }
+
+    /// Issue 13: a key's covering ranges follow the maps. k7 is first admitted when only r1
+    /// covers it; a split then gives [k5, unbounded) to r3 on server-3, which activates it: a
+    /// later admission of k7 by server-1 at r1's epoch is two writers, k1's is not (r2, which
+    /// covers k1, was never activated).
+    #[test]
+    fn single_writer_follows_the_ranges_covering_a_key_across_splits() {
+        let admit = |t_us: u64, key: &[u8], seq: u64| at(t_us, Sys::Admit { server: ServerId(1), session: 1, range: RangeId(1), epoch: Epoch(1), key: key.to_vec(), id: OpId { client: 1, seq } });
+        let act = |t_us: u64, server: u32, range: u64, epoch: u64| at(t_us, Sys::Activated { server: ServerId(server), range: RangeId(range), epoch: Epoch(epoch), records: 0, stream: 0 });
+        let one = commit(1, 0, map_of(1, &[(1, "", None, 1, 1, "active")]));
+        let split = commit(1, 3, map_of(2, &[(1, "", None, 1, 1, "retired"), (2, "", Some("k5"), 2, 2, "active"), (3, "k5", None, 3, 3, "active")]));
+        let before = vec![one, act(1, 1, 1, 1), admit(2, b"k7", 1), admit(2, b"k1", 2), split, act(4, 3, 3, 3)];
+        let mut k7 = before.clone();
+        k7.push(admit(5, b"k7", 3));
+        let err = check(&k7).unwrap_err();
+        assert!(err.contains("two servers with authority over key k7") && err.contains("server-3 activated r3"), "{err}");
+        let mut k1 = before.clone();
+        k1.push(admit(5, b"k1", 3));
+        check(&k1).unwrap();
+        // r2 activated by server-2: now k1 too.
+        k1.insert(6, act(4, 2, 2, 2));
+        assert!(check(&k1).unwrap_err().contains("over key k1"));
     }
 
     #[test]

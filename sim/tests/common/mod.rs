@@ -30,7 +30,7 @@ pub fn harness(report: &RunReport) -> impl Iterator<Item = (u64, &What)> + '_ {
 /// (`map.transfers`) and the split/merge journal (`map.reshapes`) are read from.
 pub fn maps(report: &RunReport) -> impl Iterator<Item = (u64, &PartitionMap)> + '_ {
     sys(report).filter_map(|(t, s)| match s {
-        Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. } => Some((t, map)),
+        Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. } => Some((t, &**map)),
         _ => None,
     })
 }
