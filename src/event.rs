@@ -402,6 +402,21 @@ pub enum Event {
         /// The message kind (`store_append`, `pause`, ...).
         msg: &'static str,
     },
+    /// A server reloading `range` at `epoch` found that the store's digest of the prefix it
+    /// meant to keep differs from the content it applied (the store lost records it had
+    /// acknowledged, or holds others at their offsets): it loads the whole stream instead.
+    PrefixDiverged {
+        /// The server.
+        server: ServerId,
+        /// The range.
+        range: RangeId,
+        /// The epoch it reloads at.
+        epoch: Epoch,
+        /// The digest of the records applied at the server.
+        held: StreamDigest,
+        /// The store's digest of as many records (fewer if its stream is shorter).
+        store: StreamDigest,
+    },
 }
 
 /// Where [`emit`] sends events: the harness's collector.
@@ -471,7 +486,7 @@ fn render_map(f: &mut fmt::Formatter<'_>, map: &PartitionMap) -> fmt::Result {
 impl Event {
     /// Every name [`Event::name`] returns, in declaration order: what a scenario's event
     /// trigger may name (`faults.schedule[i].on.event`).
-    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered"];
+    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged"];
 
     /// The event's name in the trace (`effect`, `admit`, `map_commit`, ...).
     pub fn name(&self) -> &'static str {
@@ -505,6 +520,7 @@ impl Event {
             Event::ReadServed { .. } => "read_served",
             Event::LeaseExpired { .. } => "lease_expired",
             Event::HeldDelivered { .. } => "held_delivered",
+            Event::PrefixDiverged { .. } => "prefix_diverged",
         }
     }
 }
@@ -600,6 +616,11 @@ impl fmt::Display for Event {
                 server.0, range.0, epoch.0, show_key(key), if *bounded { "bounded" } else { "strong" }
             ),
             Event::HeldDelivered { from, to, msg } => write!(f, " from={from} to={to} msg={msg}"),
+            Event::PrefixDiverged { server, range, epoch, held, store } => write!(
+                f,
+                " server={} range={} epoch={} held_records={} held_checksum={} store_records={} store_checksum={}",
+                server.0, range.0, epoch.0, held.records, held.checksum, store.records, store.checksum
+            ),
         }
     }
 }

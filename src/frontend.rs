@@ -173,7 +173,7 @@ async fn forward(
     key: &[u8],
     timeout_ms: u64,
     request: impl Fn(Route, u32) -> Msg,
-) -> Result<Vec<u8>, Failure> {
+) -> Result<bytes::Bytes, Failure> {
     let mut maybe_applied = false;
     let mut last = String::from("no attempt");
     let mut hint: Option<Route> = None;
@@ -237,7 +237,7 @@ async fn forward(
     Err(Failure { reason: format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied, unavailable: false })
 }
 
-async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: Vec<u8>, bulk: u64) -> Msg {
+async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: bytes::Bytes, bulk: u64) -> Msg {
     let fresh = knobs.mutated(Mutation::FreshIdOnRetry);
     // Mutation `fresh-id-on-retry`: every retry a new id (the attempt number in the top bits).
     let request = |r: Route, attempt: u32| {
@@ -250,7 +250,7 @@ async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: 
         Err(Failure { reason, unavailable: true, .. }) => Outcome::MapUnavailable(reason),
         Err(Failure { reason, .. }) => Outcome::Failed(reason),
     };
-    Msg::ClientResult { outcome, value: Vec::new() }
+    Msg::ClientResult { outcome, value: bytes::Bytes::new() }
 }
 
 /// A read has no effect, so when the attempts run out it simply failed.
@@ -258,8 +258,8 @@ async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, level:
     let request = |r: Route, _| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone(), level };
     match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms, request).await {
         Ok(value) => Msg::ClientResult { outcome: Outcome::Ok, value },
-        Err(Failure { reason, unavailable: true, .. }) => Msg::ClientResult { outcome: Outcome::MapUnavailable(reason), value: Vec::new() },
-        Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: Vec::new() },
+        Err(Failure { reason, unavailable: true, .. }) => Msg::ClientResult { outcome: Outcome::MapUnavailable(reason), value: bytes::Bytes::new() },
+        Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: bytes::Bytes::new() },
     }
 }
 
@@ -384,7 +384,7 @@ mod tests {
                             if let Some(m) = s.then_map.take() {
                                 s.map = Some(m);
                             }
-                            let reply = s.replies.entry(n).or_default().pop_front().unwrap_or(Some(Msg::Served { result: Ok(b"v".to_vec()) }));
+                            let reply = s.replies.entry(n).or_default().pop_front().unwrap_or(Some(Msg::Served { result: Ok(bytes::Bytes::from_static(b"v")) }));
                             async move { reply }
                         });
                         std::future::pending::<()>().await
@@ -414,7 +414,7 @@ mod tests {
     const ID: OpId = OpId { client: 1, seq: 7 };
 
     fn append_req() -> Msg {
-        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: b"x".to_vec(), bulk: 0 }
+        Msg::ClientAppend { key: b"k".to_vec(), id: ID, bytes: bytes::Bytes::from_static(b"x"), bulk: 0 }
     }
 
     fn script(replies: &[(u32, Option<Msg>)]) -> Script {
@@ -476,7 +476,7 @@ mod tests {
         let (reply, _, _) = exchange(knobs.clone(), script(&[(1, None), stale(), stale()]), read.clone());
         assert!(matches!(outcome(&reply), Outcome::Failed(_)), "{reply:?}");
         let (reply, _, s) = exchange(knobs, script(&[]), read);
-        assert!(matches!(&reply, Msg::ClientResult { outcome: Outcome::Ok, value } if value == b"v"), "{reply:?}");
+        assert!(matches!(&reply, Msg::ClientResult { outcome: Outcome::Ok, value } if value == &b"v"[..]), "{reply:?}");
         assert!(matches!(&s.seen[..], [(1, Msg::Read { range: RangeId(1), epoch: Epoch(1), .. }, _)]), "{:?}", s.seen);
     }
 

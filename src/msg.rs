@@ -5,6 +5,7 @@
 
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{MapOp, PartitionMap, RangeRow, SharedMap, Strategy};
+use bytes::Bytes;
 
 /// One appended record in a stream at the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,8 +16,10 @@ pub struct Record {
     pub id: OpId,
     /// The object key.
     pub key: Key,
-    /// The appended bytes.
-    pub bytes: Vec<u8>,
+    /// The appended bytes: a shared buffer, so the copies a record makes on its way (the
+    /// frontend's retries, the store's log and every read of the stream, a server's acked and
+    /// pre-copied records) share one allocation instead of copying the payload at each hop.
+    pub bytes: Bytes,
     /// Simulated bulk payload carried on top of `bytes`: a size, not a buffer. It costs
     /// transmission time on every link and counts in digests and load reports, so ranges of
     /// gigabytes can be moved and reopened without allocating them (issue 15, the pause review).
@@ -350,6 +353,11 @@ pub enum Msg {
         /// The sealed length (records) at the fence: the caller reads the rest with
         /// `ReadStream` up to it (0 with `Err`).
         length: u64,
+        /// The digest of the stream's first `from` records (all of them when the sealed length
+        /// is shorter; its `records` then says so): a caller that keeps the `from` records it
+        /// holds checks them against it, and reloads from 0 on a difference (default with
+        /// `Err`).
+        prefix: StreamDigest,
     },
     /// Move target or new owner → store: the durable records of `stream` from offset `from`
     /// on (below `upto` if given), without fencing (a pre-copy round, or a sealed ancestor).
@@ -519,8 +527,8 @@ pub enum Msg {
         key: Key,
         /// The append's idempotency id (the same on every retry).
         id: OpId,
-        /// The bytes to append to the object.
-        bytes: Vec<u8>,
+        /// The bytes to append to the object (shared with the record they become).
+        bytes: Bytes,
         /// Simulated bulk bytes carried with them (see [`Record::bulk`]).
         bulk: u64,
     },
@@ -538,9 +546,10 @@ pub enum Msg {
     },
     /// Server → frontend: answer to `Append` (empty bytes) or `Read` (the object's bytes).
     Served {
-        /// `Ok`: empty for an append, the object's bytes (empty if absent) for a read; `Err`:
-        /// the refusal (the request had no effect).
-        result: Result<Vec<u8>, Refusal>,
+        /// `Ok`: empty for an append, the object's bytes (empty if absent) for a read, shared
+        /// with the server's copy until either changes; `Err`: the refusal (the request had no
+        /// effect).
+        result: Result<Bytes, Refusal>,
     },
     /// Server → frontend: the append was admitted but its effect's outcome is unknown
     /// (the store did not answer in time).
@@ -553,8 +562,8 @@ pub enum Msg {
         key: Key,
         /// The append's idempotency id, chosen by the client.
         id: OpId,
-        /// The bytes to append to the object.
-        bytes: Vec<u8>,
+        /// The bytes to append to the object (shared with the record they become).
+        bytes: Bytes,
         /// Simulated bulk bytes carried with them (see [`Record::bulk`]).
         bulk: u64,
     },
@@ -569,8 +578,9 @@ pub enum Msg {
     ClientResult {
         /// What became of the operation.
         outcome: Outcome,
-        /// For a successful read, the object's bytes; empty otherwise.
-        value: Vec<u8>,
+        /// For a successful read, the object's bytes (shared, as the server answered them);
+        /// empty otherwise.
+        value: Bytes,
     },
 }
 

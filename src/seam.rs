@@ -337,8 +337,12 @@ impl Rpc {
         MESSAGES_SENT.with(|n| n.set(n.get() + 1));
         let link = (self.ip, dst.ip());
         if let Msg::StreamRead { records, .. } = &mut msg {
-            if let Some(byte) = records.last_mut().and_then(|r| r.bytes.first_mut()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
-                *byte ^= 0x20; // one flipped bit in the copy: only the final checksum can tell
+            if let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
+                // One flipped bit in the copy (the payload is shared with the sender's, so the
+                // copy gets its own buffer): only the final checksum can tell.
+                let mut bytes = r.bytes.to_vec();
+                bytes[0] ^= 0x20;
+                r.bytes = bytes.into();
             }
         }
         if self.link_faults.has(link, LinkFault::Duplicate) {
@@ -731,7 +735,7 @@ mod tests {
                 async move {
                     let rpc = Rc::new(Rpc::bind(a, &net()).await);
                     sleep_ms(10).await;
-                    let bulk = Record { epoch: Epoch(1), id: OpId { client: 1, seq: 1 }, key: b"k".to_vec(), bytes: Vec::new(), bulk: 10 << 20 };
+                    let bulk = Record { epoch: Epoch(1), id: OpId { client: 1, seq: 1 }, key: b"k".to_vec(), bytes: bytes::Bytes::new(), bulk: 10 << 20 };
                     let big = Msg::StreamRead { records: vec![bulk], length: 1 };
                     let r2 = rpc.clone();
                     let first = spawn(async move { r2.call(b, big, 5_000).await });

@@ -37,8 +37,9 @@ pub struct Held {
     pub row: RangeRow,
     /// Loading or active.
     pub state: HeldState,
-    /// Object content by key (derived from the stream).
-    pub objects: BTreeMap<Key, Vec<u8>>,
+    /// Object content by key (derived from the stream). A read answers with the object shared,
+    /// not copied; an append copies it only while an answer still holds it (copy on write).
+    pub objects: BTreeMap<Key, Object>,
     /// Idempotency ids already in the stream.
     pub applied: BTreeSet<OpId>,
     /// Idempotency ids admitted and not yet answered by the store.
@@ -65,9 +66,38 @@ pub struct Held {
     pub recent_ops: std::collections::VecDeque<u64>,
     /// Recently used keys, the most recent last, for choosing split points.
     pub recent_keys: std::collections::VecDeque<Key>,
-    /// While loading: the offset the load started from (0: a full load; above 0: the content
-    /// up to it was kept from an older epoch, see [`ServerCore::begin_open`]).
+    /// While loading: the offset the load starts from (0: a full load; above 0: the content up
+    /// to it is kept, from an older epoch (see [`ServerCore::begin_open`]) or from before an
+    /// unknown outcome (see [`ServerCore::suspect`]), once the store's digest of that prefix
+    /// matched ours, see [`ServerCore::keep_prefix`]).
     pub load_from: u64,
+}
+
+/// An object's content, shared with the read answers that carry it.
+pub type Object = std::sync::Arc<Vec<u8>>;
+
+/// Append `bytes` to the object of `key`: in place, or on a copy while a read answer holds it.
+fn extend_object(objects: &mut BTreeMap<Key, Object>, key: &[u8], bytes: &[u8]) {
+    if !objects.contains_key(key) {
+        objects.insert(key.to_vec(), Object::default());
+    }
+    let object = objects.get_mut(key).expect("inserted above");
+    std::sync::Arc::make_mut(object).extend_from_slice(bytes);
+}
+
+/// An object as a read answer's payload, without copying it.
+fn object_bytes(object: &Object) -> bytes::Bytes {
+    /// The owner [`bytes::Bytes::from_owner`] needs (`Arc<Vec<u8>>` is not `AsRef<[u8]>`).
+    struct Shared(Object);
+    impl AsRef<[u8]> for Shared {
+        fn as_ref(&self) -> &[u8] {
+            &self.0
+        }
+    }
+    if object.is_empty() {
+        return bytes::Bytes::new();
+    }
+    bytes::Bytes::from_owner(Shared(object.clone()))
 }
 
 /// How many recent operations and keys a range remembers for its load report.
@@ -101,7 +131,7 @@ impl Held {
         while let Some(rec) = self.acked.remove(&self.next_offset) {
             self.digest.add(&rec);
             if self.applied.insert(rec.id) {
-                self.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                extend_object(&mut self.objects, &rec.key, &rec.bytes);
             }
             self.next_offset += 1;
         }
@@ -275,10 +305,38 @@ impl ServerCore {
     /// message held in the network landed at the store after our last load). Returns the row to
     /// reload; the range refuses requests (`NotReady`) until [`ServerCore::finish_open`].
     /// `None` when it is not active at that epoch (already reloading, or gone).
+    ///
+    /// The reload asks the store only for what follows the records applied here (`next_offset`
+    /// on), if the store's digest of those records matches ours ([`ServerCore::keep_prefix`]).
     pub fn suspect(&mut self, range: RangeId, epoch: Epoch) -> Option<RangeRow> {
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch && h.state == HeldState::Active)?;
         held.state = HeldState::Loading;
+        held.load_from = held.next_offset;
         Some(held.row.clone())
+    }
+
+    /// The offset a load of `row` asks the store from: the length of the prefix kept (see
+    /// [`Held::load_from`]); 0 when `row` is not loading here at its epoch.
+    pub fn load_from(&self, row: &RangeRow) -> u64 {
+        self.ranges.get(&row.id).filter(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading).map_or(0, |h| h.load_from)
+    }
+
+    /// The store fenced `row`'s stream and answered `store`, its digest of the first `from`
+    /// records (`from` = [`ServerCore::load_from`] when the fence was sent). The content kept
+    /// here is kept only if it is exactly that prefix: same length, same payload bytes, same
+    /// checksum as the digest of the records applied here. Otherwise (the store lost records we
+    /// applied, or holds others at their offsets) the load starts over from offset 0 and
+    /// `prefix_diverged` is traced. Returns the offset to load from: `from` or 0 (`from` as
+    /// given when `row` is no longer loading here; [`ServerCore::finish_open`] refuses it then).
+    pub fn keep_prefix(&mut self, row: &RangeRow, from: u64, store: StreamDigest) -> u64 {
+        let me = self.id;
+        let Some(held) = self.ranges.get_mut(&row.id).filter(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading && h.load_from == from) else { return from };
+        if from == 0 || (store.records == from && store == held.digest) {
+            return from;
+        }
+        emit(Event::PrefixDiverged { server: me, range: row.id, epoch: row.epoch, held: held.digest, store });
+        held.load_from = 0;
+        0
     }
 
     /// Accept a command from a manager whose leader epoch is `leader_epoch`. Errors: an
@@ -318,14 +376,14 @@ impl ServerCore {
     }
 
     /// A read at `level`: its check, then the object's bytes (empty if absent).
-    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], level: ReadLevel, now_us: u64) -> Result<Vec<u8>, Refusal> {
+    pub fn read(&mut self, range: RangeId, epoch: Epoch, key: &[u8], level: ReadLevel, now_us: u64) -> Result<bytes::Bytes, Refusal> {
         let checked = match level {
             ReadLevel::Strong => self.authorize(range, epoch, key, now_us),
             ReadLevel::Bounded { ms } => self.authorize_bounded(range, key, ms, now_us),
         };
         let held = checked.inspect_err(|r| emit(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Read, reason: r.clone() }))?;
         emit(Event::ReadServed { server: self.id, range, epoch: held.row.epoch, key: key.to_vec(), bounded: level != ReadLevel::Strong });
-        let value = held.objects.get(key).cloned().unwrap_or_default();
+        let value = held.objects.get(key).map_or_else(bytes::Bytes::new, object_bytes);
         self.ranges.get_mut(&range).expect("authorized").note_op(key, now_us);
         Ok(value)
     }
@@ -404,6 +462,13 @@ impl ServerCore {
     /// is the content inherited from the range's sealed ancestors (kept across reloads). On
     /// success the range serves from now on.
     pub fn finish_open(&mut self, row: &RangeRow, base: Option<Rc<Vec<Record>>>, loaded: Result<Vec<Record>, String>) -> Result<(), String> {
+        self.finish_load(row, base, loaded, None)
+    }
+
+    /// [`ServerCore::finish_open`], given `digest`, the digest of the loaded records when the
+    /// caller computed it already (a move's target, which checked it against the source's), so
+    /// a full load does not hash them a second time.
+    fn finish_load(&mut self, row: &RangeRow, base: Option<Rc<Vec<Record>>>, loaded: Result<Vec<Record>, String>, digest: Option<StreamDigest>) -> Result<(), String> {
         let still_ours = self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_ours {
             return Err(format!("{} changed while loading", row.id));
@@ -421,23 +486,35 @@ impl ServerCore {
             held.base = base;
         }
         if held.load_from > 0 {
-            // Reopened over content kept from an older epoch: only the records past it.
+            // A prefix kept (an older epoch's, or from before an unknown outcome; checked
+            // against the store's digest of it): only the records past it.
+            assert_eq!(held.next_offset, held.load_from, "a kept prefix is exactly what was applied");
             for rec in &records {
                 held.digest.add(rec);
-                if held.applied.insert(rec.id) {
-                    held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
+                    extend_object(&mut held.objects, &rec.key, &rec.bytes);
                 }
             }
             held.next_offset = held.load_from + records.len() as u64;
         } else {
-            held.objects.clear();
             held.applied.clear();
-            held.digest = StreamDigest::of(&records);
+            held.digest = digest.unwrap_or_else(|| StreamDigest::of(&records));
+            // Two passes: which records count (in range, first copy of each id) and every
+            // object's size, then each object built at its final size, so a large range loads
+            // without a chain of reallocations per object.
+            let mut kept: Vec<&Record> = Vec::new();
+            let mut sizes: BTreeMap<&[u8], usize> = BTreeMap::new();
             for rec in held.base.iter().chain(&records) {
                 if held.row.contains(&rec.key) && held.applied.insert(rec.id) {
-                    held.objects.entry(rec.key.clone()).or_default().extend_from_slice(&rec.bytes);
+                    *sizes.entry(&rec.key).or_default() += rec.bytes.len();
+                    kept.push(rec);
                 }
             }
+            let mut objects: BTreeMap<Key, Vec<u8>> = sizes.into_iter().map(|(key, len)| (key.to_vec(), Vec::with_capacity(len))).collect();
+            for rec in kept {
+                objects.get_mut(rec.key.as_slice()).expect("sized above").extend_from_slice(&rec.bytes);
+            }
+            held.objects = objects.into_iter().map(|(key, object)| (key, Object::new(object))).collect();
             held.next_offset = records.len() as u64;
         }
         held.load_from = 0;
@@ -473,7 +550,7 @@ impl ServerCore {
             emit(Event::Diverged { server: self.id, range: row.id, epoch: row.epoch, error: why.clone() });
             return Err(FinishError::Diverged(why));
         }
-        self.finish_open(row, Some(base), Ok(records)).map_err(FinishError::NotNow)?;
+        self.finish_load(row, Some(base), Ok(records), Some(copied)).map_err(FinishError::NotNow)?;
         emit(Event::Handoff { server: self.id, range: row.id, epoch: row.epoch, strategy, precopy_bytes, tail_bytes, bytes: digest.bytes });
         Ok(())
     }
@@ -672,7 +749,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             let admitted = core.borrow_mut().admit(range, epoch, &key, op, now_us());
             match admitted {
                 Err(refusal) => Some(Msg::Served { result: Err(refusal) }),
-                Ok(None) => Some(Msg::Served { result: Ok(Vec::new()) }),
+                Ok(None) => Some(Msg::Served { result: Ok(bytes::Bytes::new()) }),
                 Ok(Some(epoch)) => {
                     let record = Record { epoch, id: op, key, bytes, bulk };
                     let req = Msg::StoreAppend { stream: range, server: id, record: record.clone() };
@@ -687,7 +764,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                             // Answer only once the append is visible to reads here (earlier
                             // offsets may still be on their way back from the store).
                             if wait_applied(core, knobs, range, epoch, op).await {
-                                Some(Msg::Served { result: Ok(Vec::new()) })
+                                Some(Msg::Served { result: Ok(bytes::Bytes::new()) })
                             } else {
                                 let resync = core.borrow_mut().suspect(range, epoch);
                                 spawn_resync(core, knobs, rpc, resync);
@@ -721,7 +798,7 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
                         if knobs.mutated(Mutation::PublishBeforeFence) {
                             load_then_fence(rpc, knobs, &row, from).await
                         } else {
-                            fence_and_load(rpc, knobs, &row, from).await
+                            fence_and_reload(core, rpc, knobs, &row).await
                         }
                     };
                     let loaded = match base {
@@ -868,20 +945,53 @@ impl std::fmt::Display for LoadError {
     }
 }
 
+/// A fence's answer: the first chunk of records from the offset asked, the sealed length, and
+/// the store's digest of the stream's records before that offset.
+struct FenceAnswer {
+    records: Vec<Record>,
+    length: u64,
+    prefix: StreamDigest,
+}
+
+/// Raise the stream's fence to the row's epoch (or find it there), asking for its content from
+/// offset `from`.
+async fn fence(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<FenceAnswer, LoadError> {
+    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
+    match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
+        Ok(Msg::FenceResult { result: Ok(records), length, prefix }) => Ok(FenceAnswer { records, length, prefix }),
+        Ok(Msg::FenceResult { result: Err(fence), .. }) => Err(LoadError::Fenced(fence)),
+        _ => Err(LoadError::NoAnswer),
+    }
+}
+
+/// `records` were read from offset `from` on; read the rest up to the sealed `length`, a chunk
+/// at a time (see [`read_chunks`]).
+async fn read_rest(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, mut records: Vec<Record>, length: u64) -> Result<Vec<Record>, LoadError> {
+    let got = from + records.len() as u64;
+    if got < length {
+        records.extend(read_chunks(rpc, knobs, stream, got, Some(length)).await?);
+    }
+    Ok(records)
+}
+
 /// Raise the stream's fence to the row's epoch (or find it there) and fetch its content from
 /// offset `from` up to the sealed length, a chunk at a time (see [`read_chunks`]).
 async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<Vec<Record>, LoadError> {
-    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
-    let (mut records, length) = match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
-        Ok(Msg::FenceResult { result: Ok(records), length }) => (records, length),
-        Ok(Msg::FenceResult { result: Err(fence), .. }) => return Err(LoadError::Fenced(fence)),
-        _ => return Err(LoadError::NoAnswer),
-    };
-    let got = from + records.len() as u64;
-    if got < length {
-        records.extend(read_chunks(rpc, knobs, row.id, got, Some(length)).await?);
-    }
-    Ok(records)
+    let answer = fence(rpc, knobs, row, from).await?;
+    read_rest(rpc, knobs, row.id, from, answer.records, answer.length).await
+}
+
+/// Fence `row`'s stream and load what this server does not hold yet: from the prefix it keeps
+/// ([`ServerCore::load_from`]) when the store's digest of that prefix matches the content
+/// applied here ([`ServerCore::keep_prefix`]), else the whole stream from offset 0. The fence
+/// comes first either way: only records below its sealed length (durable, and final for every
+/// writer at an older epoch) are compared or loaded.
+async fn fence_and_reload(core: &RefCell<ServerCore>, rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
+    let from = core.borrow().load_from(row);
+    let answer = fence(rpc, knobs, row, from).await?;
+    let kept = core.borrow_mut().keep_prefix(row, from, answer.prefix);
+    let records = if kept == from { answer.records } else { Vec::new() };
+    read_rest(rpc, knobs, row.id, kept, records, answer.length).await
 }
 
 /// Consecutive unanswered chunk reads after which a transfer gives up.
@@ -965,7 +1075,7 @@ fn spawn_resync(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
 /// still ours at that epoch.
 async fn resync_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: RangeRow) {
     loop {
-        let loaded = fence_and_load(rpc, knobs, &row, 0).await;
+        let loaded = fence_and_reload(core, rpc, knobs, &row).await;
         let still_loading = core.borrow().ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
         if !still_loading {
             return;

@@ -129,13 +129,13 @@ impl Rc2 {
     }
 
     async fn append(&self, server: u32, epoch: u64, key: &str, seq: u64) -> Msg {
-        let msg = Msg::Append { range: R, epoch: Epoch(epoch), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes(), bulk: 0 };
+        let msg = Msg::Append { range: R, epoch: Epoch(epoch), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes().into(), bulk: 0 };
         self.call(server, msg).await
     }
 
     async fn read(&self, server: u32, epoch: u64, key: &str) -> Result<Vec<u8>, Refusal> {
         match self.call(server, Msg::Read { range: R, epoch: Epoch(epoch), key: key.as_bytes().to_vec(), level: ReadLevel::Strong }).await {
-            Msg::Served { result } => result,
+            Msg::Served { result } => result.map(|v| v.to_vec()),
             other => panic!("{other:?}"),
         }
     }
@@ -159,7 +159,7 @@ fn row(owner: u32, epoch: u64) -> RangeRow {
 
 fn served(msg: Msg) -> Result<Vec<u8>, Refusal> {
     match msg {
-        Msg::Served { result } => result,
+        Msg::Served { result } => result.map(|v| v.to_vec()),
         other => panic!("{other:?}"),
     }
 }
@@ -281,7 +281,7 @@ fn server_node_opens_a_child_from_its_parents_sealed_prefix() {
         let parent = RangeRow { start: vec![], end: None, ..row(1, 2) };
         assert_eq!(rpc.open(1, &parent, 1, vec![]).await, Ok(()));
         for (seq, key) in [(1, "b"), (2, "x"), (3, "c")] {
-            let msg = Msg::Append { range: R, epoch: Epoch(2), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes(), bulk: 0 };
+            let msg = Msg::Append { range: R, epoch: Epoch(2), key: key.as_bytes().to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes().into(), bulk: 0 };
             assert!(ok(&rpc.call(1, msg).await));
         }
         assert!(matches!(rpc.call(0, Msg::Seal { stream: R, epoch: Epoch(4) }).await, Msg::Sealed { result: Ok(3) }));

@@ -49,11 +49,11 @@ fn id(seq: u64) -> OpId {
 }
 
 fn strong(core: &mut ServerCore, epoch: u64, key: &str, now_us: u64) -> Result<Vec<u8>, Refusal> {
-    core.read(R, Epoch(epoch), key.as_bytes(), ReadLevel::Strong, now_us)
+    core.read(R, Epoch(epoch), key.as_bytes(), ReadLevel::Strong, now_us).map(|v| v.to_vec())
 }
 
 fn bounded(core: &mut ServerCore, ms: u64, now_us: u64) -> Result<Vec<u8>, Refusal> {
-    core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms }, now_us)
+    core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms }, now_us).map(|v| v.to_vec())
 }
 
 /// The issue-19 mutant of `authorize`: a request naming a newer epoch than the one held is
@@ -168,7 +168,8 @@ fn server_store_answers_for_another_epoch_or_an_old_offset_change_nothing() {
     assert_eq!(core.suspect(R, Epoch(3)), None, "already reloading");
     core.finish_append(R, &r2, Some(Ok(1)));
     assert_eq!(core.ranges[&R].next_offset, 1, "not applied while loading");
-    core.finish_open(&row3, None, Ok(vec![rec(1, 3, "b", "x;")])).unwrap();
+    assert_eq!(core.load_from(&row3), 1, "the reload keeps the record applied");
+    core.finish_open(&row3, None, Ok(vec![])).unwrap();
     assert_eq!(strong(&mut core, 3, "b", 10), Ok(b"x;y;".to_vec()));
     assert_eq!(core.ranges[&R].next_offset, 2);
 }
@@ -225,7 +226,7 @@ fn server_bounded_read_age_and_drift_arithmetic() {
     assert_eq!(bounded(&mut core, 499, 500_000), Err(Refusal::TooStale { age_ms: 500 }));
     // The other refusals of a bounded read; the epoch named is not checked.
     let mut core = serving(1, vec![]);
-    assert_eq!(core.read(R, Epoch(9), b"b", ReadLevel::Bounded { ms: 10 }, 10), Ok(vec![]), "the epoch named is not checked");
+    assert_eq!(core.read(R, Epoch(9), b"b", ReadLevel::Bounded { ms: 10 }, 10).map(|v| v.to_vec()), Ok(vec![]), "the epoch named is not checked");
     assert_eq!(core.read(R, Epoch(1), b"z", ReadLevel::Bounded { ms: 10 }, 10), Err(Refusal::KeyOutOfRange));
     assert_eq!(core.read(RangeId(9), Epoch(1), b"b", ReadLevel::Bounded { ms: 10 }, 10), Err(Refusal::NotOwner));
     core.suspect(R, Epoch(1)).unwrap();
@@ -236,7 +237,7 @@ fn server_bounded_read_age_and_drift_arithmetic() {
 fn server_reads_are_traced_with_their_level() {
     let mut core = serving(1, vec![rec(1, 1, "b", "v;")]);
     let (r, events) = capture(|| core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms: 5 }, 10));
-    assert_eq!(r, Ok(b"v;".to_vec()));
+    assert_eq!(r.map(|v| v.to_vec()), Ok(b"v;".to_vec()));
     assert_eq!(events, vec!["read_served server=1 range=1 epoch=1 key=b level=bounded".to_string()]);
     let (_, events) = capture(|| core.read(R, Epoch(1), b"c", ReadLevel::Strong, 10));
     assert_eq!(events, vec!["read_served server=1 range=1 epoch=1 key=c level=strong".to_string()]);
@@ -302,16 +303,18 @@ fn server_open_loads_lineage_filtered_to_the_range_and_deduplicated() {
     assert_eq!(h.next_offset, 2);
     assert_eq!(h.digest, StreamDigest::of(&stream), "the digest covers the stream, not the base");
     assert!(h.applied.contains(&id(1)) && h.applied.contains(&id(3)) && !h.applied.contains(&id(2)));
-    // A reload keeps the base.
+    // A reload that starts over from offset 0 (the store's prefix differs) keeps the base.
     let again = core.suspect(R, Epoch(5)).unwrap();
-    core.finish_open(&again, None, Ok(stream)).unwrap();
+    assert_eq!(capture(|| core.keep_prefix(&again, 2, StreamDigest::default())).0, 0);
+    core.finish_open(&again, None, Ok(stream.clone())).unwrap();
     assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;".to_vec()));
     // Acknowledgements beyond the loaded stream survive the reload and apply in order.
     let late = rec(4, 5, "b", "d;");
     let again = core.suspect(R, Epoch(5)).unwrap();
     core.finish_append(R, &late, Some(Ok(2)));
     core.finish_append(R, &rec(0, 5, "b", "stale;"), Some(Ok(0)));
-    core.finish_open(&again, None, Ok(vec![rec(3, 5, "b", "c;"), rec(1, 1, "b", "p;")])).unwrap();
+    assert_eq!(core.keep_prefix(&again, 2, StreamDigest::of(&stream)), 2, "the prefix matches: kept");
+    core.finish_open(&again, None, Ok(vec![])).unwrap();
     assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;d;".to_vec()));
     assert!(core.ranges[&R].acked.is_empty());
 }
@@ -334,7 +337,7 @@ fn server_pause_drain_and_release() {
     core.ranges.get_mut(&R).unwrap().acked.clear();
     let row2 = core.suspect(R, Epoch(2)).unwrap();
     assert_eq!(core.drained(R, Epoch(2)), Ok(None), "reloading");
-    core.finish_open(&row2, None, Ok(vec![rec(1, 2, "b", "x;"), r2.clone()])).unwrap();
+    core.finish_open(&row2, None, Ok(vec![r2.clone()])).unwrap();
     let d = core.drained(R, Epoch(2)).unwrap().expect("drained");
     assert_eq!((d.records, d.bytes), (2, 5));
     assert!(core.drained(R, Epoch(3)).is_err());
@@ -474,7 +477,7 @@ fn active(core: &mut ServerCore, r: &RangeRow) {
 /// A copy that does not match the digest is refused (`diverged`) and B does not serve.
 #[test]
 fn server_worked_move_both_ends_6_7_and_6_bytes() {
-    let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec(), bulk: 0 };
+    let rec = |seq: u64, epoch: u64, bytes: &[u8]| Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("r{seq}").into_bytes(), bytes: bytes.to_vec().into(), bulk: 0 };
     let mut a = ServerCore::new(ServerId(1));
     a.session = Some(1);
     a.lease_valid_until_us = 10_000_000;
@@ -544,14 +547,14 @@ fn server_unknown_store_outcome_forces_a_reload_and_a_retry_is_deduplicated() {
     let r = row(4, 1);
     active(&mut core, &r);
     let id = OpId { client: 1, seq: 1 };
-    let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: b"x;".to_vec(), bulk: 0 };
+    let rec = Record { epoch: Epoch(4), id, key: b"b".to_vec(), bytes: bytes::Bytes::from_static(b"x;"), bulk: 0 };
     assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(Some(Epoch(4))));
     let resync = core.finish_append(RangeId(1), &rec, None).expect("must resync");
     assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Err(Refusal::NotReady));
     // The store did take it: the reload finds it, and a retry is answered without a new effect.
     core.finish_open(&resync, None, Ok(vec![rec.clone()])).unwrap();
     assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", id, 10), Ok(None));
-    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"x;".to_vec()));
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"x;".to_vec()));
 }
 
 /// Found by the end-to-end final reads (seeds 2 and 4 of the default scenario): acks that
@@ -563,22 +566,71 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     core.lease_valid_until_us = 1_000;
     let r = row(4, 1);
     active(&mut core, &r);
-    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec(), bulk: 0 };
+    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec().into(), bulk: 0 };
     let (a, b, c) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"));
     for x in [&a, &b, &c] {
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
     }
     core.finish_append(RangeId(1), &b, Some(Ok(1)));
-    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(vec![]), "offset 1 waits for offset 0");
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(vec![]), "offset 1 waits for offset 0");
     core.finish_append(RangeId(1), &a, Some(Ok(0)));
-    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;".to_vec()));
-    // c's outcome is lost: reload; an ack for offset 3 (d) arrives while reloading.
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"a;b;".to_vec()));
+    // c's outcome is lost: reload past a and b; an ack for offset 3 (d) arrives while reloading.
     let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
+    assert_eq!(core.load_from(&resync), 2);
     let d = rec(4, b"d;");
     core.ranges.get_mut(&RangeId(1)).unwrap().inflight.insert(d.id);
     core.finish_append(RangeId(1), &d, Some(Ok(3)));
-    core.finish_open(&resync, None, Ok(vec![a.clone(), b.clone(), c.clone()])).unwrap();
-    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10), Ok(b"a;b;c;d;".to_vec()));
+    assert_eq!(core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), b.clone()])), 2);
+    core.finish_open(&resync, None, Ok(vec![c.clone()])).unwrap();
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"a;b;c;d;".to_vec()));
+    assert_eq!(core.ranges[&RangeId(1)].digest, StreamDigest::of(&[a, b, c, d]));
+}
+
+/// A reload after an unknown outcome keeps the records applied only if the store's digest of
+/// that prefix is the same (length, bytes, checksum): a store that lost a record it had
+/// acknowledged (mutation `store-acks-before-sync` and a crash), and holds another at its
+/// offset, or holds fewer records, makes the server start over from offset 0.
+#[test]
+fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.lease_valid_until_us = 1_000;
+    let r = row(4, 1);
+    active(&mut core, &r);
+    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec().into(), bulk: 0 };
+    let (a, b, c, x) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"), rec(9, b"x;"));
+    for (offset, r) in [&a, &b].into_iter().enumerate() {
+        core.admit(RangeId(1), Epoch(4), b"b", r.id, 10).unwrap();
+        core.finish_append(RangeId(1), r, Some(Ok(offset as u64)));
+    }
+    core.admit(RangeId(1), Epoch(4), b"b", c.id, 10).unwrap();
+    let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
+    assert_eq!(core.load_from(&resync), 2);
+    // The store lost b and holds x at offset 1: same length, another checksum.
+    let (kept, events) = capture(|| core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), x.clone()])));
+    assert_eq!(kept, 0, "start over");
+    assert!(has(&events, "prefix_diverged server=1 range=1 epoch=4 held_records=2"), "{events:?}");
+    assert_eq!(core.load_from(&resync), 0);
+    core.finish_open(&resync, None, Ok(vec![a.clone(), x.clone(), c.clone()])).unwrap();
+    assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"a;x;c;".to_vec()), "the store's content, not ours");
+    assert!(!core.ranges[&RangeId(1)].applied.contains(&b.id));
+    // A store shorter than the prefix held: its digest counts fewer records.
+    let resync = core.suspect(RangeId(1), Epoch(4)).unwrap();
+    assert_eq!(core.load_from(&resync), 3);
+    let short = StreamDigest::of(&[a.clone(), x.clone()]);
+    assert_eq!(capture(|| core.keep_prefix(&resync, 3, short)).0, 0);
+    // A matching digest keeps the prefix; one for another offset than the load's is ignored.
+    let mut core2 = ServerCore::new(ServerId(1));
+    core2.session = Some(1);
+    core2.lease_valid_until_us = 1_000;
+    active(&mut core2, &r);
+    core2.admit(RangeId(1), Epoch(4), b"b", a.id, 10).unwrap();
+    core2.finish_append(RangeId(1), &a, Some(Ok(0)));
+    let resync = core2.suspect(RangeId(1), Epoch(4)).unwrap();
+    assert_eq!(core2.keep_prefix(&resync, 1, StreamDigest::of(std::slice::from_ref(&a))), 1);
+    assert_eq!(core2.keep_prefix(&resync, 0, StreamDigest::default()), 0, "not the load's offset: nothing changes");
+    assert_eq!(core2.load_from(&resync), 1);
 }
 
 /// Server-2 in session 2 with a live lease, and the row of range 1 moving to it at epoch 2.
@@ -590,7 +642,7 @@ fn move_target() -> (ServerCore, RangeRow) {
 }
 
 fn rec_bulk(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record {
-    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec(), bulk }
+    Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec().into(), bulk }
 }
 
 /// Issue 15: a finish attempt that fails short of a verdict (the store did not answer the
@@ -615,7 +667,7 @@ fn server_move_target_keeps_its_pre_copy_across_a_failed_finish() {
     let digest = StreamDigest::of(&[r1.clone(), r2.clone()]);
     b.complete_move(&at_b, Rc::new(vec![]), pre, vec![r2.clone()], digest, Strategy::PreCopy).unwrap();
     assert!(b.copies.is_empty(), "the copy is done with");
-    assert_eq!(b.read(RangeId(1), Epoch(2), b"b", ReadLevel::Strong, 10), Ok(b"one;".to_vec()));
+    assert_eq!(b.read(RangeId(1), Epoch(2), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"one;".to_vec()));
 }
 
 /// A finish while a pre-copy round is still reading starts from nothing: the busy copy is
@@ -659,7 +711,7 @@ fn server_reopen_at_a_newer_epoch_keeps_drained_content() {
     assert_eq!(a.admit(RangeId(1), Epoch(3), b"b", OpId { client: 1, seq: 9 }, 30), Err(Refusal::NotReady));
     let r2 = rec_bulk(2, 2, b"b", b"two;", 0); // the target's append at the transfer's epoch
     a.finish_open(&at3, None, Ok(vec![r2.clone()])).unwrap();
-    assert_eq!(a.read(RangeId(1), Epoch(3), b"b", ReadLevel::Strong, 30), Ok(b"one;two;".to_vec()));
+    assert_eq!(a.read(RangeId(1), Epoch(3), b"b", ReadLevel::Strong, 30).map(|v| v.to_vec()), Ok(b"one;two;".to_vec()));
     assert_eq!(a.ranges[&RangeId(1)].digest, StreamDigest::of(&[r1.clone(), r2.clone()]));
     assert!(!a.ranges[&RangeId(1)].paused);
     // With an append in flight the content cannot be trusted: a full load.

@@ -12,7 +12,7 @@
 use crate::config::{Knobs, Mutation};
 use crate::event::{emit, Event};
 use crate::ids::{Epoch, OpId, RangeId};
-use crate::msg::{Msg, Record};
+use crate::msg::{Msg, Record, StreamDigest};
 use crate::seam::{Disk, Rpc};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -46,6 +46,33 @@ pub struct Stream {
     pub records: Vec<Record>,
     /// Offset of each idempotency id in `records`.
     pub ids: BTreeMap<OpId, u64>,
+    /// `digests[i]`: the digest of `records[..=i]` (24 bytes a record), computed when first
+    /// asked for and kept, so each record is hashed here at most once however often a reload
+    /// asks for the digest of the prefix it keeps.
+    digests: Vec<StreamDigest>,
+}
+
+impl Stream {
+    fn push(&mut self, record: Record) {
+        self.ids.insert(record.id, self.records.len() as u64);
+        self.records.push(record);
+    }
+
+    /// The digest of the first `n` records, or of all of them when there are fewer (its
+    /// `records` then says how many).
+    pub fn prefix_digest(&mut self, n: u64) -> StreamDigest {
+        let n = (n as usize).min(self.records.len());
+        while self.digests.len() < n {
+            let mut d = self.digests.last().copied().unwrap_or_default();
+            d.add(&self.records[self.digests.len()]);
+            self.digests.push(d);
+        }
+        if n == 0 {
+            StreamDigest::default()
+        } else {
+            self.digests[n - 1]
+        }
+    }
 }
 
 /// The store's streams, rebuilt from disk on start. Pure: the node task below does the I/O.
@@ -67,9 +94,7 @@ impl Streams {
                     st.fence = *epoch;
                 }
                 StoreRecord::Append { stream, record } => {
-                    let st = s.streams.entry(*stream).or_default();
-                    st.ids.insert(record.id, st.records.len() as u64);
-                    st.records.push(record.clone());
+                    s.streams.entry(*stream).or_default().push(record.clone());
                 }
             }
         }
@@ -103,8 +128,7 @@ impl Streams {
             return Ok((offset, false));
         }
         let offset = st.records.len() as u64;
-        st.ids.insert(record.id, offset);
-        st.records.push(record);
+        st.push(record);
         Ok((offset, true))
     }
 }
@@ -197,10 +221,15 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
         Msg::Fence { stream, epoch, from } => {
             match raise_fence(state, disk, stream, epoch).await {
                 Ok(len) => {
-                    let records = chunk(&state.borrow().streams[&stream].records, from as usize, len, budget);
-                    Some(Msg::FenceResult { result: Ok(records), length: len as u64 })
+                    let mut state = state.borrow_mut();
+                    let st = state.streams.get_mut(&stream).expect("raise_fence made it");
+                    let records = chunk(&st.records, from as usize, len, budget);
+                    // The digest of what the caller says it holds (durable: below the sealed
+                    // length, synced by the fence), for it to check before keeping it.
+                    let prefix = st.prefix_digest(from.min(len as u64));
+                    Some(Msg::FenceResult { result: Ok(records), length: len as u64, prefix })
                 }
-                Err(fence) => Some(Msg::FenceResult { result: Err(fence), length: 0 }),
+                Err(fence) => Some(Msg::FenceResult { result: Err(fence), length: 0, prefix: StreamDigest::default() }),
             }
         }
         Msg::StoreAppend { stream, server, record } => {
@@ -241,7 +270,7 @@ mod tests {
     use crate::testkit::{block_on, capture, has};
 
     fn rec(seq: u64, epoch: u64) -> Record {
-        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize], bulk: 0 }
+        Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), bytes: vec![b'x'; seq as usize].into(), bulk: 0 }
     }
 
     const S: RangeId = RangeId(1);
@@ -361,17 +390,19 @@ mod tests {
             append(&state, &disk, rec(seq, 1), None);
         }
         let (reply, events) = capture(|| block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 1 }, None, u64::MAX)));
-        let Some(Msg::FenceResult { result: Ok(records), .. }) = reply else { panic!("{reply:?}") };
+        let Some(Msg::FenceResult { result: Ok(records), prefix, .. }) = reply else { panic!("{reply:?}") };
         assert_eq!(records, vec![rec(2, 1), rec(3, 1)]);
+        assert_eq!(prefix, StreamDigest::of(&[rec(1, 1)]), "the digest of what the caller keeps");
         assert!(has(&events, "fence stream=1 epoch=2 length=3"), "{events:?}");
         assert!(matches!(disk.read_durable().last(), Some(StoreRecord::Fence { epoch: Epoch(2), .. })), "the fence is durable when answered");
         // Again at the same epoch: same content, no second fence record.
         let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0 }, None, u64::MAX));
-        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), .. }) if r.len() == 3));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), prefix, .. }) if r.len() == 3 && prefix == StreamDigest::default()));
         assert_eq!(disk.read_all().iter().filter(|r| matches!(r, StoreRecord::Fence { .. })).count(), 1);
         // Past the end: empty. Below the fence: refused.
         let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 9 }, None, u64::MAX));
-        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), .. }) if r.is_empty()));
+        let all = StreamDigest::of(&[rec(1, 1), rec(2, 1), rec(3, 1)]);
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), prefix, .. }) if r.is_empty() && prefix == all), "a shorter stream: the digest of all of it (3 records)");
         let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(1), from: 0 }, None, u64::MAX));
         assert!(matches!(reply, Some(Msg::FenceResult { result: Err(Epoch(2)), .. })));
         // A seal answers the sealed length; a seal below the fence is refused.
@@ -380,6 +411,27 @@ mod tests {
         let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(3) }, None, u64::MAX));
         assert!(matches!(reply, Some(Msg::Sealed { result: Err(Epoch(4)) })));
         assert_eq!(Streams::recover(&disk.read_durable()).streams[&S].fence, Epoch(4));
+    }
+
+    #[test]
+    fn store_prefix_digest_is_the_digest_of_the_first_records_however_asked() {
+        let mut s = Streams::default();
+        let recs: Vec<Record> = (1..=5).map(|seq| rec(seq, 1)).collect();
+        for r in &recs[..3] {
+            s.append(S, r.clone(), false).unwrap();
+        }
+        let st = s.streams.get_mut(&S).unwrap();
+        assert_eq!(st.prefix_digest(2), StreamDigest::of(&recs[..2]));
+        assert_eq!(st.prefix_digest(0), StreamDigest::default());
+        assert_eq!(st.prefix_digest(7), StreamDigest::of(&recs[..3]), "capped at the stream's length");
+        for r in &recs[3..] {
+            s.append(S, r.clone(), false).unwrap();
+        }
+        let st = s.streams.get_mut(&S).unwrap();
+        assert_eq!(st.prefix_digest(5), StreamDigest::of(&recs), "extended past what was asked before");
+        assert_eq!(st.prefix_digest(1), StreamDigest::of(&recs[..1]));
+        let mut recovered = Streams::recover(&recs.iter().map(|r| StoreRecord::Append { stream: S, record: r.clone() }).collect::<Vec<_>>());
+        assert_eq!(recovered.streams.get_mut(&S).unwrap().prefix_digest(4), StreamDigest::of(&recs[..4]));
     }
 
     #[test]
@@ -414,7 +466,7 @@ mod tests {
 
     #[test]
     fn store_chunk_takes_at_least_one_record_and_stops_at_the_budget() {
-        let rec = |n: u64, bulk: u64| Record { epoch: Epoch(1), id: OpId { client: 1, seq: n }, key: b"k".to_vec(), bytes: vec![b'x'; 8], bulk };
+        let rec = |n: u64, bulk: u64| Record { epoch: Epoch(1), id: OpId { client: 1, seq: n }, key: b"k".to_vec(), bytes: vec![b'x'; 8].into(), bulk };
         let records = vec![rec(1, 1000), rec(2, 1000), rec(3, 1000)];
         assert_eq!(chunk(&records, 0, 3, 10).len(), 1, "one record even over the budget");
         assert_eq!(chunk(&records, 0, 3, 2 * records[0].wire_bytes()).len(), 2);

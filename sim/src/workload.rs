@@ -21,8 +21,8 @@ use partmap::event::ClientOp;
 /// The payload of append `id`: `c1.17---…;`, `len` bytes long (at least the id and `;`).
 pub fn payload(id: OpId, len: usize) -> Vec<u8> {
     let mut v = format!("{id}").into_bytes();
-    while v.len() + 1 < len {
-        v.push(b'-');
+    if v.len() + 1 < len {
+        v.resize(len - 1, b'-');
     }
     v.push(b';');
     v
@@ -76,7 +76,7 @@ fn ended(o: &Outcome) -> (Ended, String) {
 /// `invoke` + `complete`. Returns the outcome.
 pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: OpId, len: usize, bulk: u64) -> Outcome {
     record(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
-    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len), bulk };
+    let msg = Msg::ClientAppend { key: key.clone(), id, bytes: payload(id, len).into(), bulk };
     let outcome = match rpc.call(frontend_addr(frontend), msg, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, .. }) => outcome,
         _ => Outcome::Unknown("frontend did not answer".into()),
@@ -88,7 +88,7 @@ pub async fn append(rpc: &Rpc, knobs: &Knobs, frontend: u32, key: Vec<u8>, id: O
 
 /// One read at `level` through `frontend`, recorded as `invoke` (with the level and, for a
 /// bounded read, its bound in ms) + `complete` (with the content).
-pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>, level: ReadLevel) -> (Outcome, Vec<u8>) {
+pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64, key: Vec<u8>, level: ReadLevel) -> (Outcome, bytes::Bytes) {
     let bound_ms = match level {
         ReadLevel::Strong => None,
         ReadLevel::Bounded { ms } => Some(ms),
@@ -97,7 +97,7 @@ pub async fn read(rpc: &Rpc, knobs: &Knobs, frontend: u32, client: u32, seq: u64
     record(What::Invoke { op: ClientOp::Read, id, key: key.clone(), bound_ms });
     let (outcome, value) = match rpc.call(frontend_addr(frontend), Msg::ClientRead { key: key.clone(), level }, client_timeout_ms(knobs)).await {
         Ok(Msg::ClientResult { outcome, value }) => (outcome, value),
-        _ => (Outcome::Failed("frontend did not answer".into()), Vec::new()),
+        _ => (Outcome::Failed("frontend did not answer".into()), bytes::Bytes::new()),
     };
     let (ended, reason) = ended(&outcome);
     // The content as its length and hash: enough to tell whether it is a prefix of the final
@@ -305,7 +305,7 @@ pub async fn probe(scenario: Scenario, knobs: Knobs, final_keys: Vec<Vec<u8>>, r
                 seq += 1;
                 let (outcome, value) = read(&rpc, &knobs, frontend, 0, seq, key.clone(), ReadLevel::Strong).await;
                 if outcome == Outcome::Ok {
-                    served.insert(key, value);
+                    served.insert(key, value.to_vec());
                     break;
                 }
                 if now_us() >= deadline_us {
@@ -350,7 +350,7 @@ pub fn preload(scenario: &Scenario, max_record: u64) -> Vec<(partmap::ids::Range
             let id = OpId { client: loader, seq };
             let bytes = payload(id, 16);
             let bulk = take.saturating_sub(bytes.len() as u64);
-            out.push((partmap::ids::RangeId(j as u64 + 1), partmap::msg::Record { epoch: partmap::ids::Epoch(0), id, key: key.clone(), bytes, bulk }));
+            out.push((partmap::ids::RangeId(j as u64 + 1), partmap::msg::Record { epoch: partmap::ids::Epoch(0), id, key: key.clone(), bytes: bytes.into(), bulk }));
         }
     }
     out
