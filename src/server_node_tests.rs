@@ -292,7 +292,7 @@ fn server_node_opens_a_child_from_its_parents_sealed_prefix() {
         let read = |key: &str| Msg::Read { range: RangeId(2), epoch: Epoch(4), key: key.as_bytes().to_vec(), level: ReadLevel::Strong };
         assert_eq!(served(rpc.call(2, read("b")).await), Ok(b"1;".to_vec()));
         assert_eq!(served(rpc.call(2, read("c")).await), Ok(vec![]), "past the sealed length");
-        let append = |epoch: u64| Msg::Append { range: RangeId(2), epoch: Epoch(epoch), key: b"d".to_vec(), id: OpId { client: 1, seq: 9 + epoch }, bytes: format!("{epoch};").into_bytes(), bulk: 0 };
+        let append = |epoch: u64| Msg::Append { range: RangeId(2), epoch: Epoch(epoch), key: b"d".to_vec(), id: OpId { client: 1, seq: 9 + epoch }, bytes: format!("{epoch};").into_bytes().into(), bulk: 0 };
         assert!(ok(&rpc.call(2, append(4)).await));
         assert!(matches!(rpc.call(2, Msg::Pause { range: RangeId(2), epoch: Epoch(4), leader_epoch: 1 }).await, Msg::PausedAt { result: Ok(_) }));
         // The lineage's next read is held 3 s: a reopen that read it again would wait a store
@@ -477,7 +477,7 @@ fn server_node_drain_bound_grows_with_the_link_backlog() {
             f.hold_next(store_link(1, false), "store_appended", 1_500);
             let r = rpc.clone();
             let append = crate::seam::spawn(async move {
-                let msg = Msg::Append { range: R, epoch: Epoch(2), key: b"b".to_vec(), id: OpId { client: 1, seq: 1 }, bytes: b"1;".to_vec(), bulk: 6_000_000 };
+                let msg = Msg::Append { range: R, epoch: Epoch(2), key: b"b".to_vec(), id: OpId { client: 1, seq: 1 }, bytes: b"1;".to_vec().into(), bulk: 6_000_000 };
                 r.call(1, msg).await
             });
             sleep_ms(650).await;
@@ -520,7 +520,7 @@ fn server_node_reloads_a_range_after_an_unknown_append() {
 #[test]
 fn server_node_loads_content_larger_than_one_chunk() {
     world_on(Net { bandwidth_bytes_per_s: 10_000_000, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| async move {
-        let append = |epoch: u64, seq: u64| Msg::Append { range: R, epoch: Epoch(epoch), key: b"b".to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes(), bulk: 400_000 };
+        let append = |epoch: u64, seq: u64| Msg::Append { range: R, epoch: Epoch(epoch), key: b"b".to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes().into(), bulk: 400_000 };
         assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
         for seq in 1..=3 {
             assert!(ok(&rpc.call(1, append(2, seq)).await));
