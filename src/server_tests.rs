@@ -566,8 +566,8 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     core.lease_valid_until_us = 1_000;
     let r = row(4, 1);
     active(&mut core, &r);
-    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec().into(), bulk: 0 };
-    let (a, b, c) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"));
+    let rec = |seq: u64, b: &str| rec(seq, 4, "b", b);
+    let (a, b, c) = (rec(1, "a;"), rec(2, "b;"), rec(3, "c;"));
     for x in [&a, &b, &c] {
         assert_eq!(core.admit(RangeId(1), Epoch(4), b"b", x.id, 10), Ok(Some(Epoch(4))));
     }
@@ -578,7 +578,7 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     // c's outcome is lost: reload past a and b; an ack for offset 3 (d) arrives while reloading.
     let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
     assert_eq!(core.load_from(&resync), 2);
-    let d = rec(4, b"d;");
+    let d = rec(4, "d;");
     core.ranges.get_mut(&RangeId(1)).unwrap().inflight.insert(d.id);
     core.finish_append(RangeId(1), &d, Some(Ok(3)));
     assert_eq!(core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), b.clone()])), 2);
@@ -598,8 +598,8 @@ fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
     core.lease_valid_until_us = 1_000;
     let r = row(4, 1);
     active(&mut core, &r);
-    let rec = |seq: u64, b: &[u8]| Record { epoch: Epoch(4), id: OpId { client: 1, seq }, key: b"b".to_vec(), bytes: b.to_vec().into(), bulk: 0 };
-    let (a, b, c, x) = (rec(1, b"a;"), rec(2, b"b;"), rec(3, b"c;"), rec(9, b"x;"));
+    let rec = |seq: u64, b: &str| rec(seq, 4, "b", b);
+    let (a, b, c, x) = (rec(1, "a;"), rec(2, "b;"), rec(3, "c;"), rec(9, "x;"));
     for (offset, r) in [&a, &b].into_iter().enumerate() {
         core.admit(RangeId(1), Epoch(4), b"b", r.id, 10).unwrap();
         core.finish_append(RangeId(1), r, Some(Ok(offset as u64)));
