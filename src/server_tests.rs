@@ -561,11 +561,7 @@ fn server_unknown_store_outcome_forces_a_reload_and_a_retry_is_deduplicated() {
 /// overtake each other, or arrive during a reload, must not reorder a key's content.
 #[test]
 fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
-    let mut core = ServerCore::new(ServerId(1));
-    core.session = Some(1);
-    core.lease_valid_until_us = 1_000;
-    let r = row(4, 1);
-    active(&mut core, &r);
+    let mut core = serving(4, vec![]);
     let rec = |seq: u64, b: &str| rec(seq, 4, "b", b);
     let (a, b, c) = (rec(1, "a;"), rec(2, "b;"), rec(3, "c;"));
     for x in [&a, &b, &c] {
@@ -593,11 +589,7 @@ fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
 /// offset, or holds fewer records, makes the server start over from offset 0.
 #[test]
 fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
-    let mut core = ServerCore::new(ServerId(1));
-    core.session = Some(1);
-    core.lease_valid_until_us = 1_000;
-    let r = row(4, 1);
-    active(&mut core, &r);
+    let mut core = serving(4, vec![]);
     let rec = |seq: u64, b: &str| rec(seq, 4, "b", b);
     let (a, b, c, x) = (rec(1, "a;"), rec(2, "b;"), rec(3, "c;"), rec(9, "x;"));
     for (offset, r) in [&a, &b].into_iter().enumerate() {
@@ -624,7 +616,7 @@ fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
     let mut core2 = ServerCore::new(ServerId(1));
     core2.session = Some(1);
     core2.lease_valid_until_us = 1_000;
-    active(&mut core2, &r);
+    active(&mut core2, &row(4, 1));
     core2.admit(RangeId(1), Epoch(4), b"b", a.id, 10).unwrap();
     core2.finish_append(RangeId(1), &a, Some(Ok(0)));
     let resync = core2.suspect(RangeId(1), Epoch(4)).unwrap();
