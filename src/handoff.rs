@@ -142,9 +142,19 @@ pub struct MoveFlow {
     lineage: Vec<crate::msg::Source>,
     leader_epoch: u64,
     limits: Limits,
+    /// Finish calls answered `InProgress` in this round so far.
+    finish_polls: u32,
     /// Where it stands.
     pub phase: MovePhase,
 }
+
+/// How many times a round asks a target that answered `InProgress` again, before leaving the
+/// move to the next round: each ask waits up to the target's patience (half the request
+/// timeout), so a copy of up to about 1 s is published in the round that started it. Found by a
+/// 10,000-seed sweep (issue 13): a stop-and-copy taking 300 ms answered `InProgress` once, and
+/// its commit waited 1.25 s for the leader's next round, a write pause long enough to fail the
+/// final reads on 9 seeds; a longer copy still leaves the round free for the other flows.
+pub const FINISH_POLLS_PER_ROUND: u32 = 4;
 
 impl MoveFlow {
     /// The flow of `t` (a journal entry of `map`) on `row`, driven under term `leader_epoch`.
@@ -157,7 +167,7 @@ impl MoveFlow {
             (TransferPhase::Aborted(_), _) => MovePhase::Done,
         };
         let lineage = row_lineage(map, row);
-        MoveFlow { t: t.clone(), target, lineage, leader_epoch, limits: Limits::of(knobs), phase }
+        MoveFlow { t: t.clone(), target, lineage, leader_epoch, limits: Limits::of(knobs), finish_polls: 0, phase }
     }
 
     fn pause(&mut self) -> Step {
@@ -199,6 +209,13 @@ impl Flow for MoveFlow {
             (MovePhase::JournalingPause, None) => Step::Commit(MapOp::PauseMove { range: self.t.range }),
             (MovePhase::JournalingPause, Some(Reply::Committed(true))) | (MovePhase::Pausing, None) => self.pause(),
             (MovePhase::JournalingPause, Some(_)) => self.done(), // refused: the next round re-plans
+            (MovePhase::Finishing(digest), Some(Reply::Answer(Msg::MoveFinished { result: Err(FinishError::InProgress) }))) if self.finish_polls < FINISH_POLLS_PER_ROUND => {
+                // The target is still copying: ask again (a repeated finish answers at once
+                // once it serves, or waits its patience again).
+                self.finish_polls += 1;
+                let msg = Msg::FinishMove { row: self.target.clone(), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
+                Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.rpc_timeout_ms + crate::msg::finish_patience_ms(l.rpc_timeout_ms) }
+            }
             (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Ok(digest) }))) => {
                 self.phase = MovePhase::Finishing(digest);
                 // A live target answers within its patience (half the request timeout) whatever
@@ -546,9 +563,19 @@ mod tests {
         // A source that refuses the pause (it no longer holds the range) aborts the move.
         let refused = vec![Reply::Answer(Msg::PausedAt { result: Err("not held".into()) }), Reply::Committed(true)];
         assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), refused), ["> call server-1 pause (2500 ms)", "> commit AbortMove", "done"]);
-        // A target still copying a long tail: the next round asks again.
-        let busy = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }), Reply::Answer(Msg::MoveFinished { result: Err(FinishError::InProgress) })];
-        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), busy), ["> call server-1 pause (2500 ms)", "> call server-2 finish_move (750 ms)", "done"]);
+        // A target still copying: asked again in the same round, then the commit once it
+        // serves...
+        let in_progress = || Reply::Answer(Msg::MoveFinished { result: Err(FinishError::InProgress) });
+        let soon = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }), in_progress(), Reply::Answer(Msg::MoveFinished { result: Ok(()) }), Reply::Committed(false)];
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), soon), ["> call server-1 pause (2500 ms)", "> call server-2 finish_move (750 ms)", "> call server-2 finish_move (750 ms)", "> commit CommitMove", "done"]);
+        // ...but a long tail leaves the round after FINISH_POLLS_PER_ROUND more asks: the next
+        // round asks again.
+        let mut busy = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) })];
+        busy.extend((0..=FINISH_POLLS_PER_ROUND).map(|_| in_progress()));
+        let mut expected = vec!["> call server-1 pause (2500 ms)".to_string()];
+        expected.extend((0..=FINISH_POLLS_PER_ROUND).map(|_| "> call server-2 finish_move (750 ms)".to_string()));
+        expected.push("done".into());
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), busy), expected);
         // A target that could not reach the store: the next round asks again.
         let not_now = vec![Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }), Reply::Answer(Msg::MoveFinished { result: Err(FinishError::NotNow("store".into())) })];
         assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), not_now), ["> call server-1 pause (2500 ms)", "> call server-2 finish_move (750 ms)", "done"]);
