@@ -54,6 +54,14 @@ fn world<F: Future<Output = ()> + 'static>(knobs: Knobs, disk: Disk<StoreRecord>
     world_on(net(), knobs, disk, authority, body)
 }
 
+/// [`world_on`] with the default knobs, store and authority, on a network of
+/// `bandwidth_bytes_per_s` whose link faults the body sets (holds of the next message of a kind).
+fn world_with_faults<F: Future<Output = ()> + 'static>(bandwidth_bytes_per_s: u64, body: impl Fn(Rc2, LinkFaults) -> F + Send + Sync + 'static) {
+    let faults = LinkFaults::default();
+    let f = faults.clone();
+    world_on(Net { bandwidth_bytes_per_s, faults }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| body(rpc, f.clone()));
+}
+
 /// [`world`] on network `net` (every node's link bandwidth, and the link faults the test sets).
 fn world_on<F: Future<Output = ()> + 'static>(net: Net, knobs: Knobs, disk: Disk<StoreRecord>, authority: Arc<Authority>, body: impl Fn(Rc2) -> F + Send + Sync + 'static) {
     let net = Arc::new(net);
@@ -273,10 +281,7 @@ fn server_node_move_finish_refuses_a_wrong_digest_and_a_stale_leader() {
 /// again.
 #[test]
 fn server_node_opens_a_child_from_its_parents_sealed_prefix() {
-    let faults = LinkFaults::default();
-    let f = faults.clone();
-    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
-        let f = f.clone();
+    world_with_faults(net().bandwidth_bytes_per_s, move |rpc, f| {
         async move {
         let parent = RangeRow { start: vec![], end: None, ..row(1, 2) };
         assert_eq!(rpc.open(1, &parent, 1, vec![]).await, Ok(()));
@@ -398,10 +403,7 @@ fn server_node_trusts_each_lease_for_lease_minus_margin_from_its_send() {
 /// visible.
 #[test]
 fn server_node_acknowledges_an_append_only_once_reads_there_see_it() {
-    let faults = LinkFaults::default();
-    let f = faults.clone();
-    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
-        let f = f.clone();
+    world_with_faults(net().bandwidth_bytes_per_s, move |rpc, f| {
         async move {
             assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
             f.hold_next(store_link(1, false), "store_appended", 300);
@@ -425,10 +427,7 @@ fn server_node_acknowledges_an_append_only_once_reads_there_see_it() {
 /// append (durable at the store). A drain that would outlast the bound fails at it, 2 s.
 #[test]
 fn server_node_pause_waits_for_an_unknown_append_and_its_reload_within_the_drain_bound() {
-    let faults = LinkFaults::default();
-    let f = faults.clone();
-    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
-        let f = f.clone();
+    world_with_faults(net().bandwidth_bytes_per_s, move |rpc, f| {
         async move {
             assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
             f.hold_next(store_link(1, false), "store_appended", 1_500);
@@ -468,10 +467,7 @@ fn server_node_pause_waits_for_an_unknown_append_and_its_reload_within_the_drain
 /// the store timeout, within it plus what was queued.
 #[test]
 fn server_node_drain_bound_grows_with_the_link_backlog() {
-    let faults = LinkFaults::default();
-    let f = faults.clone();
-    world_on(Net { bandwidth_bytes_per_s: 10_000_000, faults }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
-        let f = f.clone();
+    world_with_faults(10_000_000, move |rpc, f| {
         async move {
             assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
             f.hold_next(store_link(1, false), "store_appended", 1_500);
@@ -496,10 +492,7 @@ fn server_node_drain_bound_grows_with_the_link_backlog() {
 /// a fence round trip later.
 #[test]
 fn server_node_reloads_a_range_after_an_unknown_append() {
-    let faults = LinkFaults::default();
-    let f = faults.clone();
-    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
-        let f = f.clone();
+    world_with_faults(net().bandwidth_bytes_per_s, move |rpc, f| {
         async move {
             assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
             f.hold_next(store_link(1, false), "store_appended", 1_500);
@@ -548,10 +541,7 @@ fn server_node_loads_content_larger_than_one_chunk() {
 /// with nothing copied. A pre-copy of an empty range completes its round.
 #[test]
 fn server_node_transfer_asks_again_for_an_unanswered_chunk_three_times() {
-    let faults = LinkFaults::default();
-    let f = faults.clone();
-    world_on(Net { faults, ..net() }, Knobs::default(), Disk::new(2), Arc::default(), move |rpc| {
-        let f = f.clone();
+    world_with_faults(net().bandwidth_bytes_per_s, move |rpc, f| {
         async move {
             assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
             let pre_copy = |epoch: u64| Msg::PreCopy { row: row(2, epoch), threshold_bytes: 0, max_rounds: 3, leader_epoch: 1 };
