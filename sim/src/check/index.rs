@@ -6,7 +6,7 @@
 
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
-use crate::workload::{content_hash, content_hash_extend, parse_content};
+use crate::workload::{content_hash, parse_content, ContentHasher};
 use partmap::event::ClientOp;
 use partmap::ids::{Key, OpId};
 use std::collections::{BTreeMap, HashMap};
@@ -115,11 +115,11 @@ impl KeyContent {
         let mut prefixes = Vec::with_capacity(ids.len() + 1);
         prefixes.push((0, content_hash(&[])));
         let mut end_of = HashMap::with_capacity(ids.len());
-        let (mut end, mut hash) = (0usize, content_hash(&[]));
+        let (mut end, mut hash) = (0usize, ContentHasher::new());
         for (id, piece) in ids.iter().zip(content.split_inclusive(|b| *b == b';')) {
             end += piece.len();
-            hash = content_hash_extend(hash, piece);
-            prefixes.push((end as u64, hash));
+            hash.extend(piece);
+            prefixes.push((end as u64, hash.finish()));
             end_of.insert(*id, end as u64);
         }
         Ok(KeyContent { ids, prefixes, end_of })
