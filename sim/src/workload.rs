@@ -214,29 +214,30 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
         if next_us >= end_us {
             break;
         }
-        // Until the arrival, let the operations in flight complete.
-        loop {
-            let now = now_us();
-            if next_us <= now {
-                break;
-            }
-            if in_flight.is_empty() {
-                sleep_us(next_us - now).await;
-                break;
-            }
-            if let Either::Left(_) = select(std::pin::pin!(sleep_us(next_us - now)), in_flight.next()).await {
-                break;
+        // Until the arrival, let the operations in flight complete. One sleep (one timer) per
+        // arrival, however many operations complete before it.
+        let now = now_us();
+        if next_us > now {
+            let mut arrival = std::pin::pin!(sleep_us(next_us - now));
+            loop {
+                if in_flight.is_empty() {
+                    arrival.await;
+                    break;
+                }
+                if let Either::Left(_) = select(arrival.as_mut(), in_flight.next()).await {
+                    break;
+                }
             }
         }
         // A free slot by the start deadline, or the operation is shed.
         let deadline_us = next_us.saturating_add(w.shed_after_ms * 1000).min(end_us);
-        while in_flight.len() >= in_flight_max {
-            let now = now_us();
-            if now >= deadline_us {
-                break;
-            }
-            if let Either::Left(_) = select(std::pin::pin!(sleep_us(deadline_us - now)), in_flight.next()).await {
-                break;
+        let now = now_us();
+        if in_flight.len() >= in_flight_max && now < deadline_us {
+            let mut deadline = std::pin::pin!(sleep_us(deadline_us - now));
+            while in_flight.len() >= in_flight_max {
+                if let Either::Left(_) = select(deadline.as_mut(), in_flight.next()).await {
+                    break;
+                }
             }
         }
         assert!(in_flight.len() <= in_flight_max, "client {n}: {} operations in flight, bound {in_flight_max}", in_flight.len());
