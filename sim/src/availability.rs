@@ -42,10 +42,10 @@ pub struct Availability {
     pub leader_terms: u64,
 }
 
-/// Compute the figures from a run's history. `end_us`: the workload's end; `lease_ms`: the
-/// knob; `write_pause_ms`: from the handoffs.
-pub fn measure(events: &[Event], end_us: u64, lease_ms: u64, write_pause_ms: f64) -> Availability {
-    let unavailable_ms = crate::run::unavailable_ms(events, end_us);
+/// Compute the figures from a run's history. `start_us..=end_us`: the workload's window (µs of
+/// simulated time); `lease_ms`: the knob; `write_pause_ms`: from the handoffs.
+pub fn measure(events: &[Event], start_us: u64, end_us: u64, lease_ms: u64, write_pause_ms: f64) -> Availability {
+    let unavailable_ms = crate::run::unavailable_ms(events, start_us, end_us);
     let (range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms) = ranges(events, end_us);
     let (leader_terms, leader_terms_without_manager_fault) = leader_terms(events, lease_ms);
     Availability { write_pause_ms, unavailable_ms, range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms, leader_terms_without_manager_fault, leader_terms }

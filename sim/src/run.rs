@@ -190,16 +190,19 @@ impl RunReport {
 }
 
 /// The longest stretch, ms, between consecutive acknowledgements of client appends (the probe
-/// client excluded), from the first acknowledgement to `end_us` (the workload's end): how long
-/// the service as a whole took no write. With no acknowledgement at all, the whole window
-/// (`end_us`): the service never took a write. An outage of a few ranges shows in the handoff and
-/// recovery figures instead; this one shows an authority outage or a cut-off frontend.
-pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
+/// client excluded) within the workload's window `start_us..=end_us`, from the first
+/// acknowledgement in it to `end_us`: how long the service as a whole took no write. With no
+/// acknowledgement in the window, the whole window (`end_us - start_us`): the service never took
+/// a write. Acknowledgements before `start_us` (a preload's, at 0) do not count, so the idle
+/// time before a delayed workload starts is not an outage. An outage of a few ranges shows in the
+/// handoff and recovery figures instead; this one shows an authority outage or a cut-off
+/// frontend.
+pub fn unavailable_ms(events: &[Event], start_us: u64, end_us: u64) -> u64 {
     let acks = events
         .iter()
         .filter(|e| matches!(&e.what, What::Complete { op: ClientOp::Append, id, outcome: Outcome::Ok, .. } if id.client > 0))
         .map(|e| e.t_us)
-        .filter(|t| *t <= end_us);
+        .filter(|t| (start_us..=end_us).contains(t));
     let mut last: Option<u64> = None;
     let mut worst = 0;
     for t in acks {
@@ -210,7 +213,7 @@ pub fn unavailable_ms(events: &[Event], end_us: u64) -> u64 {
     }
     match last {
         Some(l) => worst = worst.max(end_us.saturating_sub(l)),
-        None => worst = end_us,
+        None => worst = end_us.saturating_sub(start_us),
     }
     worst / 1000
 }
@@ -437,9 +440,10 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
     let end_us = opts.scenario.workload.duration_s * 1_000_000;
-    let unavailable_ms = unavailable_ms(&events, end_us);
+    let start_us = opts.scenario.workload.start_s * 1_000_000;
+    let unavailable_ms = unavailable_ms(&events, start_us, end_us);
     let write_pause_ms = handoffs.iter().map(|h| h.server_pause_ms).fold(0.0, f64::max);
-    let availability = crate::availability::measure(&events, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
+    let availability = crate::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
     let bounds_exceeded = opts.scenario.expect.exceeded(&availability);
     RunReport {
         seed: opts.seed,

@@ -25,11 +25,32 @@ fn append(t_us: u64, seq: u64, outcome: Option<Outcome>) -> Event {
 fn availability_unavailable_ms_is_the_whole_window_when_nothing_is_acknowledged() {
     // A run with 0 of 360,769 operations acknowledged used to print 0.
     let failed = [append(1_000, 1, None), append(501_000, 1, Some(Outcome::Fail)), append(600_000, 2, None), append(900_000, 2, Some(Outcome::Unknown))];
-    assert_eq!(unavailable_ms(&failed, 10_000_000), 10_000);
-    assert_eq!(unavailable_ms(&[], 10_000_000), 10_000);
+    assert_eq!(unavailable_ms(&failed, 0, 10_000_000), 10_000);
+    assert_eq!(unavailable_ms(&[], 0, 10_000_000), 10_000);
     // One acknowledgement at 2 s: the longest stretch is from it to the end.
     let one = [append(1_000, 1, None), append(2_000_000, 1, Some(Outcome::Ok))];
-    assert_eq!(unavailable_ms(&one, 10_000_000), 8_000);
+    assert_eq!(unavailable_ms(&one, 0, 10_000_000), 8_000);
+    // A workload from 3 s: nothing acknowledged in its window is the window.
+    assert_eq!(unavailable_ms(&one, 3_000_000, 10_000_000), 7_000);
+}
+
+/// A preload acknowledged at 0 and a workload that starts at 2 s: the idle time before the
+/// start is not an outage (a pause cell printed unavailable_ms=2031 for a 51 ms handoff pause).
+#[test]
+fn availability_unavailable_ms_counts_only_the_workload_window() {
+    let events = [
+        append(0, 1, None),
+        append(0, 1, Some(Outcome::Ok)),
+        append(2_000_000, 2, None),
+        append(2_010_000, 2, Some(Outcome::Ok)),
+        append(2_100_000, 3, None),
+        append(2_160_000, 3, Some(Outcome::Ok)),
+        append(2_170_000, 4, None),
+        append(2_200_000, 4, Some(Outcome::Ok)),
+    ];
+    assert_eq!(unavailable_ms(&events, 2_000_000, 2_250_000), 150);
+    // Counted from 0, the 2 s before the start would be the figure.
+    assert_eq!(unavailable_ms(&events, 0, 2_250_000), 2_010);
 }
 
 /// The store is cut off for the whole workload: no append is ever acknowledged, the figure is
