@@ -87,7 +87,8 @@ enum Command {
     /// node (up, crashed, paused, cut off), per range its owner and epoch over time with moves,
     /// splits and merges, faults as spans, client operations, handoff pauses, and the
     /// violation's evidence with the events around it. Writes OUT (default
-    /// REPORT_DIR/timelines/<scenario>[-<mutation>]-seed-N.html).
+    /// REPORT_DIR/timelines/<scenario>[-<mutation>]-seed-N.html; a scenario whose name already
+    /// ends with -<mutation>-seed-N, as the shrunk ones do, keeps it).
     Timeline {
         /// The seed.
         #[arg(long, allow_negative_numbers = true)]
@@ -419,7 +420,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(3);
                 }
             };
-            let path = out.unwrap_or_else(|| report_dir.join("timelines").join(format!("{}-seed-{seed}.html", sweep::report_stem(&opts))));
+            let path = out.unwrap_or_else(|| report_dir.join("timelines").join(format!("{}.html", sweep::seed_stem(&opts, seed))));
             let html = partmap_sim::timeline::render(&report, &opts);
             if let Err(e) = path.parent().filter(|d| !d.as_os_str().is_empty()).map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, html)) {
                 eprintln!("error: cannot write {}: {e}", path.display());

@@ -132,6 +132,19 @@ pub fn report_stem(base: &RunOptions) -> String {
     }
 }
 
+/// The file stem of one seed's report (a timeline): `<scenario>[-<mutation>]-seed-N`, or just
+/// the scenario's stem when it already ends with `-<mutation>-seed-N` (a kept shrunk scenario,
+/// `cut-off-owner-server-ignores-lease-expiry-seed-0.json`, run with its own mutation and seed;
+/// newcomer pass: the name repeated both).
+pub fn seed_stem(base: &RunOptions, seed: u64) -> String {
+    let scenario = scenario_stem(&base.scenario_label);
+    if base.mutation.is_some_and(|m| scenario.ends_with(&format!("-{}-seed-{seed}", m.name()))) {
+        scenario
+    } else {
+        format!("{}-seed-{seed}", report_stem(base))
+    }
+}
+
 /// Where the JSON summary of a sweep of `base` over `seeds` goes:
 /// `report_dir/sweep-<scenario>[-<mutation>][-shard-K-of-N].json`.
 pub fn summary_path(base: &RunOptions, seeds: &SeedSelection, report_dir: &Path) -> PathBuf {
@@ -526,6 +539,22 @@ pub fn render(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kept shrunk scenario run with its own mutation and seed names its timeline once:
+    /// `cut-off-owner-server-ignores-lease-expiry-seed-0.html`, not that stem repeated.
+    #[test]
+    fn seed_stem_does_not_repeat_a_shrunk_scenario_s_mutation_and_seed() {
+        let m = partmap::mutation::Mutation::parse("server-ignores-lease-expiry").unwrap();
+        let opts = |label: &str, mutation| RunOptions { seed: 0, scenario: crate::scenario::Scenario::default(), scenario_label: label.into(), mutation, trace: false, echo_header: false };
+        let shrunk = opts("scenarios/shrunk/cut-off-owner-server-ignores-lease-expiry-seed-0.json", Some(m));
+        assert_eq!(seed_stem(&shrunk, 0), "cut-off-owner-server-ignores-lease-expiry-seed-0");
+        // Another seed, or no mutation: the usual name.
+        assert_eq!(seed_stem(&shrunk, 1), "cut-off-owner-server-ignores-lease-expiry-seed-0-server-ignores-lease-expiry-seed-1");
+        let plain = opts("scenarios/shrunk/cut-off-owner-server-ignores-lease-expiry-seed-0.json", None);
+        assert_eq!(seed_stem(&plain, 0), "cut-off-owner-server-ignores-lease-expiry-seed-0-seed-0");
+        assert_eq!(seed_stem(&opts("scenarios/swarm.json (built-in)", None), 7), "swarm-seed-7");
+        assert_eq!(seed_stem(&opts("scenarios/cut-off-owner.json", Some(m)), 0), "cut-off-owner-server-ignores-lease-expiry-seed-0");
+    }
 
     #[test]
     fn scenario_stem_is_safe_in_a_file_name() {
