@@ -279,7 +279,9 @@ impl Search<'_> {
     fn each_fault(&mut self) -> bool {
         let mut moved = false;
         for i in 0..self.best.faults.schedule.len() {
-            let what = describe(&self.best.faults.schedule[i]);
+            // The fault without its timing: the steps below change the timing, and each step's
+            // line gives the value before and after it.
+            let what = crate::nemesis::Fault::from_spec(&self.best.faults.schedule[i].fault).to_string();
             if self.best.faults.schedule[i].fault.instant_request().is_none() {
                 moved |= self.number(&format!("fault {} ({what}) duration", i + 1), " ms", 100, 1, |s| s.faults.schedule[i].duration_ms, |s, v| s.faults.schedule[i].duration_ms = v);
             }
