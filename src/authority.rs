@@ -15,9 +15,10 @@
 //!   it treats every one of them as renewed at recovery time: nobody's lease can expire earlier
 //!   than its holder believes. Idea: Chubby's grace period after master fail-over (Burrows,
 //!   OSDI 2006).
-//! - Expiry is sticky and durable before anyone learns of it: a restarted authority does not
-//!   bring an expired session back after its ranges went to other servers (found by seed 41 of
-//!   the default scenario).
+//! - Expiry is sticky and durable before anyone learns of it, the manager (the state request)
+//!   or the server itself (a refused renewal): a restarted authority does not bring an expired
+//!   session back after its ranges went to other servers (found by seed 41 of the default
+//!   scenario), nor after its server dropped them (seed 5398).
 //! - A map write carries the leader epoch of the term current at the write, and the version it
 //!   expects (compare-and-set); each durable map record carries that term.
 
@@ -124,8 +125,14 @@ pub enum Pending {
         /// The term.
         epoch: u64,
     },
-    /// Session expiries; then the state request is answered (or more expiries persisted).
-    Expired(Vec<LockRecord>),
+    /// Session expiries; then `answer` is sent (a renewal's refusal), or, without one, the
+    /// state request is answered (or more expiries persisted).
+    Expired {
+        /// The expiries made durable.
+        records: Vec<LockRecord>,
+        /// The answer that waited for them; `None`: the state request's.
+        answer: Option<Msg>,
+    },
     /// A map version becomes current; `then` is a second one to persist after it (mutation
     /// `retire-parents-first` only).
     Commit {
@@ -247,14 +254,27 @@ impl AuthorityCore {
             Msg::RenewSession { server, session } => {
                 self.expire(now_us);
                 let lease_us = self.lease_us;
-                let ok = match self.sessions.get_mut(server) {
+                match self.sessions.get_mut(server) {
                     Some(s) if s.session == *session && s.live => {
                         s.expires_us = now_us + lease_us;
-                        true
+                        reply(Msg::SessionRenewed { ok: true })
                     }
-                    _ => false,
-                };
-                reply(Msg::SessionRenewed { ok })
+                    // The refusal tells the server its session ended, and the server drops every
+                    // range it holds: the expiry must be durable first, like the one the manager
+                    // learns of. Told before it was, a server dropped its ranges, the authority
+                    // crashed, recovered the session live, and handed it back to the server's next
+                    // registration; the map kept ranges on an owner that no longer held them, and
+                    // nothing reassigns the ranges of a live session (seed 5398 of the default
+                    // scenario: seven ranges refused every append for the last 36 s of the run).
+                    _ if self.unpersisted.iter().any(|r| matches!(r, LockRecord::SessionExpired { server: s, session: n } if s == server && n == session)) => {
+                        if !locked {
+                            return Action::NeedLock;
+                        }
+                        let expired = std::mem::take(&mut self.unpersisted);
+                        Action::Persist { records: expired.clone(), after: Pending::Expired { records: expired, answer: Some(Msg::SessionRenewed { ok: false }) }, events: Vec::new() }
+                    }
+                    _ => reply(Msg::SessionRenewed { ok: false }),
+                }
             }
             Msg::GetMap => reply(Msg::Map { map: self.map.clone() }),
             Msg::AcquireLeader { candidate } if !locked => {
@@ -371,7 +391,7 @@ impl AuthorityCore {
         if expired.is_empty() {
             return Action::Reply { msg: Msg::State { map: self.map.clone(), sessions: self.session_views() }, events };
         }
-        Action::Persist { records: expired.clone(), after: Pending::Expired(expired), events }
+        Action::Persist { records: expired.clone(), after: Pending::Expired { records: expired, answer: None }, events }
     }
 
     /// `after`'s records are durable: make its change current (at `now_us`) and say what next.
@@ -387,7 +407,7 @@ impl AuthorityCore {
                 self.leader = Some(Lease { holder: candidate, epoch, expires_us: now_us + self.lease_us });
                 Action::Reply { msg: Msg::LeaderLease { epoch: Some(epoch), holder: Some(candidate) }, events: vec![Event::Leader { manager: candidate, leader_epoch: epoch }] }
             }
-            Pending::Expired(records) => {
+            Pending::Expired { records, answer } => {
                 let events = records
                     .into_iter()
                     .filter_map(|r| match r {
@@ -395,7 +415,10 @@ impl AuthorityCore {
                         _ => None,
                     })
                     .collect();
-                self.state(now_us, events)
+                match answer {
+                    Some(msg) => Action::Reply { msg, events },
+                    None => self.state(now_us, events),
+                }
             }
             Pending::Commit { next, ops, leader_epoch, manager, then } => {
                 self.map_leader_epoch = leader_epoch;
@@ -525,6 +548,38 @@ mod tests {
         assert!(sessions[0].live && events.is_empty(), "live past the first registration's lease: the retry extended it ({events:?})");
         let (Msg::State { sessions, .. }, _) = run(&mut core, &mut disk, Msg::GetState, LEASE_MS * 1000 + half + 1) else { panic!() };
         assert!(!sessions[0].live, "and it ends a lease after the retry");
+    }
+
+    /// Found by seed 5398 of the default scenario (issue 13's 10,000-seed sweep): a renewal
+    /// after a partition was refused from an expiry still only in memory; the servers dropped
+    /// their ranges, lock-1 crashed before anything wrote the expiry, recovered the sessions
+    /// live, and gave each server's next registration (same incarnation) its old session back.
+    /// The map kept seven ranges on owners that no longer held them, for good. A refusal that
+    /// ends a session now waits until its expiry is durable, so a restart cannot revive it.
+    #[test]
+    fn authority_refuses_a_renewal_only_once_its_expiry_is_durable() {
+        let (mut core, mut disk) = fresh();
+        let incarnation = 100;
+        let (Msg::Registered { session }, _) = run(&mut core, &mut disk, Msg::RegisterServer { server: ServerId(1), incarnation }, 0) else { panic!() };
+        let past = LEASE_MS * 1000 + 1;
+        let renew = Msg::RenewSession { server: ServerId(1), session };
+        assert!(matches!(core.handle(&renew, past, false), Action::NeedLock), "the refusal writes the expiry: it takes the writers' lock");
+        let (reply, events) = run(&mut core, &mut disk, renew.clone(), past);
+        assert!(matches!(reply, Msg::SessionRenewed { ok: false }), "{reply:?}");
+        assert!(matches!(disk.last(), Some(LockRecord::SessionExpired { session: s, .. }) if *s == session), "durable before the server is told: {disk:?}");
+        assert!(matches!(events[..], [Event::LeaseExpired { session: s, .. }] if s == session), "announced as the state request does: {events:?}");
+        let records = disk.len();
+        let (reply, events) = run(&mut core, &mut disk, renew, past + 10);
+        assert!(matches!(reply, Msg::SessionRenewed { ok: false }) && events.is_empty());
+        assert_eq!(disk.len(), records, "an expiry already durable is not written again");
+        // The server dropped its ranges on the refusal; lock-1 crashes and recovers before the
+        // server registers again from the same process.
+        let (mut revived, _) = AuthorityCore::recover(&knobs(), &disk, past + 1_000);
+        let (Msg::Registered { session: next }, _) = run(&mut revived, &mut disk, Msg::RegisterServer { server: ServerId(1), incarnation }, past + 2_000) else { panic!() };
+        assert!(next > session, "the session whose ranges the server dropped does not come back");
+        let (Msg::State { sessions, .. }, _) = run(&mut revived, &mut disk, Msg::GetState, past + 3_000) else { panic!() };
+        let live: Vec<(u64, bool)> = sessions.iter().map(|s| (s.session, s.live)).collect();
+        assert_eq!(live, vec![(next, true)], "the manager sees the old session gone and fails its ranges over");
     }
 
     fn register(core: &mut AuthorityCore, disk: &mut Vec<LockRecord>, server: u32, now_us: u64) -> u64 {

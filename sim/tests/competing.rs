@@ -112,6 +112,41 @@ fn golden_authority_outage_fails_fast_and_resumes() {
     }
 }
 
+/// `scenarios/renewal-refused-then-crash.json`: lock-1 is cut off past the servers' leases,
+/// its disk is slow, and it crashes while it would be writing their expiries. The servers must
+/// not be told of an expiry the crash can lose: none drops a range, no expiry is announced
+/// before the crash (`lease_expired`), every server renews the session it had before the cut
+/// once lock-1 is back, and every range serves again. On the build before the fix, every seed
+/// failed liveness (the servers dropped their ranges on a refusal from an expiry only in
+/// memory and got the same sessions back after the restart; seed 5398 of the default scenario).
+#[test]
+fn golden_renewal_refused_then_crash_keeps_the_sessions_and_their_ranges() {
+    for seed in 0..8 {
+        let report = run_seed(&RunOptions { seed, ..scenario("renewal-refused-then-crash.json") });
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
+        // The leases did run out: every server refused requests for it during the cut.
+        for s in 1..=3 {
+            let lapsed = sys(&report).any(|(t, e)| matches!(e, Sys::Refused { server, reason: Refusal::LeaseExpired, .. } if server.0 == s) && t > 10_000_000 && t < 14_300_000);
+            assert!(lapsed, "seed {seed}: server-{s}'s lease never ran out during the cut");
+        }
+        let dropped: Vec<String> = sys(&report).filter(|(_, e)| matches!(e, Sys::Dropped { .. })).map(|(t, e)| format!("{t} µs: {e}")).collect();
+        assert!(dropped.is_empty(), "seed {seed}: ranges dropped: {dropped:?}");
+        let announced = sys(&report).find(|(t, e)| matches!(e, Sys::LeaseExpired { .. }) && *t < 14_300_000);
+        assert!(announced.is_none(), "seed {seed}: an expiry durable before the crash: {announced:?}");
+        for s in 1..=3 {
+            let session_at = |from_us: u64, to_us: u64| {
+                sys(&report).find_map(|(t, e)| match e {
+                    Sys::Renewed { server, session, ok: true, .. } if server.0 == s && t >= from_us && t < to_us => Some(*session),
+                    _ => None,
+                })
+            };
+            let before = session_at(9_000_000, 10_000_000).unwrap_or_else(|| panic!("seed {seed}: server-{s} renewed nothing before the cut"));
+            let after = session_at(14_800_000, 20_000_000).unwrap_or_else(|| panic!("seed {seed}: server-{s} renewed nothing after lock-1's restart"));
+            assert_eq!(after, before, "seed {seed}: server-{s} lost its session");
+        }
+    }
+}
+
 /// A deposed leader cut from the authority but not from the servers does no harm: its held
 /// commands reach servers that have heard a newer leader, and are refused.
 #[test]
