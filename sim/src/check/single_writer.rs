@@ -27,7 +27,7 @@
 use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
-use super::index::{MapStep, Maps};
+use super::index::{Clients, Keys, MapStep, Maps};
 use std::collections::BTreeMap;
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
@@ -124,11 +124,13 @@ impl Covering {
 
 /// Check every clause. Errors: the first violation, with both sides.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
-    check_indexed(events, &Maps::of(events))
+    check_indexed(events, &Maps::of(events), &Clients::of(events).keys)
 }
 
-/// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`).
-pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation> {
+/// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`)
+/// and its keys numbered once ([`Clients::of`] of `events` numbers every key a server admits an
+/// append to or answers a strong read of).
+pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>) -> Result<(), Violation> {
     let mut steps = maps.steps.iter();
     // (range, epoch) -> owner, from the map (announced and restored versions).
     let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
@@ -143,7 +145,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation>
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: BTreeMap<(u64, u32, u64), (u32, u64, u64)> = BTreeMap::new();
-    let mut landed: std::collections::BTreeSet<(u64, u32, u64)> = Default::default();
+    let mut landed: fnv::FnvHashSet<(u64, u32, u64)> = Default::default();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // server -> its newest session (from its renewals and registrations).
@@ -151,7 +153,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation>
     // Every range whose bounds changed, in order; key -> the ranges whose bounds hold it, so an
     // admission looks up its key's few ranges instead of testing every one.
     let mut bound_log: Vec<u64> = Vec::new();
-    let mut covering: std::collections::HashMap<&[u8], Covering> = Default::default();
+    let mut covering: Vec<Covering> = std::iter::repeat_with(Covering::default).take(keys.len()).collect();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
@@ -223,7 +225,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation>
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                let cover = covering.entry(key.as_slice()).or_default();
+                let cover = &mut covering[keys.get(key).expect("Clients::of numbers every admitted or strongly read key") as usize];
                 cover.update(key, &bounds, &bound_log);
                 for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
                     if a.server != server && a.epoch > epoch {
