@@ -8,7 +8,9 @@
 
 use crate::events::{Event, Outcome, Sys, What};
 use crate::workload::{content_hash, parse_content, ContentHasher};
+use super::pool::Pooled;
 use fnv::FnvHashMap;
+use hashbrown::hash_table::{Entry, HashTable};
 use partmap::event::ClientOp;
 use partmap::ids::{Key, OpId};
 use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
@@ -28,24 +30,34 @@ pub const NONE: u32 = u32::MAX;
 /// strings (a search of string comparisons per access).
 #[derive(Default)]
 pub struct Keys<'a> {
-    numbers: FnvHashMap<&'a [u8], KeyNo>,
+    /// Key numbers, found by the key's FNV hash and compared by name.
+    table: Pooled<HashTable<KeyNo>>,
     names: Vec<&'a Key>,
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    partmap::ids::fnv1a(partmap::ids::FNV_OFFSET, key)
 }
 
 impl<'a> Keys<'a> {
     /// The number of `key`, numbering it if it is new.
     pub fn intern(&mut self, key: &'a Key) -> KeyNo {
-        let next = self.names.len() as KeyNo;
-        let n = *self.numbers.entry(key.as_slice()).or_insert(next);
-        if n == next {
-            self.names.push(key);
+        let names = &mut self.names;
+        let hash = key_hash(key);
+        match self.table.entry(hash, |n| names[*n as usize] == key, |n| key_hash(names[*n as usize])) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let n = names.len() as KeyNo;
+                names.push(key);
+                e.insert(n);
+                n
+            }
         }
-        n
     }
 
     /// The number of `key`, if it has one.
     pub fn get(&self, key: &[u8]) -> Option<KeyNo> {
-        self.numbers.get(key).copied()
+        self.table.find(key_hash(key), |n| self.names[*n as usize].as_slice() == key).copied()
     }
 
     /// The key numbered `n`.
@@ -65,8 +77,9 @@ impl<'a> Keys<'a> {
 
     /// Every key's number, in key (byte) order: the order the checkers judge keys in, so that
     /// the first violation they report does not depend on numbering.
-    pub fn sorted(&self) -> Vec<KeyNo> {
-        let mut order: Vec<KeyNo> = (0..self.names.len() as KeyNo).collect();
+    pub fn sorted(&self) -> Pooled<Vec<KeyNo>> {
+        let mut order: Pooled<Vec<KeyNo>> = Pooled::take();
+        order.extend(0..self.names.len() as KeyNo);
         order.sort_unstable_by(|a, b| self.names[*a as usize].cmp(self.names[*b as usize]));
         order
     }
@@ -74,76 +87,16 @@ impl<'a> Keys<'a> {
 
 /// Items grouped by key number (compressed rows: one vector of items, one of where each key's
 /// run of them starts), each key's items in the order they were given.
-pub struct PerKey<T> {
-    starts: Vec<u32>,
-    items: Vec<T>,
+pub struct PerKey<T: 'static> {
+    starts: Pooled<Vec<u32>>,
+    items: Pooled<Vec<T>>,
 }
 
-impl<T> Default for PerKey<T> {
-    fn default() -> Self {
-        PerKey { starts: Vec::new(), items: Vec::new() }
-    }
-}
-
-/// The index's largest buffers, kept from one run's checkers to the next on this thread
-/// (issue 13): a sweep judges run after run, and fresh memory for each costs page faults
-/// (the allocator hands out pages the last runs' memory was purged from). Cleared before use;
-/// a buffer grown past [`SPARE_MAX`] items is dropped rather than kept.
-#[derive(Default)]
-struct Spare {
-    appends: Vec<Append>,
-    reads: Vec<Read>,
-    numbers: FnvHashMap<OpId, OpNo>,
-    read_invoked: FnvHashMap<OpId, (u64, u64)>,
-    acked: Vec<(KeyNo, (u64, OpNo))>,
-    by_key: Vec<(KeyNo, OpNo)>,
-    by_key_groups: PerKey<OpNo>,
-    acked_groups: PerKey<(u64, OpNo)>,
-}
-
-/// The most items a spare buffer keeps between runs.
-const SPARE_MAX: usize = 1 << 20;
-
-impl Spare {
-    fn give_pairs(&mut self, mut by_key: Vec<(KeyNo, OpNo)>, mut acked: Vec<(KeyNo, (u64, OpNo))>, mut read_invoked: FnvHashMap<OpId, (u64, u64)>) {
-        by_key.clear();
-        acked.clear();
-        read_invoked.clear();
-        if by_key.capacity() <= SPARE_MAX && acked.capacity() <= SPARE_MAX && read_invoked.capacity() <= SPARE_MAX {
-            (self.by_key, self.acked, self.read_invoked) = (by_key, acked, read_invoked);
-        }
-    }
-}
-
-thread_local! {
-    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::new(Spare::default());
-}
-
-impl Drop for Clients<'_> {
-    fn drop(&mut self) {
-        let (mut appends, mut reads, mut numbers) = (std::mem::take(&mut self.appends), std::mem::take(&mut self.reads), std::mem::take(&mut self.numbers));
-        if appends.capacity() > SPARE_MAX || reads.capacity() > SPARE_MAX || numbers.capacity() > SPARE_MAX {
-            return;
-        }
-        appends.clear();
-        reads.clear();
-        numbers.clear();
-        let (by_key, acked) = (std::mem::take(&mut self.by_key), std::mem::take(&mut self.acked));
-        SPARE.with(|s| {
-            let mut s = s.borrow_mut();
-            (s.appends, s.reads, s.numbers, s.by_key_groups, s.acked_groups) = (appends, reads, numbers, by_key, acked);
-        });
-    }
-}
-
-impl<T: Copy> PerKey<T> {
+impl<T: Copy + 'static> PerKey<T> {
     /// `pairs` grouped by key (stable: each key's items keep their order); `keys` bounds the
     /// key numbers.
-    /// `pairs` grouped by key (stable: each key's items keep their order); `keys` bounds the
-    /// key numbers. Built in `spare`'s vectors (cleared first).
-    fn of(keys: usize, pairs: &[(KeyNo, T)], spare: &mut PerKey<T>) -> PerKey<T> {
-        let PerKey { mut starts, mut items } = std::mem::take(spare);
-        starts.clear();
+    fn of(keys: usize, pairs: &[(KeyNo, T)]) -> PerKey<T> {
+        let (mut starts, mut items): (Pooled<Vec<u32>>, Pooled<Vec<T>>) = (Pooled::take(), Pooled::take());
         starts.resize(keys + 1, 0);
         for (k, _) in pairs {
             starts[*k as usize + 1] += 1;
@@ -151,9 +104,8 @@ impl<T: Copy> PerKey<T> {
         for i in 0..keys {
             starts[i + 1] += starts[i];
         }
-        // Each key's items, placed at the key's next free place (`starts[k]` counts up and is
-        // set back after).
-        items.clear();
+        // Each item goes to its key's next free place (`starts[k]` counts up through the key's
+        // run, and is set back after).
         if let Some((_, first)) = pairs.first() {
             items.resize(pairs.len(), *first);
         }
@@ -243,8 +195,8 @@ pub struct Clients<'a> {
     /// Every append id the history invokes or completes, by [`OpNo`]. An id invoked again
     /// starts over (its earlier completion forgotten); one completed before any invocation is
     /// numbered with `invoked` false (and listed in `orphans`).
-    pub appends: Vec<Append>,
-    numbers: FnvHashMap<OpId, OpNo>,
+    pub appends: Pooled<Vec<Append>>,
+    numbers: Pooled<FnvHashMap<OpId, OpNo>>,
     /// Invoked appends per key, in id order.
     pub by_key: PerKey<OpNo>,
     /// Acknowledged appends per key (the completion's key): (completion time, number), in
@@ -254,20 +206,19 @@ pub struct Clients<'a> {
     /// completion's key number.
     pub orphans: Vec<(OpId, KeyNo)>,
     /// Successful reads, in history order.
-    pub reads: Vec<Read>,
+    pub reads: Pooled<Vec<Read>>,
 }
 
 impl<'a> Clients<'a> {
     /// One pass over `events`.
     pub fn of(events: &'a [Event]) -> Clients<'a> {
-        let mut spare = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
         let mut keys = Keys::default();
-        let mut appends = std::mem::take(&mut spare.appends);
-        let mut numbers = std::mem::take(&mut spare.numbers);
+        let mut appends: Pooled<Vec<Append>> = Pooled::take();
+        let mut numbers: Pooled<FnvHashMap<OpId, OpNo>> = Pooled::take();
         let mut orphans = Vec::new();
-        let mut reads = std::mem::take(&mut spare.reads);
-        let mut acked = std::mem::take(&mut spare.acked);
-        let mut read_invoked = std::mem::take(&mut spare.read_invoked);
+        let mut reads: Pooled<Vec<Read>> = Pooled::take();
+        let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
+        let mut read_invoked: Pooled<FnvHashMap<OpId, (u64, u64)>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
@@ -309,13 +260,11 @@ impl<'a> Clients<'a> {
                 _ => {}
             }
         }
-        let mut by_key = std::mem::take(&mut spare.by_key);
+        let mut by_key: Pooled<Vec<(KeyNo, OpNo)>> = Pooled::take();
         by_key.extend(appends.iter().enumerate().filter(|(_, op)| op.invoked).map(|(n, op)| (op.key_no, n as OpNo)));
         by_key.sort_unstable_by_key(|(k, n)| (*k, appends[*n as usize].id));
-        let by_key_grouped = PerKey::of(keys.len(), &by_key, &mut spare.by_key_groups);
-        let acked_grouped = PerKey::of(keys.len(), &acked, &mut spare.acked_groups);
-        spare.give_pairs(by_key, acked, read_invoked);
-        SPARE.with(|s| *s.borrow_mut() = spare);
+        let by_key_grouped = PerKey::of(keys.len(), &by_key);
+        let acked_grouped = PerKey::of(keys.len(), &acked);
         Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads }
     }
 
@@ -345,8 +294,7 @@ impl KeyContent<'_> {
 }
 
 /// One parse of one content: where its records and prefixes sit in [`Finals`], or its error.
-struct Parsed<'a> {
-    bytes: &'a [u8],
+struct Parsed {
     records: std::ops::Range<usize>,
     prefixes: std::ops::Range<usize>,
     error: Option<String>,
@@ -354,21 +302,23 @@ struct Parsed<'a> {
 
 /// One view's keys: its parse per key number, and its keys in key order.
 struct Slots {
-    parse: Vec<u32>,
-    keys: Vec<KeyNo>,
+    parse: Pooled<Vec<u32>>,
+    keys: Pooled<Vec<KeyNo>>,
 }
 
 /// The final contents of one run's views, each key parsed once: [`Finals::view`] gives a view's
 /// key → parsed content.
 pub struct Finals<'a> {
     /// Parse 0 is the content of a key with none.
-    parsed: Vec<Parsed<'a>>,
-    ids: Vec<OpId>,
-    ops: Vec<OpNo>,
-    prefixes: Vec<(u64, u64)>,
+    parsed: Pooled<Vec<Parsed>>,
+    /// The bytes of each parse.
+    bytes: Vec<&'a [u8]>,
+    ids: Pooled<Vec<OpId>>,
+    ops: Pooled<Vec<OpNo>>,
+    prefixes: Pooled<Vec<(u64, u64)>>,
     views: Vec<Slots>,
     /// Every key number of the clients' keys, in key order.
-    order: Vec<KeyNo>,
+    order: Pooled<Vec<KeyNo>>,
 }
 
 /// One view of [`Finals`]: key → parsed content (or the parse error).
@@ -411,7 +361,7 @@ impl<'f> View<'f, '_> {
     /// The raw bytes of key `k`, if the view has it.
     pub fn bytes(&self, k: KeyNo) -> Option<&'f [u8]> {
         let p = *self.slots.parse.get(k as usize)?;
-        (p != NONE).then(|| self.finals.parsed[p as usize].bytes)
+        (p != NONE).then(|| self.finals.bytes[p as usize])
     }
 
     /// Every key number of the run, in key order (a view's own keys are [`View::iter`]'s).
@@ -425,14 +375,14 @@ impl<'a> Finals<'a> {
     /// `clients.keys`; a key whose bytes equal the same key's in an earlier view reuses that
     /// parse.
     pub fn of(contents: &[&'a BTreeMap<Key, Vec<u8>>], clients: &mut Clients<'a>) -> Finals<'a> {
-        let mut f = Finals { parsed: Vec::new(), ids: Vec::new(), ops: Vec::new(), prefixes: Vec::new(), views: Vec::new(), order: Vec::new() };
+        let mut f = Finals { parsed: Pooled::take(), bytes: Vec::new(), ids: Pooled::take(), ops: Pooled::take(), prefixes: Pooled::take(), views: Vec::new(), order: Pooled::take() };
         f.parse(&[], clients);
         for content in contents {
-            let mut keys = Vec::with_capacity(content.len());
-            let mut parse = Vec::with_capacity(content.len());
+            let mut keys: Pooled<Vec<KeyNo>> = Pooled::take();
+            let mut parse: Pooled<Vec<u32>> = Pooled::take();
             for (key, bytes) in content.iter() {
                 let k = clients.keys.intern(key);
-                let same = f.views.iter().map(|v| v.parse.get(k as usize).copied().unwrap_or(NONE)).find(|p| *p != NONE && f.parsed[*p as usize].bytes == bytes.as_slice());
+                let same = f.views.iter().map(|v| v.parse.get(k as usize).copied().unwrap_or(NONE)).find(|p| *p != NONE && f.bytes[*p as usize] == bytes.as_slice());
                 let p = match same {
                     Some(p) => p,
                     None => f.parse(bytes, clients),
@@ -440,8 +390,9 @@ impl<'a> Finals<'a> {
                 keys.push(k);
                 parse.push(p);
             }
-            let mut slots = vec![NONE; clients.keys.len()];
-            for (k, p) in keys.iter().zip(&parse) {
+            let mut slots: Pooled<Vec<u32>> = Pooled::take();
+            slots.resize(clients.keys.len(), NONE);
+            for (k, p) in keys.iter().zip(parse.iter()) {
                 slots[*k as usize] = *p;
             }
             f.views.push(Slots { parse: slots, keys });
@@ -471,7 +422,8 @@ impl<'a> Finals<'a> {
                 None
             }
         };
-        self.parsed.push(Parsed { bytes, records: r0..self.ids.len(), prefixes: p0..self.prefixes.len(), error });
+        self.parsed.push(Parsed { records: r0..self.ids.len(), prefixes: p0..self.prefixes.len(), error });
+        self.bytes.push(bytes);
         (self.parsed.len() - 1) as u32
     }
 

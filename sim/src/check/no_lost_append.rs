@@ -15,6 +15,7 @@
 //! [`disagreement`] reports a key whose two views differ.
 
 use super::index::{Clients, Finals, KeyNo, View as FinalView, NONE};
+use super::pool::Pooled;
 use super::{secs, Violation};
 use crate::events::{Event, Outcome};
 use crate::workload::parse_content;
@@ -56,9 +57,10 @@ pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &
     let name = |o: Option<Outcome>| o.map_or("unknown (never completed)", |o| o.name());
     // Per append number: its position in the key being judged (NONE: not there), reset after
     // each key.
-    let mut position: Vec<u32> = vec![NONE; clients.appends.len()];
-    let mut acked: Vec<(u64, usize, OpId)> = Vec::new();
-    let mut latest: Vec<(usize, OpId)> = Vec::new();
+    let mut position: Pooled<Vec<u32>> = Pooled::take();
+    position.resize(clients.appends.len(), NONE);
+    let mut acked: Pooled<Vec<(u64, usize, OpId)>> = Pooled::take();
+    let mut latest: Pooled<Vec<(usize, OpId)>> = Pooled::take();
     // Every key some append was invoked on (and judged) or the view holds, in key order.
     for &k in content.order() {
         let on_key: &[u32] = if judged_key(k) { clients.by_key.get(k) } else { &[] };
@@ -116,7 +118,7 @@ pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &
             acked.extend(on_key.iter().map(|&n| (n, &clients.appends[n as usize])).filter(|(_, op)| op.outcome == Some(Outcome::Ok)).map(|(n, op)| (op.complete_us.unwrap_or(0), position[n as usize] as usize, op.id)));
             acked.sort_unstable();
             latest.clear();
-            for &(_, pos, id) in &acked {
+            for &(_, pos, id) in acked.iter() {
                 let best = latest.last().copied().filter(|(p, _)| *p >= pos).unwrap_or((pos, id));
                 latest.push(best);
             }

@@ -8,6 +8,7 @@
 
 use super::index::{Clients, Finals, KeyNo, OpNo, Read, View as FinalView, NONE};
 use super::no_lost_append::Content;
+use super::pool::Pooled;
 use super::{secs, Violation};
 use crate::events::Event;
 use partmap::ids::{show_key, Key};
@@ -45,10 +46,12 @@ pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Op
     // one binary search, linear in the history rather than quadratic per key. Laid out as
     // `clients.acked` is (settled keys' entries are never read).
     let acked = clients.acked.items();
-    let mut furthest: Vec<(u64, OpNo, u64)> = vec![(0, NONE, 0); acked.len()];
+    let mut furthest: Pooled<Vec<(u64, OpNo, u64)>> = Pooled::take();
+    furthest.resize(acked.len(), (0, NONE, 0));
     // Per append number: where its record ends in the key being judged (its last occurrence;
     // u64::MAX: not there), reset after each key.
-    let mut end_of: Vec<u64> = vec![u64::MAX; clients.appends.len()];
+    let mut end_of: Pooled<Vec<u64>> = Pooled::take();
+    end_of.resize(clients.appends.len(), u64::MAX);
     for k in clients.acked.keys().filter(|k| !settled(*k)) {
         let fin = finals.content_or_empty(k);
         for (i, &n) in fin.ops.iter().enumerate() {
@@ -71,7 +74,7 @@ pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Op
             }
         }
     }
-    for read in &clients.reads {
+    for read in clients.reads.iter() {
         let Read { id, key_no, invoke_us: began, bound_us, answered_us, len, hash } = *read;
         if only.is_some_and(|o| !o(key_no)) || settled(key_no) {
             continue;

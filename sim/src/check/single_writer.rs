@@ -28,6 +28,7 @@ use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
 use super::index::{Clients, Keys, MapStep, Maps};
+use super::pool::Pooled;
 use std::collections::BTreeMap;
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
@@ -145,7 +146,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>) -> Resu
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: BTreeMap<(u64, u32, u64), (u32, u64, u64)> = BTreeMap::new();
-    let mut landed: fnv::FnvHashSet<(u64, u32, u64)> = Default::default();
+    let mut landed: Pooled<fnv::FnvHashSet<(u64, u32, u64)>> = Pooled::take();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // server -> its newest session (from its renewals and registrations).
@@ -153,7 +154,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>) -> Resu
     // Every range whose bounds changed, in order; key -> the ranges whose bounds hold it, so an
     // admission looks up its key's few ranges instead of testing every one.
     let mut bound_log: Vec<u64> = Vec::new();
-    let mut covering: Vec<Covering> = std::iter::repeat_with(Covering::default).take(keys.len()).collect();
+    let mut covering: Pooled<Vec<Covering>> = Pooled::take();
+    covering.resize_with(keys.len(), Covering::default);
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
