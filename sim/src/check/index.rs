@@ -435,6 +435,12 @@ impl<'a> Finals<'a> {
         }
     }
 
+    /// Every key number of the clients' keys (those of the final contents included), in key
+    /// order.
+    pub fn order(&self) -> &[KeyNo] {
+        &self.order
+    }
+
     /// Whether views `a` and `b` hold key `k` with the same bytes (parsed once for both): a
     /// checker that judged the key in one view finds the same in the other.
     pub fn same_in(&self, a: usize, b: usize, k: KeyNo) -> bool {
