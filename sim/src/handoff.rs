@@ -16,7 +16,7 @@ use crate::check::single_writer::contains;
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::event::ClientOp;
 use partmap::ids::Key;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// One handoff a move's target reported.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -62,10 +62,9 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     // (range, epoch) -> first pause time at the source.
     let mut paused: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     // (range, epoch, owner) that some map version published.
-    let mut published: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
+    let mut published: fnv::FnvHashSet<(u64, u64, u64)> = Default::default();
     // Per key, the times of client appends acknowledged and invoked (in time order).
-    let mut acked: BTreeMap<&Key, Vec<u64>> = BTreeMap::new();
-    let mut invoked: BTreeMap<&Key, Vec<u64>> = BTreeMap::new();
+    let mut times = KeyTimes::default();
     let mut pending: Vec<(Handoff, (Key, Option<Key>))> = Vec::new();
     for ev in events {
         match &ev.what {
@@ -85,8 +84,8 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
             What::Sys(Sys::Paused { range, epoch, .. }) => {
                 paused.entry((range.0, epoch.0)).or_insert(ev.t_us);
             }
-            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => invoked.entry(key).or_default().push(ev.t_us),
-            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => acked.entry(key).or_default().push(ev.t_us),
+            What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 => times.of(key).1.push(ev.t_us),
+            What::Complete { op: ClientOp::Append, id, key, outcome: Outcome::Ok, .. } if id.client > 0 => times.of(key).0.push(ev.t_us),
             What::Sys(Sys::Handoff { server, range, epoch, strategy, precopy_bytes, tail_bytes, bytes }) => {
                 let (range, epoch) = (range.0, epoch.0);
                 // One handoff per move: a target that reports it again (it restarted and
@@ -117,24 +116,25 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
         }
     }
     let mut out = Vec::new();
+    let order = if pending.is_empty() { Vec::new() } else { times.sorted() };
     for (mut h, b) in pending {
         h.committed = published.contains(&(h.range, h.epoch, h.to));
         // The longest gap between consecutive acknowledged appends to the range that overlaps
         // the pause at the servers (acks of appends admitted before the pause land during the
         // drain, so the first ack after the pause began is not yet the end of the gap).
         let (from, to) = (h.paused_at_us, h.paused_at_us + (h.server_pause_ms * 1000.0) as u64);
-        let (acked_in, invoked_in) = (times_in(&acked, &b), times_in(&invoked, &b));
-        let mut times: Vec<u64> = acked_in.iter().flat_map(|t| t.iter().copied()).collect();
-        times.sort_unstable();
+        let keys_in = times.keys_in(&order, &b);
+        let mut acked_in: Vec<u64> = keys_in.iter().flat_map(|k| times.acked[*k as usize].iter().copied()).collect();
+        acked_in.sort_unstable();
         let mut best: Option<(u64, u64)> = None;
-        for w in times.windows(2) {
+        for w in acked_in.windows(2) {
             let (a0, a1) = (w[0], w[1]);
             if a1 > from && a0 <= to && best.is_none_or(|(b0, b1)| a1 - a0 > b1 - b0) {
                 best = Some((a0, a1));
             }
         }
         if let Some((b0, a0)) = best {
-            let tried = invoked_in.iter().any(|t| t.get(t.partition_point(|x| *x <= b0)).is_some_and(|x| *x < a0));
+            let tried = keys_in.iter().map(|k| &times.invoked[*k as usize]).any(|t| t.get(t.partition_point(|x| *x <= b0)).is_some_and(|x| *x < a0));
             if tried {
                 h.client_gap_ms = Some((a0 - b0) as f64 / 1000.0);
             }
@@ -144,9 +144,46 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     out
 }
 
-/// The time lists of the keys in `bounds`.
-fn times_in<'a>(times: &'a BTreeMap<&Key, Vec<u64>>, bounds: &(Key, Option<Key>)) -> Vec<&'a [u64]> {
-    times.iter().filter(|(k, _)| contains(bounds, k)).map(|(_, t)| t.as_slice()).collect()
+/// Per key, the times of client appends acknowledged and invoked, each in time order: keys
+/// numbered once by hash, then put in key order for the range queries of the handoffs (a
+/// range's keys are a run of that order), instead of a B-tree of byte-string keys searched per
+/// event and filtered whole per handoff (issue 13).
+#[derive(Default)]
+struct KeyTimes<'a> {
+    number: fnv::FnvHashMap<&'a [u8], u32>,
+    names: Vec<&'a [u8]>,
+    acked: Vec<Vec<u64>>,
+    invoked: Vec<Vec<u64>>,
+}
+
+impl<'a> KeyTimes<'a> {
+    /// The (acknowledged, invoked) time lists of `key`.
+    fn of(&mut self, key: &'a Key) -> (&mut Vec<u64>, &mut Vec<u64>) {
+        let next = self.names.len() as u32;
+        let n = *self.number.entry(key.as_slice()).or_insert(next) as usize;
+        if n == self.names.len() {
+            self.names.push(key);
+            self.acked.push(Vec::new());
+            self.invoked.push(Vec::new());
+        }
+        (&mut self.acked[n], &mut self.invoked[n])
+    }
+
+    /// Every key's number, in key order.
+    fn sorted(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+        order.sort_unstable_by(|a, b| self.names[*a as usize].cmp(self.names[*b as usize]));
+        order
+    }
+
+    /// The numbers of the keys in `bounds` (`order` is [`KeyTimes::sorted`]).
+    fn keys_in<'o>(&self, order: &'o [u32], bounds: &(Key, Option<Key>)) -> &'o [u32] {
+        let below = |b: &[u8]| order.partition_point(|k| self.names[*k as usize] < b);
+        let lo = below(&bounds.0);
+        let hi = bounds.1.as_ref().map_or(order.len(), |e| below(e)).max(lo);
+        debug_assert!(order[lo..hi].iter().all(|k| contains(bounds, self.names[*k as usize])));
+        &order[lo..hi]
+    }
 }
 
 /// `p` (0..=1) percentile of `values` by nearest rank; `None` when empty.

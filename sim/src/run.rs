@@ -526,29 +526,29 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
         v
     };
     let from = crate::bench::thread_cpu_ns();
-    // The keys the final reads answered; one they could not read fails liveness, not this.
-    let read: std::collections::BTreeSet<partmap::ids::Key> = served.keys().cloned().collect();
     // The clients' operations and each key's final content, indexed once for both checkers
-    // and both views.
-    let clients = check::index::Clients::of(events);
-    let finals = check::index::Finals::of(&[served, stored]);
+    // and both views (every key numbered once).
+    let mut clients = check::index::Clients::of(events);
+    let finals = check::index::Finals::of(&[served, stored], &mut clients);
     add_checker_cpu("index", "clients and final contents", crate::bench::thread_cpu_ns() - from);
     // The announced maps, each diffed against the one before once, for both map checkers.
     let from = crate::bench::thread_cpu_ns();
     let maps = check::index::Maps::of(events);
     add_checker_cpu("index", "map diffs", crate::bench::thread_cpu_ns() - from);
+    // The keys the final reads answered; one they could not read fails liveness, not this.
+    let read = |k: check::index::KeyNo| finals.view(0).contains(k);
     // A key the served view judged sound, on the same bytes as the stored view, would pass the
     // stored view too: that view judges the other keys only.
-    let same = |key: &[u8]| finals.same_in(0, 1, key);
-    let none = |_: &[u8]| false;
+    let same = |k: check::index::KeyNo| finals.same_in(0, 1, k);
+    let none = |_: check::index::KeyNo| false;
     let nla_served = timed("no_lost_append", "served", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(0), "served", Some(&read), &none));
-    let settled: &dyn Fn(&[u8]) -> bool = if nla_served.violation.is_none() { &same } else { &none };
+    let settled: &dyn Fn(check::index::KeyNo) -> bool = if nla_served.violation.is_none() { &same } else { &none };
     let nla_stored = timed("no_lost_append", "stored", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(1), "stored", None, settled));
     let rc_served = timed("reads_consistent", "served", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(0), Some(&read), &none));
-    let settled: &dyn Fn(&[u8]) -> bool = if rc_served.violation.is_none() { &same } else { &none };
+    let settled: &dyn Fn(check::index::KeyNo) -> bool = if rc_served.violation.is_none() { &same } else { &none };
     let rc_stored = timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None, settled));
     let mut views = vec![
-        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps)),
+        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, finals.order())),
         nla_served,
         nla_stored,
         rc_served,

@@ -1,36 +1,179 @@
-//! What the checkers share, built once per run (issue 13): the clients' appends and reads from
-//! one pass over the history ([`Clients`]), each key's final content parsed once ([`Finals`]: a
-//! key whose served and stored contents are the same bytes is parsed once for both views), and
-//! the announced maps each diffed once against the one before ([`Maps`]), so that the checkers
-//! that follow the maps (`single_writer`, `map_tiles`) judge only what each version changed.
+//! What the checkers share, built once per run (issue 13): every key of the history numbered
+//! once ([`Keys`]), the clients' appends and reads from one pass over the history ([`Clients`]:
+//! per-key state in vectors indexed by key number, not maps keyed by byte strings), each key's
+//! final content parsed once ([`Finals`]: a key whose served and stored contents are the same
+//! bytes is parsed once for both views), and the announced maps each diffed once against the
+//! one before ([`Maps`]), so that the checkers that follow the maps (`single_writer`,
+//! `map_tiles`) judge only what each version changed.
 
 use crate::events::{Event, Outcome, Sys, What};
-use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
 use crate::workload::{content_hash, parse_content, ContentHasher};
+use super::pool::Pooled;
+use fnv::FnvHashMap;
+use hashbrown::hash_table::{Entry, HashTable};
 use partmap::event::ClientOp;
 use partmap::ids::{Key, OpId};
+use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
 use std::collections::{BTreeMap, HashMap};
 
-/// One client append: its key, when it was invoked and completed, and how.
+/// A key's number in [`Keys`]: dense, from 0, in first-seen order.
+pub type KeyNo = u32;
+
+/// An append's number in [`Clients::appends`]: dense, from 0, in first-seen order.
+pub type OpNo = u32;
+
+/// No number: a record whose id no client appended, or a key a view does not hold.
+pub const NONE: u32 = u32::MAX;
+
+/// The keys of one run, each numbered once, so that the checkers keep per-key state in vectors
+/// indexed by [`KeyNo`] (one hash per event, then array accesses) instead of maps keyed by byte
+/// strings (a search of string comparisons per access).
+#[derive(Default)]
+pub struct Keys<'a> {
+    /// Key numbers, found by the key's FNV hash and compared by name.
+    table: Pooled<HashTable<KeyNo>>,
+    names: Vec<&'a Key>,
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    partmap::ids::fnv1a(partmap::ids::FNV_OFFSET, key)
+}
+
+impl<'a> Keys<'a> {
+    /// The number of `key`, numbering it if it is new.
+    pub fn intern(&mut self, key: &'a Key) -> KeyNo {
+        let names = &mut self.names;
+        let hash = key_hash(key);
+        match self.table.entry(hash, |n| names[*n as usize] == key, |n| key_hash(names[*n as usize])) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let n = names.len() as KeyNo;
+                names.push(key);
+                e.insert(n);
+                n
+            }
+        }
+    }
+
+    /// The number of `key`, if it has one.
+    pub fn get(&self, key: &[u8]) -> Option<KeyNo> {
+        self.table.find(key_hash(key), |n| self.names[*n as usize].as_slice() == key).copied()
+    }
+
+    /// The key numbered `n`.
+    pub fn name(&self, n: KeyNo) -> &'a Key {
+        self.names[n as usize]
+    }
+
+    /// How many keys are numbered.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no key is numbered.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Every key's number, in key (byte) order: the order the checkers judge keys in, so that
+    /// the first violation they report does not depend on numbering.
+    pub fn sorted(&self) -> Pooled<Vec<KeyNo>> {
+        let mut order: Pooled<Vec<KeyNo>> = Pooled::take();
+        order.extend(0..self.names.len() as KeyNo);
+        order.sort_unstable_by(|a, b| self.names[*a as usize].cmp(self.names[*b as usize]));
+        order
+    }
+}
+
+/// Items grouped by key number (compressed rows: one vector of items, one of where each key's
+/// run of them starts), each key's items in the order they were given.
+pub struct PerKey<T: 'static> {
+    starts: Pooled<Vec<u32>>,
+    items: Pooled<Vec<T>>,
+}
+
+impl<T: Copy + 'static> PerKey<T> {
+    /// `pairs` grouped by key (stable: each key's items keep their order); `keys` bounds the
+    /// key numbers.
+    fn of(keys: usize, pairs: &[(KeyNo, T)]) -> PerKey<T> {
+        let (mut starts, mut items): (Pooled<Vec<u32>>, Pooled<Vec<T>>) = (Pooled::take(), Pooled::take());
+        starts.resize(keys + 1, 0);
+        for (k, _) in pairs {
+            starts[*k as usize + 1] += 1;
+        }
+        for i in 0..keys {
+            starts[i + 1] += starts[i];
+        }
+        // Each item goes to its key's next free place (`starts[k]` counts up through the key's
+        // run, and is set back after).
+        if let Some((_, first)) = pairs.first() {
+            items.resize(pairs.len(), *first);
+        }
+        for (k, t) in pairs {
+            items[starts[*k as usize] as usize] = *t;
+            starts[*k as usize] += 1;
+        }
+        for i in (0..keys).rev() {
+            starts[i + 1] = starts[i];
+        }
+        if let Some(s) = starts.first_mut() {
+            *s = 0;
+        }
+        PerKey { starts, items }
+    }
+
+    /// Where key `k`'s items sit in [`PerKey::items`] (empty for a key with none, or one
+    /// numbered after these were grouped).
+    pub fn span(&self, k: KeyNo) -> std::ops::Range<usize> {
+        let k = k as usize;
+        if k + 1 < self.starts.len() {
+            self.starts[k] as usize..self.starts[k + 1] as usize
+        } else {
+            0..0
+        }
+    }
+
+    /// Key `k`'s items.
+    pub fn get(&self, k: KeyNo) -> &[T] {
+        &self.items[self.span(k)]
+    }
+
+    /// Every item, grouped by key in number order.
+    pub fn items(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The key numbers with at least one item, ascending.
+    pub fn keys(&self) -> impl Iterator<Item = KeyNo> + '_ {
+        self.starts.windows(2).enumerate().filter(|(_, w)| w[1] > w[0]).map(|(k, _)| k as KeyNo)
+    }
+}
+
+/// One append id the history names: its key, when it was invoked and completed, and how.
 #[derive(Clone, Copy, Debug)]
-pub struct Append<'a> {
-    /// The key appended to.
-    pub key: &'a Key,
-    /// Invocation time, µs of simulated time.
+pub struct Append {
+    /// Its id.
+    pub id: OpId,
+    /// The number of the key appended to (for one completed without an invocation, the
+    /// completion's key).
+    pub key_no: KeyNo,
+    /// Whether the history has its invocation (before any completion of it).
+    pub invoked: bool,
+    /// Invocation time, µs of simulated time (0 if not invoked).
     pub invoke_us: u64,
-    /// Completion time, if it completed.
+    /// Completion time, if it completed after its invocation.
     pub complete_us: Option<u64>,
-    /// Its outcome, if it completed.
+    /// Its outcome, if it completed after its invocation.
     pub outcome: Option<Outcome>,
 }
 
 /// One successful client read.
 #[derive(Clone, Copy, Debug)]
-pub struct Read<'a> {
+pub struct Read {
     /// The read's id.
     pub id: OpId,
-    /// The key read.
-    pub key: &'a Key,
+    /// The number of the key read.
+    pub key_no: KeyNo,
     /// Invocation time, µs (0 if the history has no invocation for it).
     pub invoke_us: u64,
     /// The staleness bound, µs (0: a strong read).
@@ -44,155 +187,270 @@ pub struct Read<'a> {
 }
 
 /// The clients' operations of one history, indexed once.
-#[derive(Default)]
 pub struct Clients<'a> {
-    /// Every append, by id.
-    pub appends: BTreeMap<OpId, Append<'a>>,
-    /// Append ids per key, in id order.
-    pub appends_by_key: BTreeMap<&'a [u8], Vec<OpId>>,
-    /// Acknowledged appends per key: (completion time, id), in completion (history) order.
-    pub acked: BTreeMap<&'a [u8], Vec<(u64, OpId)>>,
-    /// Completions of appends with no invocation before them, in history order, with their key.
-    pub orphans: Vec<(OpId, &'a Key)>,
+    /// Every key of the client operations, and every key a server admitted an append to or
+    /// answered a strong read of (`single_writer` follows those); [`Finals::of`] numbers the
+    /// final contents' keys too.
+    pub keys: Keys<'a>,
+    /// Every append id the history invokes or completes, by [`OpNo`]. An id invoked again
+    /// starts over (its earlier completion forgotten); one completed before any invocation is
+    /// numbered with `invoked` false (and listed in `orphans`).
+    pub appends: Pooled<Vec<Append>>,
+    numbers: Pooled<FnvHashMap<OpId, OpNo>>,
+    /// Invoked appends per key, in id order.
+    pub by_key: PerKey<OpNo>,
+    /// Acknowledged appends per key (the completion's key): (completion time, number), in
+    /// completion (history) order.
+    pub acked: PerKey<(u64, OpNo)>,
+    /// Completions of appends with no invocation before them, in history order, with the
+    /// completion's key number.
+    pub orphans: Vec<(OpId, KeyNo)>,
     /// Successful reads, in history order.
-    pub reads: Vec<Read<'a>>,
+    pub reads: Pooled<Vec<Read>>,
 }
 
 impl<'a> Clients<'a> {
     /// One pass over `events`.
     pub fn of(events: &'a [Event]) -> Clients<'a> {
-        let mut c = Clients::default();
-        let mut read_invoked: HashMap<OpId, (u64, u64)> = HashMap::new();
+        let mut keys = Keys::default();
+        let mut appends: Pooled<Vec<Append>> = Pooled::take();
+        let mut numbers: Pooled<FnvHashMap<OpId, OpNo>> = Pooled::take();
+        let mut orphans = Vec::new();
+        let mut reads: Pooled<Vec<Read>> = Pooled::take();
+        let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
+        let mut read_invoked: Pooled<FnvHashMap<OpId, (u64, u64)>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
-                    c.appends.insert(*id, Append { key, invoke_us: ev.t_us, complete_us: None, outcome: None });
+                    let op = Append { id: *id, key_no: keys.intern(key), invoked: true, invoke_us: ev.t_us, complete_us: None, outcome: None };
+                    let n = *numbers.entry(*id).or_insert(appends.len() as OpNo);
+                    if n as usize == appends.len() {
+                        appends.push(op);
+                    } else {
+                        appends[n as usize] = op;
+                    }
                 }
                 What::Invoke { op: ClientOp::Read, id, bound_ms, .. } => {
                     read_invoked.insert(*id, (ev.t_us, bound_ms.unwrap_or(0) * 1000));
                 }
                 What::Complete { op: ClientOp::Append, id, outcome, key, .. } => {
-                    match c.appends.get_mut(id) {
-                        Some(op) => {
-                            op.complete_us = Some(ev.t_us);
-                            op.outcome = Some(*outcome);
-                        }
-                        None => c.orphans.push((*id, key)),
+                    let key_no = keys.intern(key);
+                    let n = *numbers.entry(*id).or_insert(appends.len() as OpNo);
+                    if n as usize == appends.len() {
+                        appends.push(Append { id: *id, key_no, invoked: false, invoke_us: 0, complete_us: None, outcome: None });
+                    }
+                    let op = &mut appends[n as usize];
+                    if op.invoked {
+                        op.complete_us = Some(ev.t_us);
+                        op.outcome = Some(*outcome);
+                    } else {
+                        orphans.push((*id, key_no));
                     }
                     if *outcome == Outcome::Ok {
-                        c.acked.entry(key.as_slice()).or_default().push((ev.t_us, *id));
+                        acked.push((key_no, (ev.t_us, n)));
                     }
                 }
                 What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len, value_hash, .. } => {
                     let (invoke_us, bound_us) = read_invoked.get(id).copied().unwrap_or((0, 0));
-                    c.reads.push(Read { id: *id, key, invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
+                    reads.push(Read { id: *id, key_no: keys.intern(key), invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
+                }
+                What::Sys(Sys::Admit { key, .. } | Sys::ReadServed { key, bounded: false, .. }) => {
+                    keys.intern(key);
                 }
                 _ => {}
             }
         }
-        for (id, op) in &c.appends {
-            c.appends_by_key.entry(op.key.as_slice()).or_default().push(*id);
-        }
-        c
+        let mut by_key: Pooled<Vec<(KeyNo, OpNo)>> = Pooled::take();
+        by_key.extend(appends.iter().enumerate().filter(|(_, op)| op.invoked).map(|(n, op)| (op.key_no, n as OpNo)));
+        by_key.sort_unstable_by_key(|(k, n)| (*k, appends[*n as usize].id));
+        let by_key_grouped = PerKey::of(keys.len(), &by_key);
+        let acked_grouped = PerKey::of(keys.len(), &acked);
+        Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads }
+    }
+
+    /// The number of append id `id`, if the history names it.
+    pub fn number(&self, id: &OpId) -> Option<OpNo> {
+        self.numbers.get(id).copied()
     }
 }
 
-/// One key's final content, parsed.
-#[derive(Debug)]
-pub struct KeyContent {
+/// One key's final content, parsed (borrowed from [`Finals`]).
+#[derive(Clone, Copy, Debug)]
+pub struct KeyContent<'f> {
     /// The records' ids, in content order.
-    pub ids: Vec<OpId>,
-    /// (end, hash) of every record-boundary prefix, the empty one first: ends strictly grow.
-    pub prefixes: Vec<(u64, u64)>,
-    /// Where each append's record ends (its last occurrence).
-    pub end_of: HashMap<OpId, u64>,
+    pub ids: &'f [OpId],
+    /// Each record's append number ([`NONE`]: an id the history never names).
+    pub ops: &'f [OpNo],
+    /// (end, hash) of every record-boundary prefix, the empty one first: ends strictly grow;
+    /// record `i` ends at `prefixes[i + 1].0`.
+    pub prefixes: &'f [(u64, u64)],
 }
 
-impl KeyContent {
-    /// Parse `content`. Errors: a malformed record, in words.
-    pub fn parse(content: &[u8]) -> Result<KeyContent, String> {
-        let ids = parse_content(content)?;
-        let mut prefixes = Vec::with_capacity(ids.len() + 1);
-        prefixes.push((0, content_hash(&[])));
-        let mut end_of = HashMap::with_capacity(ids.len());
-        let (mut end, mut hash) = (0usize, ContentHasher::new());
-        for (id, piece) in ids.iter().zip(content.split_inclusive(|b| *b == b';')) {
-            end += piece.len();
-            hash.extend(piece);
-            prefixes.push((end as u64, hash.finish()));
-            end_of.insert(*id, end as u64);
-        }
-        Ok(KeyContent { ids, prefixes, end_of })
-    }
-
+impl KeyContent<'_> {
     /// Whether `(len, hash)` is a record-boundary prefix of the content.
     pub fn has_prefix(&self, len: u64, hash: u64) -> bool {
         self.prefixes.binary_search_by_key(&len, |p| p.0).is_ok_and(|i| self.prefixes[i].1 == hash)
     }
+}
 
-    /// The content of a key with none.
-    pub fn empty() -> KeyContent {
-        KeyContent { ids: Vec::new(), prefixes: vec![(0, content_hash(&[]))], end_of: HashMap::new() }
-    }
+/// One parse of one content: where its records and prefixes sit in [`Finals`], or its error.
+struct Parsed {
+    records: std::ops::Range<usize>,
+    prefixes: std::ops::Range<usize>,
+    error: Option<String>,
+}
+
+/// One view's keys: its parse per key number, and its keys in key order.
+struct Slots {
+    parse: Pooled<Vec<u32>>,
+    keys: Pooled<Vec<KeyNo>>,
 }
 
 /// The final contents of one run's views, each key parsed once: [`Finals::view`] gives a view's
 /// key → parsed content.
 pub struct Finals<'a> {
-    parsed: Vec<Result<KeyContent, String>>,
-    views: Vec<BTreeMap<&'a [u8], usize>>,
+    /// Parse 0 is the content of a key with none.
+    parsed: Pooled<Vec<Parsed>>,
+    /// The bytes of each parse.
+    bytes: Vec<&'a [u8]>,
+    ids: Pooled<Vec<OpId>>,
+    ops: Pooled<Vec<OpNo>>,
+    prefixes: Pooled<Vec<(u64, u64)>>,
+    views: Vec<Slots>,
+    /// Every key number of the clients' keys, in key order.
+    order: Pooled<Vec<KeyNo>>,
 }
 
 /// One view of [`Finals`]: key → parsed content (or the parse error).
+#[derive(Clone, Copy)]
 pub struct View<'f, 'a> {
     finals: &'f Finals<'a>,
-    keys: &'f BTreeMap<&'a [u8], usize>,
+    slots: &'f Slots,
 }
 
-impl<'f, 'a> View<'f, 'a> {
+impl<'f> View<'f, '_> {
     /// The keys of this view with their parsed contents, in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], &'f Result<KeyContent, String>)> + '_ {
-        self.keys.iter().map(|(k, i)| (*k, &self.finals.parsed[*i]))
+    pub fn iter(&self) -> impl Iterator<Item = (KeyNo, Result<KeyContent<'f>, &'f str>)> + '_ {
+        self.slots.keys.iter().map(|k| (*k, self.finals.content(self.slots.parse[*k as usize])))
     }
 
-    /// The parsed content of `key`, if the view has it.
-    pub fn get(&self, key: &[u8]) -> Option<&'f Result<KeyContent, String>> {
-        self.keys.get(key).map(|i| &self.finals.parsed[*i])
+    /// The parsed content of key `k`, if the view has it.
+    pub fn get(&self, k: KeyNo) -> Option<Result<KeyContent<'f>, &'f str>> {
+        let p = *self.slots.parse.get(k as usize)?;
+        (p != NONE).then(|| self.finals.content(p))
+    }
+
+    /// Whether the view has key `k`.
+    pub fn contains(&self, k: KeyNo) -> bool {
+        self.slots.parse.get(k as usize).is_some_and(|p| *p != NONE)
+    }
+
+    /// The content of key `k` if the view has it and it parsed, else the empty content.
+    pub fn content_or_empty(&self, k: KeyNo) -> KeyContent<'f> {
+        match self.get(k) {
+            Some(Ok(c)) => c,
+            _ => self.empty(),
+        }
+    }
+
+    /// The content of a key with none.
+    pub fn empty(&self) -> KeyContent<'f> {
+        self.finals.content(0).expect("parse 0 is the empty content")
+    }
+
+    /// The raw bytes of key `k`, if the view has it.
+    pub fn bytes(&self, k: KeyNo) -> Option<&'f [u8]> {
+        let p = *self.slots.parse.get(k as usize)?;
+        (p != NONE).then(|| self.finals.bytes[p as usize])
+    }
+
+    /// Every key number of the run, in key order (a view's own keys are [`View::iter`]'s).
+    pub fn order(&self) -> &'f [KeyNo] {
+        &self.finals.order
     }
 }
 
 impl<'a> Finals<'a> {
-    /// Parse every key of `contents` (the views, in order); a key whose bytes equal the same
-    /// key's in an earlier view reuses that parse.
-    pub fn of(contents: &[&'a BTreeMap<Key, Vec<u8>>]) -> Finals<'a> {
-        let mut f = Finals { parsed: Vec::new(), views: Vec::new() };
-        for (v, content) in contents.iter().enumerate() {
-            let mut keys = BTreeMap::new();
+    /// Parse every key of `contents` (the views, in order), numbering new keys into
+    /// `clients.keys`; a key whose bytes equal the same key's in an earlier view reuses that
+    /// parse.
+    pub fn of(contents: &[&'a BTreeMap<Key, Vec<u8>>], clients: &mut Clients<'a>) -> Finals<'a> {
+        let mut f = Finals { parsed: Pooled::take(), bytes: Vec::new(), ids: Pooled::take(), ops: Pooled::take(), prefixes: Pooled::take(), views: Vec::new(), order: Pooled::take() };
+        f.parse(&[], clients);
+        for content in contents {
+            let mut keys: Pooled<Vec<KeyNo>> = Pooled::take();
+            let mut parse: Pooled<Vec<u32>> = Pooled::take();
             for (key, bytes) in content.iter() {
-                let same = contents[..v].iter().zip(&f.views).find_map(|(earlier, idx)| (earlier.get(key) == Some(bytes)).then(|| idx[key.as_slice()]));
-                let i = same.unwrap_or_else(|| {
-                    f.parsed.push(KeyContent::parse(bytes));
-                    f.parsed.len() - 1
-                });
-                keys.insert(key.as_slice(), i);
+                let k = clients.keys.intern(key);
+                let same = f.views.iter().map(|v| v.parse.get(k as usize).copied().unwrap_or(NONE)).find(|p| *p != NONE && f.bytes[*p as usize] == bytes.as_slice());
+                let p = match same {
+                    Some(p) => p,
+                    None => f.parse(bytes, clients),
+                };
+                keys.push(k);
+                parse.push(p);
             }
-            f.views.push(keys);
+            let mut slots: Pooled<Vec<u32>> = Pooled::take();
+            slots.resize(clients.keys.len(), NONE);
+            for (k, p) in keys.iter().zip(parse.iter()) {
+                slots[*k as usize] = *p;
+            }
+            f.views.push(Slots { parse: slots, keys });
         }
+        for v in &mut f.views {
+            v.parse.resize(clients.keys.len(), NONE);
+        }
+        f.order = clients.keys.sorted();
         f
     }
 
-    /// Whether views `a` and `b` hold `key` with the same bytes (parsed once for both): a
-    /// checker that judged the key in one view finds the same in the other.
-    pub fn same_in(&self, a: usize, b: usize, key: &[u8]) -> bool {
-        match (self.views[a].get(key), self.views[b].get(key)) {
-            (Some(x), Some(y)) => x == y,
-            _ => false,
+    /// Parse `bytes` into the next parse number.
+    fn parse(&mut self, bytes: &'a [u8], clients: &Clients<'a>) -> u32 {
+        let (r0, p0) = (self.ids.len(), self.prefixes.len());
+        let error = match parse_content(bytes) {
+            Err(e) => Some(e),
+            Ok(ids) => {
+                self.prefixes.push((0, content_hash(&[])));
+                let (mut end, mut hash) = (0usize, ContentHasher::new());
+                for piece in ids.iter().zip(bytes.split_inclusive(|b| *b == b';')).map(|(_, piece)| piece) {
+                    end += piece.len();
+                    hash.extend(piece);
+                    self.prefixes.push((end as u64, hash.finish()));
+                }
+                self.ops.extend(ids.iter().map(|id| clients.number(id).unwrap_or(NONE)));
+                self.ids.extend(ids);
+                None
+            }
+        };
+        self.parsed.push(Parsed { records: r0..self.ids.len(), prefixes: p0..self.prefixes.len(), error });
+        self.bytes.push(bytes);
+        (self.parsed.len() - 1) as u32
+    }
+
+    fn content(&self, p: u32) -> Result<KeyContent<'_>, &str> {
+        let parsed = &self.parsed[p as usize];
+        match &parsed.error {
+            Some(e) => Err(e),
+            None => Ok(KeyContent { ids: &self.ids[parsed.records.clone()], ops: &self.ops[parsed.records.clone()], prefixes: &self.prefixes[parsed.prefixes.clone()] }),
         }
+    }
+
+    /// Every key number of the clients' keys (those of the final contents included), in key
+    /// order.
+    pub fn order(&self) -> &[KeyNo] {
+        &self.order
+    }
+
+    /// Whether views `a` and `b` hold key `k` with the same bytes (parsed once for both): a
+    /// checker that judged the key in one view finds the same in the other.
+    pub fn same_in(&self, a: usize, b: usize, k: KeyNo) -> bool {
+        let (x, y) = (self.views[a].parse[k as usize], self.views[b].parse[k as usize]);
+        x != NONE && x == y
     }
 
     /// View number `n` (in the order given to [`Finals::of`]).
     pub fn view(&self, n: usize) -> View<'_, 'a> {
-        View { finals: self, keys: &self.views[n] }
+        View { finals: self, slots: &self.views[n] }
     }
 }
 

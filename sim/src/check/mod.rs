@@ -16,6 +16,7 @@ pub mod index;
 pub mod manager_exclusive;
 pub mod map_tiles;
 pub mod no_lost_append;
+pub mod pool;
 pub mod reads_consistent;
 pub mod single_writer;
 

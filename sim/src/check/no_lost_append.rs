@@ -14,12 +14,13 @@
 //!
 //! [`disagreement`] reports a key whose two views differ.
 
-use super::index::{Append, Clients, Finals, View as FinalView};
+use super::index::{Clients, Finals, KeyNo, View as FinalView, NONE};
+use super::pool::Pooled;
 use super::{secs, Violation};
 use crate::events::{Event, Outcome};
 use crate::workload::parse_content;
 use partmap::ids::{show_key, Key, OpId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Final content by key (absent = none).
 pub type Content = BTreeMap<Key, Vec<u8>>;
@@ -30,99 +31,128 @@ pub type Content = BTreeMap<Key, Vec<u8>>;
 ///
 /// Errors: the first violation, naming the view, the key, the append, its outcome and times.
 pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std::collections::BTreeSet<Key>>) -> Result<(), Violation> {
-    let finals = Finals::of(&[content]);
-    check_indexed(&Clients::of(events), &finals.view(0), view, only, &|_| false)
+    let mut clients = Clients::of(events);
+    let finals = Finals::of(&[content], &mut clients);
+    let keys = &clients.keys;
+    let only_keys = only.map(|o| move |k: KeyNo| o.contains(keys.name(k)));
+    check_indexed(&clients, &finals.view(0), view, only_keys.as_ref().map(|f| f as &dyn Fn(KeyNo) -> bool), &|_| false)
 }
 
-/// [`check`] over a history and a final content indexed once for every checker and view.
-/// Keys for which `settled` holds are not judged: another view judged them on the same bytes
-/// (the same parse) and found them sound, so they would pass here too (issue 13; the caller
-/// passes `|_| false` unless that view passed).
-pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &str, only: Option<&std::collections::BTreeSet<Key>>, settled: &dyn Fn(&[u8]) -> bool) -> Result<(), Violation> {
-    let judged_key = |k: &[u8]| only.is_none_or(|o| o.contains(k));
-    if let Some((id, _)) = clients.orphans.iter().find(|(_, k)| judged_key(k)) {
+/// [`check`] over a history and a final content indexed once for every checker and view
+/// ([`Finals::of`] numbered the content's keys into `clients.keys`). With `only`, just the keys
+/// it holds are judged. Keys for which `settled` holds are not judged: another view judged them
+/// on the same bytes (the same parse) and found them sound, so they would pass here too (issue
+/// 13; the caller passes `|_| false` unless that view passed).
+pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &str, only: Option<&dyn Fn(KeyNo) -> bool>, settled: &dyn Fn(KeyNo) -> bool) -> Result<(), Violation> {
+    let judged_key = |k: KeyNo| only.is_none_or(|o| o(k));
+    if let Some((id, _)) = clients.orphans.iter().find(|(_, k)| judged_key(*k)) {
         return Err(format!("complete without invoke for {id}").into());
     }
-    let op_of = |id: &OpId| clients.appends.get(id).filter(|op| judged_key(op.key));
+    for (k, parsed) in content.iter() {
+        if let Err(e) = parsed {
+            let key = clients.keys.name(k);
+            return Err(Violation::new(format!("{view}: key {}: {e}", show_key(key))).key(key));
+        }
+    }
     let name = |o: Option<Outcome>| o.map_or("unknown (never completed)", |o| o.name());
-    let no_ids: Vec<OpId> = Vec::new();
-    let mut judged: BTreeMap<&[u8], &[OpId]> = BTreeMap::new();
-    for key in clients.appends_by_key.keys().filter(|k| judged_key(k)) {
-        judged.insert(key, &no_ids);
-    }
-    for (key, parsed) in content.iter() {
-        let parsed = parsed.as_ref().map_err(|e| Violation::new(format!("{view}: key {}: {e}", show_key(key))).key(key))?;
-        judged.insert(key, &parsed.ids);
-    }
-    let mut position: HashMap<OpId, usize> = HashMap::new();
-    for (key, ids) in judged {
-        if settled(key) {
+    // Per append number: its position in the key being judged (NONE: not there), reset after
+    // each key.
+    let mut position: Pooled<Vec<u32>> = Pooled::take();
+    position.resize(clients.appends.len(), NONE);
+    let mut acked: Pooled<Vec<(u64, usize, OpId)>> = Pooled::take();
+    let mut latest: Pooled<Vec<(usize, OpId)>> = Pooled::take();
+    // Every key some append was invoked on (and judged) or the view holds, in key order.
+    for &k in content.order() {
+        let on_key: &[u32] = if judged_key(k) { clients.by_key.get(k) } else { &[] };
+        let records = match content.get(k) {
+            Some(parsed) => parsed.expect("parse errors reported above"),
+            None if on_key.is_empty() => continue,
+            None => content.empty(),
+        };
+        if settled(k) {
             continue;
         }
-        position.clear();
-        for (i, id) in ids.iter().enumerate() {
-            let Some(op) = op_of(id) else {
-                return Err(Violation::new(format!("{view}: key {} holds {id}, which no client appended", show_key(key))).key(key).op(*id));
-            };
-            let cite = |v: Violation| {
-                let v = v.key(key).op(*id).at(op.invoke_us);
-                match op.complete_us {
-                    Some(t) => v.at(t),
-                    None => v,
+        let key = clients.keys.name(k);
+        let (ids, ops) = (records.ids, records.ops);
+        let result = (|| {
+            for (i, (id, &n)) in ids.iter().zip(ops).enumerate() {
+                let op = (n != NONE).then(|| &clients.appends[n as usize]).filter(|op| op.invoked && judged_key(op.key_no));
+                let Some(op) = op else {
+                    return Err(Violation::new(format!("{view}: key {} holds {id}, which no client appended", show_key(key))).key(key).op(*id));
+                };
+                let cite = |v: Violation| {
+                    let v = v.key(key).op(*id).at(op.invoke_us);
+                    match op.complete_us {
+                        Some(t) => v.at(t),
+                        None => v,
+                    }
+                };
+                if op.key_no != k {
+                    return Err(cite(Violation::new(format!("{view}: key {} holds {id}, which was appended to key {}", show_key(key), show_key(clients.keys.name(op.key_no))))).key(clients.keys.name(op.key_no)));
                 }
-            };
-            if op.key.as_slice() != key {
-                return Err(cite(Violation::new(format!("{view}: key {} holds {id}, which was appended to key {}", show_key(key), show_key(op.key)))).key(op.key));
+                let first = std::mem::replace(&mut position[n as usize], i as u32);
+                if first != NONE {
+                    return Err(cite(Violation::new(format!("{view}: key {}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", show_key(key), name(op.outcome), secs(op.invoke_us)))));
+                }
+                if matches!(op.outcome, Some(Outcome::Fail | Outcome::Unavailable)) {
+                    return Err(cite(Violation::new(format!("{view}: key {}: {id} definitely failed (completed {}) but is in the final content at position {i}", show_key(key), secs(op.complete_us.unwrap_or(0))))));
+                }
             }
-            if let Some(first) = position.insert(*id, i) {
-                return Err(cite(Violation::new(format!("{view}: key {}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", show_key(key), name(op.outcome), secs(op.invoke_us)))));
+            for &n in on_key {
+                let op = &clients.appends[n as usize];
+                if op.outcome == Some(Outcome::Ok) && position[n as usize] == NONE {
+                    return Err(Violation::new(format!(
+                        "{view}: key {}: {} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
+                        show_key(key), op.id, secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), ids.len()
+                    ))
+                    .at(op.invoke_us)
+                    .at(op.complete_us.unwrap_or(0))
+                    .key(key)
+                    .op(op.id));
+                }
             }
-            if matches!(op.outcome, Some(Outcome::Fail | Outcome::Unavailable)) {
-                return Err(cite(Violation::new(format!("{view}: key {}: {id} definitely failed (completed {}) but is in the final content at position {i}", show_key(key), secs(op.complete_us.unwrap_or(0))))));
+            // Real-time order: every append acknowledged before `b` was invoked precedes `b`. The
+            // acknowledged appends sorted by completion, with a running maximum of their positions,
+            // answer each `b` with one binary search (linear in the history, not quadratic).
+            acked.clear();
+            acked.extend(on_key.iter().map(|&n| (n, &clients.appends[n as usize])).filter(|(_, op)| op.outcome == Some(Outcome::Ok)).map(|(n, op)| (op.complete_us.unwrap_or(0), position[n as usize] as usize, op.id)));
+            acked.sort_unstable();
+            latest.clear();
+            for &(_, pos, id) in acked.iter() {
+                let best = latest.last().copied().filter(|(p, _)| *p >= pos).unwrap_or((pos, id));
+                latest.push(best);
             }
-        }
-        let on_key: &[OpId] = if judged_key(key) { clients.appends_by_key.get(key).map_or(&[], |v| v.as_slice()) } else { &[] };
-        let on_key: Vec<(&OpId, &Append<'_>)> = on_key.iter().map(|id| (id, &clients.appends[id])).collect();
-        for (id, op) in &on_key {
-            if op.outcome == Some(Outcome::Ok) && !position.contains_key(id) {
-                return Err(Violation::new(format!(
-                    "{view}: key {}: {id} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
-                    show_key(key), secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), ids.len()
-                ))
-                .at(op.invoke_us)
-                .at(op.complete_us.unwrap_or(0))
-                .key(key)
-                .op(**id));
+            for &n in on_key {
+                let op = &clients.appends[n as usize];
+                let pos_b = position[n as usize];
+                if pos_b == NONE {
+                    continue;
+                }
+                let n = acked.partition_point(|(done, _, _)| *done < op.invoke_us);
+                if n == 0 {
+                    continue;
+                }
+                let (pos_a, a) = latest[n - 1];
+                if pos_a > pos_b as usize {
+                    let done = acked.iter().find(|(_, _, id)| *id == a).map_or(0, |x| x.0);
+                    let b = op.id;
+                    return Err(Violation::new(format!(
+                        "{view}: key {}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
+                        show_key(key), secs(done), secs(op.invoke_us)
+                    ))
+                    .at(done)
+                    .at(op.invoke_us)
+                    .key(key)
+                    .op(a)
+                    .op(b));
+                }
             }
-        }
-        // Real-time order: every append acknowledged before `b` was invoked precedes `b`. The
-        // acknowledged appends sorted by completion, with a running maximum of their positions,
-        // answer each `b` with one binary search (linear in the history, not quadratic).
-        let mut acked: Vec<(u64, usize, &OpId)> = on_key.iter().filter(|(_, op)| op.outcome == Some(Outcome::Ok)).map(|(id, op)| (op.complete_us.unwrap_or(0), position[*id], *id)).collect();
-        acked.sort();
-        let mut latest: Vec<(usize, &OpId)> = Vec::with_capacity(acked.len());
-        for &(_, pos, id) in &acked {
-            let best = latest.last().copied().filter(|(p, _)| *p >= pos).unwrap_or((pos, id));
-            latest.push(best);
-        }
-        for (b, op) in &on_key {
-            let Some(&pos_b) = position.get(b) else { continue };
-            let n = acked.partition_point(|(done, _, _)| *done < op.invoke_us);
-            if n == 0 {
-                continue;
-            }
-            let (pos_a, a) = latest[n - 1];
-            if pos_a > pos_b {
-                let done = acked.iter().find(|(_, _, id)| *id == a).map_or(0, |x| x.0);
-                return Err(Violation::new(format!(
-                    "{view}: key {}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
-                    show_key(key), secs(done), secs(op.invoke_us)
-                ))
-                .at(done)
-                .at(op.invoke_us)
-                .key(key)
-                .op(*a)
-                .op(**b));
+            Ok(())
+        })();
+        result?;
+        for &n in ops {
+            if n != NONE {
+                position[n as usize] = NONE;
             }
         }
     }

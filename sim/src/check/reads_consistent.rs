@@ -6,12 +6,13 @@
 //! view (the final strong reads after the heal), so a read is judged against what the live
 //! system serves.
 
-use super::index::{Clients, Finals, KeyContent, Read, View as FinalView};
+use super::index::{Clients, Finals, KeyNo, OpNo, Read, View as FinalView, NONE};
 use super::no_lost_append::Content;
+use super::pool::Pooled;
 use super::{secs, Violation};
 use crate::events::Event;
-use partmap::ids::{show_key, Key, OpId};
-use std::collections::{BTreeMap, BTreeSet};
+use partmap::ids::{show_key, Key};
+use std::collections::BTreeSet;
 
 /// Check every successful read in `events` against `finals` (key → final content).
 ///
@@ -20,47 +21,66 @@ use std::collections::{BTreeMap, BTreeSet};
 /// With `only`, just the reads of those keys are judged (the served view: the keys the final
 /// reads answered).
 pub fn check(events: &[Event], finals: &Content, only: Option<&BTreeSet<Key>>) -> Result<(), Violation> {
-    let indexed = Finals::of(&[finals]);
-    check_indexed(&Clients::of(events), &indexed.view(0), only, &|_| false)
+    let mut clients = Clients::of(events);
+    let indexed = Finals::of(&[finals], &mut clients);
+    let keys = &clients.keys;
+    let only_keys = only.map(|o| move |k: KeyNo| o.contains(keys.name(k)));
+    check_indexed(&clients, &indexed.view(0), only_keys.as_ref().map(|f| f as &dyn Fn(KeyNo) -> bool), &|_| false)
 }
 
-/// [`check`] over a history and a final content indexed once for every checker and view.
-/// The reads of keys for which `settled` holds are not judged: another view judged them
-/// against the same bytes (the same parse) and found them sound, so they would pass here too
-/// (issue 13; the caller passes `|_| false` unless that view passed).
-pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Option<&BTreeSet<Key>>, settled: &dyn Fn(&[u8]) -> bool) -> Result<(), Violation> {
-    for (key, parsed) in finals.iter() {
+/// [`check`] over a history and a final content indexed once for every checker and view
+/// ([`Finals::of`] numbered the content's keys into `clients.keys`). With `only`, just the
+/// reads of the keys it holds are judged. The reads of keys for which `settled` holds are not
+/// judged: another view judged them against the same bytes (the same parse) and found them
+/// sound, so they would pass here too (issue 13; the caller passes `|_| false` unless that
+/// view passed).
+pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Option<&dyn Fn(KeyNo) -> bool>, settled: &dyn Fn(KeyNo) -> bool) -> Result<(), Violation> {
+    for (k, parsed) in finals.iter() {
         if let Err(e) = parsed {
+            let key = clients.keys.name(k);
             return Err(Violation::new(format!("key {}: {e}", show_key(key))).key(key));
         }
     }
-    let empty = KeyContent::empty();
-    let content_of = |key: &[u8]| match finals.get(key) {
-        Some(Ok(c)) => c,
-        _ => &empty,
-    };
     // Per key, over its acknowledgements in completion order: the one ending furthest into
     // the final content among the first n (the latest of equals), so a read is judged with
-    // one binary search, linear in the history rather than quadratic per key.
-    let mut furthest: BTreeMap<&[u8], Vec<(u64, OpId, u64)>> = BTreeMap::new();
-    for (key, on_key) in clients.acked.iter().filter(|(k, _)| !settled(k)) {
-        let fin = content_of(key);
-        let mut best: Option<(u64, OpId, u64)> = None;
-        let running = on_key.iter().map(|&(done, a)| {
-            let end = fin.end_of.get(&a).copied().unwrap_or(u64::MAX);
+    // one binary search, linear in the history rather than quadratic per key. Laid out as
+    // `clients.acked` is (settled keys' entries are never read).
+    let acked = clients.acked.items();
+    let mut furthest: Pooled<Vec<(u64, OpNo, u64)>> = Pooled::take();
+    furthest.resize(acked.len(), (0, NONE, 0));
+    // Per append number: where its record ends in the key being judged (its last occurrence;
+    // u64::MAX: not there), reset after each key.
+    let mut end_of: Pooled<Vec<u64>> = Pooled::take();
+    end_of.resize(clients.appends.len(), u64::MAX);
+    for k in clients.acked.keys().filter(|k| !settled(*k)) {
+        let fin = finals.content_or_empty(k);
+        for (i, &n) in fin.ops.iter().enumerate() {
+            if n != NONE {
+                end_of[n as usize] = fin.prefixes[i + 1].0;
+            }
+        }
+        let span = clients.acked.span(k);
+        let mut best: Option<(u64, OpNo, u64)> = None;
+        for (slot, &(done, a)) in furthest[span.clone()].iter_mut().zip(&acked[span]) {
+            let end = end_of[a as usize];
             if best.is_none_or(|b| end >= b.2) {
                 best = Some((done, a, end));
             }
-            best.expect("set above")
-        });
-        furthest.insert(key, running.collect());
+            *slot = best.expect("set above");
+        }
+        for &n in fin.ops {
+            if n != NONE {
+                end_of[n as usize] = u64::MAX;
+            }
+        }
     }
-    for read in &clients.reads {
-        let Read { id, key, invoke_us: began, bound_us, answered_us, len, hash } = *read;
-        if only.is_some_and(|o| !o.contains(key)) || settled(key) {
+    for read in clients.reads.iter() {
+        let Read { id, key_no, invoke_us: began, bound_us, answered_us, len, hash } = *read;
+        if only.is_some_and(|o| !o(key_no)) || settled(key_no) {
             continue;
         }
-        let fin = content_of(key);
+        let fin = finals.content_or_empty(key_no);
+        let key = clients.keys.name(key_no);
         // Everything acknowledged before this instant must be in the answer.
         let horizon = began.saturating_sub(bound_us);
         let level = || if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
@@ -76,10 +96,11 @@ pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Op
         }
         // Acknowledgements come in time order: only those before the horizon count, and the
         // one ending furthest into the content decides.
-        let on_key = clients.acked.get(key.as_slice()).map_or(&[][..], |v| v.as_slice());
-        let n = on_key.partition_point(|(done, _)| *done < horizon);
-        if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[key.as_slice()][i]) {
+        let span = clients.acked.span(key_no);
+        let n = acked[span.clone()].partition_point(|(done, _)| *done < horizon);
+        if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[span.start + i]) {
             if end > len {
+                let missing = clients.appends[missing as usize].id;
                 return Err(Violation::new(format!(
                     "key {}: {}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
                     show_key(key), level(), secs(began), secs(done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
@@ -101,6 +122,7 @@ mod tests {
     use super::*;
     use crate::events::{Outcome, What};
     use crate::workload::{content_hash, payload};
+    use partmap::ids::OpId;
     use partmap::event::ClientOp;
 
     fn id(seq: u64) -> OpId {

@@ -27,7 +27,8 @@
 use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
-use super::index::{MapStep, Maps};
+use super::index::{Clients, KeyNo, Keys, MapStep, Maps};
+use super::pool::Pooled;
 use std::collections::BTreeMap;
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
@@ -57,11 +58,53 @@ pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
     partmap::ids::in_range(key, &bounds.0, bounds.1.as_ref())
 }
 
+/// Keys by their place in key order, so that whether a range's bounds hold a key is two integer
+/// comparisons: bounds `[start, end)` hold the keys ranked from the number of keys below
+/// `start` up to (not including) the number of keys below `end`.
+struct Ranks<'k, 'a> {
+    keys: &'k Keys<'a>,
+    /// Every key number, in key order.
+    order: &'k [KeyNo],
+    /// Each key number's place in `order`.
+    rank: Pooled<Vec<u32>>,
+}
+
+impl<'k, 'a> Ranks<'k, 'a> {
+    fn of(keys: &'k Keys<'a>, order: &'k [KeyNo]) -> Self {
+        let mut rank: Pooled<Vec<u32>> = Pooled::take();
+        rank.resize(keys.len(), u32::MAX);
+        for (i, k) in order.iter().enumerate() {
+            rank[*k as usize] = i as u32;
+        }
+        Ranks { keys, order, rank }
+    }
+
+    /// The ranks of the keys `bounds` holds, as `lo..hi`.
+    fn span(&self, bounds: &(Key, Option<Key>)) -> (u32, u32) {
+        let below = |b: &[u8]| self.order.partition_point(|k| self.keys.name(*k).as_slice() < b) as u32;
+        (below(&bounds.0), bounds.1.as_ref().map_or(self.order.len() as u32, |e| below(e)))
+    }
+}
+
+/// Every range's bounds as spans of key ranks, and the log of their changes.
+#[derive(Default)]
+struct Bounds {
+    /// Range id -> its bounds.
+    of: BTreeMap<u64, (Key, Option<Key>)>,
+    /// Range id -> its slot in `spans`.
+    slot: fnv::FnvHashMap<u64, u32>,
+    /// Per slot: the range id and the span of key ranks its current bounds hold.
+    spans: Vec<(u64, u32, u32)>,
+    /// The slot of every range whose bounds changed, in order.
+    log: Vec<u32>,
+}
+
 /// Record every (range, epoch) → owner that the map of `step` gives out: rows, the transfer
 /// journal (a move's target gets its new epoch when journaled) and the children of splits and
 /// merges. Only what the map changed against the previous one is read: the rest was recorded
-/// from that one, identically (issue 13). Every range whose bounds change goes to `bound_log`.
-fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut BTreeMap<u64, (Key, Option<Key>)>, bound_log: &mut Vec<u64>) -> Result<(), Violation> {
+/// from that one, identically (issue 13). Every range whose bounds change goes to the log of
+/// `bounds`.
+fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>) -> Result<(), Violation> {
     let (version, t_us) = (step.map.version, step.t_us);
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
@@ -78,11 +121,21 @@ fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bou
         }
     };
     for row in &step.diff.rows {
-        if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
-            bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
-            bound_log.push(row.id.0);
+        let r = row.id.0;
+        if bounds.of.get(&r).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
+            let b = (row.start.clone(), row.end.clone());
+            let (lo, hi) = ranks.span(&b);
+            bounds.of.insert(r, b);
+            let next = bounds.spans.len() as u32;
+            let slot = *bounds.slot.entry(r).or_insert(next);
+            if slot == next {
+                bounds.spans.push((r, lo, hi));
+            } else {
+                bounds.spans[slot as usize] = (r, lo, hi);
+            }
+            bounds.log.push(slot);
         }
-        grant(row.id.0, row.epoch.0, row.owner.map_or(0, |s| s.0), "")?;
+        grant(r, row.epoch.0, row.owner.map_or(0, |s| s.0), "")?;
     }
     for r in &step.diff.reshapes {
         for c in &r.children {
@@ -107,32 +160,39 @@ struct Covering {
 }
 
 impl Covering {
-    fn update(&mut self, key: &[u8], bounds: &BTreeMap<u64, (Key, Option<Key>)>, bound_log: &[u64]) {
-        for r in &bound_log[self.seen..] {
-            let now = bounds.get(r).is_some_and(|b| contains(b, key));
-            match (self.ranges.binary_search(r), now) {
+    /// Bring this up to date for the key ranked `rank`.
+    fn update(&mut self, rank: u32, bounds: &Bounds) {
+        for &s in &bounds.log[self.seen..] {
+            let (r, lo, hi) = bounds.spans[s as usize];
+            let now = lo <= rank && rank < hi;
+            match (self.ranges.binary_search(&r), now) {
                 (Ok(i), false) => {
                     self.ranges.remove(i);
                 }
-                (Err(i), true) => self.ranges.insert(i, *r),
+                (Err(i), true) => self.ranges.insert(i, r),
                 _ => {}
             }
         }
-        self.seen = bound_log.len();
+        self.seen = bounds.log.len();
     }
 }
 
 /// Check every clause. Errors: the first violation, with both sides.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
-    check_indexed(events, &Maps::of(events))
+    let clients = Clients::of(events);
+    check_indexed(events, &Maps::of(events), &clients.keys, &clients.keys.sorted())
 }
 
-/// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`).
-pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation> {
+/// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`)
+/// and its keys numbered once: `keys` numbers every key a server admits an append to or
+/// answers a strong read of ([`Clients::of`] of `events` does), `order` is every key number of
+/// `keys` in key order ([`Keys::sorted`]).
+pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: &[KeyNo]) -> Result<(), Violation> {
+    let ranks = Ranks::of(keys, order);
     let mut steps = maps.steps.iter();
     // (range, epoch) -> owner, from the map (announced and restored versions).
     let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
-    let mut bounds: BTreeMap<u64, (Key, Option<Key>)> = BTreeMap::new();
+    let mut bounds = Bounds::default();
     // stream -> offset -> effect
     let mut streams: BTreeMap<u64, BTreeMap<u64, Effect>> = BTreeMap::new();
     let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
@@ -143,21 +203,21 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation>
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: BTreeMap<(u64, u32, u64), (u32, u64, u64)> = BTreeMap::new();
-    let mut landed: std::collections::BTreeSet<(u64, u32, u64)> = Default::default();
+    let mut landed: Pooled<fnv::FnvHashSet<(u64, u32, u64)>> = Pooled::take();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // server -> its newest session (from its renewals and registrations).
     let mut current_session: BTreeMap<u32, u64> = BTreeMap::new();
-    // Every range whose bounds changed, in order; key -> the ranges whose bounds hold it, so an
-    // admission looks up its key's few ranges instead of testing every one.
-    let mut bound_log: Vec<u64> = Vec::new();
-    let mut covering: std::collections::HashMap<&[u8], Covering> = Default::default();
+    // Key number -> the ranges whose bounds hold it (kept up to date from the log of bound
+    // changes), so an admission looks up its key's few ranges instead of testing every one.
+    let mut covering: Pooled<Vec<Covering>> = Pooled::take();
+    covering.resize_with(keys.len(), Covering::default);
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
             Sys::MapCommit { .. } | Sys::MapRestored { .. } => {
                 let step = steps.next().expect("one step per map event");
-                note_grants(step, &mut owner_of, &mut bounds, &mut bound_log)?
+                note_grants(step, &mut owner_of, &mut bounds, &ranks)?
             }
             Sys::Activated { server, range, epoch, stream, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
@@ -223,8 +283,9 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>) -> Result<(), Violation>
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                let cover = covering.entry(key.as_slice()).or_default();
-                cover.update(key, &bounds, &bound_log);
+                let k = keys.get(key).expect("Clients::of numbers every admitted or strongly read key");
+                let cover = &mut covering[k as usize];
+                cover.update(ranks.rank[k as usize], &bounds);
                 for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
                     if a.server != server && a.epoch > epoch {
                         let v = Violation::new(format!(
