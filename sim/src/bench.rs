@@ -5,6 +5,9 @@
 //! time is not used, the machines this runs on are shared):
 //! - **raw**: madsim alone moving small request/response messages between pairs of nodes (no
 //!   partmap code in the way): CPU per message.
+//! - **seam**: the same exchange through partmap's seam ([`partmap::seam::Rpc`]: `call` and
+//!   `serve` with a handler that answers at once): CPU per message, so the seam's own overhead
+//!   over raw madsim stands apart from the nodes'.
 //! - **scenario**: seeds of a scenario run one after the other, as a `--jobs 1` sweep runs them:
 //!   CPU per seed and per message (messages counted where the seam puts them on the wire,
 //!   [`partmap::seam::messages_sent`]), the checkers' share ([`crate::run::checker_cpu_ns`]),
@@ -97,6 +100,62 @@ pub fn raw_madsim(runs: u64, pairs: u64, round_trips: u64) -> Cost {
     Cost { messages: runs * pairs * round_trips * 2, cpu_ns: thread_cpu_ns() - started }
 }
 
+/// partmap's seam on the exchange [`raw_madsim`] makes: `runs` runtimes (seeds 0..runs), each
+/// with `pairs` client/server node pairs, every client doing `round_trips`
+/// [`partmap::seam::Rpc::call`]s answered by an [`partmap::seam::Rpc::serve`] handler that
+/// answers at once (no faults, a link fast enough never to wait). Every message counts (a
+/// round trip is two). Against [`raw_madsim`]'s figure: what the seam adds per message.
+pub fn seam_rpc(runs: u64, pairs: u64, round_trips: u64) -> Cost {
+    use partmap::msg::Msg;
+    use partmap::seam::{LinkFaults, Net, Rpc};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let started = thread_cpu_ns();
+    for seed in 0..runs {
+        let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+        rt.block_on(async move {
+            let h = Handle::current();
+            let net = Net { bandwidth_bytes_per_s: 1 << 40, faults: LinkFaults::default() };
+            let done = Arc::new(AtomicU64::new(0));
+            for p in 0..pairs {
+                let server: SocketAddr = format!("10.1.0.{}:1", p + 1).parse().expect("address");
+                let client: SocketAddr = format!("10.2.0.{}:1", p + 1).parse().expect("address");
+                let server_net = net.clone();
+                h.create_node()
+                    .ip(server.ip())
+                    .init(move || {
+                        let net = server_net.clone();
+                        async move {
+                            let rpc = Rpc::bind(server, &net).await;
+                            rpc.serve(|_msg, _from| async { Some(Msg::SessionRenewed { ok: true }) });
+                            std::future::pending::<()>().await
+                        }
+                    })
+                    .build();
+                let (client_net, done) = (net.clone(), done.clone());
+                h.create_node()
+                    .ip(client.ip())
+                    .init(move || {
+                        let (net, done) = (client_net.clone(), done.clone());
+                        async move {
+                            madsim::time::sleep(std::time::Duration::from_millis(10)).await;
+                            let rpc = Rpc::bind(client, &net).await;
+                            for _ in 0..round_trips {
+                                rpc.call(server, Msg::GetLoad { leader_epoch: 1 }, 60_000).await.expect("answered");
+                            }
+                            done.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                    .build();
+            }
+            while done.load(Ordering::SeqCst) < pairs {
+                madsim::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        });
+    }
+    Cost { messages: runs * pairs * round_trips * 2, cpu_ns: thread_cpu_ns() - started }
+}
+
 /// What seeds of a scenario cost, run one after the other on this thread.
 #[derive(Clone, Debug, Default)]
 pub struct ScenarioCost {
@@ -150,6 +209,8 @@ pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -
 pub struct Bench {
     /// madsim alone.
     pub raw: Cost,
+    /// The same exchange through partmap's seam ([`seam_rpc`]).
+    pub seam: Cost,
     /// The scenario's seeds.
     pub run: ScenarioCost,
     /// The same seeds with the workload `scale` times as long (`None`: not measured).
@@ -170,6 +231,14 @@ pub fn render(b: &Bench, label: &str) -> String {
     let mut out = String::new();
     let raw = &b.raw;
     out += &format!("raw madsim: {} messages, {:.3} s CPU, {:.3} us per message\n", raw.messages, raw.cpu_ns as f64 / 1e9, raw.us_per_message());
+    let seam = &b.seam;
+    out += &format!(
+        "seam (partmap Rpc, answer at once): {} messages, {:.3} s CPU, {:.3} us per message ({:.2}x raw madsim)\n",
+        seam.messages,
+        seam.cpu_ns as f64 / 1e9,
+        seam.us_per_message(),
+        seam.us_per_message() / raw.us_per_message()
+    );
     let r = &b.run;
     out += &format!(
         "scenario {label}: {} seeds, {} messages ({:.0} per seed), {:.3} s CPU: {:.4} s per seed = {:.2} seeds/s per core, {:.3} us per message\n",
@@ -215,6 +284,13 @@ mod tests {
     #[test]
     fn bench_raw_madsim_counts_two_messages_per_round_trip() {
         let c = raw_madsim(1, 2, 10);
+        assert_eq!(c.messages, 40);
+        assert!(c.cpu_ns > 0);
+    }
+
+    #[test]
+    fn bench_seam_counts_two_messages_per_round_trip() {
+        let c = seam_rpc(1, 2, 10);
         assert_eq!(c.messages, 40);
         assert!(c.cpu_ns > 0);
     }

@@ -163,8 +163,9 @@ enum Command {
         junit: Option<PathBuf>,
     },
     /// Measure what a seed costs against madsim alone, in one process: raw madsim's CPU per
-    /// message, the scenario's CPU per seed and per message (seeds run one after the other, as
-    /// a `--jobs 1` sweep runs them), the checkers' share, the same with a 4 times longer
+    /// message, the same exchange through partmap's seam (its overhead per message), the
+    /// scenario's CPU per seed and per message (seeds run one after the other, as a `--jobs 1`
+    /// sweep runs them), the checkers' share, the same with a 4 times longer
     /// workload, and the ratio of CPU per message (scenario / raw madsim). CPU time of the
     /// measuring thread, not wall time. Exits 1 if one of the seeds (not the longer runs) did
     /// not end as its scenario expects.
@@ -570,13 +571,14 @@ fn main() -> ExitCode {
                 }
             };
             let raw = partmap_sim::bench::raw_madsim(5, 4, round_trips);
+            let seam = partmap_sim::bench::seam_rpc(5, 4, round_trips);
             let run = partmap_sim::bench::scenario(&scenario, &label, seeds.0..seeds.1);
             let scaled = (scaled_seeds > 0).then(|| {
                 let mut longer = scenario.clone();
                 longer.workload.duration_s *= 4;
                 (4, partmap_sim::bench::scenario(&longer, &label, seeds.0..seeds.1.min(seeds.0 + scaled_seeds)))
             });
-            let b = partmap_sim::bench::Bench { raw, run, scaled, peak_rss_mib: partmap_sim::bench::peak_rss_mib() };
+            let b = partmap_sim::bench::Bench { raw, seam, run, scaled, peak_rss_mib: partmap_sim::bench::peak_rss_mib() };
             print!("{}", partmap_sim::bench::render(&b, &label));
             if b.run.unexpected > 0 {
                 ExitCode::from(1)
