@@ -17,6 +17,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::{Rc, Weak};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Wake, Waker};
 use std::time::Duration;
@@ -217,7 +218,9 @@ pub struct Rpc {
     ip: std::net::IpAddr,
     link_faults: LinkFaults,
     next_id: Cell<u64>,
-    waiters: RefCell<BTreeMap<u64, tokio::sync::oneshot::Sender<Msg>>>,
+    /// Calls waiting for an answer, by request id: the response dispatcher fills the slot,
+    /// the reaper fails it.
+    waiters: RefCell<BTreeMap<u64, Rc<Reply>>>,
     /// Calls waiting for an answer, by (deadline, request id): a call's timeout is an entry
     /// here, failed by [`Rpc::reap`], not a timer of its own (madsim cannot cancel a timer, so
     /// a timer per call stays in its heap long after the answer came).
@@ -234,6 +237,36 @@ pub struct Rpc {
     /// microseconds: where the next control message starts.
     control_busy_until_us: Cell<u64>,
     bandwidth_bytes_per_s: u64,
+}
+
+/// One call's answer, as the response dispatcher or the reaper settles it: the answer, or
+/// `None` for a timeout. A single-task slot in place of a channel (no atomics, no second
+/// allocation per call); it wakes the call exactly where a oneshot channel's send or drop would.
+#[derive(Default)]
+struct Reply {
+    settled: RefCell<Option<Option<Msg>>>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Reply {
+    /// Settle the call (`None`: timed out) and wake it.
+    fn settle(&self, answer: Option<Msg>) {
+        *self.settled.borrow_mut() = Some(answer);
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+
+    fn poll(&self, cx: &mut std::task::Context<'_>) -> Poll<Result<Msg, RpcError>> {
+        if let Some(answer) = self.settled.borrow_mut().take() {
+            return Poll::Ready(answer.ok_or(RpcError::Timeout));
+        }
+        let mut waker = self.waker.borrow_mut();
+        if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
 }
 
 /// What one node's network seam needs, given to it explicitly: the bandwidth of its outgoing
@@ -277,8 +310,8 @@ impl Rpc {
                 let (id, msg) = *payload.downcast::<(u64, Msg)>().expect("response payload");
                 // A late response (its caller timed out) has no waiter and is dropped.
                 let waiter = me.waiters.borrow_mut().remove(&id);
-                if let Some(tx) = waiter {
-                    let _ = tx.send(msg);
+                if let Some(reply) = waiter {
+                    reply.settle(Some(msg));
                 }
             }
         });
@@ -335,8 +368,20 @@ impl Rpc {
 
     /// Hand `msg` to the network once the link has carried it (after [`Rpc::charge`]), with the
     /// link faults in force.
-    async fn put_on_wire(&self, dst: SocketAddr, tag: u64, id: u64, mut msg: Msg) {
+    async fn put_on_wire(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
         MESSAGES_SENT.with(|n| n.set(n.get() + 1));
+        let msg = if self.link_faults.any() { self.divert(dst, tag, id, msg) } else { Some(msg) };
+        if let Some(msg) = msg {
+            // A send to an unreachable or clogged destination is silently lost, like a datagram.
+            let _ = self.ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+        }
+    }
+
+    /// The link faults in force on the way to `dst`: a copy sent later (duplicate), a flipped
+    /// bit (corrupt), or the message itself held, reordered or stuck in a task of its own.
+    /// Returns the message when it goes on the wire now. A plain function, so that
+    /// [`Rpc::put_on_wire`]'s future, held by every send, stays small (issue 13).
+    fn divert(&self, dst: SocketAddr, tag: u64, id: u64, mut msg: Msg) -> Option<Msg> {
         let link = (self.ip, dst.ip());
         if let Msg::StreamRead { records, .. } = &mut msg {
             if let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
@@ -361,7 +406,7 @@ impl Rpc {
                 crate::event::emit(crate::event::Event::HeldDelivered { from: link.0, to: link.1, msg: msg.kind_name() });
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
             });
-            return;
+            return None;
         }
         if self.link_faults.has(link, LinkFault::Reorder) {
             let (ep, extra) = (self.ep.clone(), madsim::rand::random::<u64>() % 51);
@@ -369,7 +414,7 @@ impl Rpc {
                 sleep_ms(extra).await;
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
             });
-            return;
+            return None;
         }
         if self.link_faults.has(link, LinkFault::Hold) {
             // The message is on its way but stuck: it arrives once the link is released,
@@ -381,10 +426,9 @@ impl Rpc {
                 }
                 let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
             });
-            return;
+            return None;
         }
-        // A send to an unreachable or clogged destination is silently lost, like a datagram.
-        let _ = self.ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+        Some(msg)
     }
 
     /// Send `msg` to `dst` and wait up to `timeout_ms` for the answer, counted from the moment
@@ -398,8 +442,8 @@ impl Rpc {
     pub async fn call(&self, dst: SocketAddr, msg: Msg, timeout_ms: u64) -> Result<Msg, RpcError> {
         let id = self.next_id.get() + 1;
         self.next_id.set(id);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.waiters.borrow_mut().insert(id, tx);
+        let reply = Rc::new(Reply::default());
+        self.waiters.borrow_mut().insert(id, reply.clone());
         // The deadline counts from the moment the request has left this node's link (issue
         // 15): the wait behind our own queued transfers is bounded by the backlog.
         self.charge(msg.wire_bytes() + HEADER_BYTES).await;
@@ -410,8 +454,8 @@ impl Rpc {
             self.arm(deadline);
         }
         self.put_on_wire(dst, TAG_REQ, id, msg).await;
-        // The reaper drops the sender at the deadline: the receiver then fails.
-        let answer = rx.await.map_err(|_| RpcError::Timeout);
+        // The reaper fails the reply at the deadline.
+        let answer = std::future::poll_fn(|cx| reply.poll(cx)).await;
         self.waiters.borrow_mut().remove(&id);
         self.deadlines.borrow_mut().remove(&(deadline, id));
         answer
@@ -429,8 +473,8 @@ impl Rpc {
         });
     }
 
-    /// The reaper timer armed at `at` fired: fail the calls past their deadline (dropping a
-    /// waiter's sender wakes its call with an error) and keep a timer armed at or before the
+    /// The reaper timer armed at `at` fired: fail the calls past their deadline (waking each
+    /// with an error) and keep a timer armed at or before the
     /// earliest deadline left.
     fn reap(&self, at: madsim::time::Instant) {
         self.armed.borrow_mut().remove(&at);
@@ -438,7 +482,10 @@ impl Rpc {
         let mut deadlines = self.deadlines.borrow_mut();
         while let Some(&(deadline, id)) = deadlines.first().filter(|(d, _)| *d <= now) {
             deadlines.pop_first();
-            drop(self.waiters.borrow_mut().remove(&id));
+            let waiter = self.waiters.borrow_mut().remove(&id);
+            if let Some(reply) = waiter {
+                reply.settle(None);
+            }
             debug_assert!(deadline <= now);
         }
         let next = deadlines.first().map(|&(d, _)| d);
@@ -492,7 +539,16 @@ type Link = (std::net::IpAddr, std::net::IpAddr);
 /// The link faults in force, shared by every node of a run. Each is counted, so overlapping
 /// faults each need their removal.
 #[derive(Clone, Debug, Default)]
-pub struct LinkFaults(Arc<Mutex<FaultCounts>>, Arc<Mutex<Holds>>);
+pub struct LinkFaults(Arc<FaultState>);
+
+#[derive(Debug, Default)]
+struct FaultState {
+    faults: Mutex<FaultCounts>,
+    holds: Mutex<Holds>,
+    /// Entries of `faults` plus entries of `holds`: 0 when no link has a fault or a hold, the
+    /// common case, which [`LinkFaults::any`] tells without a lock.
+    in_force: AtomicUsize,
+}
 
 /// How many faults of each kind are on each link.
 type FaultCounts = BTreeMap<(Link, LinkFault), u32>;
@@ -502,53 +558,83 @@ type Holds = BTreeMap<(Link, &'static str), Vec<u64>>;
 impl PartialEq for LinkFaults {
     /// Equal when the same faults are in force now.
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || *self.0.lock().expect("link faults") == *other.0.lock().expect("link faults")
+        Arc::ptr_eq(&self.0, &other.0) || *self.faults() == *other.faults()
     }
 }
 
 impl LinkFaults {
+    fn faults(&self) -> std::sync::MutexGuard<'_, FaultCounts> {
+        self.0.faults.lock().expect("link faults")
+    }
+
+    fn holds(&self) -> std::sync::MutexGuard<'_, Holds> {
+        self.0.holds.lock().expect("link faults")
+    }
+
+    /// Whether any link has a fault or a hold waiting.
+    fn any(&self) -> bool {
+        self.0.in_force.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
     /// Hold the next message of kind `kind` ([`Msg::kind_name`]) sent on `link` for `hold_ms`,
     /// then deliver it (a targeted delay: "the next store append from server-1, by 8 s").
     pub fn hold_next(&self, link: Link, kind: &'static str, hold_ms: u64) {
-        self.1.lock().expect("link faults").entry((link, kind)).or_default().push(hold_ms);
+        let mut holds = self.holds();
+        let waiting = holds.entry((link, kind)).or_default();
+        if waiting.is_empty() {
+            self.0.in_force.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        waiting.push(hold_ms);
     }
 
     /// The hold waiting for the next message of `kind` on `link`, if any (consumed).
     fn take_hold(&self, link: Link, kind: &'static str) -> Option<u64> {
-        let mut holds = self.1.lock().expect("link faults");
+        if !self.any() {
+            return None;
+        }
+        let mut holds = self.holds();
         let waiting = holds.get_mut(&(link, kind))?;
         let hold = waiting.remove(0);
         if waiting.is_empty() {
             holds.remove(&(link, kind));
+            self.0.in_force.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         Some(hold)
     }
 
     /// Whether `fault` is in force on `link` (`from`, `to`).
     pub fn has(&self, link: Link, fault: LinkFault) -> bool {
-        self.0.lock().expect("link faults").contains_key(&(link, fault))
+        self.any() && self.faults().contains_key(&(link, fault))
     }
 
     /// Put `fault` in force on `link` (counted).
     pub fn add(&self, link: Link, fault: LinkFault) {
-        *self.0.lock().expect("link faults").entry((link, fault)).or_insert(0) += 1;
+        let mut faults = self.faults();
+        let n = faults.entry((link, fault)).or_insert(0);
+        if *n == 0 {
+            self.0.in_force.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        *n += 1;
     }
 
     /// Undo one [`LinkFaults::add`]; held messages go on their way once no hold is left.
     pub fn remove(&self, link: Link, fault: LinkFault) {
-        let mut faults = self.0.lock().expect("link faults");
+        let mut faults = self.faults();
         if let Some(n) = faults.get_mut(&(link, fault)) {
             *n -= 1;
             if *n == 0 {
                 faults.remove(&(link, fault));
+                self.0.in_force.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
     }
 
     /// Remove every fault (targeted holds not yet used included).
     pub fn clear(&self) {
-        self.0.lock().expect("link faults").clear();
-        self.1.lock().expect("link faults").clear();
+        let (mut faults, mut holds) = (self.faults(), self.holds());
+        faults.clear();
+        holds.clear();
+        self.0.in_force.store(0, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
