@@ -97,25 +97,27 @@ fn extend_object(objects: &mut BTreeMap<Key, Object>, key: &[u8], bytes: &[u8]) 
 /// entries (issue 13: the one-by-one build was the server's costliest step in a sweep).
 fn build_content<'a>(row: &RangeRow, records: impl Iterator<Item = &'a Record>) -> (BTreeSet<OpId>, BTreeMap<Key, Object>) {
     let records: Vec<&Record> = records.filter(|r| row.contains(&r.key)).collect();
-    let mut by_id: Vec<(OpId, usize)> = records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-    by_id.sort_unstable();
-    let mut first = vec![false; records.len()];
-    let mut applied = Vec::with_capacity(by_id.len());
-    for (k, &(id, i)) in by_id.iter().enumerate() {
-        if k == 0 || by_id[k - 1].0 != id {
-            first[i] = true;
+    // Indices (4 bytes each, so a large load's scratch stays small next to its records).
+    let mut order: Vec<u32> = (0..records.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| (records[i as usize].id, i));
+    let mut applied = Vec::with_capacity(order.len());
+    let mut kept = Vec::with_capacity(order.len());
+    for &i in &order {
+        let id = records[i as usize].id;
+        if applied.last() != Some(&id) {
             applied.push(id);
+            kept.push(i);
         }
     }
-    let mut by_key: Vec<(&[u8], usize)> = records.iter().enumerate().filter(|&(i, _)| first[i]).map(|(i, r)| (r.key.as_slice(), i)).collect();
-    by_key.sort_unstable();
+    drop(order);
+    kept.sort_unstable_by(|&a, &b| records[a as usize].key.cmp(&records[b as usize].key).then(a.cmp(&b)));
     let mut objects = Vec::new();
-    for group in by_key.chunk_by(|a, b| a.0 == b.0) {
-        let mut object = Vec::with_capacity(group.iter().map(|&(_, i)| records[i].bytes.len()).sum());
-        for &(_, i) in group {
-            object.extend_from_slice(&records[i].bytes);
+    for group in kept.chunk_by(|&a, &b| records[a as usize].key == records[b as usize].key) {
+        let mut object = Vec::with_capacity(group.iter().map(|&i| records[i as usize].bytes.len()).sum());
+        for &i in group {
+            object.extend_from_slice(&records[i as usize].bytes);
         }
-        objects.push((group[0].0.to_vec(), Object::new(object)));
+        objects.push((records[group[0] as usize].key.clone(), Object::new(object)));
     }
     (applied.into_iter().collect(), objects.into_iter().collect())
 }
