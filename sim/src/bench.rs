@@ -215,7 +215,7 @@ pub struct Bench {
     pub run: ScenarioCost,
     /// The same seeds with the workload `scale` times as long (`None`: not measured).
     pub scaled: Option<(u64, ScenarioCost)>,
-    /// Peak RSS of the process at the end, MiB.
+    /// Peak RSS of the process after the raw and scenario runs (before the seam figure's), MiB.
     pub peak_rss_mib: f64,
 }
 
