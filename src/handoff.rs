@@ -154,6 +154,8 @@ pub struct MoveFlow {
 /// 10,000-seed sweep (issue 13): a stop-and-copy taking 300 ms answered `InProgress` once, and
 /// its commit waited 1.25 s for the leader's next round, a write pause long enough to fail the
 /// final reads on 9 seeds; a longer copy still leaves the round free for the other flows.
+/// Each repeated ask waits for the finish already running at the target (seed 4189: they used
+/// to be answered `InProgress` at once, so the four were spent within a few ms).
 pub const FINISH_POLLS_PER_ROUND: u32 = 4;
 
 impl MoveFlow {
@@ -211,7 +213,7 @@ impl Flow for MoveFlow {
             (MovePhase::JournalingPause, Some(_)) => self.done(), // refused: the next round re-plans
             (MovePhase::Finishing(digest), Some(Reply::Answer(Msg::MoveFinished { result: Err(FinishError::InProgress) }))) if self.finish_polls < FINISH_POLLS_PER_ROUND => {
                 // The target is still copying: ask again (a repeated finish answers at once
-                // once it serves, or waits its patience again).
+                // once it serves, or waits, within its patience again, for the running one).
                 self.finish_polls += 1;
                 let msg = Msg::FinishMove { row: self.target.clone(), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
                 Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.rpc_timeout_ms + crate::msg::finish_patience_ms(l.rpc_timeout_ms) }

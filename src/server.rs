@@ -514,7 +514,10 @@ impl ServerCore {
         let records = match loaded {
             Ok(records) => records,
             Err(e) => {
-                self.ranges.remove(&row.id);
+                if let Some(held) = self.ranges.remove(&row.id) {
+                    // Wake a repeated finish waiting for this attempt (`await_running_finish`).
+                    held.progress.notify_waiters();
+                }
                 emit(Event::Dropped { server: self.id, range: row.id, epoch: row.epoch, reason: format!("load_refused: {e}") });
                 return Err(e);
             }
@@ -913,8 +916,20 @@ async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, range: Rang
 /// The target's side of a move's cutover: fence the stream at the transfer's epoch (so nothing
 /// more from the source can land), copy the tail past what pre-copy brought, check the whole
 /// copy against the source's digest, and serve.
+///
+/// A repeated request while an earlier one is still fencing and copying waits for that attempt
+/// (up to the caller's patience) instead of answering `InProgress` at once: `Ok` if the range
+/// now serves here, `NotNow` if that attempt failed. Found by the 10,000-seed sweep (issue 13,
+/// seed 4189): the leader's repeated asks ([`crate::handoff::FINISH_POLLS_PER_ROUND`]) were all
+/// answered at once within a few ms, the round left the move 5 ms before the copy was done,
+/// and the paused range waited 1.5 s for the leader's next round.
 async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy, lineage: &[Source]) -> Result<(), FinishError> {
-    let Some(records) = core.borrow_mut().begin_finish(row)? else { return Ok(()) };
+    let begun = core.borrow_mut().begin_finish(row);
+    let records = match begun {
+        Err(FinishError::InProgress) => return await_running_finish(core, row).await,
+        begun => begun?,
+    };
+    let Some(records) = records else { return Ok(()) };
     let base = match load_lineage(rpc, knobs, lineage).await {
         Ok(base) => Rc::new(base),
         Err(e) => {
@@ -930,6 +945,24 @@ async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: 
         }
     };
     core.borrow_mut().complete_move(row, base, records, tail, digest, strategy)
+}
+
+/// Wait until the finish already running for `row` ends (the range leaves `Loading` at
+/// `row.epoch`): `Ok` if the range serves here at that epoch, `NotNow` if the attempt failed
+/// (the copy did not match, or the store did not answer: the leader asks again).
+async fn await_running_finish(core: &RefCell<ServerCore>, row: &RangeRow) -> Result<(), FinishError> {
+    loop {
+        let progress = {
+            let c = core.borrow();
+            match c.ranges.get(&row.id).filter(|h| h.row.epoch == row.epoch) {
+                Some(held) if held.state == HeldState::Loading => held.progress.clone(),
+                Some(held) if held.state == HeldState::Active => return Ok(()),
+                _ => return Err(FinishError::NotNow(format!("{}: the finish of {} at {} failed", c.id, row.id, row.epoch))),
+            }
+        };
+        let notified = progress.notified();
+        notified.await;
+    }
 }
 
 /// Wait until `op` is applied to the content of `range` at `epoch`, for at most the store
@@ -1141,5 +1174,58 @@ mod tests {
             prop_assert_eq!(built_applied, applied);
             prop_assert_eq!(built_objects, objects);
         });
+    }
+
+    /// A move target asked to finish again while its first finish still fences and copies:
+    /// the repeated ask waits for that attempt (within the patience the handler gives it) and
+    /// answers with its outcome, `Ok` once the range serves, `NotNow` once it failed, instead
+    /// of `InProgress` at once (seed 4189 of the default scenario: the leader's repeated asks
+    /// were all spent within a few ms and the round left the move just before the copy was
+    /// done). Returns, per case, the repeated ask's answer and when it came (ms after the ask).
+    fn repeated_finish(first_succeeds: bool) -> (Result<(), FinishError>, u64) {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let (o, waiting) = (out.clone(), out.clone());
+        crate::testkit::block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            h.create_node().name("server-1").ip(server_addr(ServerId(1)).ip()).init(move || {
+                let o = o.clone();
+                async move {
+                    let net = crate::seam::Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() };
+                    let rpc = Rpc::bind(server_addr(ServerId(1)), &net).await;
+                    let knobs = Knobs::default();
+                    let row = RangeRow { id: RangeId(1), start: vec![], end: None, owner: Some(ServerId(1)), owner_session: 7, epoch: Epoch(3), state: RangeState::Preparing, sources: vec![], sealed: 0, born_ms: 0 };
+                    let core = Rc::new(RefCell::new(ServerCore::new(ServerId(1))));
+                    core.borrow_mut().session = Some(7);
+                    // The first finish is running: the range is held, loading.
+                    assert_eq!(core.borrow_mut().begin_finish(&row).map_err(|e| format!("{e:?}")), Ok(Some(vec![])));
+                    let (c, r) = (core.clone(), row.clone());
+                    crate::seam::spawn(async move {
+                        sleep_ms(100).await;
+                        let loaded = if first_succeeds { Ok(vec![]) } else { Err("the store did not answer".to_string()) };
+                        let _ = c.borrow_mut().finish_open(&r, None, loaded);
+                    });
+                    let start = now_us();
+                    let digest = StreamDigest::of(&[]);
+                    let repeated = finish_move(&core, &knobs, &rpc, &row, digest, Strategy::StopAndCopy, &[]);
+                    let answer = crate::seam::timeout_ms(crate::msg::finish_patience_ms(knobs.rpc_timeout_ms), repeated).await.unwrap_or(Err(FinishError::InProgress));
+                    *o.lock().unwrap() = Some((answer, (now_us() - start) / 1000));
+                }
+            }).build();
+            while waiting.lock().unwrap().is_none() {
+                sleep_ms(10).await;
+            }
+        });
+        let answer = out.lock().unwrap().take().expect("answered");
+        answer
+    }
+
+    #[test]
+    fn server_repeated_finish_waits_for_the_running_one() {
+        let (answer, after_ms) = repeated_finish(true);
+        assert_eq!(answer, Ok(()), "the copy finished within the patience: the repeated ask says so");
+        assert!((100..150).contains(&after_ms), "answered when the first attempt ended, not at once: {after_ms} ms");
+        let (answer, after_ms) = repeated_finish(false);
+        assert!(matches!(answer, Err(FinishError::NotNow(_))), "the first attempt failed: {answer:?}");
+        assert!((100..150).contains(&after_ms), "woken by the failure, not by the patience: {after_ms} ms");
     }
 }

@@ -188,3 +188,18 @@ fn swarm_seed_whose_servers_were_told_of_an_expiry_a_crash_lost_is_live() {
     let report = run_seed(&RunOptions { seed: 5398, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(5398) });
     assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
 }
+
+/// Kept from the 10,000-seed sweep of the default scenario on main ab9ec14 (issue 13): the
+/// leader paused r62 for a stop-and-copy move (server-1 to server-2) at 115.67 s; the target's
+/// first finish answered `InProgress` after its 250 ms patience, and the round's repeated asks
+/// (`handoff::FINISH_POLLS_PER_ROUND`) were each answered `InProgress` at once while the first
+/// finish still copied, so the round left the move about 5 ms before the target served
+/// (115.99 s). A merge and another move went first; the move was published at 117.53 s, and
+/// the final strong read of k000730 (in r62) failed all 8 attempts. A repeated finish now
+/// waits for the running one (the mechanism is the server's unit test
+/// `server_repeated_finish_waits_for_the_running_one`).
+#[test]
+fn swarm_seed_whose_repeated_finishes_were_answered_at_once_is_live() {
+    let report = run_seed(&RunOptions { seed: 4189, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(4189) });
+    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+}
