@@ -342,6 +342,11 @@ pub enum Msg {
         /// Offset (records) to return content from: how many records the caller already has
         /// (0 for a full load, the pre-copied count at a move's cutover).
         from: u64,
+        /// Appends of the caller whose outcome at the store is unknown (a reload after a store
+        /// timeout, at the same epoch): each one not in the stream yet is barred from it for
+        /// good, so a copy still held in the network cannot land behind the reload (seed 5954).
+        /// Empty for a new owner's fence (its epoch refuses older writes already).
+        bar: Vec<OpId>,
     },
     /// Store → owner: the stream content from `from` up to the fence (`Err` = fence already
     /// above).

@@ -74,6 +74,10 @@ pub struct Held {
     /// unknown outcome (see [`ServerCore::suspect`]), once the store's digest of that prefix
     /// matched ours, see [`ServerCore::keep_prefix`]).
     pub load_from: u64,
+    /// Appends admitted at this epoch whose outcome at the store is unknown here (its answer
+    /// never came): the next reload's fence bars those not in the stream, so a copy still held
+    /// in the network cannot land behind the reload unseen (seed 5954). Emptied by that fence.
+    pub doubtful: BTreeSet<OpId>,
 }
 
 /// An object's content, shared with the read answers that carry it.
@@ -333,7 +337,26 @@ impl ServerCore {
                 None
             }
             Some(Err(_)) => None,
-            None => self.suspect(range, record.epoch),
+            None => {
+                held.doubtful.insert(record.id);
+                self.suspect(range, record.epoch)
+            }
+        }
+    }
+
+    /// The appends whose outcome is unknown here that a reload of `row` (at its epoch) must
+    /// bar from the stream (see [`Held::doubtful`]); empty when `row` is not loading here.
+    pub fn doubtful(&self, row: &RangeRow) -> Vec<OpId> {
+        self.ranges.get(&row.id).filter(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading).map_or(Vec::new(), |h| h.doubtful.iter().copied().collect())
+    }
+
+    /// The store fenced `row`'s stream with `barred` barred: each is now in the stream (and
+    /// loaded with it) or can never land there, so it is no longer in doubt.
+    pub fn settled(&mut self, row: &RangeRow, barred: &[OpId]) {
+        if let Some(held) = self.ranges.get_mut(&row.id).filter(|h| h.row.epoch == row.epoch) {
+            for id in barred {
+                held.doubtful.remove(id);
+            }
         }
     }
 
@@ -466,6 +489,8 @@ impl ServerCore {
                 held.paused = false;
                 held.paused_at_us = 0;
                 held.load_from = held.next_offset;
+                // The new epoch's fence refuses the old epoch's appends still in flight.
+                held.doubtful.clear();
                 self.moved.remove(&row.id);
                 return Ok(Some(held.next_offset));
             }
@@ -487,6 +512,7 @@ impl ServerCore {
             recent_ops: Default::default(),
             recent_keys: Default::default(),
             load_from: 0,
+            doubtful: BTreeSet::new(),
         };
         if let Some(old) = self.ranges.insert(row.id, held) {
             emit(Event::Dropped { server: self.id, range: row.id, epoch: old.row.epoch, reason: format!("reopened at {}", row.epoch) });
@@ -1013,8 +1039,8 @@ struct FenceAnswer {
 
 /// Raise the stream's fence to the row's epoch (or find it there), asking for its content from
 /// offset `from`.
-async fn fence(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<FenceAnswer, LoadError> {
-    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from };
+async fn fence(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64, bar: Vec<OpId>) -> Result<FenceAnswer, LoadError> {
+    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from, bar };
     match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
         Ok(Msg::FenceResult { result: Ok(records), length, prefix }) => Ok(FenceAnswer { records, length, prefix }),
         Ok(Msg::FenceResult { result: Err(fence), .. }) => Err(LoadError::Fenced(fence)),
@@ -1035,7 +1061,7 @@ async fn read_rest(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, mut rec
 /// Raise the stream's fence to the row's epoch (or find it there) and fetch its content from
 /// offset `from` up to the sealed length, a chunk at a time (see [`read_chunks`]).
 async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> Result<Vec<Record>, LoadError> {
-    let answer = fence(rpc, knobs, row, from).await?;
+    let answer = fence(rpc, knobs, row, from, Vec::new()).await?;
     read_rest(rpc, knobs, row.id, from, answer.records, answer.length).await
 }
 
@@ -1045,8 +1071,12 @@ async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64) -> 
 /// comes first either way: only records below its sealed length (durable, and final for every
 /// writer at an older epoch) are compared or loaded.
 async fn fence_and_reload(core: &RefCell<ServerCore>, rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
-    let from = core.borrow().load_from(row);
-    let answer = fence(rpc, knobs, row, from).await?;
+    let (from, bar) = {
+        let c = core.borrow();
+        (c.load_from(row), c.doubtful(row))
+    };
+    let answer = fence(rpc, knobs, row, from, bar.clone()).await?;
+    core.borrow_mut().settled(row, &bar);
     let kept = core.borrow_mut().keep_prefix(row, from, answer.prefix);
     let records = if kept == from { answer.records } else { Vec::new() };
     read_rest(rpc, knobs, row.id, kept, records, answer.length).await

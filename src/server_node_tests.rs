@@ -206,7 +206,7 @@ fn server_node_opens_appends_deduplicates_and_yields_to_a_newer_fence() {
             assert_eq!(rpc.read(1, 2, "b").await, Ok(b"1;".to_vec()), "the stale release was ignored");
             // A newer owner fences the stream: the next append is refused there and the range
             // is dropped here.
-            assert!(matches!(rpc.call(0, Msg::Fence { stream: R, epoch: Epoch(3), from: 0 }).await, Msg::FenceResult { result: Ok(_), .. }));
+            assert!(matches!(rpc.call(0, Msg::Fence { stream: R, epoch: Epoch(3), from: 0, bar: vec![] }).await, Msg::FenceResult { result: Ok(_), .. }));
             assert_eq!(served(rpc.append(1, 2, "b", 3).await), Err(Refusal::Fenced { fence: Epoch(3) }));
             assert_eq!(rpc.read(1, 2, "b").await, Err(Refusal::NotOwner));
             // An open below the store's fence fails.

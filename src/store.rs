@@ -15,7 +15,7 @@ use crate::ids::{Epoch, OpId, RangeId};
 use crate::msg::{Msg, Record, StreamDigest};
 use crate::seam::{Disk, Rpc};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// A durable record of the store.
@@ -27,6 +27,14 @@ pub enum StoreRecord {
         stream: RangeId,
         /// The new fence: appends at a lower epoch fail from now on.
         epoch: Epoch,
+    },
+    /// Appends with these ids are barred from `stream` (a reload's fence after an unknown
+    /// outcome; see `Msg::Fence::bar`).
+    Bar {
+        /// The stream (its range id).
+        stream: RangeId,
+        /// The ids barred, none of them in the stream when barred.
+        ids: Vec<OpId>,
     },
     /// `record` was appended to `stream`.
     Append {
@@ -46,6 +54,9 @@ pub struct Stream {
     pub records: Vec<Record>,
     /// Offset of each idempotency id in `records`.
     pub ids: BTreeMap<OpId, u64>,
+    /// Ids that may never be appended: an owner reloaded without them while their outcome was
+    /// unknown to it (see `Msg::Fence::bar`). An append of one fails like a fenced one.
+    pub barred: BTreeSet<OpId>,
     /// `digests[i]`: the digest of `records[..=i]` (24 bytes a record), computed when first
     /// asked for and kept, so each record is hashed here at most once however often a reload
     /// asks for the digest of the prefix it keeps.
@@ -93,6 +104,9 @@ impl Streams {
                     assert!(*epoch >= st.fence, "fence went down on disk");
                     st.fence = *epoch;
                 }
+                StoreRecord::Bar { stream, ids } => {
+                    s.streams.entry(*stream).or_default().barred.extend(ids.iter().copied());
+                }
                 StoreRecord::Append { stream, record } => {
                     s.streams.entry(*stream).or_default().push(record.clone());
                 }
@@ -121,7 +135,7 @@ impl Streams {
     /// Errors: `Err(fence)` when the fence is above `record.epoch`.
     pub fn append(&mut self, stream: RangeId, record: Record, ignore_fence: bool) -> Result<(u64, bool), Epoch> {
         let st = self.streams.entry(stream).or_default();
-        if st.fence > record.epoch && !ignore_fence {
+        if (st.fence > record.epoch || st.barred.contains(&record.id)) && !ignore_fence {
             return Err(st.fence);
         }
         if let Some(&offset) = st.ids.get(&record.id) {
@@ -190,10 +204,21 @@ fn chunk(records: &[Record], from: usize, end: usize, budget: u64) -> Vec<Record
 /// same epoch that lands during the sync is not yet; found in review).
 ///
 /// Errors: `Err(fence)` when the fence is already above `epoch`.
-async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream: RangeId, epoch: Epoch) -> Result<usize, Epoch> {
+///
+/// `bar`: ids to bar from the stream, those not in it yet (in the same step as the fence, so an
+/// append that lands while the fence syncs is refused too).
+async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream: RangeId, epoch: Epoch, bar: &[OpId]) -> Result<usize, Epoch> {
     let rose = state.borrow_mut().fence(stream, epoch)?;
     if rose {
         disk.append(StoreRecord::Fence { stream, epoch });
+    }
+    let barred: Vec<OpId> = {
+        let mut state = state.borrow_mut();
+        let st = state.streams.get_mut(&stream).expect("fence made it");
+        bar.iter().copied().filter(|id| !st.ids.contains_key(id) && st.barred.insert(*id)).collect()
+    };
+    if !barred.is_empty() {
+        disk.append(StoreRecord::Bar { stream, ids: barred });
     }
     let len = state.borrow().streams[&stream].records.len();
     disk.sync().await;
@@ -217,9 +242,9 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
             let records = st.streams.get(&stream).map_or(Vec::new(), |s| chunk(&s.records, from as usize, end, budget));
             Some(Msg::StreamRead { records, length: end as u64 })
         }
-        Msg::Seal { stream, epoch } => Some(Msg::Sealed { result: raise_fence(state, disk, stream, epoch).await.map(|len| len as u64) }),
-        Msg::Fence { stream, epoch, from } => {
-            match raise_fence(state, disk, stream, epoch).await {
+        Msg::Seal { stream, epoch } => Some(Msg::Sealed { result: raise_fence(state, disk, stream, epoch, &[]).await.map(|len| len as u64) }),
+        Msg::Fence { stream, epoch, from, bar } => {
+            match raise_fence(state, disk, stream, epoch, &bar).await {
                 Ok(len) => {
                     let mut state = state.borrow_mut();
                     let st = state.streams.get_mut(&stream).expect("raise_fence made it");
@@ -370,6 +395,32 @@ mod tests {
     }
 
     #[test]
+    fn store_node_reload_fence_bars_appends_in_doubt_that_are_not_in_the_stream() {
+        // Seed 5954: an owner's append timed out, it reloaded at the same epoch, and the held
+        // copy landed afterwards at that epoch, behind the reload, unseen by the owner.
+        let state = RefCell::new(Streams::default());
+        let disk = Disk::new(2);
+        let (reply, _) = append(&state, &disk, rec(1, 2), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(0) })));
+        // The reload's fence (same epoch) bars 1 (in the stream: loaded, not barred) and 2.
+        let bar = vec![OpId { client: 1, seq: 1 }, OpId { client: 1, seq: 2 }];
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0, bar }, None, u64::MAX));
+        assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), length: 1, .. }) if r.len() == 1), "{reply:?}");
+        // The late copy of 2 is refused; 1's retry is answered from the stream; 3 lands.
+        let (reply, events) = append(&state, &disk, rec(2, 2), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Err(Epoch(2)) })), "{reply:?}");
+        assert!(has(&events, "fenced stream=1 server=1 epoch=2 fence=2"), "{events:?}");
+        let (reply, _) = append(&state, &disk, rec(1, 2), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(0) })));
+        let (reply, _) = append(&state, &disk, rec(3, 2), None);
+        assert!(matches!(reply, Some(Msg::StoreAppended { result: Ok(1) })));
+        // The bar is durable: a recovered store refuses 2 as well.
+        let mut recovered = Streams::recover(&disk.read_durable());
+        assert_eq!(recovered.append(S, rec(2, 2), false), Err(Epoch(2)));
+        assert_eq!(recovered.streams[&S].records.len(), 2);
+    }
+
+    #[test]
     fn store_node_deduplicated_answer_waits_for_the_first_copy_to_be_durable() {
         let state = RefCell::new(Streams::default());
         let disk = Disk::new(2);
@@ -389,21 +440,21 @@ mod tests {
         for seq in 1..=3 {
             append(&state, &disk, rec(seq, 1), None);
         }
-        let (reply, events) = capture(|| block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 1 }, None, u64::MAX)));
+        let (reply, events) = capture(|| block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 1, bar: vec![] }, None, u64::MAX)));
         let Some(Msg::FenceResult { result: Ok(records), prefix, .. }) = reply else { panic!("{reply:?}") };
         assert_eq!(records, vec![rec(2, 1), rec(3, 1)]);
         assert_eq!(prefix, StreamDigest::of(&[rec(1, 1)]), "the digest of what the caller keeps");
         assert!(has(&events, "fence stream=1 epoch=2 length=3"), "{events:?}");
         assert!(matches!(disk.read_durable().last(), Some(StoreRecord::Fence { epoch: Epoch(2), .. })), "the fence is durable when answered");
         // Again at the same epoch: same content, no second fence record.
-        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0 }, None, u64::MAX));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 0, bar: vec![] }, None, u64::MAX));
         assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), prefix, .. }) if r.len() == 3 && prefix == StreamDigest::default()));
         assert_eq!(disk.read_all().iter().filter(|r| matches!(r, StoreRecord::Fence { .. })).count(), 1);
         // Past the end: empty. Below the fence: refused.
-        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 9 }, None, u64::MAX));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(2), from: 9, bar: vec![] }, None, u64::MAX));
         let all = StreamDigest::of(&[rec(1, 1), rec(2, 1), rec(3, 1)]);
         assert!(matches!(reply, Some(Msg::FenceResult { result: Ok(ref r), prefix, .. }) if r.is_empty() && prefix == all), "a shorter stream: the digest of all of it (3 records)");
-        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(1), from: 0 }, None, u64::MAX));
+        let reply = block_on(handle(&state, &disk, Msg::Fence { stream: S, epoch: Epoch(1), from: 0, bar: vec![] }, None, u64::MAX));
         assert!(matches!(reply, Some(Msg::FenceResult { result: Err(Epoch(2)), .. })));
         // A seal answers the sealed length; a seal below the fence is refused.
         let reply = block_on(handle(&state, &disk, Msg::Seal { stream: S, epoch: Epoch(4) }, None, u64::MAX));

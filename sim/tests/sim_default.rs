@@ -203,3 +203,13 @@ fn swarm_seed_whose_repeated_finishes_were_answered_at_once_is_live() {
     let report = run_seed(&RunOptions { seed: 4189, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(4189) });
     assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
 }
+
+/// Seed 5954 (10,000-seed sweep): an owner's append timed out at the store (its message held by
+/// `delay_next` for 7.9 s), the owner reloaded at the same epoch, and the held copy landed after
+/// the heal behind the reload: the owner served 6 records of k000126 while its stream held 7
+/// (`no_lost_append` agreement view). The reload's fence now bars the appends in doubt.
+#[test]
+fn swarm_seed_whose_append_in_doubt_landed_behind_a_reload_is_safe() {
+    let report = run_seed(&RunOptions { seed: 5954, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(5954) });
+    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+}
