@@ -18,6 +18,13 @@ fn opts(seed: u64) -> RunOptions {
     }
 }
 
+/// Seed `seed` of the built-in default scenario (`scenarios/swarm.json`) passes every property;
+/// on failure, the seed and the violated verdicts.
+fn assert_default_seed_passes(seed: u64) {
+    let report = run_seed(&RunOptions { seed, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(seed) });
+    assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+}
+
 fn report_dir() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("partmap-test-reports-{}", std::process::id()))
 }
@@ -159,8 +166,7 @@ fn a_leader_term_durable_but_never_announced_is_recovered_and_its_commits_pass()
 #[test]
 fn swarm_seeds_whose_final_reads_waited_for_the_next_round_are_live() {
     for seed in [415, 1464, 2001, 8990] {
-        let report = run_seed(&RunOptions { seed, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(seed) });
-        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+        assert_default_seed_passes(seed);
     }
 }
 
@@ -171,8 +177,7 @@ fn swarm_seeds_whose_final_reads_waited_for_the_next_round_are_live() {
 /// test `authority_registration_retry_of_the_live_incarnation_grants_the_lease_anew`.
 #[test]
 fn swarm_seed_whose_registration_retry_outlived_its_session_is_safe() {
-    let report = run_seed(&RunOptions { seed: 2272, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(2272) });
-    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+    assert_default_seed_passes(2272);
 }
 
 /// Kept from the 10,000-seed sweep of the default scenario (issue 13): lock-1, cut off from the
@@ -185,8 +190,7 @@ fn swarm_seed_whose_registration_retry_outlived_its_session_is_safe() {
 /// golden schedule `scenarios/renewal-refused-then-crash.json`.
 #[test]
 fn swarm_seed_whose_servers_were_told_of_an_expiry_a_crash_lost_is_live() {
-    let report = run_seed(&RunOptions { seed: 5398, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(5398) });
-    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+    assert_default_seed_passes(5398);
 }
 
 /// Kept from the 10,000-seed sweep of the default scenario on main ab9ec14 (issue 13): the
@@ -200,8 +204,7 @@ fn swarm_seed_whose_servers_were_told_of_an_expiry_a_crash_lost_is_live() {
 /// `server_repeated_finish_waits_for_the_running_one`).
 #[test]
 fn swarm_seed_whose_repeated_finishes_were_answered_at_once_is_live() {
-    let report = run_seed(&RunOptions { seed: 4189, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(4189) });
-    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+    assert_default_seed_passes(4189);
 }
 
 /// Seed 5954 (10,000-seed sweep): an owner's append timed out at the store (its message held by
@@ -210,6 +213,5 @@ fn swarm_seed_whose_repeated_finishes_were_answered_at_once_is_live() {
 /// (`no_lost_append` agreement view). The reload's fence now bars the appends in doubt.
 #[test]
 fn swarm_seed_whose_append_in_doubt_landed_behind_a_reload_is_safe() {
-    let report = run_seed(&RunOptions { seed: 5954, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(5954) });
-    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+    assert_default_seed_passes(5954);
 }
