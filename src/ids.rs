@@ -73,14 +73,19 @@ pub fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
 /// always folded whole). Issue 13: the byte-at-a-time FNV-1a it replaced in the digests was about
 /// a third of `moves.json`'s time.
 pub fn mix_words(mut h: u64, bytes: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(K);
+        h = mix_word(h, u64::from_le_bytes(c.try_into().expect("8 bytes")));
     }
     let mut last = [0u8; 8];
     last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    (h.rotate_left(5) ^ u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56)).wrapping_mul(K)
+    mix_word(h, u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56))
+}
+
+/// One step of [`mix_words`]: fold the 8-byte word `w` into the state `h` (FxHash's
+/// multiply-rotate step; for a given `h` a bijection of `w`, and for a given `w` of `h`).
+pub fn mix_word(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 /// Render a key for humans: printable ASCII as is, anything else as `\xNN`.

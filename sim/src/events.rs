@@ -255,7 +255,7 @@ pub struct StableHasher(pub u64);
 
 impl StableHasher {
     fn word(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        self.0 = partmap::ids::mix_word(self.0, w);
     }
 }
 

@@ -78,15 +78,13 @@ impl Default for ContentHasher {
 }
 
 impl ContentHasher {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-
     /// The state of the empty content.
     pub const fn new() -> Self {
         ContentHasher { h: partmap::ids::FNV_OFFSET, tail: 0, len: 0 }
     }
 
     fn word(&mut self, w: u64) {
-        self.h = (self.h.rotate_left(5) ^ w).wrapping_mul(Self::K);
+        self.h = partmap::ids::mix_word(self.h, w);
     }
 
     /// Take the next `bytes` of the content.
@@ -116,7 +114,7 @@ impl ContentHasher {
 
     /// The hash of the content taken so far.
     pub fn finish(&self) -> u64 {
-        let mut h = (self.h.rotate_left(5) ^ self.tail).wrapping_mul(Self::K) ^ self.len;
+        let mut h = partmap::ids::mix_word(self.h, self.tail) ^ self.len;
         h ^= h >> 33;
         h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
         h ^= h >> 33;
