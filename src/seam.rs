@@ -862,6 +862,48 @@ mod tests {
         assert_eq!(seen.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec!["renew_session", "stream_read"], "{seen:?}");
     }
 
+    /// The madsim patch (`vendor/madsim`, PATCHES.md): a message costs its latency draw and its
+    /// link time, not a further millisecond on each of send and receive, and a node takes in
+    /// requests that arrive together at once, not one per millisecond. Unpatched, ten requests
+    /// sent together with a 2 ms latency are answered over 2 + 1 + 10 x 1 + 2 + 1 ms.
+    #[test]
+    fn a_message_costs_its_latency_and_a_node_receives_requests_together() {
+        let mut cfg = madsim::Config::default();
+        cfg.net.send_latency = Duration::from_millis(2)..Duration::from_micros(2001);
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, cfg);
+        let took = Arc::new(Mutex::new(Vec::new()));
+        let out = took.clone();
+        rt.block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
+            h.create_node().name("b").ip(b.ip()).init(move || async move {
+                let rpc = Rpc::bind(b, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                rpc.serve(|_, _| async { Some(Msg::SessionRenewed { ok: true }) });
+                std::future::pending::<()>().await
+            }).build();
+            h.create_node().name("a").ip(a.ip()).init(move || {
+                let out = out.clone();
+                async move {
+                    let rpc = Rpc::bind(a, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                    sleep_ms(10).await;
+                    let t0 = now_us();
+                    let calls: Vec<_> = (0..10u32).map(|i| {
+                        let rpc = rpc.clone();
+                        spawn(async move { rpc.call(b, Msg::RenewSession { server: crate::ids::ServerId(i), session: 1 }, 1_000).await.map(|_| now_us()) })
+                    }).collect();
+                    for c in calls {
+                        let at = c.await.unwrap().expect("answered");
+                        out.lock().unwrap().push(at - t0);
+                    }
+                }
+            }).build();
+            madsim::time::sleep(Duration::from_millis(100)).await;
+        });
+        let took = took.lock().unwrap().clone();
+        assert_eq!(took.len(), 10, "every call answered: {took:?}");
+        assert!(took.iter().all(|us| (4_000..4_100).contains(us)), "each round trip is two 2 ms latencies: {took:?} us");
+    }
+
     #[test]
     fn disk_crash_loses_only_unsynced_records() {
         let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
