@@ -842,7 +842,14 @@ mod tests {
                     let big = Msg::StreamRead { records: vec![bulk], length: 1 };
                     let r2 = rpc.clone();
                     let first = spawn(async move { r2.call(b, big, 5_000).await });
-                    madsim::task::yield_now().await;
+                    // madsim polls ready tasks in a random order: yield until the bulk call
+                    // has run far enough to book its transfer on the link.
+                    for _ in 0..100 {
+                        if rpc.link_backlog_us() > 0 {
+                            break;
+                        }
+                        madsim::task::yield_now().await;
+                    }
                     let backlog = rpc.link_backlog_us();
                     assert!(backlog >= 99_000, "10 MiB at 100 MiB/s queues 100 ms of bulk: {backlog} us");
                     let t0 = now_us();

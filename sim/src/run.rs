@@ -617,7 +617,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
             println!("{l}");
         }
     }
-    let world = World::build(&s, &knobs);
+    let world = World::build(&s, &knobs).await;
     let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
     for node in world.nodes.values() {
         by_role.entry(node.role).or_default().push(node.name.clone());

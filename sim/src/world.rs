@@ -78,7 +78,13 @@ pub struct World {
 impl World {
     /// Create every node of `scenario` in the current runtime, running the control plane with
     /// `knobs`.
-    pub fn build(scenario: &Scenario, knobs: &Knobs) -> World {
+    ///
+    /// The bring-up follows the services' dependencies, as a deployment's does: the authority
+    /// (lock-1) and the store start first, and the servers, managers and frontends, which
+    /// register with them on their first message, 1 ms later (madsim delivers a message only
+    /// to a socket bound when it is sent, and a lost first registration costs a server its
+    /// call timeout and a renewal interval). A node's restart does not wait.
+    pub async fn build(scenario: &Scenario, knobs: &Knobs) -> World {
         let handle = Handle::current();
         let mut nodes = BTreeMap::new();
         // Each node's clock rate, drawn from the seed (only when the scenario asks for drift, so
@@ -124,6 +130,7 @@ impl World {
             let d = store_disk.clone();
             add("store-1".into(), Role::Store, config::store_addr(), node, Some(crash_fn(d, scenario.knobs.torn_writes)));
         }
+        partmap::seam::sleep_ms(1).await;
         for n in 1..=scenario.topology.servers {
             let (k, net) = (knobs.clone(), net.clone());
             let name = format!("server-{n}");
