@@ -114,6 +114,9 @@ fn a_leader_term_durable_but_never_announced_is_recovered_and_its_commits_pass()
                 let (first, done) = (first.clone(), done.clone());
                 async move {
                     let rpc = Rpc::bind(manager_addr(1), &net()).await;
+                    // lock-1 is up first, as in a run's bring-up (`World::build`): a request
+                    // sent before it has bound its socket is lost.
+                    sleep_ms(1).await;
                     // The first request: lock-1 crashes while it syncs the term's record.
                     let lost = rpc.call(lock_addr(), Msg::AcquireLeader { candidate: 1 }, 300).await;
                     first.store(lost.is_ok(), Ordering::SeqCst);
