@@ -911,6 +911,42 @@ mod tests {
         assert!(took.iter().all(|us| (4_000..4_100).contains(us)), "each round trip is two 2 ms latencies: {took:?} us");
     }
 
+    /// The second madsim patch (PATCHES.md): a send skips madsim's virtual-server lookup only
+    /// when no virtual service exists; with one registered, a call to the service's address
+    /// still reaches its real server and is answered.
+    #[test]
+    fn a_send_to_a_virtual_service_still_reaches_its_server() {
+        use madsim::net::ipvs::{Scheduler, ServiceAddr};
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let answered = Arc::new(Mutex::new(None));
+        let out = answered.clone();
+        rt.block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            let (a, b, service): (SocketAddr, SocketAddr, SocketAddr) =
+                ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap(), "10.9.9.9:1".parse().unwrap());
+            let ipvs = madsim::net::NetSim::current();
+            ipvs.global_ipvs().add_service(ServiceAddr::Udp(service.to_string()), Scheduler::RoundRobin);
+            ipvs.global_ipvs().add_server(ServiceAddr::Udp(service.to_string()), &b.to_string());
+            h.create_node().name("b").ip(b.ip()).init(move || async move {
+                let rpc = Rpc::bind(b, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                rpc.serve(|_, _| async { Some(Msg::SessionRenewed { ok: true }) });
+                std::future::pending::<()>().await
+            }).build();
+            h.create_node().name("a").ip(a.ip()).init(move || {
+                let out = out.clone();
+                async move {
+                    let rpc = Rpc::bind(a, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                    sleep_ms(10).await;
+                    let answer = rpc.call(service, Msg::RenewSession { server: crate::ids::ServerId(1), session: 1 }, 1_000).await;
+                    *out.lock().unwrap() = Some(answer);
+                }
+            }).build();
+            madsim::time::sleep(Duration::from_millis(100)).await;
+        });
+        let answered = answered.lock().unwrap().take();
+        assert!(matches!(answered, Some(Ok(Msg::SessionRenewed { ok: true }))), "{answered:?}");
+    }
+
     #[test]
     fn disk_crash_loses_only_unsynced_records() {
         let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());

@@ -47,6 +47,12 @@ pub enum Scheduler {
 }
 
 impl IpVirtualServer {
+    /// Whether no virtual service is registered. (partmap patch, PATCHES.md: lets
+    /// `NetSim::send` skip building the lookup key, a formatted `String`, on every message.)
+    pub(crate) fn is_empty(&self) -> bool {
+        self.services.lock().is_empty()
+    }
+
     /// Add a virtual service.
     pub fn add_service(&self, service_addr: ServiceAddr, scheduler: Scheduler) {
         self.services.lock().insert(
