@@ -310,8 +310,15 @@ impl Calibration {
     }
 }
 
-/// Seeds of the calibration move.
-const CALIBRATION_SEEDS: u64 = 8;
+/// Seeds of the calibration move. Since the madsim patch (PATCHES.md) `L` is the latency draw
+/// alone (uniform over 1..5 ms, standard deviation 1.15 ms), and one move measures it from three
+/// draws, so one seed's `L` spreads by about 0.67 ms, 22% of its 3 ms mean. 8 seeds left the
+/// mean's standard error at 8% (0.24 ms) and gave 2.64 ms at 1 GiB/s, 1.5 standard errors under
+/// the draw's mean, which every pause's `4L` to `7L` carried into the model (the 1 GiB/s cells
+/// of the quick grid all erred positive, up to +15%). 128 seeds bring the standard error to 2%
+/// (0.06 ms: measured 3.03 and 3.07 ms at 100 MiB/s and 1 GiB/s), under [`TARGET_REL_SE`], the
+/// precision the grid asks of a cell's mean pause, for about 16 s of CPU for both bandwidths.
+pub const CALIBRATION_SEEDS: u64 = 128;
 
 /// Measure `L` and `c` at `bandwidth` from [`CALIBRATION_SEEDS`] stop-and-copy moves of a
 /// range of 4 s of bytes with no writes, each from the protocol step it stands for: from the
@@ -1006,6 +1013,24 @@ mod tests {
         };
         assert!(pause(Strategy::PreCopy, 64 * KIB) > pause(Strategy::StopAndCopy, 64 * KIB), "a tiny range: the tick's worth of writes costs more than the range");
         assert!(pause(Strategy::PreCopy, GIB) < pause(Strategy::StopAndCopy, GIB) / 10.0);
+    }
+
+    /// The calibration measures the network it stands for: since the madsim patch a control
+    /// message costs its latency draw (uniform over 1..5 ms, mean 3 ms) and nothing else, so over
+    /// [`CALIBRATION_SEEDS`] moves `L` must land within 0.25 ms of 3 ms (about 4 standard errors
+    /// of the mean at 128 seeds; 8 seeds gave 2.64 ms at 1 GiB/s, outside it), and `c`, a
+    /// chunk's round trip, within 0.5 ms of `2L + s`.
+    #[test]
+    fn calibration_measures_the_latency_draw_and_a_chunk_round_trip() {
+        for bandwidth in BANDWIDTHS {
+            let cal = calibrate(bandwidth).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(cal.bandwidth, bandwidth);
+            let l_ms = cal.latency_s * 1000.0;
+            assert!((l_ms - 3.0).abs() < 0.25, "{bandwidth} B/s: L = {l_ms:.3} ms, not the 1..5 ms draw's mean of 3 ms");
+            let sync_ms = knobs().disk_sync_ms as f64;
+            let c_ms = cal.chunk_s * 1000.0;
+            assert!((c_ms - (2.0 * l_ms + sync_ms)).abs() < 0.5, "{bandwidth} B/s: c = {c_ms:.3} ms against 2L + s = {:.3} ms", 2.0 * l_ms + sync_ms);
+        }
     }
 
     #[test]
