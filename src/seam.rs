@@ -209,7 +209,9 @@ pub enum RpcError {
     Timeout,
 }
 
-type Handler = Rc<dyn Fn(Msg, SocketAddr) -> Pin<Box<dyn Future<Output = Option<Msg>>>>>;
+/// A message on the wire with its request id, boxed once by the sender: the box is madsim's
+/// payload, so the futures that carry a message hold a pointer, not the message.
+type Envelope = Box<(u64, Msg)>;
 
 /// Request/response messaging for one node over madsim's network, with a bandwidth-limited
 /// outgoing link.
@@ -365,14 +367,15 @@ impl Rpc {
         self.bandwidth_bytes_per_s
     }
 
-    async fn send(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
-        self.charge(msg.wire_bytes() + HEADER_BYTES).await;
-        self.put_on_wire(dst, tag, id, msg).await;
+    /// Send `envelope` (a response) once the link has carried it.
+    async fn send(&self, dst: SocketAddr, tag: u64, envelope: Envelope) {
+        self.charge(envelope.1.wire_bytes() + HEADER_BYTES).await;
+        self.put_on_wire(dst, tag, envelope).await;
     }
 
-    /// Hand `msg` to the network once the link has carried it (after [`Rpc::charge`]), with the
-    /// link faults in force.
-    async fn put_on_wire(&self, dst: SocketAddr, tag: u64, id: u64, msg: Msg) {
+    /// Hand `envelope` to the network once the link has carried it (after [`Rpc::charge`]), with
+    /// the link faults in force.
+    async fn put_on_wire(&self, dst: SocketAddr, tag: u64, envelope: Envelope) {
         let sent = MESSAGES_SENT.with(|n| {
             n.set(n.get() + 1);
             n.get()
@@ -385,10 +388,10 @@ impl Rpc {
             // number and polls nothing: the run is unchanged.
             madsim::runtime::Handle::current().metrics().num_tasks();
         }
-        let msg = if self.link_faults.any() { self.divert(dst, tag, id, msg) } else { Some(msg) };
-        if let Some(msg) = msg {
+        let envelope = if self.link_faults.any() { self.divert(dst, tag, envelope) } else { Some(envelope) };
+        if let Some(envelope) = envelope {
             // A send to an unreachable or clogged destination is silently lost, like a datagram.
-            let _ = self.ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+            let _ = self.ep.send_to_raw(dst, tag, envelope).await;
         }
     }
 
@@ -396,9 +399,9 @@ impl Rpc {
     /// bit (corrupt), or the message itself held, reordered or stuck in a task of its own.
     /// Returns the message when it goes on the wire now. A plain function, so that
     /// [`Rpc::put_on_wire`]'s future, held by every send, stays small (issue 13).
-    fn divert(&self, dst: SocketAddr, tag: u64, id: u64, mut msg: Msg) -> Option<Msg> {
+    fn divert(&self, dst: SocketAddr, tag: u64, mut envelope: Envelope) -> Option<Envelope> {
         let link = (self.ip, dst.ip());
-        if let Msg::StreamRead { records, .. } = &mut msg {
+        if let Msg::StreamRead { records, .. } = &mut envelope.1 {
             if let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
                 // One flipped bit in the copy (the payload is shared with the sender's, so the
                 // copy gets its own buffer): only the final checksum can tell.
@@ -408,18 +411,18 @@ impl Rpc {
             }
         }
         if self.link_faults.has(link, LinkFault::Duplicate) {
-            let (ep, copy) = (self.ep.clone(), msg.clone());
+            let (ep, copy) = (self.ep.clone(), envelope.clone());
             spawn(async move {
                 sleep_ms(madsim::rand::random::<u64>() % 10).await;
-                let _ = ep.send_to_raw(dst, tag, Box::new((id, copy))).await;
+                let _ = ep.send_to_raw(dst, tag, copy).await;
             });
         }
-        if let Some(hold_ms) = self.link_faults.take_hold(link, msg.kind_name()) {
+        if let Some(hold_ms) = self.link_faults.take_hold(link, envelope.1.kind_name()) {
             let ep = self.ep.clone();
             spawn(async move {
                 sleep_ms(hold_ms).await;
-                crate::event::emit(crate::event::Event::HeldDelivered { from: link.0, to: link.1, msg: msg.kind_name() });
-                let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+                crate::event::emit(crate::event::Event::HeldDelivered { from: link.0, to: link.1, msg: envelope.1.kind_name() });
+                let _ = ep.send_to_raw(dst, tag, envelope).await;
             });
             return None;
         }
@@ -427,7 +430,7 @@ impl Rpc {
             let (ep, extra) = (self.ep.clone(), madsim::rand::random::<u64>() % 51);
             spawn(async move {
                 sleep_ms(extra).await;
-                let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+                let _ = ep.send_to_raw(dst, tag, envelope).await;
             });
             return None;
         }
@@ -439,11 +442,11 @@ impl Rpc {
                 while faults.has(link, LinkFault::Hold) {
                     sleep_ms(10).await;
                 }
-                let _ = ep.send_to_raw(dst, tag, Box::new((id, msg))).await;
+                let _ = ep.send_to_raw(dst, tag, envelope).await;
             });
             return None;
         }
-        Some(msg)
+        Some(envelope)
     }
 
     /// Send `msg` to `dst` and wait up to `timeout_ms` for the answer, counted from the moment
@@ -454,21 +457,29 @@ impl Rpc {
     ///
     /// Errors: [`RpcError::Timeout`] when nothing came back in time (lost, partitioned, crashed or
     /// slow peer); the request may still take effect later.
-    pub async fn call(&self, dst: SocketAddr, msg: Msg, timeout_ms: u64) -> Result<Msg, RpcError> {
+    pub fn call(&self, dst: SocketAddr, msg: Msg, timeout_ms: u64) -> impl Future<Output = Result<Msg, RpcError>> + '_ {
+        // Boxed before the first await: the call's future holds a pointer, not the message, and
+        // the box is what goes on the wire (issue 13: every await moves the futures it holds).
+        self.call_boxed(dst, Box::new((0, msg)), timeout_ms)
+    }
+
+    /// [`Rpc::call`] with the message already in its envelope (the id is set here).
+    async fn call_boxed(&self, dst: SocketAddr, mut envelope: Envelope, timeout_ms: u64) -> Result<Msg, RpcError> {
         let id = self.next_id.get() + 1;
         self.next_id.set(id);
+        envelope.0 = id;
         let reply = Rc::new(Reply::default());
         self.waiters.borrow_mut().insert(id, reply.clone());
         // The deadline counts from the moment the request has left this node's link (issue
         // 15): the wait behind our own queued transfers is bounded by the backlog.
-        self.charge(msg.wire_bytes() + HEADER_BYTES).await;
+        self.charge(envelope.1.wire_bytes() + HEADER_BYTES).await;
         // As madsim's timers: a deadline less than 1 ms away counts as 1 ms away.
         let deadline = madsim::time::Instant::now() + to_global(timeout_ms * 1000).max(Duration::from_millis(1));
         self.deadlines.borrow_mut().insert((deadline, id));
         if self.armed.borrow().first().is_none_or(|&at| at > deadline) {
             self.arm(deadline);
         }
-        self.put_on_wire(dst, TAG_REQ, id, msg).await;
+        self.put_on_wire(dst, TAG_REQ, envelope).await;
         // The reaper fails the reply at the deadline.
         let answer = std::future::poll_fn(|cx| reply.poll(cx)).await;
         self.waiters.borrow_mut().remove(&id);
@@ -517,7 +528,8 @@ impl Rpc {
         F: Fn(Msg, SocketAddr) -> Fut + 'static,
         Fut: Future<Output = Option<Msg>> + 'static,
     {
-        let handler: Handler = Rc::new(move |m, from| Box::pin(handler(m, from)));
+        // The handler's future runs inline in the request's task (no box of its own).
+        let handler = Rc::new(handler);
         let me = self.clone();
         spawn(async move {
             loop {
@@ -526,7 +538,7 @@ impl Rpc {
                 let (me2, handler) = (me.clone(), handler.clone());
                 spawn(async move {
                     if let Some(rsp) = handler(msg, from).await {
-                        me2.send(from, TAG_RSP, id, rsp).await;
+                        me2.send(from, TAG_RSP, Box::new((id, rsp))).await;
                     }
                 });
             }
