@@ -200,7 +200,7 @@ impl Flow for MoveFlow {
         let l = &self.limits;
         match (self.phase.clone(), reply) {
             (MovePhase::PreCopying, None) => {
-                let msg = Msg::PreCopy { row: self.target.clone(), threshold_bytes: l.precopy_threshold_bytes, max_rounds: l.precopy_max_rounds, leader_epoch: self.leader_epoch };
+                let msg = Msg::PreCopy { row: Box::new(self.target.clone()), threshold_bytes: l.precopy_threshold_bytes, max_rounds: l.precopy_max_rounds, leader_epoch: self.leader_epoch };
                 Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.store_timeout_ms + l.rpc_timeout_ms }
             }
             (MovePhase::PreCopying, Some(Reply::Answer(Msg::PreCopied { result: Ok(p) }))) if p.ready => {
@@ -215,14 +215,14 @@ impl Flow for MoveFlow {
                 // The target is still copying: ask again (a repeated finish answers at once
                 // once it serves, or waits, within its patience again, for the running one).
                 self.finish_polls += 1;
-                let msg = Msg::FinishMove { row: self.target.clone(), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
+                let msg = Msg::FinishMove { row: Box::new(self.target.clone()), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
                 Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.rpc_timeout_ms + crate::msg::finish_patience_ms(l.rpc_timeout_ms) }
             }
             (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Ok(digest) }))) => {
                 self.phase = MovePhase::Finishing(digest);
                 // A live target answers within its patience (half the request timeout) whatever
                 // the range's size: a long copy answers `InProgress` and goes on.
-                let msg = Msg::FinishMove { row: self.target.clone(), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
+                let msg = Msg::FinishMove { row: Box::new(self.target.clone()), digest, strategy: self.t.strategy, lineage: self.lineage.clone(), leader_epoch: self.leader_epoch };
                 Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.rpc_timeout_ms + crate::msg::finish_patience_ms(l.rpc_timeout_ms) }
             }
             (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Err(error) }))) => self.abort(error, false),
@@ -348,7 +348,7 @@ impl ReshapeFlow {
         let sources = self.sources();
         let row = c.row(sources.iter().map(|(p, _)| *p).collect(), RangeState::Preparing, 0);
         let lineage = lineage(&self.map, &sources, &c.start, &c.end);
-        let open = Msg::Open { lineage, row, leader_epoch: self.leader_epoch };
+        let open = Msg::Open { lineage, row: Box::new(row), leader_epoch: self.leader_epoch };
         Step::Call { to: Peer::Server(c.owner.0), msg: open, timeout_ms: 2 * self.limits.store_timeout_ms + self.limits.rpc_timeout_ms }
     }
 

@@ -361,7 +361,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
         let (leader, map) = (leader.clone(), shared_map.clone());
         tasks.push(crate::seam::spawn(async move {
             let owner = row.owner.expect("preparing rows have an owner");
-            let open = Msg::Open { row: row.clone(), leader_epoch, lineage: row_lineage(&map, &row) };
+            let open = Msg::Open { row: Box::new(row.clone()), leader_epoch, lineage: row_lineage(&map, &row) };
             let timeout_ms = leader.knobs.store_timeout_ms + leader.knobs.rpc_timeout_ms;
             if let Ok(Msg::Opened { result: Ok(()) }) = leader.rpc.call(server_addr(owner), open, timeout_ms).await {
                 // One by one: an activation that went stale must not block the rest.

@@ -240,6 +240,11 @@ pub enum ReadLevel {
     },
 }
 
+/// The most bytes a [`Msg`] may take by value. Every hop moves messages, and every future that
+/// holds one (a request's task, a call) grows with it, so the rare large variants box their
+/// bulk (a [`RangeRow`]) and the bound is pinned by a test (issue 13: `Msg` was 192 bytes).
+pub const MSG_BYTES_MAX: usize = 112;
+
 /// All messages. Requests and their responses are listed together per service.
 #[derive(Clone, Debug)]
 pub enum Msg {
@@ -422,7 +427,8 @@ pub enum Msg {
     Open {
         /// The row to open: the range's id and keys, this server as owner with its session, and
         /// the epoch to fence the stream at.
-        row: RangeRow,
+        /// Boxed: a row is large and these commands are rare (see [`MSG_BYTES_MAX`]).
+        row: Box<RangeRow>,
         /// The leader epoch (term) of the manager sending the command.
         leader_epoch: u64,
         /// The sealed ancestor prefixes the range's content starts from, oldest first (empty
@@ -451,7 +457,8 @@ pub enum Msg {
     PreCopy {
         /// The target's row: the range with this server as owner, its session, and the
         /// transfer's new epoch.
-        row: RangeRow,
+        /// Boxed: a row is large and these commands are rare (see [`MSG_BYTES_MAX`]).
+        row: Box<RangeRow>,
         /// Pre-copy is done once a round copied at most this many payload bytes.
         threshold_bytes: u64,
         /// Pre-copy is done after this many rounds (at least 1) whatever the last round copied.
@@ -488,7 +495,8 @@ pub enum Msg {
     FinishMove {
         /// The target's row: this server as owner, its session, and the transfer's new epoch,
         /// which the stream is fenced at.
-        row: RangeRow,
+        /// Boxed: a row is large and these commands are rare (see [`MSG_BYTES_MAX`]).
+        row: Box<RangeRow>,
         /// The source's digest at the pause (from `PausedAt`); the copy must match it.
         digest: StreamDigest,
         /// How the move copies the stream (named in the target's handoff event).
@@ -657,5 +665,17 @@ impl Msg {
             Msg::Served { result: Ok(v) } | Msg::ClientResult { value: v, .. } => 8 + v.len() as u64,
             _ => 16,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13: a larger variant would grow every message and every future holding one; box
+    /// its bulk instead (as `Open`, `PreCopy` and `FinishMove` box their row).
+    #[test]
+    fn msg_stays_within_its_size_bound() {
+        assert!(std::mem::size_of::<Msg>() <= MSG_BYTES_MAX, "Msg is {} bytes, bound {MSG_BYTES_MAX}", std::mem::size_of::<Msg>());
     }
 }

@@ -130,7 +130,7 @@ impl Rc2 {
     }
 
     async fn open(&self, server: u32, row: &RangeRow, leader_epoch: u64, lineage: Vec<Source>) -> Result<(), String> {
-        match self.call(server, Msg::Open { row: row.clone(), leader_epoch, lineage }).await {
+        match self.call(server, Msg::Open { row: Box::new(row.clone()), leader_epoch, lineage }).await {
             Msg::Opened { result } => result,
             other => panic!("{other:?}"),
         }
@@ -236,7 +236,7 @@ fn server_node_planned_move_between_two_servers() {
         assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
         assert!(ok(&rpc.append(1, 2, "b", 1).await));
         let target = row(2, 3);
-        let Msg::PreCopied { result: Ok(p) } = rpc.call(2, Msg::PreCopy { row: target.clone(), threshold_bytes: 0, max_rounds: 2, leader_epoch: 1 }).await else { panic!() };
+        let Msg::PreCopied { result: Ok(p) } = rpc.call(2, Msg::PreCopy { row: Box::new(target.clone()), threshold_bytes: 0, max_rounds: 2, leader_epoch: 1 }).await else { panic!() };
         assert_eq!((p.rounds, p.bytes), (1, 2));
         assert!(ok(&rpc.append(1, 2, "c", 2).await), "the source serves during pre-copy");
         assert!(matches!(rpc.call(1, Msg::Pause { range: R, epoch: Epoch(2), leader_epoch: 0 }).await, Msg::PausedAt { result: Err(_) }), "a deposed leader cannot pause");
@@ -245,7 +245,7 @@ fn server_node_planned_move_between_two_servers() {
         assert_eq!((digest.records, digest.bytes), (2, 4));
         assert_eq!(served(rpc.append(1, 2, "b", 3).await), Err(Refusal::NotReady), "paused");
         assert_eq!(rpc.read(1, 2, "b").await, Err(Refusal::NotReady));
-        let finish = Msg::FinishMove { row: target.clone(), digest, strategy: Strategy::PreCopy, lineage: vec![], leader_epoch: 1 };
+        let finish = Msg::FinishMove { row: Box::new(target.clone()), digest, strategy: Strategy::PreCopy, lineage: vec![], leader_epoch: 1 };
         assert!(matches!(rpc.call(2, finish.clone()).await, Msg::MoveFinished { result: Ok(()) }));
         assert!(matches!(rpc.call(2, finish).await, Msg::MoveFinished { result: Ok(()) }), "repeated: already serving");
         assert_eq!(rpc.read(2, 3, "b").await, Ok(b"1;".to_vec()));
@@ -265,11 +265,11 @@ fn server_node_move_finish_refuses_a_wrong_digest_and_a_stale_leader() {
         assert_eq!(rpc.open(1, &row(1, 2), 4, vec![]).await, Ok(()));
         assert!(ok(&rpc.append(1, 2, "b", 1).await));
         let Msg::PausedAt { result: Ok(mut digest) } = rpc.call(1, Msg::Pause { range: R, epoch: Epoch(2), leader_epoch: 4 }).await else { panic!() };
-        let stale = Msg::FinishMove { row: row(2, 3), digest, strategy: Strategy::StopAndCopy, lineage: vec![], leader_epoch: 3 };
+        let stale = Msg::FinishMove { row: Box::new(row(2, 3)), digest, strategy: Strategy::StopAndCopy, lineage: vec![], leader_epoch: 3 };
         rpc.call(2, Msg::GetLoad { leader_epoch: 4 }).await;
         assert!(matches!(rpc.call(2, stale).await, Msg::MoveFinished { result: Err(crate::msg::FinishError::NotNow(_)) }));
         digest.checksum ^= 1;
-        let wrong = Msg::FinishMove { row: row(2, 3), digest, strategy: Strategy::StopAndCopy, lineage: vec![], leader_epoch: 4 };
+        let wrong = Msg::FinishMove { row: Box::new(row(2, 3)), digest, strategy: Strategy::StopAndCopy, lineage: vec![], leader_epoch: 4 };
         assert!(matches!(rpc.call(2, wrong).await, Msg::MoveFinished { result: Err(crate::msg::FinishError::Diverged(_)) }));
         assert_eq!(rpc.read(2, 3, "b").await, Err(Refusal::NotOwner), "the target does not serve");
     });
@@ -523,13 +523,13 @@ fn server_node_loads_content_larger_than_one_chunk() {
         // A move back to server-1: pre-copy (one record), then three more, then the finish's
         // fence and tail.
         let back = row(1, 4);
-        assert!(matches!(rpc.call(1, Msg::PreCopy { row: back.clone(), threshold_bytes: 0, max_rounds: 1, leader_epoch: 1 }).await, Msg::PreCopied { result: Ok(_) }));
+        assert!(matches!(rpc.call(1, Msg::PreCopy { row: Box::new(back.clone()), threshold_bytes: 0, max_rounds: 1, leader_epoch: 1 }).await, Msg::PreCopied { result: Ok(_) }));
         for seq in 4..=6 {
             assert!(ok(&rpc.call(2, append(3, seq)).await));
         }
         let Msg::PausedAt { result: Ok(digest) } = rpc.call(2, Msg::Pause { range: R, epoch: Epoch(3), leader_epoch: 1 }).await else { panic!() };
         assert_eq!(digest.records, 6);
-        let finish = Msg::FinishMove { row: back, digest, strategy: Strategy::PreCopy, lineage: vec![], leader_epoch: 1 };
+        let finish = Msg::FinishMove { row: Box::new(back), digest, strategy: Strategy::PreCopy, lineage: vec![], leader_epoch: 1 };
         assert!(matches!(rpc.call(1, finish).await, Msg::MoveFinished { result: Ok(()) }));
         assert_eq!(rpc.read(1, 4, "b").await, Ok(b"1;2;3;4;5;6;".to_vec()));
     });
@@ -544,7 +544,7 @@ fn server_node_transfer_asks_again_for_an_unanswered_chunk_three_times() {
     world_with_faults(net().bandwidth_bytes_per_s, move |rpc, f| {
         async move {
             assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
-            let pre_copy = |epoch: u64| Msg::PreCopy { row: row(2, epoch), threshold_bytes: 0, max_rounds: 3, leader_epoch: 1 };
+            let pre_copy = |epoch: u64| Msg::PreCopy { row: Box::new(row(2, epoch)), threshold_bytes: 0, max_rounds: 3, leader_epoch: 1 };
             let Msg::PreCopied { result: Ok(p) } = rpc.call(2, pre_copy(3)).await else { panic!() };
             assert_eq!((p.rounds, p.bytes), (1, 0), "an empty range: a round of nothing");
             assert!(ok(&rpc.append(1, 2, "b", 1).await));
