@@ -837,62 +837,16 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
             let ranges = if c.command(leader_epoch, "get_load").is_ok() { c.load(now_us()) } else { Vec::new() };
             Some(Msg::Load { ranges })
         }
-        Msg::Open { row, leader_epoch, lineage } => {
-            let begin = {
-                let mut c = core.borrow_mut();
-                c.command(leader_epoch, "open").and_then(|_| c.begin_open(&row))
-            };
-            match begin {
-                Err(e) => Some(Msg::Opened { result: Err(e) }),
-                Ok(None) => Some(Msg::Opened { result: Ok(()) }),
-                Ok(Some(from)) => {
-                    // Content kept from an older epoch (from > 0) keeps its lineage too.
-                    let base = if from > 0 { Ok(None) } else { load_lineage(rpc, knobs, &lineage).await.map(Some) };
-                    let load = async {
-                        if knobs.mutated(Mutation::PublishBeforeFence) {
-                            load_then_fence(rpc, knobs, &row, from).await
-                        } else {
-                            fence_and_reload(core, rpc, knobs, &row).await
-                        }
-                    };
-                    let loaded = match base {
-                        Ok(_) => load.await.map_err(|e| e.to_string()),
-                        Err(e) => Err(e.to_string()),
-                    };
-                    let result = core.borrow_mut().finish_open(&row, base.ok().flatten().map(Rc::new), loaded);
-                    Some(Msg::Opened { result })
-                }
-            }
-        }
-        Msg::PreCopy { row, threshold_bytes, max_rounds, leader_epoch } => {
-            let begin = {
-                let mut c = core.borrow_mut();
-                c.command(leader_epoch, "pre_copy").and_then(|_| c.begin_copy_round(&row, threshold_bytes, max_rounds))
-            };
-            let result = match begin {
-                Err(e) => Err(e),
-                Ok(Err(progress)) => Ok(progress),
-                Ok(Ok(from)) => {
-                    let records = read_chunks(rpc, knobs, row.id, from, None).await.ok();
-                    Ok(core.borrow_mut().finish_copy_round(&row, from, records))
-                }
-            };
-            Some(Msg::PreCopied { result })
-        }
-        Msg::Pause { range, epoch, leader_epoch } => {
-            let paused = {
-                let mut c = core.borrow_mut();
-                c.command(leader_epoch, "pause").and_then(|_| c.pause(range, epoch, now_us()))
-            };
-            if let Err(e) = paused {
-                return Some(Msg::PausedAt { result: Err(e) });
-            }
-            Some(Msg::PausedAt { result: drain(core, knobs, rpc, range, epoch).await })
-        }
+        // The manager's commands are rare and their futures large: each runs boxed, so the
+        // future of every request (this one) stays about the size of the append path (issue 13).
+        Msg::Open { row, leader_epoch, lineage } => Some(Box::pin(open(core, knobs, rpc, &row, leader_epoch, &lineage)).await),
+        Msg::PreCopy { row, threshold_bytes, max_rounds, leader_epoch } => Some(Box::pin(pre_copy(core, knobs, rpc, &row, threshold_bytes, max_rounds, leader_epoch)).await),
+        Msg::Pause { range, epoch, leader_epoch } => Some(Box::pin(pause(core, knobs, rpc, range, epoch, leader_epoch)).await),
         Msg::FinishMove { row, digest, strategy, lineage, leader_epoch } => {
             if let Err(e) = core.borrow_mut().command(leader_epoch, "finish_move") {
                 return Some(Msg::MoveFinished { result: Err(FinishError::NotNow(e)) });
             }
+            // The cutover runs in a task of its own (its future is not part of this one).
             let (c, k, r) = (core.clone(), knobs.clone(), rpc.clone());
             let finish = crate::seam::spawn(async move { finish_move(&c, &k, &r, &row, digest, strategy, &lineage).await });
             let result = match crate::seam::timeout_ms(crate::msg::finish_patience_ms(knobs.rpc_timeout_ms), finish).await {
@@ -910,6 +864,64 @@ async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>
         }
         other => panic!("{id}: unexpected message {other:?}"),
     }
+}
+
+/// `Open`: fence the row's stream, load its lineage and content, and serve.
+async fn open(core: &RefCell<ServerCore>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, row: &RangeRow, leader_epoch: u64, lineage: &[Source]) -> Msg {
+    let begin = {
+        let mut c = core.borrow_mut();
+        c.command(leader_epoch, "open").and_then(|_| c.begin_open(row))
+    };
+    match begin {
+        Err(e) => Msg::Opened { result: Err(e) },
+        Ok(None) => Msg::Opened { result: Ok(()) },
+        Ok(Some(from)) => {
+            // Content kept from an older epoch (from > 0) keeps its lineage too.
+            let base = if from > 0 { Ok(None) } else { load_lineage(rpc, knobs, lineage).await.map(Some) };
+            let load = async {
+                if knobs.mutated(Mutation::PublishBeforeFence) {
+                    load_then_fence(rpc, knobs, row, from).await
+                } else {
+                    fence_and_reload(core, rpc, knobs, row).await
+                }
+            };
+            let loaded = match base {
+                Ok(_) => load.await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            let result = core.borrow_mut().finish_open(row, base.ok().flatten().map(Rc::new), loaded);
+            Msg::Opened { result }
+        }
+    }
+}
+
+/// `PreCopy`: run one pre-copy round of a move's target unless pre-copy is done.
+async fn pre_copy(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, threshold_bytes: u64, max_rounds: u32, leader_epoch: u64) -> Msg {
+    let begin = {
+        let mut c = core.borrow_mut();
+        c.command(leader_epoch, "pre_copy").and_then(|_| c.begin_copy_round(row, threshold_bytes, max_rounds))
+    };
+    let result = match begin {
+        Err(e) => Err(e),
+        Ok(Err(progress)) => Ok(progress),
+        Ok(Ok(from)) => {
+            let records = read_chunks(rpc, knobs, row.id, from, None).await.ok();
+            Ok(core.borrow_mut().finish_copy_round(row, from, records))
+        }
+    };
+    Msg::PreCopied { result }
+}
+
+/// `Pause`: stop admitting to a move's source and answer its digest once drained.
+async fn pause(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, range: RangeId, epoch: Epoch, leader_epoch: u64) -> Msg {
+    let paused = {
+        let mut c = core.borrow_mut();
+        c.command(leader_epoch, "pause").and_then(|_| c.pause(range, epoch, now_us()))
+    };
+    if let Err(e) = paused {
+        return Msg::PausedAt { result: Err(e) };
+    }
+    Msg::PausedAt { result: drain(core, knobs, rpc, range, epoch).await }
 }
 
 /// Wait until the paused `range` at `epoch` has no admitted effect left and its content
