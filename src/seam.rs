@@ -73,7 +73,13 @@ fn rate() -> f64 {
 /// Microseconds since the run started, by the current node's local clock (simulated time
 /// scaled by its drift; exact simulated time for a node without drift).
 pub fn now_us() -> u64 {
-    let global = madsim::time::TimeHandle::current().elapsed().as_micros() as u64;
+    local_us(&madsim::time::TimeHandle::current())
+}
+
+/// [`now_us`] read from `time`, the current runtime's clock (a node's seam keeps its own handle:
+/// looking the handle up costs a thread-local access and two reference counts per read).
+fn local_us(time: &madsim::time::TimeHandle) -> u64 {
+    let global = time.elapsed().as_micros() as u64;
     let r = rate();
     if r == 1.0 { global } else { (global as f64 * r) as u64 }
 }
@@ -243,6 +249,8 @@ pub struct Rpc {
     /// microseconds: where the next control message starts.
     control_busy_until_us: Cell<u64>,
     bandwidth_bytes_per_s: u64,
+    /// The clock of the runtime this node runs in (a node's seam lives in one runtime).
+    time: madsim::time::TimeHandle,
 }
 
 /// One call's answer, as the response dispatcher or the reaper settles it: the answer, or
@@ -308,6 +316,7 @@ impl Rpc {
             link_busy_until_us: Cell::new(0),
             control_busy_until_us: Cell::new(0),
             bandwidth_bytes_per_s,
+            time: madsim::time::TimeHandle::current(),
         });
         let me = rpc.clone();
         spawn(async move {
@@ -338,7 +347,7 @@ impl Rpc {
     /// Book `bytes` on the outgoing link; how long (simulated time) the sender must wait for
     /// its transmission to end, if 1 ms or more.
     fn reserve(&self, bytes: u64) -> Option<Duration> {
-        let now = now_us();
+        let now = local_us(&self.time);
         let tx_us = bytes * 1_000_000 / self.bandwidth_bytes_per_s;
         let (control, bulk) = (self.control_busy_until_us.get(), self.link_busy_until_us.get());
         let done = if bytes <= CONTROL_BYTES {
@@ -359,7 +368,7 @@ impl Rpc {
     /// How long (µs of simulated time) a bulk message sent now waits for the outgoing link: the
     /// transfers queued ahead of it. The store sizes its read answers by it.
     pub fn link_backlog_us(&self) -> u64 {
-        self.link_busy_until_us.get().max(self.control_busy_until_us.get()).saturating_sub(now_us())
+        self.link_busy_until_us.get().max(self.control_busy_until_us.get()).saturating_sub(local_us(&self.time))
     }
 
     /// Outgoing link bandwidth, bytes per second.
@@ -474,7 +483,7 @@ impl Rpc {
         // 15): the wait behind our own queued transfers is bounded by the backlog.
         self.charge(envelope.1.wire_bytes() + HEADER_BYTES).await;
         // As madsim's timers: a deadline less than 1 ms away counts as 1 ms away.
-        let deadline = madsim::time::Instant::now() + to_global(timeout_ms * 1000).max(Duration::from_millis(1));
+        let deadline = self.time.now_instant() + to_global(timeout_ms * 1000).max(Duration::from_millis(1));
         self.deadlines.borrow_mut().insert((deadline, id));
         if self.armed.borrow().first().is_none_or(|&at| at > deadline) {
             self.arm(deadline);
@@ -504,7 +513,7 @@ impl Rpc {
     /// earliest deadline left.
     fn reap(&self, at: madsim::time::Instant) {
         self.armed.borrow_mut().remove(&at);
-        let now = madsim::time::Instant::now();
+        let now = self.time.now_instant();
         let mut deadlines = self.deadlines.borrow_mut();
         while let Some(&(deadline, id)) = deadlines.first().filter(|(d, _)| *d <= now) {
             deadlines.pop_first();
