@@ -169,6 +169,34 @@ pub struct ScenarioCost {
     pub checker_cpu_ns: u64,
     /// CPU time of each checker's view (and of their shared index), nanoseconds.
     pub checker_cpu_by_view: BTreeMap<(&'static str, &'static str), u64>,
+    /// Each seed's own figures, in run order.
+    pub per_seed: Vec<SeedCost>,
+}
+
+/// What one seed cost ([`scenario`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SeedCost {
+    /// The seed.
+    pub seed: u64,
+    /// CPU time of the whole run, nanoseconds.
+    pub cpu_ns: u64,
+    /// CPU time of the checkers, nanoseconds.
+    pub checker_cpu_ns: u64,
+    /// Events in the run's history (what the checkers read).
+    pub events: u64,
+}
+
+/// `scaled` against `base` on the seeds both ran (a longer workload is compared with the same
+/// seeds at the normal length, not with other seeds): (seeds compared, whole-run CPU ratio,
+/// checkers' CPU ratio, history length ratio). `None` when no seed is in both.
+pub fn scaling(base: &ScenarioCost, scaled: &ScenarioCost) -> Option<(usize, f64, f64, f64)> {
+    let pairs: Vec<(&SeedCost, &SeedCost)> = scaled.per_seed.iter().filter_map(|s| base.per_seed.iter().find(|b| b.seed == s.seed).map(|b| (b, s))).collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let sum = |f: &dyn Fn(&SeedCost) -> u64, side: usize| pairs.iter().map(|p| f(if side == 0 { p.0 } else { p.1 })).sum::<u64>().max(1) as f64;
+    let ratio = |f: &dyn Fn(&SeedCost) -> u64| sum(f, 1) / sum(f, 0);
+    Some((pairs.len(), ratio(&|c| c.cpu_ns), ratio(&|c| c.checker_cpu_ns), ratio(&|c| c.events)))
 }
 
 impl ScenarioCost {
@@ -193,9 +221,11 @@ pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -
         for (view, ns) in crate::run::checker_cpu_by_view() {
             *cost.checker_cpu_by_view.entry(view).or_default() += ns - by_view0.get(&view).copied().unwrap_or(0);
         }
-        cost.total.cpu_ns += thread_cpu_ns() - cpu0;
+        let (cpu_ns, checker_cpu_ns) = (thread_cpu_ns() - cpu0, crate::run::checker_cpu_ns() - check0);
+        cost.total.cpu_ns += cpu_ns;
         cost.total.messages += partmap::seam::messages_sent() - msgs0;
-        cost.checker_cpu_ns += crate::run::checker_cpu_ns() - check0;
+        cost.checker_cpu_ns += checker_cpu_ns;
+        cost.per_seed.push(SeedCost { seed, cpu_ns, checker_cpu_ns, events: report.events.len() as u64 });
         cost.seeds += 1;
         if !report.outcome().matches(scenario.expect.outcome) {
             cost.unexpected += 1;
@@ -213,8 +243,11 @@ pub struct Bench {
     pub seam: Cost,
     /// The scenario's seeds.
     pub run: ScenarioCost,
-    /// The same seeds with the workload `scale` times as long (`None`: not measured).
-    pub scaled: Option<(u64, ScenarioCost)>,
+    /// The first seeds again with the workload `scale` times as long, and the same seeds again
+    /// at the normal length, both run after an uncounted warm-up seed at the longer length
+    /// (the checkers' reused buffers grow once per process, not per seed): `(scale, longer,
+    /// normal)` (`None`: not measured).
+    pub scaled: Option<(u64, ScenarioCost, ScenarioCost)>,
     /// Peak RSS of the process after the raw and scenario runs (before the seam figure's), MiB.
     pub peak_rss_mib: f64,
 }
@@ -255,22 +288,21 @@ pub fn render(b: &Bench, label: &str) -> String {
     if !by_view.is_empty() {
         out += &format!("checkers by view (share of the runs' CPU): {}\n", by_view.join(", "));
     }
-    if let Some((scale, s)) = &b.scaled {
+    if let Some((scale, s, base)) = &b.scaled {
         let per_seed = |c: &ScenarioCost| c.checker_cpu_ns as f64 / c.seeds.max(1) as f64;
-        out += &format!(
-            "workload x{scale}: {:.4} s CPU per seed ({:.2}x), checkers {:.4} s per seed ({:.2}x), {:.1}% of the CPU\n",
-            s.cpu_s_per_seed(),
-            s.cpu_s_per_seed() / r.cpu_s_per_seed(),
-            per_seed(s) / 1e9,
-            per_seed(s) / per_seed(r).max(1.0),
-            100.0 * s.checker_share()
-        );
+        out += &format!("workload x{scale}: {:.4} s CPU per seed, checkers {:.4} s per seed, {:.1}% of the CPU\n", s.cpu_s_per_seed(), per_seed(s) / 1e9, 100.0 * s.checker_share());
+        if let Some((n, cpu, checkers, events)) = scaling(base, s) {
+            out += &format!(
+                "workload x{scale} against the same {n} seeds at x1: run CPU {cpu:.2}x, checkers {checkers:.2}x, history {events:.2}x the events (checkers per event {:.2}x)\n",
+                checkers / events
+            );
+        }
     }
     out += &format!("peak RSS: {:.1} MiB\n", b.peak_rss_mib);
     if r.unexpected > 0 {
         out += &format!("note: {} of the {} seeds did not end as the scenario expects (the figures still count them)\n", r.unexpected, r.seeds);
     }
-    if let Some((scale, s)) = b.scaled.as_ref().filter(|s| s.1.unexpected > 0) {
+    if let Some((scale, s, _)) = b.scaled.as_ref().filter(|s| s.1.unexpected > 0) {
         out += &format!("note: {} of the {} seeds with the workload x{scale} did not end as the scenario expects (a longer run than the scenario was written for; costs only)\n", s.unexpected, s.seeds);
     }
     out += &format!("ratio (scenario CPU per message / raw madsim CPU per message): {:.2}\n", b.ratio());
@@ -302,5 +334,23 @@ mod tests {
         assert_eq!(c.seeds, 1);
         assert!(c.total.messages > 1000, "{} messages", c.total.messages);
         assert!(c.checker_cpu_ns > 0 && c.checker_cpu_ns < c.total.cpu_ns);
+        assert_eq!(c.per_seed.len(), 1);
+        assert_eq!((c.per_seed[0].seed, c.per_seed[0].cpu_ns, c.per_seed[0].checker_cpu_ns), (0, c.total.cpu_ns, c.checker_cpu_ns));
+        assert!(c.per_seed[0].events > 1000, "{:?}", c.per_seed[0]);
+    }
+
+    #[test]
+    fn bench_scaling_compares_the_same_seeds_only() {
+        let cost = |seeds: &[(u64, u64, u64, u64)]| ScenarioCost {
+            per_seed: seeds.iter().map(|&(seed, cpu_ns, checker_cpu_ns, events)| SeedCost { seed, cpu_ns, checker_cpu_ns, events }).collect(),
+            ..Default::default()
+        };
+        // Seed 1 is cheap at x1; seed 2 (dear) ran only at x1 and must not enter the ratio.
+        let base = cost(&[(1, 100, 10, 1000), (2, 900, 90, 9000)]);
+        let scaled = cost(&[(1, 450, 44, 4000), (3, 5, 5, 5)]);
+        let (n, cpu, checkers, events) = scaling(&base, &scaled).expect("seed 1 in both");
+        assert_eq!(n, 1);
+        assert!((cpu - 4.5).abs() < 1e-9 && (checkers - 4.4).abs() < 1e-9 && (events - 4.0).abs() < 1e-9, "{cpu} {checkers} {events}");
+        assert_eq!(scaling(&base, &cost(&[(7, 1, 1, 1)])), None);
     }
 }
