@@ -612,3 +612,69 @@ fn server_node_reopen_over_kept_content_goes_on_from_the_streams_end() {
     }).collect();
     assert_eq!(activated, vec![(2, 2)]);
 }
+
+/// A load or pre-copy whose purpose is gone stops reading the stream at its next chunk, so it
+/// does not take the store's link from the transfer that matters (found by the pause review:
+/// stop-and-copy of 16 GiB at r = 0.25 of 100 MiB/s with faults, seed 0, where loads of epochs
+/// already dropped kept reading 17 GiB each and the range was still preparing 540 s after the
+/// heal). The stream is 40 records of 400 kB on 10 MB/s links, a chunk each: one load takes
+/// 2.17 s. An open reopened at a newer epoch 300 ms into its load answers within 200 ms (42 ms
+/// measured; 2.77 s without the check), and the newer load takes under 2.5 s (2.17 s; 3.10 s
+/// with the old load still reading); a pre-copy round whose copy a newer transfer's replaced
+/// likewise (stops after 42 ms, not 2.75 s; the newer round 2.18 s, not 3.07 s); an open whose
+/// server loses its session answers within 700 ms of the refused renewal (renewals every
+/// 400 ms; 202 ms measured, 1.83 s without the check).
+#[test]
+fn server_node_abandoned_load_stops_reading_the_stream() {
+    let authority = Arc::new(Authority::default());
+    let a = authority.clone();
+    world_on(Net { bandwidth_bytes_per_s: 10_000_000, ..net() }, Knobs::default(), Disk::new(2), authority, move |rpc| {
+        let a = a.clone();
+        async move {
+            let append = |seq: u64| Msg::Append { range: R, epoch: Epoch(2), key: b"b".to_vec(), id: OpId { client: 1, seq }, bytes: format!("{seq};").into_bytes().into(), bulk: 400_000 };
+            assert_eq!(rpc.open(1, &row(1, 2), 1, vec![]).await, Ok(()));
+            for seq in 1..=40 {
+                assert!(ok(&rpc.call(1, append(seq)).await));
+            }
+            // An open reopened at a newer epoch while it loads.
+            let r = rpc.clone();
+            let first = crate::seam::spawn(async move { (r.open(2, &row(2, 3), 1, vec![]).await, now_us()) });
+            sleep_ms(300).await;
+            let reopened = now_us();
+            assert_eq!(rpc.open(2, &row(2, 4), 1, vec![]).await, Ok(()));
+            let took_ms = (now_us() - reopened) / 1000;
+            let (result, answered) = first.await.expect("joined");
+            assert!(result.is_err(), "{result:?}");
+            let stopped_ms = (answered - reopened) / 1000;
+            assert!(stopped_ms < 200, "the load of e3 went on for {stopped_ms} ms");
+            assert!(took_ms < 2_500, "the load of e4 took {took_ms} ms");
+            // A pre-copy round whose copy a newer transfer of the range replaced.
+            let pre_copy = |epoch: u64| Msg::PreCopy { row: Box::new(row(1, epoch)), threshold_bytes: 0, max_rounds: 1, leader_epoch: 1 };
+            let r = rpc.clone();
+            let first = crate::seam::spawn(async move { (r.call(1, pre_copy(5)).await, now_us()) });
+            sleep_ms(300).await;
+            let replaced = now_us();
+            let Msg::PreCopied { result: Ok(p) } = rpc.call(1, pre_copy(6)).await else { panic!() };
+            let took_ms = (now_us() - replaced) / 1000;
+            assert_eq!(p.rounds, 1);
+            let (answer, answered) = first.await.expect("joined");
+            assert!(matches!(answer, Msg::PreCopied { result: Ok(p) } if p.rounds == 0), "{answer:?}");
+            let stopped_ms = (answered - replaced) / 1000;
+
+            assert!(stopped_ms < 200, "the pre-copy of e5 went on for {stopped_ms} ms");
+            assert!(took_ms < 2_500, "the pre-copy of e6 took {took_ms} ms");
+            // An open whose server loses its session while it loads.
+            assert!(matches!(rpc.call(2, Msg::Release { range: R, epoch: Epoch(4), to: ServerId(1), new_epoch: Epoch(7), leader_epoch: 1 }).await, Msg::Released));
+            let r = rpc.clone();
+            let first = crate::seam::spawn(async move { (r.open(2, &row(2, 8), 1, vec![]).await, now_us()) });
+            sleep_ms(300).await;
+            let refused = now_us();
+            a.refuse.store(true, Ordering::SeqCst);
+            let (result, answered) = first.await.expect("joined");
+            a.refuse.store(false, Ordering::SeqCst);
+            assert!(result.is_err(), "{result:?}");
+            let stopped_ms = (answered - refused) / 1000;
+            assert!(stopped_ms < 700, "the load of e8 went on for {stopped_ms} ms after its session ended");
+        }
+    });
+}

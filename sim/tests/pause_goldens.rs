@@ -68,3 +68,27 @@ fn pause_large_range_reopens_after_its_owner_dies() {
         assert!(loaded.is_some_and(|n| n >= 1800), "seed {seed}: server-2 must load the whole stream (about 2000 records of 1 KiB), got {loaded:?}");
     }
 }
+
+/// Kept from the pause review on the patched madsim (`report pause`, cell stop-and-copy of
+/// 16 GiB at r = 0.25 of 100 MiB/s with faults, seed 0; `scenarios/abandoned-loads.json`):
+/// r1 changed owner eleven times in the fault window, and the loads of the epochs a server had
+/// already dropped went on reading the 17 GiB stream, up to four at a time on the store's link;
+/// the load of epoch 12 (server-2, fenced at 617.7 s) was unfinished at the run's end, and r1
+/// was still preparing 540 s after the heal (`liveness`). A load no longer wanted now stops at
+/// its next chunk (the mechanism is the server's unit test
+/// `server_node_abandoned_load_stops_reading_the_stream`): epoch 12 serves at 804.4 s, 186.7 s
+/// after its fence, about the time of one 17.3 GiB load at 100 MiB/s (176 s).
+#[test]
+fn pause_seed_whose_abandoned_loads_starved_the_open_is_live() {
+    let report = run_seed(&opts("abandoned-loads.json", 0));
+    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts);
+    let fenced = report.events.iter().filter_map(|e| match e.sys() {
+        Some(Sys::Fence { stream: RangeId(1), epoch, .. }) => Some((epoch.0, e.t_us)),
+        _ => None,
+    }).max();
+    let (epoch, fenced_at) = fenced.expect("r1's stream is fenced");
+    let served_at = report.events.iter().find(|e| matches!(e.sys(), Some(Sys::Activated { range: RangeId(1), epoch: ep, stream: 3277, .. }) if ep.0 == epoch)).map(|e| e.t_us);
+    let served_at = served_at.unwrap_or_else(|| panic!("r1 never served at its last epoch {epoch}"));
+    let load_s = (served_at - fenced_at) / 1_000_000;
+    assert!(load_s < 200, "the load of epoch {epoch} took {load_s} s, one load takes about 180 s");
+}
