@@ -7,6 +7,9 @@
 //!   expired, 3.2 to 3.9 s).
 //! - **Large-range reopen**: a 2 MB range at 1 MiB/s opens again after its owner dies (before:
 //!   never, on every seed).
+//! - **Abandoned loads** (kept seed of the pause review): a 16 GiB range that changes owner
+//!   eleven times under faults serves again in the time of one load (before: loads of epochs
+//!   already dropped kept reading the stream and starved it past the liveness deadline).
 
 use partmap::ids::{RangeId, ServerId};
 use partmap_sim::events::Sys;
