@@ -890,6 +890,15 @@ mod tests {
         assert_eq!(seen.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec!["renew_session", "stream_read"], "{seen:?}");
     }
 
+    /// A node at `addr` that answers every request with `SessionRenewed { ok: true }` at once.
+    fn renewing_node(h: &madsim::runtime::Handle, addr: SocketAddr) {
+        h.create_node().name("b").ip(addr.ip()).init(move || async move {
+            let rpc = Rpc::bind(addr, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+            rpc.serve(|_, _| async { Some(Msg::SessionRenewed { ok: true }) });
+            std::future::pending::<()>().await
+        }).build();
+    }
+
     /// The madsim patch (`vendor/madsim`, PATCHES.md): a message costs its latency draw and its
     /// link time, not a further millisecond on each of send and receive, and a node takes in
     /// requests that arrive together at once, not one per millisecond. Unpatched, ten requests
@@ -904,11 +913,7 @@ mod tests {
         rt.block_on(async move {
             let h = madsim::runtime::Handle::current();
             let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
-            h.create_node().name("b").ip(b.ip()).init(move || async move {
-                let rpc = Rpc::bind(b, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
-                rpc.serve(|_, _| async { Some(Msg::SessionRenewed { ok: true }) });
-                std::future::pending::<()>().await
-            }).build();
+            renewing_node(&h, b);
             h.create_node().name("a").ip(a.ip()).init(move || {
                 let out = out.clone();
                 async move {
@@ -948,11 +953,7 @@ mod tests {
             let ipvs = madsim::net::NetSim::current();
             ipvs.global_ipvs().add_service(ServiceAddr::Udp(service.to_string()), Scheduler::RoundRobin);
             ipvs.global_ipvs().add_server(ServiceAddr::Udp(service.to_string()), &b.to_string());
-            h.create_node().name("b").ip(b.ip()).init(move || async move {
-                let rpc = Rpc::bind(b, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
-                rpc.serve(|_, _| async { Some(Msg::SessionRenewed { ok: true }) });
-                std::future::pending::<()>().await
-            }).build();
+            renewing_node(&h, b);
             h.create_node().name("a").ip(a.ip()).init(move || {
                 let out = out.clone();
                 async move {
