@@ -899,6 +899,24 @@ mod tests {
         }).build();
     }
 
+    /// A node at `addr` that binds its seam, waits 10 ms (the other nodes bind meanwhile), then
+    /// runs `body` with it.
+    fn calling_node<F, Fut>(h: &madsim::runtime::Handle, addr: SocketAddr, body: F)
+    where
+        F: Fn(Rc<Rpc>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let body = Arc::new(body);
+        h.create_node().name("a").ip(addr.ip()).init(move || {
+            let body = body.clone();
+            async move {
+                let rpc = Rpc::bind(addr, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                sleep_ms(10).await;
+                body(rpc).await
+            }
+        }).build();
+    }
+
     /// The madsim patch (`vendor/madsim`, PATCHES.md): a message costs its latency draw and its
     /// link time, not a further millisecond on each of send and receive, and a node takes in
     /// requests that arrive together at once, not one per millisecond. Unpatched, ten requests
@@ -914,11 +932,9 @@ mod tests {
             let h = madsim::runtime::Handle::current();
             let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
             renewing_node(&h, b);
-            h.create_node().name("a").ip(a.ip()).init(move || {
+            calling_node(&h, a, move |rpc| {
                 let out = out.clone();
                 async move {
-                    let rpc = Rpc::bind(a, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
-                    sleep_ms(10).await;
                     let t0 = now_us();
                     let calls: Vec<_> = (0..10u32).map(|i| {
                         let rpc = rpc.clone();
@@ -929,7 +945,7 @@ mod tests {
                         out.lock().unwrap().push(at - t0);
                     }
                 }
-            }).build();
+            });
             madsim::time::sleep(Duration::from_millis(100)).await;
         });
         let took = took.lock().unwrap().clone();
@@ -954,15 +970,13 @@ mod tests {
             ipvs.global_ipvs().add_service(ServiceAddr::Udp(service.to_string()), Scheduler::RoundRobin);
             ipvs.global_ipvs().add_server(ServiceAddr::Udp(service.to_string()), &b.to_string());
             renewing_node(&h, b);
-            h.create_node().name("a").ip(a.ip()).init(move || {
+            calling_node(&h, a, move |rpc| {
                 let out = out.clone();
                 async move {
-                    let rpc = Rpc::bind(a, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
-                    sleep_ms(10).await;
                     let answer = rpc.call(service, Msg::RenewSession { server: crate::ids::ServerId(1), session: 1 }, 1_000).await;
                     *out.lock().unwrap() = Some(answer);
                 }
-            }).build();
+            });
             madsim::time::sleep(Duration::from_millis(100)).await;
         });
         let answered = answered.lock().unwrap().take();

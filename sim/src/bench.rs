@@ -194,9 +194,8 @@ pub fn scaling(base: &ScenarioCost, scaled: &ScenarioCost) -> Option<(usize, f64
     if pairs.is_empty() {
         return None;
     }
-    let sum = |f: &dyn Fn(&SeedCost) -> u64, side: usize| pairs.iter().map(|p| f(if side == 0 { p.0 } else { p.1 })).sum::<u64>().max(1) as f64;
-    let ratio = |f: &dyn Fn(&SeedCost) -> u64| sum(f, 1) / sum(f, 0);
-    Some((pairs.len(), ratio(&|c| c.cpu_ns), ratio(&|c| c.checker_cpu_ns), ratio(&|c| c.events)))
+    let ratio = |f: fn(&SeedCost) -> u64| pairs.iter().map(|(_, s)| f(s)).sum::<u64>() as f64 / pairs.iter().map(|(b, _)| f(b)).sum::<u64>().max(1) as f64;
+    Some((pairs.len(), ratio(|c| c.cpu_ns), ratio(|c| c.checker_cpu_ns), ratio(|c| c.events)))
 }
 
 impl ScenarioCost {
