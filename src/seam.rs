@@ -770,8 +770,8 @@ impl<R: Clone> Disk<R> {
             return; // crashed meanwhile: our records are gone, and the process with them
         }
         let n = (mark.saturating_sub(d.settled_total) as usize).min(d.pending.len());
-        let durable: Vec<R> = d.pending.drain(..n).collect();
-        d.synced.extend(durable);
+        let DiskInner { synced, pending, .. } = &mut *d;
+        synced.extend(pending.drain(..n));
         d.settled_total += n as u64;
         let name = d.name;
         drop(d);
