@@ -791,6 +791,12 @@ impl<R: Clone> Disk<R> {
         self.lock().synced.clone()
     }
 
+    /// `f` of the synced records, read in place: [`Disk::read_durable`] without a copy of every
+    /// record (the harness reads the whole store's disk for its final view).
+    pub fn with_durable<T>(&self, f: impl FnOnce(&[R]) -> T) -> T {
+        f(&self.lock().synced)
+    }
+
     /// Drop every unsynced record: the harness calls this when it kills the owning node.
     /// Returns how many records were lost.
     pub fn crash(&self) -> usize {

@@ -327,14 +327,17 @@ pub fn trace_hash(events: &[Event]) -> u64 {
 pub fn appended_keys() -> Vec<Key> {
     LOG.with(|l| {
         let l = l.borrow();
-        let mut keys: std::collections::BTreeSet<&Key> = std::collections::BTreeSet::new();
+        // Distinct keys by a hash lookup (never iterated: no order leaks), then sorted once.
+        let mut seen: rustc_hash::FxHashSet<&[u8]> = Default::default();
+        let mut keys: Vec<&Key> = Vec::new();
         for ev in l.iter().flat_map(|l| l.events.iter()) {
             if let What::Invoke { op: ClientOp::Append, id, key, .. } = &ev.what {
-                if id.client > 0 {
-                    keys.insert(key);
+                if id.client > 0 && seen.insert(key.as_slice()) {
+                    keys.push(key);
                 }
             }
         }
+        keys.sort_unstable();
         keys.into_iter().cloned().collect()
     })
 }
