@@ -86,11 +86,12 @@ pub type Object = std::sync::Arc<Vec<u8>>;
 
 /// Append `bytes` to the object of `key`: in place, or on a copy while a read answer holds it.
 fn extend_object(objects: &mut BTreeMap<Key, Object>, key: &[u8], bytes: &[u8]) {
-    if !objects.contains_key(key) {
-        objects.insert(key.to_vec(), Object::default());
+    // One search of the map for a key it holds (most appends), two for a new key.
+    if let Some(object) = objects.get_mut(key) {
+        std::sync::Arc::make_mut(object).extend_from_slice(bytes);
+        return;
     }
-    let object = objects.get_mut(key).expect("inserted above");
-    std::sync::Arc::make_mut(object).extend_from_slice(bytes);
+    objects.insert(key.to_vec(), Object::new(bytes.to_vec()));
 }
 
 /// A range's content from its records in stream order (`base`, then the stream): the ids
