@@ -989,6 +989,67 @@ mod tests {
         assert!(matches!(answered, Some(Ok(Msg::SessionRenewed { ok: true }))), "{answered:?}");
     }
 
+    /// The third madsim patch (PATCHES.md): madsim's network tables hash with fixed-key aHash
+    /// instead of SipHash. Each of 16 nodes is still found at its own address, and a clogged
+    /// link (a table lookup on every send) still loses what is sent over it, until unclogged.
+    #[test]
+    fn the_network_finds_every_node_and_loses_what_a_clogged_link_carries() {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let out = answers.clone();
+        rt.block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            let servers: Vec<SocketAddr> = (0..16u64).map(|i| format!("10.9.1.{}:1", i + 1).parse().unwrap()).collect();
+            let mut ids = Vec::new();
+            for (i, &addr) in servers.iter().enumerate() {
+                let node = h.create_node().ip(addr.ip()).init(move || async move {
+                    let rpc = Rpc::bind(addr, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                    rpc.serve(move |_, _| async move { Some(Msg::Registered { session: i as u64 }) });
+                    std::future::pending::<()>().await
+                }).build();
+                ids.push(node.id());
+            }
+            let caller: SocketAddr = "10.9.0.1:1".parse().unwrap();
+            let net = madsim::net::NetSim::current();
+            let (clogged, rounds) = (ids[3], Arc::new(Mutex::new(0)));
+            let round = rounds.clone();
+            let node = h.create_node().ip(caller.ip()).init(move || {
+                let (servers, out, round) = (servers.clone(), out.clone(), round.clone());
+                async move {
+                    let rpc = Rpc::bind(caller, &Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() }).await;
+                    // Round 0 with the link clogged (step 0), round 1 once it is unclogged
+                    // (step 2); each round ends a step.
+                    for r in 0..2 {
+                        while *round.lock().unwrap() < 2 * r {
+                            sleep_ms(10).await;
+                        }
+                        sleep_ms(10).await;
+                        for &s in &servers {
+                            let answer = match rpc.call(s, Msg::RenewSession { server: crate::ids::ServerId(1), session: 1 }, 100).await {
+                                Ok(Msg::Registered { session }) => Some(session),
+                                _ => None,
+                            };
+                            out.lock().unwrap().push(answer);
+                        }
+                        *round.lock().unwrap() += 1;
+                    }
+                }
+            }).build();
+            net.clog_link(node.id(), clogged);
+            while *rounds.lock().unwrap() < 1 {
+                madsim::time::sleep(Duration::from_millis(10)).await;
+            }
+            net.unclog_link(node.id(), clogged);
+            *rounds.lock().unwrap() += 1;
+            while *rounds.lock().unwrap() < 3 {
+                madsim::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        let answers = answers.lock().unwrap().clone();
+        let expect = |clogged: bool| (0..16u64).map(move |i| (!(clogged && i == 3)).then_some(i));
+        assert_eq!(answers, expect(true).chain(expect(false)).collect::<Vec<_>>(), "each node answers at its own address; the clogged link's call times out");
+    }
+
     #[test]
     fn disk_crash_loses_only_unsynced_records() {
         let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());

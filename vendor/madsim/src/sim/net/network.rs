@@ -3,7 +3,7 @@ use crate::{rand::*, task::NodeId};
 use serde::{Deserialize, Serialize};
 use std::{
     any::Any,
-    collections::{hash_map::Entry, HashMap, HashSet},
+    collections::hash_map::Entry,
     hash::{Hash, Hasher},
     io,
     net::{IpAddr, Ipv4Addr, SocketAddr},
@@ -12,6 +12,23 @@ use std::{
     time::Duration,
 };
 use tracing::*;
+
+// partmap patch (PATCHES.md): the network's tables, looked up several times on every send, hash
+// with aHash under fixed keys instead of SipHash; they are only looked up, never iterated in an
+// order that matters, so runs are unchanged.
+type HashMap<K, V> = std::collections::HashMap<K, V, FixedState>;
+type HashSet<K> = std::collections::HashSet<K, FixedState>;
+
+/// aHash with fixed keys: deterministic, and much cheaper than SipHash on small keys.
+#[derive(Clone, Copy, Debug, Default)]
+struct FixedState;
+
+impl std::hash::BuildHasher for FixedState {
+    type Hasher = ahash::AHasher;
+    fn build_hasher(&self) -> ahash::AHasher {
+        ahash::RandomState::with_seeds(0, 0, 0, 0).build_hasher()
+    }
+}
 
 /// A simulated network.
 ///
@@ -118,11 +135,11 @@ impl Network {
             rand,
             config,
             stat: Stat::default(),
-            nodes: HashMap::new(),
-            addr_to_node: HashMap::new(),
-            clogged_node_in: HashSet::new(),
-            clogged_node_out: HashSet::new(),
-            clogged_link: HashSet::new(),
+            nodes: HashMap::default(),
+            addr_to_node: HashMap::default(),
+            clogged_node_in: HashSet::default(),
+            clogged_node_out: HashSet::default(),
+            clogged_link: HashSet::default(),
         }
     }
 
