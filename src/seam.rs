@@ -1050,6 +1050,49 @@ mod tests {
         assert_eq!(answers, expect(true).chain(expect(false)).collect::<Vec<_>>(), "each node answers at its own address; the clogged link's call times out");
     }
 
+    /// The fourth madsim patch (PATCHES.md): a send or receive asks the network's own handle
+    /// of the run's generator whether madsim's buggify delays it, instead of the thread's
+    /// runtime context. With buggify on, some of twenty calls still wait 1 to 5 s on a send or
+    /// receive (each of the four has a 10% chance); with it off, every call takes milliseconds.
+    #[test]
+    fn buggify_still_delays_some_messages_by_seconds() {
+        for on in [false, true] {
+            let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+            let took = Arc::new(Mutex::new(Vec::new()));
+            let out = took.clone();
+            rt.block_on(async move {
+                if on {
+                    madsim::buggify::enable();
+                }
+                let h = madsim::runtime::Handle::current();
+                let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
+                renewing_node(&h, b);
+                calling_node(&h, a, move |rpc| {
+                    let out = out.clone();
+                    async move {
+                        // A bind, too, may wait 1 to 5 s under buggify: call once both listen.
+                        sleep_ms(6_000).await;
+                        for i in 0..20u32 {
+                            let t0 = now_us();
+                            let answer = rpc.call(b, Msg::RenewSession { server: crate::ids::ServerId(i), session: 1 }, 30_000).await;
+                            out.lock().unwrap().push((answer.is_ok(), now_us() - t0));
+                        }
+                    }
+                });
+                madsim::time::sleep(Duration::from_secs(700)).await;
+            });
+            let took = took.lock().unwrap().clone();
+            assert_eq!(took.len(), 20, "buggify {on}: every call ended: {took:?}");
+            assert!(took.iter().all(|&(ok, _)| ok), "buggify {on}: every call answered: {took:?}");
+            let slow = took.iter().filter(|&&(_, us)| us >= 1_000_000).count();
+            if on {
+                assert!(slow > 0 && slow < 20, "buggify on: some calls wait seconds, not all: {took:?}");
+            } else {
+                assert_eq!(slow, 0, "buggify off: no call waits a second: {took:?}");
+            }
+        }
+    }
+
     #[test]
     fn disk_crash_loses_only_unsynced_records() {
         let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());

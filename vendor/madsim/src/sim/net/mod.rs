@@ -50,7 +50,6 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::*;
 
 use crate::{
-    buggify::buggify_with_prob,
     plugin,
     rand::{GlobalRng, Rng},
     task::{NodeId, NodeInfo, Spawner},
@@ -286,7 +285,9 @@ impl NetSim {
     /// Delay a small random time and probably inject failure.
     async fn rand_delay(&self) -> io::Result<()> {
         let mut delay = Duration::from_micros(self.rand.with(|rng| rng.gen_range(0..5)));
-        if buggify_with_prob(0.1) {
+        // partmap patch (PATCHES.md): ask this network's own handle of the global generator,
+        // not the thread's runtime context (a thread-local lookup and an `Arc` clone per message).
+        if self.rand.buggify_with_prob(0.1) {
             delay = Duration::from_secs(self.rand.with(|rng| rng.gen_range(1..5)));
         }
         // partmap patch: a delay under the timer's 1 ms floor is not slept (see PATCHES.md).

@@ -22,7 +22,7 @@ use std::{
         Arc, Weak,
     },
     task::{Context, Poll, Waker},
-    time::{Duration, Instant},
+    time::Duration,
 };
 use tokio::sync::watch;
 use tracing::{debug, error, error_span, trace, Span};
@@ -75,9 +75,6 @@ pub struct TaskInfo {
     pub span: Span,
     /// The spawn location.
     location: StaticLocation,
-    /// The time when this task is spawned.
-    #[allow(dead_code)]
-    spawn_time: Instant,
     /// The waker of this task. Used for cancellation.
     waker: Waker,
     /// A flag indicating that the task has been cancelled.
@@ -122,7 +119,6 @@ impl NodeInfo {
             name,
             node: self.clone(),
             location: Location::caller(),
-            spawn_time: Instant::now(),
             waker: futures_util::task::noop_waker(), // updated later
             cancelled: AtomicBool::new(false),
         });
