@@ -40,8 +40,9 @@ pub struct Held {
     /// Object content by key (derived from the stream). A read answers with the object shared,
     /// not copied; an append copies it only while an answer still holds it (copy on write).
     pub objects: BTreeMap<Key, Object>,
-    /// Idempotency ids already in the stream.
-    pub applied: BTreeSet<OpId>,
+    /// Idempotency ids already in the stream (a hash set: asked whether it holds an id, never
+    /// iterated).
+    pub applied: rustc_hash::FxHashSet<OpId>,
     /// Idempotency ids admitted and not yet answered by the store.
     pub inflight: BTreeSet<OpId>,
     /// The stream offset the content reflects up to (exclusive).
@@ -85,46 +86,38 @@ pub type Object = std::sync::Arc<Vec<u8>>;
 
 /// Append `bytes` to the object of `key`: in place, or on a copy while a read answer holds it.
 fn extend_object(objects: &mut BTreeMap<Key, Object>, key: &[u8], bytes: &[u8]) {
-    if !objects.contains_key(key) {
-        objects.insert(key.to_vec(), Object::default());
+    // One search of the map for a key it holds (most appends), two for a new key.
+    if let Some(object) = objects.get_mut(key) {
+        std::sync::Arc::make_mut(object).extend_from_slice(bytes);
+        return;
     }
-    let object = objects.get_mut(key).expect("inserted above");
-    std::sync::Arc::make_mut(object).extend_from_slice(bytes);
+    objects.insert(key.to_vec(), Object::new(bytes.to_vec()));
 }
 
 /// A range's content from its records in stream order (`base`, then the stream): the ids
 /// applied and every object, counting the records in `row` and, of several with the same id,
 /// the first. The same as applying the records one by one (an id set insert and an object
-/// extend per record), built by sorting instead, so each object is built once at its final
-/// size and both maps are bulk-built from sorted entries (issue 13: the one-by-one build was
-/// the server's costliest step in a sweep).
+/// extend per record), but each object is built once at its final size and the objects' map is
+/// bulk-built from sorted entries (issue 13: the one-by-one build was the server's costliest
+/// step in a sweep).
 ///
-/// Only integers are sorted: (id, stream position) pairs pick the first copy of each id, and
-/// (key number, stream position) pairs group each object's records in stream order, a number
-/// per distinct key given by a hash lookup per record; only the distinct keys are sorted, by
-/// the map's collect. Sorting record indices by their keys instead compared keys through two
+/// Only integers are sorted: each first copy of an id (a hash set insert per record) gives a
+/// (key number, stream position) pair, a number per distinct key from a hash lookup; the pairs
+/// sorted group each object's records in stream order, and only the distinct keys are sorted,
+/// by the map's collect. Sorting record indices by their keys instead compared keys through two
 /// pointers per comparison, most of the build's time (issue 13).
-fn build_content<'a>(row: &RangeRow, records: impl Iterator<Item = &'a Record>) -> (BTreeSet<OpId>, BTreeMap<Key, Object>) {
+fn build_content<'a>(row: &RangeRow, records: impl Iterator<Item = &'a Record>) -> (rustc_hash::FxHashSet<OpId>, BTreeMap<Key, Object>) {
     let records: Vec<&Record> = records.filter(|r| row.contains(&r.key)).collect();
-    // Positions are u32 (a load's scratch stays small next to its records).
-    let mut by_id: Vec<(OpId, u32)> = records.iter().zip(0..).map(|(r, i)| (r.id, i)).collect();
-    by_id.sort_unstable();
-    let mut applied = Vec::with_capacity(by_id.len());
-    let mut first = vec![false; records.len()];
-    for &(id, i) in &by_id {
-        if applied.last() != Some(&id) {
-            applied.push(id);
-            first[i as usize] = true;
+    let mut applied = rustc_hash::FxHashSet::with_capacity_and_hasher(records.len(), Default::default());
+    // FxHash over the short keys (the map is never iterated, so its order cannot leak). Positions
+    // are u32 (a load's scratch stays small next to its records).
+    let mut number: rustc_hash::FxHashMap<&[u8], u32> = rustc_hash::FxHashMap::default();
+    let mut grouped: Vec<(u32, u32)> = Vec::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        if applied.insert(r.id) {
+            let next = number.len() as u32;
+            grouped.push((*number.entry(&r.key).or_insert(next), i as u32));
         }
-    }
-    drop(by_id);
-    // Each distinct key numbered as first met; (number, position) pairs sorted give each
-    // object's records in stream order. The map's collect puts the objects in key order.
-    let mut number: std::collections::HashMap<&[u8], u32> = std::collections::HashMap::new();
-    let mut grouped: Vec<(u32, u32)> = Vec::with_capacity(applied.len());
-    for (i, r) in records.iter().enumerate().filter(|&(i, _)| first[i]) {
-        let next = number.len() as u32;
-        grouped.push((*number.entry(&r.key).or_insert(next), i as u32));
     }
     grouped.sort_unstable();
     let mut objects = Vec::with_capacity(number.len());
@@ -135,7 +128,7 @@ fn build_content<'a>(row: &RangeRow, records: impl Iterator<Item = &'a Record>) 
         }
         objects.push((records[group[0].1 as usize].key.clone(), Object::new(object)));
     }
-    (applied.into_iter().collect(), objects.into_iter().collect())
+    (applied, objects.into_iter().collect())
 }
 
 /// An object as a read answer's payload, without copying it.
@@ -524,7 +517,7 @@ impl ServerCore {
             row: row.clone(),
             state: HeldState::Loading,
             objects: BTreeMap::new(),
-            applied: BTreeSet::new(),
+            applied: Default::default(),
             inflight: BTreeSet::new(),
             next_offset: 0,
             acked: BTreeMap::new(),
@@ -1251,7 +1244,7 @@ mod tests {
         let key = proptest::collection::vec(b'a'..b'g', 1..3);
         let record = (1u32..3, 0u64..8, key, proptest::collection::vec(any::<u8>(), 0..4)).prop_map(|(client, seq, key, bytes)| Record { epoch: Epoch(1), id: OpId { client, seq }, key, bytes: bytes.into(), bulk: 0 });
         proptest!(|(records in proptest::collection::vec(record, 0..40))| {
-            let mut applied = BTreeSet::new();
+            let mut applied = rustc_hash::FxHashSet::default();
             let mut objects = BTreeMap::new();
             for rec in &records {
                 if row.contains(&rec.key) && applied.insert(rec.id) {

@@ -187,16 +187,18 @@ pub fn chunk_budget(bandwidth_bytes_per_s: u64, store_timeout_ms: u64, backlog_u
 /// The records of `records[from..end]` that fit in `budget` payload bytes (wire size), at
 /// least one when any is there.
 fn chunk(records: &[Record], from: usize, end: usize, budget: u64) -> Vec<Record> {
-    let mut out = Vec::new();
+    let span = records.get(from..end).unwrap_or(&[]);
+    // Count first, then copy into a vector of the right size (no regrowth).
     let mut used = 0;
-    for r in records.get(from..end).unwrap_or(&[]) {
-        if !out.is_empty() && used + r.wire_bytes() > budget {
+    let mut n = 0;
+    for r in span {
+        if n > 0 && used + r.wire_bytes() > budget {
             break;
         }
         used += r.wire_bytes();
-        out.push(r.clone());
+        n += 1;
     }
-    out
+    span[..n].to_vec()
 }
 
 /// Raise the fence of `stream` to `epoch` and make it, and every record appended before it,

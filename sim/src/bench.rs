@@ -229,6 +229,8 @@ pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -
         if !report.outcome().matches(scenario.expect.outcome) {
             cost.unexpected += 1;
         }
+        // As a sweep does: the next seed reuses this history's buffer.
+        crate::events::recycle(report.events);
     }
     cost
 }

@@ -207,18 +207,30 @@ pub fn sim_now_us() -> u64 {
 struct Log {
     events: Vec<Event>,
     print: bool,
+    /// The run's clock, taken at the first event recorded inside its runtime (the log is
+    /// installed before the runtime exists): looking the handle up costs a thread-local access
+    /// and two reference counts per event.
+    time: Option<madsim::time::TimeHandle>,
 }
 
 thread_local! {
     static LOG: RefCell<Option<Log>> = const { RefCell::new(None) };
+    /// The emptied history buffer of a run this thread finished ([`recycle`]), for its next
+    /// run: a history grows to tens of thousands of events, and a fresh buffer per run costs
+    /// the copies of its growth and the kernel's zeroing of the new pages.
+    static SPARE: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Add `what` to this thread's history at the current simulated time (dropped when no run is
 /// collecting). The one way the harness's own events enter the history.
 pub fn record(what: What) {
-    let t_us = sim_now_us();
     LOG.with(|l| {
         if let Some(log) = l.borrow_mut().as_mut() {
+            if log.time.is_none() {
+                log.time = madsim::time::TimeHandle::try_current();
+            }
+            // `sim_now_us`, read from the kept handle.
+            let t_us = log.time.as_ref().map_or(0, |h| h.elapsed().as_micros() as u64);
             let ev = Event { t_us, what };
             if log.print {
                 println!("{}", ev.render());
@@ -231,7 +243,9 @@ pub fn record(what: What) {
 /// Start collecting this thread's history (control-plane events included); with `print`, also
 /// print every event as it happens (the `--trace` output).
 pub fn start(print: bool) {
-    LOG.with(|l| *l.borrow_mut() = Some(Log { events: Vec::with_capacity(16 * 1024), print }));
+    let spare = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    let events = if spare.capacity() > 0 { spare } else { Vec::with_capacity(16 * 1024) };
+    LOG.with(|l| *l.borrow_mut() = Some(Log { events, print, time: None }));
     crate::trigger::reset();
     partmap::event::set_sink(Some(Box::new(|e| {
         let name = e.name();
@@ -244,6 +258,18 @@ pub fn start(print: bool) {
 pub fn finish() -> Vec<Event> {
     partmap::event::set_sink(None);
     LOG.with(|l| l.borrow_mut().take()).map_or_else(Vec::new, |l| l.events)
+}
+
+/// Hand a finished run's history back once nothing reads it any more: emptied, its buffer
+/// serves this thread's next run ([`start`]), the larger of two kept.
+pub fn recycle(mut events: Vec<Event>) {
+    events.clear();
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if events.capacity() > s.capacity() {
+            *s = events;
+        }
+    });
 }
 
 /// The hash of an empty trace.
@@ -301,14 +327,17 @@ pub fn trace_hash(events: &[Event]) -> u64 {
 pub fn appended_keys() -> Vec<Key> {
     LOG.with(|l| {
         let l = l.borrow();
-        let mut keys: std::collections::BTreeSet<&Key> = std::collections::BTreeSet::new();
+        // Distinct keys by a hash lookup (never iterated: no order leaks), then sorted once.
+        let mut seen: rustc_hash::FxHashSet<&[u8]> = Default::default();
+        let mut keys: Vec<&Key> = Vec::new();
         for ev in l.iter().flat_map(|l| l.events.iter()) {
             if let What::Invoke { op: ClientOp::Append, id, key, .. } = &ev.what {
-                if id.client > 0 {
-                    keys.insert(key);
+                if id.client > 0 && seen.insert(key.as_slice()) {
+                    keys.push(key);
                 }
             }
         }
+        keys.sort_unstable();
         keys.into_iter().cloned().collect()
     })
 }

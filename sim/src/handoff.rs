@@ -15,7 +15,8 @@
 use crate::check::single_writer::contains;
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::event::ClientOp;
-use partmap::ids::Key;
+use partmap::ids::{Key, RangeId};
+use partmap::map::PartitionMap;
 use std::collections::BTreeMap;
 
 /// One handoff a move's target reported.
@@ -56,27 +57,22 @@ pub struct Handoff {
 /// Every handoff a target reported in `events`, in the order the targets started serving, each
 /// marked committed or superseded by what the map published.
 pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
-    let mut bounds: BTreeMap<u64, (Key, Option<Key>)> = BTreeMap::new();
+    // Every map version committed or restored, in order. A handoff's range bounds and whether
+    // a map published its target are looked up in them for the few handoffs there are, not
+    // noted for every row of every version (issue 13).
+    let mut maps: Vec<&PartitionMap> = Vec::new();
     // (range, new epoch) -> (from, from_epoch), from the journal.
     let mut journal: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
     // (range, epoch) -> first pause time at the source.
     let mut paused: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    // (range, epoch, owner) that some map version published.
-    let mut published: fnv::FnvHashSet<(u64, u64, u64)> = Default::default();
     // Per key, the times of client appends acknowledged and invoked (in time order).
     let mut times = KeyTimes::default();
-    let mut pending: Vec<(Handoff, (Key, Option<Key>))> = Vec::new();
+    // Each handoff with the number of map versions before it.
+    let mut pending: Vec<(Handoff, usize)> = Vec::new();
     for ev in events {
         match &ev.what {
             What::Sys(Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. }) => {
-                for row in map.rows.values() {
-                    if bounds.get(&row.id.0).is_none_or(|b| b.0 != row.start || b.1 != row.end) {
-                        bounds.insert(row.id.0, (row.start.clone(), row.end.clone()));
-                    }
-                    if let Some(owner) = row.owner {
-                        published.insert((row.id.0, row.epoch.0, owner.0 as u64));
-                    }
-                }
+                maps.push(map);
                 for t in map.transfers.values() {
                     journal.insert((t.range.0, t.epoch.0), (t.from.0 .0 as u64, t.from_epoch.0));
                 }
@@ -110,15 +106,20 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
                     bytes: *bytes,
                     committed: false,
                 };
-                pending.push((h, bounds.get(&range).cloned().unwrap_or_default()));
+                pending.push((h, maps.len()));
             }
             _ => {}
         }
     }
     let mut out = Vec::new();
     let order = if pending.is_empty() { Vec::new() } else { times.sorted() };
-    for (mut h, b) in pending {
-        h.committed = published.contains(&(h.range, h.epoch, h.to));
+    for (mut h, seen) in pending {
+        let range = RangeId(h.range);
+        // Published: some map version (any, to the end) has the target as the range's owner at
+        // the move's epoch; the versions after the handoff first, where its commit usually is.
+        h.committed = maps[seen..].iter().chain(&maps[..seen]).any(|m| m.rows.get(&range).is_some_and(|r| r.epoch.0 == h.epoch && r.owner.is_some_and(|o| o.0 as u64 == h.to)));
+        // The range's bounds in the last map version before the handoff that has it.
+        let b: (Key, Option<Key>) = maps[..seen].iter().rev().find_map(|m| m.rows.get(&range)).map(|r| (r.start.clone(), r.end.clone())).unwrap_or_default();
         // The longest gap between consecutive acknowledged appends to the range that overlaps
         // the pause at the servers (acks of appends admitted before the pause land during the
         // drain, so the first ack after the pause began is not yet the end of the gap).

@@ -308,25 +308,38 @@ fn madsim_config(s: &Scenario) -> madsim::Config {
 /// in flight.
 pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecord>) -> Content {
     use partmap::store::StoreRecord;
-    let durable = store_disk.read_durable();
-    // Every stream's records in append order, streams in id order: what the store rebuilds on
-    // recovery (`Streams::recover`), without its index of ids or a copy of each record.
-    let mut streams: BTreeMap<partmap::ids::RangeId, Vec<&partmap::msg::Record>> = BTreeMap::new();
-    for r in &durable {
-        if let StoreRecord::Append { stream, record } = r {
-            streams.entry(*stream).or_default().push(record);
+    store_disk.with_durable(|durable| {
+        // Every stream's records in append order, streams in id order: what the store rebuilds
+        // on recovery (`Streams::recover`), without its index of ids or a copy of each record.
+        let mut streams: BTreeMap<partmap::ids::RangeId, Vec<&partmap::msg::Record>> = BTreeMap::new();
+        for r in durable {
+            if let StoreRecord::Append { stream, record } = r {
+                streams.entry(*stream).or_default().push(record);
+            }
         }
-    }
-    // Each key's content built at its final size (one allocation, not a chain of them).
-    let mut sizes: BTreeMap<&[u8], usize> = BTreeMap::new();
-    for rec in streams.values().flatten() {
-        *sizes.entry(rec.key.as_slice()).or_default() += rec.bytes.len();
-    }
-    let mut content: Content = sizes.into_iter().map(|(key, len)| (key.to_vec(), Vec::with_capacity(len))).collect();
-    for rec in streams.values().flatten() {
-        content.get_mut(rec.key.as_slice()).expect("sized above").extend_from_slice(&rec.bytes);
-    }
-    content
+        // Each key's content built at its final size (one allocation, not a chain of them):
+        // keys numbered as first met by a hash lookup (never iterated: no order leaks), put in
+        // key order only once, by the map's collect.
+        let mut number: rustc_hash::FxHashMap<&[u8], usize> = Default::default();
+        let mut keys: Vec<(&[u8], usize)> = Vec::new();
+        let numbered: Vec<usize> = streams
+            .values()
+            .flatten()
+            .map(|rec| {
+                let n = *number.entry(rec.key.as_slice()).or_insert(keys.len());
+                if n == keys.len() {
+                    keys.push((rec.key.as_slice(), 0));
+                }
+                keys[n].1 += rec.bytes.len();
+                n
+            })
+            .collect();
+        let mut parts: Vec<Vec<u8>> = keys.iter().map(|&(_, len)| Vec::with_capacity(len)).collect();
+        for (rec, n) in streams.values().flatten().zip(numbered) {
+            parts[n].extend_from_slice(&rec.bytes);
+        }
+        keys.into_iter().zip(parts).map(|((key, _), content)| (key.to_vec(), content)).collect()
+    })
 }
 
 /// The fault rates drawn for a seed, as a header line.

@@ -393,6 +393,7 @@ impl Shared {
                     }
                     self.bar.set_message(format!("seed {seed} FAILED"));
                 }
+                crate::events::recycle(report.events);
                 record
             }
             Err(p) => {
