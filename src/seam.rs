@@ -147,14 +147,17 @@ impl Wake for Alarm {
 /// every pending poll, so a sleep raced against another future (a timeout) registers one
 /// for every wake of that future. This polls the inner sleep once with a waker of its own,
 /// and again only after that timer fired.
+///
+/// The sleep is held in place, not boxed: madsim's `Sleep` (a time handle and a deadline) is
+/// `Unpin` and small, and a box per sleep was one allocation of every timeout (issue 13).
 struct OnceSleep {
-    sleep: Pin<Box<madsim::time::Sleep>>,
+    sleep: madsim::time::Sleep,
     alarm: Option<Arc<Alarm>>,
 }
 
 impl OnceSleep {
     fn new(sleep: madsim::time::Sleep) -> Self {
-        OnceSleep { sleep: Box::pin(sleep), alarm: None }
+        OnceSleep { sleep, alarm: None }
     }
 }
 
@@ -177,7 +180,7 @@ impl Future for OnceSleep {
             Some(a) => Waker::from(a.clone()),
             None => cx.waker().clone(),
         };
-        let out = self.sleep.as_mut().poll(&mut std::task::Context::from_waker(&waker));
+        let out = Pin::new(&mut self.sleep).poll(&mut std::task::Context::from_waker(&waker));
         if alarm.is_some() {
             self.alarm = alarm;
         }
@@ -543,11 +546,15 @@ impl Rpc {
         spawn(async move {
             loop {
                 let Ok((payload, from)) = me.ep.recv_from_raw(TAG_REQ).await else { return };
-                let (id, msg) = *payload.downcast::<(u64, Msg)>().expect("request payload");
+                let mut envelope = payload.downcast::<(u64, Msg)>().expect("request payload");
+                // The request's box carries the answer back (same id): one allocation per
+                // request instead of two (issue 13). `GetMap` holds its place meanwhile.
+                let msg = std::mem::replace(&mut envelope.1, Msg::GetMap);
                 let (me2, handler) = (me.clone(), handler.clone());
                 spawn(async move {
                     if let Some(rsp) = handler(msg, from).await {
-                        me2.send(from, TAG_RSP, Box::new((id, rsp))).await;
+                        envelope.1 = rsp;
+                        me2.send(from, TAG_RSP, envelope).await;
                     }
                 });
             }
