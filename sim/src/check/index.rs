@@ -9,12 +9,13 @@
 use crate::events::{Event, Outcome, Sys, What};
 use crate::workload::{content_hash, parse_content, ContentHasher};
 use super::pool::Pooled;
-use fnv::FnvHashMap;
+use rustc_hash::FxHashMap;
 use hashbrown::hash_table::{Entry, HashTable};
 use partmap::event::ClientOp;
 use partmap::ids::{Key, OpId};
 use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::hash::Hasher;
 
 /// A key's number in [`Keys`]: dense, from 0, in first-seen order.
 pub type KeyNo = u32;
@@ -30,13 +31,16 @@ pub const NONE: u32 = u32::MAX;
 /// strings (a search of string comparisons per access).
 #[derive(Default)]
 pub struct Keys<'a> {
-    /// Key numbers, found by the key's FNV hash and compared by name.
+    /// Key numbers, found by the key's FxHash and compared by name (the numbering is first-seen
+    /// order: the hash never decides an order).
     table: Pooled<HashTable<KeyNo>>,
     names: Vec<&'a Key>,
 }
 
 fn key_hash(key: &[u8]) -> u64 {
-    partmap::ids::fnv1a(partmap::ids::FNV_OFFSET, key)
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(key);
+    h.finish()
 }
 
 impl<'a> Keys<'a> {
@@ -196,7 +200,7 @@ pub struct Clients<'a> {
     /// starts over (its earlier completion forgotten); one completed before any invocation is
     /// numbered with `invoked` false (and listed in `orphans`).
     pub appends: Pooled<Vec<Append>>,
-    numbers: Pooled<FnvHashMap<OpId, OpNo>>,
+    numbers: Pooled<FxHashMap<OpId, OpNo>>,
     /// Invoked appends per key, in id order.
     pub by_key: PerKey<OpNo>,
     /// Acknowledged appends per key (the completion's key): (completion time, number), in
@@ -214,11 +218,11 @@ impl<'a> Clients<'a> {
     pub fn of(events: &'a [Event]) -> Clients<'a> {
         let mut keys = Keys::default();
         let mut appends: Pooled<Vec<Append>> = Pooled::take();
-        let mut numbers: Pooled<FnvHashMap<OpId, OpNo>> = Pooled::take();
+        let mut numbers: Pooled<FxHashMap<OpId, OpNo>> = Pooled::take();
         let mut orphans = Vec::new();
         let mut reads: Pooled<Vec<Read>> = Pooled::take();
         let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
-        let mut read_invoked: Pooled<FnvHashMap<OpId, (u64, u64)>> = Pooled::take();
+        let mut read_invoked: Pooled<FxHashMap<OpId, (u64, u64)>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
@@ -544,7 +548,7 @@ pub struct Maps<'a> {
     /// One step per `map_commit` and `map_restored` event, in history order.
     pub steps: Vec<MapStep<'a>>,
     /// The first step of each map copy (by address: versions are shared copies).
-    by_copy: HashMap<*const PartitionMap, usize>,
+    by_copy: FxHashMap<*const PartitionMap, usize>,
 }
 
 impl<'a> Maps<'a> {
@@ -560,7 +564,7 @@ impl<'a> Maps<'a> {
             let diff = MapDiff::between(steps.last().map(|s| s.map), map);
             steps.push(MapStep { t_us: ev.t_us, map, restored, diff });
         }
-        let mut by_copy = HashMap::with_capacity(steps.len());
+        let mut by_copy = FxHashMap::with_capacity_and_hasher(steps.len(), Default::default());
         for (i, s) in steps.iter().enumerate() {
             by_copy.entry(s.map as *const PartitionMap).or_insert(i);
         }

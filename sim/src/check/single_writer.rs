@@ -29,7 +29,7 @@ use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
 use super::index::{Clients, KeyNo, Keys, MapStep, Maps};
 use super::pool::Pooled;
-use std::collections::BTreeMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
 struct Effect<'a> {
@@ -90,9 +90,9 @@ impl<'k, 'a> Ranks<'k, 'a> {
 #[derive(Default)]
 struct Bounds {
     /// Range id -> its bounds.
-    of: BTreeMap<u64, (Key, Option<Key>)>,
+    of: FxHashMap<u64, (Key, Option<Key>)>,
     /// Range id -> its slot in `spans`.
-    slot: fnv::FnvHashMap<u64, u32>,
+    slot: FxHashMap<u64, u32>,
     /// Per slot: the range id and the span of key ranks its current bounds hold.
     spans: Vec<(u64, u32, u32)>,
     /// The slot of every range whose bounds changed, in order.
@@ -104,7 +104,7 @@ struct Bounds {
 /// merges. Only what the map changed against the previous one is read: the rest was recorded
 /// from that one, identically (issue 13). Every range whose bounds change goes to the log of
 /// `bounds`.
-fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>) -> Result<(), Violation> {
+fn note_grants(step: &MapStep<'_>, owner_of: &mut FxHashMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>) -> Result<(), Violation> {
     let (version, t_us) = (step.map.version, step.t_us);
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
@@ -190,24 +190,28 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
 pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: &[KeyNo]) -> Result<(), Violation> {
     let ranks = Ranks::of(keys, order);
     let mut steps = maps.steps.iter();
+    // Every map below is keyed by ids and only looked up, never iterated in an order that
+    // reaches a finding (FxHash: deterministic, no order leak); where a finding picks one of
+    // several entries it takes the least key, as an ordered map's first would be.
     // (range, epoch) -> owner, from the map (announced and restored versions).
-    let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
+    let mut owner_of: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut bounds = Bounds::default();
-    // stream -> offset -> effect
-    let mut streams: BTreeMap<u64, BTreeMap<u64, Effect>> = BTreeMap::new();
-    let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
+    // stream -> (offset, effect), in history order (sorted by offset at the end, the last
+    // effect at an offset kept, as an offset -> effect map would keep it).
+    let mut streams: FxHashMap<u64, Vec<(u64, Effect)>> = FxHashMap::default();
+    let mut activations: FxHashMap<u64, Activation> = FxHashMap::default();
     // stream -> fences as (sealed length, epoch, time)
-    let mut fences: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    let mut fences: FxHashMap<u64, Vec<(u64, u64, u64)>> = FxHashMap::default();
     // stream -> the newest activation (epoch, server, time, stream records loaded), for clause 5
-    let mut newest: BTreeMap<u64, (u64, u32, u64, u64)> = BTreeMap::new();
+    let mut newest: FxHashMap<u64, (u64, u32, u64, u64)> = FxHashMap::default();
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
-    let mut open: BTreeMap<(u64, u32, u64), (u32, u64, u64)> = BTreeMap::new();
-    let mut landed: Pooled<fnv::FnvHashSet<(u64, u32, u64)>> = Pooled::take();
+    let mut open: Pooled<FxHashMap<(u64, u32, u64), (u32, u64, u64)>> = Pooled::take();
+    let mut landed: Pooled<FxHashSet<(u64, u32, u64)>> = Pooled::take();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
-    let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     // server -> its newest session (from its renewals and registrations).
-    let mut current_session: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut current_session: FxHashMap<u32, u64> = FxHashMap::default();
     // Key number -> the ranges whose bounds hold it (kept up to date from the log of bound
     // changes), so an admission looks up its key's few ranges instead of testing every one.
     let mut covering: Pooled<Vec<Covering>> = Pooled::take();
@@ -230,7 +234,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
             }
             Sys::Drained { server, range, epoch, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
-                let pending = open.range((range, 0, 0)..=(range, u32::MAX, u64::MAX)).find(|(_, (s, e, _))| *s == server && *e == epoch);
+                // The pending append of least (client, seq).
+                let pending = open.iter().filter(|((r, _, _), (s, e, _))| *r == range && *s == server && *e == epoch).min_by_key(|(k, _)| **k);
                 if let Some(((_, client, seq), (_, _, t_admit))) = pending {
                     return Err(Violation::new(format!(
                         "server-{server} reported r{range} drained at epoch {epoch} at {} while c{client}.{seq}, admitted at {}, had neither landed nor been refused at the store",
@@ -337,14 +342,33 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
                     }
                     None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", what(), secs(ev.t_us))))),
                 }
-                streams.entry(stream).or_default().insert(offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id });
+                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id }));
             }
             _ => {}
         }
     }
-    for (stream, effects) in &streams {
+    // Streams in id order, each one's effects in offset order (the last effect at an offset
+    // kept). The history lands them nearly in offset order: the stable sort is about linear.
+    let mut ids: Vec<u64> = streams.keys().copied().collect();
+    ids.sort_unstable();
+    for stream in &ids {
+        let effects = streams.get_mut(stream).expect("a stream listed");
+        effects.sort_by_key(|(offset, _)| *offset);
+        // `dedup_by` removes the later of two equal offsets: move it into the earlier's place
+        // first, so the later effect is the one kept.
+        effects.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(later, earlier);
+            }
+            same
+        });
+    }
+    for stream in &ids {
+        let effects = &streams[stream];
         for &(length, fence, t_fence) in fences.get(stream).map_or(&[][..], |v| v.as_slice()) {
-            if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.epoch < fence) {
+            let past = effects.partition_point(|(offset, _)| *offset < length);
+            if let Some((offset, e)) = effects[past..].iter().find(|(_, e)| e.epoch < fence) {
                 return Err(Violation::new(format!(
                     "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
                     e.what(), e.server, e.epoch, secs(e.t_us), secs(t_fence)
