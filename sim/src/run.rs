@@ -548,7 +548,7 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
     let settled: &dyn Fn(check::index::KeyNo) -> bool = if rc_served.violation.is_none() { &same } else { &none };
     let rc_stored = timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None, settled));
     let mut views = vec![
-        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, finals.order())),
+        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, &clients.served, finals.order())),
         nla_served,
         nla_stored,
         rc_served,

@@ -211,6 +211,9 @@ pub struct Clients<'a> {
     pub orphans: Vec<(OpId, KeyNo)>,
     /// Successful reads, in history order.
     pub reads: Pooled<Vec<Read>>,
+    /// The key number of every `admit` and strong `read_served` event, in history order
+    /// (`single_writer` reads them with those events instead of looking each key up again).
+    pub served: Pooled<Vec<KeyNo>>,
 }
 
 impl<'a> Clients<'a> {
@@ -223,6 +226,7 @@ impl<'a> Clients<'a> {
         let mut reads: Pooled<Vec<Read>> = Pooled::take();
         let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
         let mut read_invoked: Pooled<FxHashMap<OpId, (u64, u64)>> = Pooled::take();
+        let mut served: Pooled<Vec<KeyNo>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
@@ -259,7 +263,7 @@ impl<'a> Clients<'a> {
                     reads.push(Read { id: *id, key_no: keys.intern(key), invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
                 }
                 What::Sys(Sys::Admit { key, .. } | Sys::ReadServed { key, bounded: false, .. }) => {
-                    keys.intern(key);
+                    served.push(keys.intern(key));
                 }
                 _ => {}
             }
@@ -269,7 +273,7 @@ impl<'a> Clients<'a> {
         by_key.sort_unstable_by_key(|(k, n)| (*k, appends[*n as usize].id));
         let by_key_grouped = PerKey::of(keys.len(), &by_key);
         let acked_grouped = PerKey::of(keys.len(), &acked);
-        Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads }
+        Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads, served }
     }
 
     /// The number of append id `id`, if the history names it.

@@ -180,14 +180,15 @@ impl Covering {
 /// Check every clause. Errors: the first violation, with both sides.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
     let clients = Clients::of(events);
-    check_indexed(events, &Maps::of(events), &clients.keys, &clients.keys.sorted())
+    check_indexed(events, &Maps::of(events), &clients.keys, &clients.served, &clients.keys.sorted())
 }
 
 /// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`)
 /// and its keys numbered once: `keys` numbers every key a server admits an append to or
-/// answers a strong read of ([`Clients::of`] of `events` does), `order` is every key number of
-/// `keys` in key order ([`Keys::sorted`]).
-pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: &[KeyNo]) -> Result<(), Violation> {
+/// answers a strong read of, `served` is the key number of each such `admit` and strong
+/// `read_served` event in history order (both as [`Clients::of`] of `events` makes them),
+/// `order` is every key number of `keys` in key order ([`Keys::sorted`]).
+pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served: &[KeyNo], order: &[KeyNo]) -> Result<(), Violation> {
     let ranks = Ranks::of(keys, order);
     let mut steps = maps.steps.iter();
     // Every map below is keyed by ids and only looked up, never iterated in an order that
@@ -216,6 +217,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
     // changes), so an admission looks up its key's few ranges instead of testing every one.
     let mut covering: Pooled<Vec<Covering>> = Pooled::take();
     covering.resize_with(keys.len(), Covering::default);
+    let mut served = served.iter();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
@@ -288,7 +290,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                let k = keys.get(key).expect("Clients::of numbers every admitted or strongly read key");
+                let k = *served.next().expect("Clients::of numbers every admitted or strongly read key");
+                debug_assert_eq!(keys.name(k), key, "the served keys follow the history");
                 let cover = &mut covering[k as usize];
                 cover.update(ranks.rank[k as usize], &bounds);
                 for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
