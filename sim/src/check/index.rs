@@ -515,9 +515,13 @@ fn changed<'p, 'a, K: Ord, V: PartialEq>(prev: &'p BTreeMap<K, V>, next: &'a BTr
 impl<'a> MapDiff<'a> {
     /// What `next` changed against `prev` (`None`: `next` is the first map of its sequence).
     pub fn between(prev: Option<&PartitionMap>, next: &'a PartitionMap) -> MapDiff<'a> {
+        let mut d = MapDiff { tiling_changed: prev.is_none_or(|p| p.version == 0), ..MapDiff::default() };
+        if prev.is_some_and(|p| std::ptr::eq(p, next)) {
+            // The very same copy: nothing changed.
+            return d;
+        }
         let empty = PartitionMap::default();
         let old = prev.unwrap_or(&empty);
-        let mut d = MapDiff { tiling_changed: prev.is_none_or(|p| p.version == 0), ..MapDiff::default() };
         let retired = |r: &RangeRow| r.state == RangeState::Retired;
         let mut tiling_changed = false;
         d.rows_removed = changed(&old.rows, &next.rows, |before, row| {
@@ -611,6 +615,10 @@ mod tests {
         assert!(first.tiling_changed && !first.rows_removed);
         // Same map: nothing changed.
         let same = MapDiff::between(Some(&a), &a);
+        assert!(same.rows.is_empty() && !same.tiling_changed && !same.rows_removed && same.transfers.is_empty());
+        // An equal copy (walked row by row): nothing changed either.
+        let copy = a.clone();
+        let same = MapDiff::between(Some(&a), &copy);
         assert!(same.rows.is_empty() && !same.tiling_changed && !same.rows_removed && same.transfers.is_empty());
         // A new owner and epoch for r2 (a failover): r2 only, bounds as before.
         let b = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 3, 3, "preparing")]);

@@ -53,6 +53,9 @@ struct Activation {
     t_us: u64,
 }
 
+/// An append on its way, as `(range or stream, client, seq)`.
+type Pending = (u64, u32, u64);
+
 /// Whether `key` falls in `[start, end)` (`end` `None` = unbounded).
 pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
     partmap::ids::in_range(key, &bounds.0, bounds.1.as_ref())
@@ -207,8 +210,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     let mut newest: FxHashMap<u64, (u64, u32, u64, u64)> = FxHashMap::default();
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
-    let mut open: Pooled<FxHashMap<(u64, u32, u64), (u32, u64, u64)>> = Pooled::take();
-    let mut landed: Pooled<FxHashSet<(u64, u32, u64)>> = Pooled::take();
+    let mut open: Pooled<FxHashMap<Pending, (u32, u64, u64)>> = Pooled::take();
+    let mut landed: Pooled<FxHashSet<Pending>> = Pooled::take();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     // server -> its newest session (from its renewals and registrations).
@@ -554,6 +557,26 @@ mod tests {
         // r2 activated by server-2: now k1 too.
         k1.insert(6, act(4, 2, 2, 2));
         assert!(check(&k1).unwrap_err().contains("over key k1"));
+    }
+
+    /// A later effect at an offset stands for that offset (the stream as the store last wrote
+    /// it): here it is the newer epoch, and the next offset's older one goes down from it.
+    #[test]
+    fn single_writer_judges_the_last_effect_at_an_offset() {
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), effect(0, 1, 1), effect(0, 2, 2), effect(1, 1, 1)];
+        let err = check(&evs).unwrap_err();
+        assert!(err.contains("epochs go down: offset 0 = c1.7 on key k1 by server-2 at epoch 2"), "{err}");
+        check(&[row(1, 1, 1), row(1, 2, 2), effect(0, 2, 2), effect(0, 1, 1), effect(1, 1, 1)]).unwrap();
+    }
+
+    /// Of several appends still on their way when a drain is reported, the one cited is the
+    /// least by (client, seq), whatever order they were admitted in.
+    #[test]
+    fn single_writer_cites_the_least_pending_append_of_a_drain() {
+        let admit = |t_us: u64, client: u32, seq: u64| at(t_us, Sys::Admit { server: ServerId(1), session: 1, range: RangeId(1), epoch: Epoch(1), key: b"k1".to_vec(), id: OpId { client, seq } });
+        let evs = vec![row(1, 1, 1), activated(1, 1, 1, 0), admit(2, 2, 1), admit(3, 1, 9), admit(4, 1, 8), drained(5, 1, 1)];
+        let err = check(&evs).unwrap_err();
+        assert!(err.contains("while c1.8, admitted at 0.000004s"), "{err}");
     }
 
     #[test]
