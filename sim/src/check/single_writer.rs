@@ -84,7 +84,7 @@ impl<'k, 'a> Ranks<'k, 'a> {
 
     /// The ranks of the keys `bounds` holds, as `lo..hi`.
     fn span(&self, bounds: &(Key, Option<Key>)) -> (u32, u32) {
-        let below = |b: &[u8]| self.order.partition_point(|k| self.keys.name(*k).as_slice() < b) as u32;
+        let below = |b: &[u8]| self.order.partition_point(|k| self.keys.bytes_of(*k) < b) as u32;
         (below(&bounds.0), bounds.1.as_ref().map_or(self.order.len() as u32, |e| below(e)))
     }
 }
