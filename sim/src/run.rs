@@ -558,7 +558,9 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
         timed("manager_exclusive", "durable", &mut || check::manager_exclusive::check_durable(durable)),
         timed("manager_exclusive", "announced", &mut || check::manager_exclusive::check(events)),
     ];
-    let disagreement = check::no_lost_append::disagreement(served, stored).map(|d| format!("the served and stored views disagree: {d}"));
+    let from = crate::bench::thread_cpu_ns();
+    let disagreement = check::no_lost_append::disagreement_indexed(&finals, &clients.keys).map(|d| format!("the served and stored views disagree: {d}"));
+    add_checker_cpu("no_lost_append", "agreement", crate::bench::thread_cpu_ns() - from);
     views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });
     views
 }
