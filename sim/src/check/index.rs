@@ -176,20 +176,19 @@ impl<T: Copy + 'static> PerKey<T> {
 /// A value per client operation id. Ids are per-client counters (`seq` from 1), so values
 /// sit in a vector per client indexed by `seq` (no hashing); an id far past its client's
 /// vector (or of a client numbered 1024 or more) goes to a map instead, so a stray id cannot
-/// make a vector huge. Each id is in one place at a time. The vectors are [`Pooled`]: a longer
-/// run's are several MiB, which fresh pages would make dear again for every run.
-struct ByOp<T: Copy + 'static> {
-    dense: Vec<Pooled<Vec<Option<T>>>>,
+/// make a vector huge. Each id is in one place at a time.
+struct ByOp<T: Copy> {
+    dense: Vec<Vec<Option<T>>>,
     sparse: FxHashMap<OpId, T>,
 }
 
-impl<T: Copy + 'static> Default for ByOp<T> {
+impl<T: Copy> Default for ByOp<T> {
     fn default() -> Self {
         ByOp { dense: Vec::new(), sparse: FxHashMap::default() }
     }
 }
 
-impl<T: Copy + 'static> ByOp<T> {
+impl<T: Copy> ByOp<T> {
     /// Clients with a vector of their own.
     const DENSE_CLIENTS: usize = 1024;
 
@@ -214,7 +213,7 @@ impl<T: Copy + 'static> ByOp<T> {
         let (c, q) = (id.client as usize, usize::try_from(id.seq).unwrap_or(usize::MAX));
         if c < Self::DENSE_CLIENTS {
             if self.dense.len() <= c {
-                self.dense.resize_with(c + 1, Pooled::take);
+                self.dense.resize_with(c + 1, Vec::new);
             }
             let col = &mut self.dense[c];
             if q < col.len() || q < 2 * col.len() + 1024 {
