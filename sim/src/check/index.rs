@@ -173,72 +173,6 @@ impl<T: Copy + 'static> PerKey<T> {
     }
 }
 
-/// A value per client operation id. Ids are per-client counters (`seq` from 1), so values
-/// sit in a vector per client indexed by `seq` (no hashing); an id far past its client's
-/// vector (or of a client numbered 1024 or more) goes to a map instead, so a stray id cannot
-/// make a vector huge. Each id is in one place at a time.
-struct ByOp<T: Copy> {
-    dense: Vec<Vec<Option<T>>>,
-    sparse: FxHashMap<OpId, T>,
-}
-
-impl<T: Copy> Default for ByOp<T> {
-    fn default() -> Self {
-        ByOp { dense: Vec::new(), sparse: FxHashMap::default() }
-    }
-}
-
-impl<T: Copy> ByOp<T> {
-    /// Clients with a vector of their own.
-    const DENSE_CLIENTS: usize = 1024;
-
-    /// The value of `id`, if it has one.
-    fn get(&self, id: &OpId) -> Option<T> {
-        if let Some(v) = self.dense.get(id.client as usize).and_then(|c| c.get(usize::try_from(id.seq).ok()?)).copied().flatten() {
-            return Some(v);
-        }
-        if self.sparse.is_empty() {
-            None
-        } else {
-            self.sparse.get(id).copied()
-        }
-    }
-
-    /// Give `id` the value `v` (replacing its value, if it had one).
-    fn insert(&mut self, id: OpId, v: T) {
-        if let Some(old) = self.sparse.get_mut(&id) {
-            *old = v;
-            return;
-        }
-        let (c, q) = (id.client as usize, usize::try_from(id.seq).unwrap_or(usize::MAX));
-        if c < Self::DENSE_CLIENTS {
-            if self.dense.len() <= c {
-                self.dense.resize_with(c + 1, Vec::new);
-            }
-            let col = &mut self.dense[c];
-            if q < col.len() || q < 2 * col.len() + 1024 {
-                if q >= col.len() {
-                    col.resize(q + 1, None);
-                }
-                col[q] = Some(v);
-                return;
-            }
-        }
-        self.sparse.insert(id, v);
-    }
-
-    /// The value of `id`, giving it `v` first if it had none.
-    fn get_or_insert(&mut self, id: OpId, v: T) -> T {
-        match self.get(&id) {
-            Some(old) => old,
-            None => {
-                self.insert(id, v);
-                v
-            }
-        }
-    }
-}
-
 /// One append id the history names: its key, when it was invoked and completed, and how.
 #[derive(Clone, Copy, Debug)]
 pub struct Append {
@@ -286,7 +220,7 @@ pub struct Clients<'a> {
     /// starts over (its earlier completion forgotten); one completed before any invocation is
     /// numbered with `invoked` false (and listed in `orphans`).
     pub appends: Pooled<Vec<Append>>,
-    numbers: ByOp<OpNo>,
+    numbers: Pooled<FxHashMap<OpId, OpNo>>,
     /// Invoked appends per key, in id order.
     pub by_key: PerKey<OpNo>,
     /// Acknowledged appends per key (the completion's key): (completion time, number), in
@@ -307,17 +241,17 @@ impl<'a> Clients<'a> {
     pub fn of(events: &'a [Event]) -> Clients<'a> {
         let mut keys = Keys::default();
         let mut appends: Pooled<Vec<Append>> = Pooled::take();
-        let mut numbers: ByOp<OpNo> = ByOp::default();
+        let mut numbers: Pooled<FxHashMap<OpId, OpNo>> = Pooled::take();
         let mut orphans = Vec::new();
         let mut reads: Pooled<Vec<Read>> = Pooled::take();
         let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
-        let mut read_invoked: ByOp<(u64, u64)> = ByOp::default();
+        let mut read_invoked: Pooled<FxHashMap<OpId, (u64, u64)>> = Pooled::take();
         let mut served: Pooled<Vec<KeyNo>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
                     let op = Append { id: *id, key_no: keys.intern(key), invoked: true, invoke_us: ev.t_us, complete_us: None, outcome: None };
-                    let n = numbers.get_or_insert(*id, appends.len() as OpNo);
+                    let n = *numbers.entry(*id).or_insert(appends.len() as OpNo);
                     if n as usize == appends.len() {
                         appends.push(op);
                     } else {
@@ -329,7 +263,7 @@ impl<'a> Clients<'a> {
                 }
                 What::Complete { op: ClientOp::Append, id, outcome, key, .. } => {
                     let key_no = keys.intern(key);
-                    let n = numbers.get_or_insert(*id, appends.len() as OpNo);
+                    let n = *numbers.entry(*id).or_insert(appends.len() as OpNo);
                     if n as usize == appends.len() {
                         appends.push(Append { id: *id, key_no, invoked: false, invoke_us: 0, complete_us: None, outcome: None });
                     }
@@ -345,7 +279,7 @@ impl<'a> Clients<'a> {
                     }
                 }
                 What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len, value_hash, .. } => {
-                    let (invoke_us, bound_us) = read_invoked.get(id).unwrap_or((0, 0));
+                    let (invoke_us, bound_us) = read_invoked.get(id).copied().unwrap_or((0, 0));
                     reads.push(Read { id: *id, key_no: keys.intern(key), invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
                 }
                 What::Sys(Sys::Admit { key, .. } | Sys::ReadServed { key, bounded: false, .. }) => {
@@ -356,20 +290,15 @@ impl<'a> Clients<'a> {
         }
         let mut by_key: Pooled<Vec<(KeyNo, OpNo)>> = Pooled::take();
         by_key.extend(appends.iter().enumerate().filter(|(_, op)| op.invoked).map(|(n, op)| (op.key_no, n as OpNo)));
-        // Grouped by key, then each key's few appends sorted by id (ids are distinct: one
-        // number each), rather than one sort of them all.
-        let mut by_key_grouped = PerKey::of(keys.len(), &by_key);
-        for k in 0..keys.len() as KeyNo {
-            let span = by_key_grouped.span(k);
-            by_key_grouped.items[span].sort_unstable_by_key(|n| appends[*n as usize].id);
-        }
+        by_key.sort_unstable_by_key(|(k, n)| (*k, appends[*n as usize].id));
+        let by_key_grouped = PerKey::of(keys.len(), &by_key);
         let acked_grouped = PerKey::of(keys.len(), &acked);
         Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads, served }
     }
 
     /// The number of append id `id`, if the history names it.
     pub fn number(&self, id: &OpId) -> Option<OpNo> {
-        self.numbers.get(id)
+        self.numbers.get(id).copied()
     }
 }
 
@@ -816,32 +745,6 @@ mod tests {
             });
             assert_eq!(got, want, "{}", String::from_utf8_lossy(bytes));
         }
-    }
-
-    /// Values by operation id come back as given, dense or not, and a value given again
-    /// replaces the old one wherever it sits.
-    #[test]
-    fn by_op_keeps_one_value_per_id() {
-        let mut m: ByOp<u32> = ByOp::default();
-        let ids = [(1, 1), (1, 2), (1, 5000), (2, 3), (7000, 1), (1, u64::MAX), (1, 2000), (0, 0)];
-        for (i, &(client, seq)) in ids.iter().enumerate() {
-            assert_eq!(m.get_or_insert(OpId { client, seq }, i as u32), i as u32);
-        }
-        for (i, &(client, seq)) in ids.iter().enumerate() {
-            assert_eq!(m.get(&OpId { client, seq }), Some(i as u32), "c{client}.{seq}");
-            assert_eq!(m.get_or_insert(OpId { client, seq }, 99), i as u32);
-        }
-        assert_eq!(m.get(&OpId { client: 1, seq: 3 }), None);
-        assert_eq!(m.get(&OpId { client: 9, seq: 1 }), None);
-        // c1.2000 and c1.5000 went to the map (far past c1's vector then); c1's vector now grows
-        // past them, and their new values still replace the old ones in the map.
-        for seq in 3..6000 {
-            m.insert(OpId { client: 1, seq }, seq as u32);
-        }
-        for seq in 1..6000 {
-            assert_eq!(m.get(&OpId { client: 1, seq }), Some(if seq < 3 { seq as u32 - 1 } else { seq as u32 }), "c1.{seq}");
-        }
-        assert_eq!(m.get_or_insert(OpId { client: 1, seq: 5000 }, 1), 5000);
     }
 
     /// One step per map event, in history order, each diffed against the step before.
