@@ -290,8 +290,13 @@ impl<'a> Clients<'a> {
         }
         let mut by_key: Pooled<Vec<(KeyNo, OpNo)>> = Pooled::take();
         by_key.extend(appends.iter().enumerate().filter(|(_, op)| op.invoked).map(|(n, op)| (op.key_no, n as OpNo)));
-        by_key.sort_unstable_by_key(|(k, n)| (*k, appends[*n as usize].id));
-        let by_key_grouped = PerKey::of(keys.len(), &by_key);
+        // Grouped by key, then each key's few appends sorted by id (ids are distinct: one
+        // number each), rather than one sort of them all.
+        let mut by_key_grouped = PerKey::of(keys.len(), &by_key);
+        for k in 0..keys.len() as KeyNo {
+            let span = by_key_grouped.span(k);
+            by_key_grouped.items[span].sort_unstable_by_key(|n| appends[*n as usize].id);
+        }
         let acked_grouped = PerKey::of(keys.len(), &acked);
         Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads, served }
     }
