@@ -15,7 +15,7 @@ use crate::events::{Event, Outcome, Sys, What};
 use crate::fault::Fault;
 use partmap::event::ClientOp;
 use partmap::ids::{OpId, RangeId};
-use partmap::map::{PartitionMap, RangeState};
+use partmap::map::{PartitionMap, RangeRow, RangeState};
 use std::collections::BTreeMap;
 
 /// The availability figures of one run.
@@ -55,6 +55,7 @@ pub fn measure(events: &[Event], start_us: u64, end_us: u64, lease_ms: u64, writ
 /// the longest stretch of such a wait after a fault's end.
 fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
     let mut map: Option<&PartitionMap> = None;
+    let mut live = LiveRows::default();
     let mut retired_at: BTreeMap<RangeId, u64> = BTreeMap::new();
     let mut pending: BTreeMap<OpId, RangeId> = BTreeMap::new();
     // Per range: when the oldest unanswered append was invoked.
@@ -68,10 +69,11 @@ fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
                     retired_at.entry(row.id).or_insert(ev.t_us);
                 }
                 map = Some(m);
+                live.index(m);
             }
             What::FaultEnd { .. } | What::Heal if ev.t_us <= end_us => fault_ends.push(ev.t_us),
             What::Invoke { op: ClientOp::Append, id, key, .. } if id.client > 0 && ev.t_us <= end_us => {
-                let Some(row) = map.and_then(|m| m.lookup(key)) else { continue };
+                let Some(row) = map.and_then(|m| live.lookup(m, key)) else { continue };
                 pending.insert(*id, row.id);
                 waiting_since.entry(row.id).or_default().get_or_insert(ev.t_us);
             }
@@ -100,6 +102,37 @@ fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
         .max()
         .unwrap_or(0);
     (longest.map_or(0, |(_, s, e)| (e - s) / 1000), longest.map(|(r, ..)| r.0), recovery / 1000)
+}
+
+/// The live rows of one map sorted by start, for [`PartitionMap::lookup`] by binary search
+/// instead of a walk over every row (retired ones included) per append.
+#[derive(Default)]
+struct LiveRows<'m> {
+    /// Live rows by start.
+    rows: Vec<&'m RangeRow>,
+    /// Whether no two live rows overlap (each one ends at or before the next one starts): then
+    /// the one row that can hold a key is the last starting at or before it. Otherwise the
+    /// lookup walks the map as [`PartitionMap::lookup`] does.
+    disjoint: bool,
+}
+
+impl<'m> LiveRows<'m> {
+    /// Index `map`'s live rows.
+    fn index(&mut self, map: &'m PartitionMap) {
+        self.rows.clear();
+        self.rows.extend(map.rows.values().filter(|r| r.state != RangeState::Retired));
+        self.rows.sort_by(|a, b| a.start.cmp(&b.start));
+        self.disjoint = self.rows.windows(2).all(|w| w[0].end.as_ref().is_some_and(|e| *e <= w[1].start));
+    }
+
+    /// [`PartitionMap::lookup`] of `key` in `map` (the map last indexed).
+    fn lookup(&self, map: &'m PartitionMap, key: &[u8]) -> Option<&'m RangeRow> {
+        if !self.disjoint {
+            return map.lookup(key);
+        }
+        let below = self.rows.partition_point(|r| r.start.as_slice() <= key);
+        below.checked_sub(1).map(|i| self.rows[i]).filter(|r| r.contains(key))
+    }
 }
 
 /// The nodes a fault touches (its target, or both ends of a link, or one side of a cut).
@@ -141,4 +174,33 @@ fn leader_terms(events: &[Event], lease_ms: u64) -> (u64, u64) {
         }
     }
     (terms, unprovoked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::testkit::map_of;
+
+    /// The binary search finds what `PartitionMap::lookup` finds: on a tiling with retired
+    /// rows and a gap, and on overlapping live rows (where it walks the map instead).
+    #[test]
+    fn live_rows_find_what_lookup_finds() {
+        let tiling = map_of(3, &[(1, "", None, 1, 1, "retired"), (2, "", Some("k3"), 1, 2, "active"), (3, "k3", Some("k6"), 2, 3, "paused"), (4, "k7", None, 3, 4, "active")]);
+        let overlap = map_of(4, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k2", None, 2, 2, "active"), (3, "k4", Some("k4"), 3, 3, "active")]);
+        let empty = map_of(0, &[]);
+        for (map, disjoint) in [(&tiling, true), (&overlap, false), (&empty, true)] {
+            let mut live = LiveRows::default();
+            live.index(map);
+            assert_eq!(live.disjoint, disjoint);
+            for key in ["", "a", "k1", "k3", "k35", "k6", "k65", "k7", "k9", "z"] {
+                let (found, walked) = (live.lookup(map, key.as_bytes()).map(|r| r.id), map.lookup(key.as_bytes()).map(|r| r.id));
+                assert_eq!(found, walked, "key {key}");
+            }
+        }
+        // The gap [k6, k7) has no row.
+        let mut live = LiveRows::default();
+        live.index(&tiling);
+        assert!(live.lookup(&tiling, b"k65").is_none());
+        assert_eq!(live.lookup(&tiling, b"k9").map(|r| r.id.0), Some(4));
+    }
 }

@@ -297,6 +297,16 @@ pub fn render(b: &Bench, label: &str) -> String {
                 "workload x{scale} against the same {n} seeds at x1: run CPU {cpu:.2}x, checkers {checkers:.2}x, history {events:.2}x the events (checkers per event {:.2}x)\n",
                 checkers / events
             );
+            // Each view's cost at the longer length against the same seeds at x1: which one
+            // grows faster than the history.
+            let by_view: Vec<String> = s
+                .checker_cpu_by_view
+                .iter()
+                .filter_map(|(view, ns)| base.checker_cpu_by_view.get(view).filter(|b| **b > 0).map(|b| format!("{}/{} {:.2}x", view.0, view.1, *ns as f64 / *b as f64)))
+                .collect();
+            if !by_view.is_empty() {
+                out += &format!("workload x{scale} against x1 by view: {}\n", by_view.join(", "));
+            }
         }
     }
     out += &format!("peak RSS: {:.1} MiB\n", b.peak_rss_mib);

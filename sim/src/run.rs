@@ -561,7 +561,7 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
     let settled: &dyn Fn(check::index::KeyNo) -> bool = if rc_served.violation.is_none() { &same } else { &none };
     let rc_stored = timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None, settled));
     let mut views = vec![
-        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, finals.order())),
+        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, &clients.served, finals.order())),
         nla_served,
         nla_stored,
         rc_served,
@@ -571,7 +571,9 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
         timed("manager_exclusive", "durable", &mut || check::manager_exclusive::check_durable(durable)),
         timed("manager_exclusive", "announced", &mut || check::manager_exclusive::check(events)),
     ];
-    let disagreement = check::no_lost_append::disagreement(served, stored).map(|d| format!("the served and stored views disagree: {d}"));
+    let from = crate::bench::thread_cpu_ns();
+    let disagreement = check::no_lost_append::disagreement_indexed(&finals, &clients.keys).map(|d| format!("the served and stored views disagree: {d}"));
+    add_checker_cpu("no_lost_append", "agreement", crate::bench::thread_cpu_ns() - from);
     views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });
     views
 }

@@ -9,12 +9,13 @@
 use crate::events::{Event, Outcome, Sys, What};
 use crate::workload::{content_hash, parse_content, ContentHasher};
 use super::pool::Pooled;
-use fnv::FnvHashMap;
+use rustc_hash::FxHashMap;
 use hashbrown::hash_table::{Entry, HashTable};
 use partmap::event::ClientOp;
 use partmap::ids::{Key, OpId};
 use partmap::map::{PartitionMap, RangeRow, RangeState, Reshape, Transfer};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::hash::Hasher;
 
 /// A key's number in [`Keys`]: dense, from 0, in first-seen order.
 pub type KeyNo = u32;
@@ -30,25 +31,42 @@ pub const NONE: u32 = u32::MAX;
 /// strings (a search of string comparisons per access).
 #[derive(Default)]
 pub struct Keys<'a> {
-    /// Key numbers, found by the key's FNV hash and compared by name.
+    /// Key numbers, found by the key's FxHash and compared by name (the numbering is first-seen
+    /// order: the hash never decides an order).
     table: Pooled<HashTable<KeyNo>>,
     names: Vec<&'a Key>,
+    /// Every key's bytes, one after the other (compared here, in a few cache lines, rather
+    /// than through `names` into the events where each key was first seen).
+    bytes: Pooled<Vec<u8>>,
+    /// Where each key's bytes end in `bytes` (key `n` starts where key `n - 1` ends).
+    ends: Pooled<Vec<u32>>,
+}
+
+/// Key `n`'s bytes in `bytes`, whose keys end at `ends`.
+fn slot<'b>(bytes: &'b [u8], ends: &[u32], n: KeyNo) -> &'b [u8] {
+    let n = n as usize;
+    let start = if n == 0 { 0 } else { ends[n - 1] as usize };
+    &bytes[start..ends[n] as usize]
 }
 
 fn key_hash(key: &[u8]) -> u64 {
-    partmap::ids::fnv1a(partmap::ids::FNV_OFFSET, key)
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(key);
+    h.finish()
 }
 
 impl<'a> Keys<'a> {
     /// The number of `key`, numbering it if it is new.
     pub fn intern(&mut self, key: &'a Key) -> KeyNo {
-        let names = &mut self.names;
+        let (bytes, ends) = (&self.bytes, &self.ends);
         let hash = key_hash(key);
-        match self.table.entry(hash, |n| names[*n as usize] == key, |n| key_hash(names[*n as usize])) {
+        match self.table.entry(hash, |n| slot(bytes, ends, *n) == key.as_slice(), |n| key_hash(slot(bytes, ends, *n))) {
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
-                let n = names.len() as KeyNo;
-                names.push(key);
+                let n = self.names.len() as KeyNo;
+                self.names.push(key);
+                self.bytes.extend_from_slice(key);
+                self.ends.push(self.bytes.len() as u32);
                 e.insert(n);
                 n
             }
@@ -57,7 +75,13 @@ impl<'a> Keys<'a> {
 
     /// The number of `key`, if it has one.
     pub fn get(&self, key: &[u8]) -> Option<KeyNo> {
-        self.table.find(key_hash(key), |n| self.names[*n as usize].as_slice() == key).copied()
+        self.table.find(key_hash(key), |n| self.bytes_of(*n) == key).copied()
+    }
+
+    /// The bytes of the key numbered `n` (the same as [`Keys::name`]'s, from this table's own
+    /// copy).
+    pub fn bytes_of(&self, n: KeyNo) -> &[u8] {
+        slot(&self.bytes, &self.ends, n)
     }
 
     /// The key numbered `n`.
@@ -80,7 +104,7 @@ impl<'a> Keys<'a> {
     pub fn sorted(&self) -> Pooled<Vec<KeyNo>> {
         let mut order: Pooled<Vec<KeyNo>> = Pooled::take();
         order.extend(0..self.names.len() as KeyNo);
-        order.sort_unstable_by(|a, b| self.names[*a as usize].cmp(self.names[*b as usize]));
+        order.sort_unstable_by(|a, b| self.bytes_of(*a).cmp(self.bytes_of(*b)));
         order
     }
 }
@@ -196,7 +220,7 @@ pub struct Clients<'a> {
     /// starts over (its earlier completion forgotten); one completed before any invocation is
     /// numbered with `invoked` false (and listed in `orphans`).
     pub appends: Pooled<Vec<Append>>,
-    numbers: Pooled<FnvHashMap<OpId, OpNo>>,
+    numbers: Pooled<FxHashMap<OpId, OpNo>>,
     /// Invoked appends per key, in id order.
     pub by_key: PerKey<OpNo>,
     /// Acknowledged appends per key (the completion's key): (completion time, number), in
@@ -207,6 +231,9 @@ pub struct Clients<'a> {
     pub orphans: Vec<(OpId, KeyNo)>,
     /// Successful reads, in history order.
     pub reads: Pooled<Vec<Read>>,
+    /// The key number of every `admit` and strong `read_served` event, in history order
+    /// (`single_writer` reads them with those events instead of looking each key up again).
+    pub served: Pooled<Vec<KeyNo>>,
 }
 
 impl<'a> Clients<'a> {
@@ -214,11 +241,12 @@ impl<'a> Clients<'a> {
     pub fn of(events: &'a [Event]) -> Clients<'a> {
         let mut keys = Keys::default();
         let mut appends: Pooled<Vec<Append>> = Pooled::take();
-        let mut numbers: Pooled<FnvHashMap<OpId, OpNo>> = Pooled::take();
+        let mut numbers: Pooled<FxHashMap<OpId, OpNo>> = Pooled::take();
         let mut orphans = Vec::new();
         let mut reads: Pooled<Vec<Read>> = Pooled::take();
         let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
-        let mut read_invoked: Pooled<FnvHashMap<OpId, (u64, u64)>> = Pooled::take();
+        let mut read_invoked: Pooled<FxHashMap<OpId, (u64, u64)>> = Pooled::take();
+        let mut served: Pooled<Vec<KeyNo>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
@@ -255,17 +283,22 @@ impl<'a> Clients<'a> {
                     reads.push(Read { id: *id, key_no: keys.intern(key), invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
                 }
                 What::Sys(Sys::Admit { key, .. } | Sys::ReadServed { key, bounded: false, .. }) => {
-                    keys.intern(key);
+                    served.push(keys.intern(key));
                 }
                 _ => {}
             }
         }
         let mut by_key: Pooled<Vec<(KeyNo, OpNo)>> = Pooled::take();
         by_key.extend(appends.iter().enumerate().filter(|(_, op)| op.invoked).map(|(n, op)| (op.key_no, n as OpNo)));
-        by_key.sort_unstable_by_key(|(k, n)| (*k, appends[*n as usize].id));
-        let by_key_grouped = PerKey::of(keys.len(), &by_key);
+        // Grouped by key, then each key's few appends sorted by id (ids are distinct: one
+        // number each), rather than one sort of them all.
+        let mut by_key_grouped = PerKey::of(keys.len(), &by_key);
+        for k in 0..keys.len() as KeyNo {
+            let span = by_key_grouped.span(k);
+            by_key_grouped.items[span].sort_unstable_by_key(|n| appends[*n as usize].id);
+        }
         let acked_grouped = PerKey::of(keys.len(), &acked);
-        Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads }
+        Clients { keys, appends, numbers, by_key: by_key_grouped, acked: acked_grouped, orphans, reads, served }
     }
 
     /// The number of append id `id`, if the history names it.
@@ -407,24 +440,82 @@ impl<'a> Finals<'a> {
     /// Parse `bytes` into the next parse number.
     fn parse(&mut self, bytes: &'a [u8], clients: &Clients<'a>) -> u32 {
         let (r0, p0) = (self.ids.len(), self.prefixes.len());
-        let error = match parse_content(bytes) {
-            Err(e) => Some(e),
-            Ok(ids) => {
-                self.prefixes.push((0, content_hash(&[])));
-                let (mut end, mut hash) = (0usize, ContentHasher::new());
-                for piece in ids.iter().zip(bytes.split_inclusive(|b| *b == b';')).map(|(_, piece)| piece) {
-                    end += piece.len();
-                    hash.extend(piece);
-                    self.prefixes.push((end as u64, hash.finish()));
+        let error = if self.parse_records(bytes, clients) {
+            None
+        } else {
+            // Not of the plain shape: drop what the one pass pushed; the general parse reads
+            // the content or words its error.
+            self.ids.truncate(r0);
+            self.ops.truncate(r0);
+            self.prefixes.truncate(p0);
+            match parse_content(bytes) {
+                Err(e) => Some(e),
+                Ok(ids) => {
+                    self.prefixes.push((0, content_hash(&[])));
+                    let (mut end, mut hash) = (0usize, ContentHasher::new());
+                    for piece in ids.iter().zip(bytes.split_inclusive(|b| *b == b';')).map(|(_, piece)| piece) {
+                        end += piece.len();
+                        hash.extend(piece);
+                        self.prefixes.push((end as u64, hash.finish()));
+                    }
+                    self.ops.extend(ids.iter().map(|id| clients.number(id).unwrap_or(NONE)));
+                    self.ids.extend(ids);
+                    None
                 }
-                self.ops.extend(ids.iter().map(|id| clients.number(id).unwrap_or(NONE)));
-                self.ids.extend(ids);
-                None
             }
         };
         self.parsed.push(Parsed { records: r0..self.ids.len(), prefixes: p0..self.prefixes.len(), error });
         self.bytes.push(bytes);
         (self.parsed.len() - 1) as u32
+    }
+
+    /// One pass over `bytes` for a content made only of well-formed records, as
+    /// [`parse_content`] reads them (`c<client>.<seq>`, any `-` padding, each record ended by
+    /// `;`, the last one's `;` optional): pushes each record's id, append number and prefix,
+    /// with no allocation. `false` at the first byte of any other shape (what was pushed is
+    /// then dropped by the caller, and [`parse_content`] parses the content or words its error).
+    fn parse_records(&mut self, bytes: &[u8], clients: &Clients<'a>) -> bool {
+        /// The decimal number at `bytes[*i..]` (at least one digit, no overflow), moving `i`
+        /// past it.
+        fn digits(bytes: &[u8], i: &mut usize) -> Option<u64> {
+            let start = *i;
+            let mut v: u64 = 0;
+            while let Some(d) = bytes.get(*i).filter(|b| b.is_ascii_digit()) {
+                v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+                *i += 1;
+            }
+            (*i > start).then_some(v)
+        }
+        self.prefixes.push((0, content_hash(&[])));
+        let mut hash = ContentHasher::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            let start = i;
+            if bytes[i] != b'c' {
+                return false;
+            }
+            i += 1;
+            let Some(client) = digits(bytes, &mut i).and_then(|c| u32::try_from(c).ok()) else { return false };
+            if bytes.get(i) != Some(&b'.') {
+                return false;
+            }
+            i += 1;
+            let Some(seq) = digits(bytes, &mut i) else { return false };
+            while bytes.get(i) == Some(&b'-') {
+                i += 1;
+            }
+            match bytes.get(i) {
+                Some(b';') => i += 1,
+                None => {}
+                Some(_) => return false,
+            }
+            hash.extend(&bytes[start..i]);
+            self.prefixes.push((i as u64, hash.finish()));
+            let id = OpId { client, seq };
+            self.ids.push(id);
+            self.ops.push(clients.number(&id).unwrap_or(NONE));
+        }
+        true
     }
 
     fn content(&self, p: u32) -> Result<KeyContent<'_>, &str> {
@@ -507,9 +598,13 @@ fn changed<'p, 'a, K: Ord, V: PartialEq>(prev: &'p BTreeMap<K, V>, next: &'a BTr
 impl<'a> MapDiff<'a> {
     /// What `next` changed against `prev` (`None`: `next` is the first map of its sequence).
     pub fn between(prev: Option<&PartitionMap>, next: &'a PartitionMap) -> MapDiff<'a> {
+        let mut d = MapDiff { tiling_changed: prev.is_none_or(|p| p.version == 0), ..MapDiff::default() };
+        if prev.is_some_and(|p| std::ptr::eq(p, next)) {
+            // The very same copy: nothing changed.
+            return d;
+        }
         let empty = PartitionMap::default();
         let old = prev.unwrap_or(&empty);
-        let mut d = MapDiff { tiling_changed: prev.is_none_or(|p| p.version == 0), ..MapDiff::default() };
         let retired = |r: &RangeRow| r.state == RangeState::Retired;
         let mut tiling_changed = false;
         d.rows_removed = changed(&old.rows, &next.rows, |before, row| {
@@ -544,7 +639,7 @@ pub struct Maps<'a> {
     /// One step per `map_commit` and `map_restored` event, in history order.
     pub steps: Vec<MapStep<'a>>,
     /// The first step of each map copy (by address: versions are shared copies).
-    by_copy: HashMap<*const PartitionMap, usize>,
+    by_copy: FxHashMap<*const PartitionMap, usize>,
 }
 
 impl<'a> Maps<'a> {
@@ -560,7 +655,7 @@ impl<'a> Maps<'a> {
             let diff = MapDiff::between(steps.last().map(|s| s.map), map);
             steps.push(MapStep { t_us: ev.t_us, map, restored, diff });
         }
-        let mut by_copy = HashMap::with_capacity(steps.len());
+        let mut by_copy = FxHashMap::with_capacity_and_hasher(steps.len(), Default::default());
         for (i, s) in steps.iter().enumerate() {
             by_copy.entry(s.map as *const PartitionMap).or_insert(i);
         }
@@ -604,6 +699,10 @@ mod tests {
         // Same map: nothing changed.
         let same = MapDiff::between(Some(&a), &a);
         assert!(same.rows.is_empty() && !same.tiling_changed && !same.rows_removed && same.transfers.is_empty());
+        // An equal copy (walked row by row): nothing changed either.
+        let copy = a.clone();
+        let same = MapDiff::between(Some(&a), &copy);
+        assert!(same.rows.is_empty() && !same.tiling_changed && !same.rows_removed && same.transfers.is_empty());
         // A new owner and epoch for r2 (a failover): r2 only, bounds as before.
         let b = map_of(2, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k5", None, 3, 3, "preparing")]);
         let d = MapDiff::between(Some(&a), &b);
@@ -627,6 +726,30 @@ mod tests {
         let empty = PartitionMap::default();
         let v1 = PartitionMap { version: 1, ..PartitionMap::default() };
         assert!(MapDiff::between(Some(&empty), &v1).tiling_changed);
+    }
+
+    /// The one-pass parse of plain contents gives what the general parse gives (ids, prefixes),
+    /// and a content of any other shape still gets the general parse's result or error.
+    #[test]
+    fn finals_parse_plain_and_other_contents_alike() {
+        let events: [Event; 0] = [];
+        let clients = Clients::of(&events);
+        let contents: Vec<&[u8]> = vec![b"", b"c1.2;", b"c1.2;c3.40--;c01.7-", b"c+1.2;", b"c1.2;;", b"c1.2-3;", b"x;", b"c4294967296.1;", b"c1.18446744073709551616;", b"c1.2;c", b"c1.;"];
+        for bytes in contents {
+            let mut f = Finals { parsed: Pooled::take(), bytes: Vec::new(), ids: Pooled::take(), ops: Pooled::take(), prefixes: Pooled::take(), views: Vec::new(), order: Pooled::take() };
+            let p = f.parse(bytes, &clients);
+            let got = f.content(p).map(|c| (c.ids.to_vec(), c.prefixes.to_vec())).map_err(str::to_string);
+            let want = parse_content(bytes).map(|ids| {
+                let mut prefixes = vec![(0, content_hash(&[]))];
+                let mut end = 0;
+                for piece in bytes.split_inclusive(|b| *b == b';').take(ids.len()) {
+                    end += piece.len();
+                    prefixes.push((end as u64, content_hash(&bytes[..end])));
+                }
+                (ids, prefixes)
+            });
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(bytes));
+        }
     }
 
     /// One step per map event, in history order, each diffed against the step before.

@@ -29,7 +29,7 @@ use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
 use super::index::{Clients, KeyNo, Keys, MapStep, Maps};
 use super::pool::Pooled;
-use std::collections::BTreeMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// One effect at the store, as the checker keeps it (borrowing its key from the history).
 struct Effect<'a> {
@@ -52,6 +52,9 @@ struct Activation {
     epoch: u64,
     t_us: u64,
 }
+
+/// An append on its way, as `(range or stream, client, seq)`.
+type Pending = (u64, u32, u64);
 
 /// Whether `key` falls in `[start, end)` (`end` `None` = unbounded).
 pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
@@ -81,7 +84,7 @@ impl<'k, 'a> Ranks<'k, 'a> {
 
     /// The ranks of the keys `bounds` holds, as `lo..hi`.
     fn span(&self, bounds: &(Key, Option<Key>)) -> (u32, u32) {
-        let below = |b: &[u8]| self.order.partition_point(|k| self.keys.name(*k).as_slice() < b) as u32;
+        let below = |b: &[u8]| self.order.partition_point(|k| self.keys.bytes_of(*k) < b) as u32;
         (below(&bounds.0), bounds.1.as_ref().map_or(self.order.len() as u32, |e| below(e)))
     }
 }
@@ -90,9 +93,9 @@ impl<'k, 'a> Ranks<'k, 'a> {
 #[derive(Default)]
 struct Bounds {
     /// Range id -> its bounds.
-    of: BTreeMap<u64, (Key, Option<Key>)>,
+    of: FxHashMap<u64, (Key, Option<Key>)>,
     /// Range id -> its slot in `spans`.
-    slot: fnv::FnvHashMap<u64, u32>,
+    slot: FxHashMap<u64, u32>,
     /// Per slot: the range id and the span of key ranks its current bounds hold.
     spans: Vec<(u64, u32, u32)>,
     /// The slot of every range whose bounds changed, in order.
@@ -104,7 +107,7 @@ struct Bounds {
 /// merges. Only what the map changed against the previous one is read: the rest was recorded
 /// from that one, identically (issue 13). Every range whose bounds change goes to the log of
 /// `bounds`.
-fn note_grants(step: &MapStep<'_>, owner_of: &mut BTreeMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>) -> Result<(), Violation> {
+fn note_grants(step: &MapStep<'_>, owner_of: &mut FxHashMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>) -> Result<(), Violation> {
     let (version, t_us) = (step.map.version, step.t_us);
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
@@ -180,38 +183,44 @@ impl Covering {
 /// Check every clause. Errors: the first violation, with both sides.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
     let clients = Clients::of(events);
-    check_indexed(events, &Maps::of(events), &clients.keys, &clients.keys.sorted())
+    check_indexed(events, &Maps::of(events), &clients.keys, &clients.served, &clients.keys.sorted())
 }
 
 /// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`)
 /// and its keys numbered once: `keys` numbers every key a server admits an append to or
-/// answers a strong read of ([`Clients::of`] of `events` does), `order` is every key number of
-/// `keys` in key order ([`Keys::sorted`]).
-pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: &[KeyNo]) -> Result<(), Violation> {
+/// answers a strong read of, `served` is the key number of each such `admit` and strong
+/// `read_served` event in history order (both as [`Clients::of`] of `events` makes them),
+/// `order` is every key number of `keys` in key order ([`Keys::sorted`]).
+pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served: &[KeyNo], order: &[KeyNo]) -> Result<(), Violation> {
     let ranks = Ranks::of(keys, order);
     let mut steps = maps.steps.iter();
+    // Every map below is keyed by ids and only looked up, never iterated in an order that
+    // reaches a finding (FxHash: deterministic, no order leak); where a finding picks one of
+    // several entries it takes the least key, as an ordered map's first would be.
     // (range, epoch) -> owner, from the map (announced and restored versions).
-    let mut owner_of: BTreeMap<(u64, u64), u32> = BTreeMap::new();
+    let mut owner_of: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut bounds = Bounds::default();
-    // stream -> offset -> effect
-    let mut streams: BTreeMap<u64, BTreeMap<u64, Effect>> = BTreeMap::new();
-    let mut activations: BTreeMap<u64, Activation> = BTreeMap::new();
+    // stream -> (offset, effect), in history order (sorted by offset at the end, the last
+    // effect at an offset kept, as an offset -> effect map would keep it).
+    let mut streams: FxHashMap<u64, Vec<(u64, Effect)>> = FxHashMap::default();
+    let mut activations: FxHashMap<u64, Activation> = FxHashMap::default();
     // stream -> fences as (sealed length, epoch, time)
-    let mut fences: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    let mut fences: FxHashMap<u64, Vec<(u64, u64, u64)>> = FxHashMap::default();
     // stream -> the newest activation (epoch, server, time, stream records loaded), for clause 5
-    let mut newest: BTreeMap<u64, (u64, u32, u64, u64)> = BTreeMap::new();
+    let mut newest: FxHashMap<u64, (u64, u32, u64, u64)> = FxHashMap::default();
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
-    let mut open: BTreeMap<(u64, u32, u64), (u32, u64, u64)> = BTreeMap::new();
-    let mut landed: Pooled<fnv::FnvHashSet<(u64, u32, u64)>> = Pooled::take();
+    let mut open: Pooled<FxHashMap<Pending, (u32, u64, u64)>> = Pooled::take();
+    let mut landed: Pooled<FxHashSet<Pending>> = Pooled::take();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
-    let mut expired: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     // server -> its newest session (from its renewals and registrations).
-    let mut current_session: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut current_session: FxHashMap<u32, u64> = FxHashMap::default();
     // Key number -> the ranges whose bounds hold it (kept up to date from the log of bound
     // changes), so an admission looks up its key's few ranges instead of testing every one.
     let mut covering: Pooled<Vec<Covering>> = Pooled::take();
     covering.resize_with(keys.len(), Covering::default);
+    let mut served = served.iter();
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
@@ -230,7 +239,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
             }
             Sys::Drained { server, range, epoch, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
-                let pending = open.range((range, 0, 0)..=(range, u32::MAX, u64::MAX)).find(|(_, (s, e, _))| *s == server && *e == epoch);
+                // The pending append of least (client, seq).
+                let pending = open.iter().filter(|((r, _, _), (s, e, _))| *r == range && *s == server && *e == epoch).min_by_key(|(k, _)| **k);
                 if let Some(((_, client, seq), (_, _, t_admit))) = pending {
                     return Err(Violation::new(format!(
                         "server-{server} reported r{range} drained at epoch {epoch} at {} while c{client}.{seq}, admitted at {}, had neither landed nor been refused at the store",
@@ -283,7 +293,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
-                let k = keys.get(key).expect("Clients::of numbers every admitted or strongly read key");
+                let k = *served.next().expect("Clients::of numbers every admitted or strongly read key");
+                debug_assert_eq!(keys.name(k), key, "the served keys follow the history");
                 let cover = &mut covering[k as usize];
                 cover.update(ranks.rank[k as usize], &bounds);
                 for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
@@ -337,14 +348,33 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, order: 
                     }
                     None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", what(), secs(ev.t_us))))),
                 }
-                streams.entry(stream).or_default().insert(offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id });
+                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id }));
             }
             _ => {}
         }
     }
-    for (stream, effects) in &streams {
+    // Streams in id order, each one's effects in offset order (the last effect at an offset
+    // kept). The history lands them nearly in offset order: the stable sort is about linear.
+    let mut ids: Vec<u64> = streams.keys().copied().collect();
+    ids.sort_unstable();
+    for stream in &ids {
+        let effects = streams.get_mut(stream).expect("a stream listed");
+        effects.sort_by_key(|(offset, _)| *offset);
+        // `dedup_by` removes the later of two equal offsets: move it into the earlier's place
+        // first, so the later effect is the one kept.
+        effects.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(later, earlier);
+            }
+            same
+        });
+    }
+    for stream in &ids {
+        let effects = &streams[stream];
         for &(length, fence, t_fence) in fences.get(stream).map_or(&[][..], |v| v.as_slice()) {
-            if let Some((offset, e)) = effects.range(length..).find(|(_, e)| e.epoch < fence) {
+            let past = effects.partition_point(|(offset, _)| *offset < length);
+            if let Some((offset, e)) = effects[past..].iter().find(|(_, e)| e.epoch < fence) {
                 return Err(Violation::new(format!(
                     "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
                     e.what(), e.server, e.epoch, secs(e.t_us), secs(t_fence)
@@ -527,6 +557,26 @@ mod tests {
         // r2 activated by server-2: now k1 too.
         k1.insert(6, act(4, 2, 2, 2));
         assert!(check(&k1).unwrap_err().contains("over key k1"));
+    }
+
+    /// A later effect at an offset stands for that offset (the stream as the store last wrote
+    /// it): here it is the newer epoch, and the next offset's older one goes down from it.
+    #[test]
+    fn single_writer_judges_the_last_effect_at_an_offset() {
+        let evs = vec![row(1, 1, 1), row(1, 2, 2), effect(0, 1, 1), effect(0, 2, 2), effect(1, 1, 1)];
+        let err = check(&evs).unwrap_err();
+        assert!(err.contains("epochs go down: offset 0 = c1.7 on key k1 by server-2 at epoch 2"), "{err}");
+        check(&[row(1, 1, 1), row(1, 2, 2), effect(0, 2, 2), effect(0, 1, 1), effect(1, 1, 1)]).unwrap();
+    }
+
+    /// Of several appends still on their way when a drain is reported, the one cited is the
+    /// least by (client, seq), whatever order they were admitted in.
+    #[test]
+    fn single_writer_cites_the_least_pending_append_of_a_drain() {
+        let admit = |t_us: u64, client: u32, seq: u64| at(t_us, Sys::Admit { server: ServerId(1), session: 1, range: RangeId(1), epoch: Epoch(1), key: b"k1".to_vec(), id: OpId { client, seq } });
+        let evs = vec![row(1, 1, 1), activated(1, 1, 1, 0), admit(2, 2, 1), admit(3, 1, 9), admit(4, 1, 8), drained(5, 1, 1)];
+        let err = check(&evs).unwrap_err();
+        assert!(err.contains("while c1.8, admitted at 0.000004s"), "{err}");
     }
 
     #[test]
