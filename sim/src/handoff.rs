@@ -151,7 +151,7 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
 /// event and filtered whole per handoff (issue 13).
 #[derive(Default)]
 struct KeyTimes<'a> {
-    number: fnv::FnvHashMap<&'a [u8], u32>,
+    number: rustc_hash::FxHashMap<&'a [u8], u32>,
     names: Vec<&'a [u8]>,
     acked: Vec<Vec<u64>>,
     invoked: Vec<Vec<u64>>,
