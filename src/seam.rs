@@ -930,6 +930,29 @@ mod tests {
         }).build();
     }
 
+    /// Run `rt` for `run_for` with `renewing_node` at b = 10.9.0.2 and `calling_node` at
+    /// 10.9.0.1 running `body(rpc, b, out)` (after `setup`, inside the runtime); returns what
+    /// `body` pushed to `out`.
+    fn against_renewing_node<T, F, Fut>(rt: madsim::runtime::Runtime, setup: impl FnOnce(), run_for: Duration, body: F) -> Vec<T>
+    where
+        T: Clone + Send + 'static,
+        F: Fn(Rc<Rpc>, SocketAddr, Arc<Mutex<Vec<T>>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let took = Arc::new(Mutex::new(Vec::new()));
+        let out = took.clone();
+        rt.block_on(async move {
+            setup();
+            let h = madsim::runtime::Handle::current();
+            let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
+            renewing_node(&h, b);
+            calling_node(&h, a, move |rpc| body(rpc, b, out.clone()));
+            madsim::time::sleep(run_for).await;
+        });
+        let took = took.lock().unwrap().clone();
+        took
+    }
+
     /// The madsim patch (`vendor/madsim`, PATCHES.md): a message costs its latency draw and its
     /// link time, not a further millisecond on each of send and receive, and a node takes in
     /// requests that arrive together at once, not one per millisecond. Unpatched, ten requests
@@ -939,29 +962,17 @@ mod tests {
         let mut cfg = madsim::Config::default();
         cfg.net.send_latency = Duration::from_millis(2)..Duration::from_micros(2001);
         let rt = madsim::runtime::Runtime::with_seed_and_config(1, cfg);
-        let took = Arc::new(Mutex::new(Vec::new()));
-        let out = took.clone();
-        rt.block_on(async move {
-            let h = madsim::runtime::Handle::current();
-            let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
-            renewing_node(&h, b);
-            calling_node(&h, a, move |rpc| {
-                let out = out.clone();
-                async move {
-                    let t0 = now_us();
-                    let calls: Vec<_> = (0..10u32).map(|i| {
-                        let rpc = rpc.clone();
-                        spawn(async move { rpc.call(b, Msg::RenewSession { server: crate::ids::ServerId(i), session: 1 }, 1_000).await.map(|_| now_us()) })
-                    }).collect();
-                    for c in calls {
-                        let at = c.await.unwrap().expect("answered");
-                        out.lock().unwrap().push(at - t0);
-                    }
-                }
-            });
-            madsim::time::sleep(Duration::from_millis(100)).await;
+        let took = against_renewing_node(rt, || {}, Duration::from_millis(100), |rpc, b, out| async move {
+            let t0 = now_us();
+            let calls: Vec<_> = (0..10u32).map(|i| {
+                let rpc = rpc.clone();
+                spawn(async move { rpc.call(b, Msg::RenewSession { server: crate::ids::ServerId(i), session: 1 }, 1_000).await.map(|_| now_us()) })
+            }).collect();
+            for c in calls {
+                let at = c.await.unwrap().expect("answered");
+                out.lock().unwrap().push(at - t0);
+            }
         });
-        let took = took.lock().unwrap().clone();
         assert_eq!(took.len(), 10, "every call answered: {took:?}");
         assert!(took.iter().all(|us| (4_000..4_100).contains(us)), "each round trip is two 2 ms latencies: {took:?} us");
     }
@@ -1065,30 +1076,16 @@ mod tests {
     fn buggify_still_delays_some_messages_by_seconds() {
         for on in [false, true] {
             let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
-            let took = Arc::new(Mutex::new(Vec::new()));
-            let out = took.clone();
-            rt.block_on(async move {
-                if on {
-                    madsim::buggify::enable();
+            let buggify = move || if on { madsim::buggify::enable() };
+            let took = against_renewing_node(rt, buggify, Duration::from_secs(700), |rpc, b, out| async move {
+                // A bind, too, may wait 1 to 5 s under buggify: call once both listen.
+                sleep_ms(6_000).await;
+                for i in 0..20u32 {
+                    let t0 = now_us();
+                    let answer = rpc.call(b, Msg::RenewSession { server: crate::ids::ServerId(i), session: 1 }, 30_000).await;
+                    out.lock().unwrap().push((answer.is_ok(), now_us() - t0));
                 }
-                let h = madsim::runtime::Handle::current();
-                let (a, b): (SocketAddr, SocketAddr) = ("10.9.0.1:1".parse().unwrap(), "10.9.0.2:1".parse().unwrap());
-                renewing_node(&h, b);
-                calling_node(&h, a, move |rpc| {
-                    let out = out.clone();
-                    async move {
-                        // A bind, too, may wait 1 to 5 s under buggify: call once both listen.
-                        sleep_ms(6_000).await;
-                        for i in 0..20u32 {
-                            let t0 = now_us();
-                            let answer = rpc.call(b, Msg::RenewSession { server: crate::ids::ServerId(i), session: 1 }, 30_000).await;
-                            out.lock().unwrap().push((answer.is_ok(), now_us() - t0));
-                        }
-                    }
-                });
-                madsim::time::sleep(Duration::from_secs(700)).await;
             });
-            let took = took.lock().unwrap().clone();
             assert_eq!(took.len(), 20, "buggify {on}: every call ended: {took:?}");
             assert!(took.iter().all(|&(ok, _)| ok), "buggify {on}: every call answered: {took:?}");
             let slow = took.iter().filter(|&&(_, us)| us >= 1_000_000).count();

@@ -382,8 +382,13 @@ thread_local! {
     static CHECKER_CPU_BY_VIEW: std::cell::RefCell<BTreeMap<(&'static str, &'static str), u64>> = const { std::cell::RefCell::new(BTreeMap::new()) };
 }
 
-fn add_checker_cpu(property: &'static str, view: &'static str, ns: u64) {
+/// Run `f` and add its thread CPU time to `(property, view)`'s total ([`checker_cpu_by_view`]).
+fn checker_timed<T>(property: &'static str, view: &'static str, f: impl FnOnce() -> T) -> T {
+    let from = crate::bench::thread_cpu_ns();
+    let out = f();
+    let ns = crate::bench::thread_cpu_ns() - from;
     CHECKER_CPU_BY_VIEW.with(|m| *m.borrow_mut().entry((property, view)).or_default() += ns);
+    out
 }
 
 /// CPU time (ns) this thread has spent in each checker's view so far, by (property, view);
@@ -533,21 +538,17 @@ pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stor
 pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
     // Each view's CPU time goes to `checker_cpu_by_view` (the harness's bench reads it).
     let timed = |property: &'static str, view: &'static str, finding: &mut dyn FnMut() -> Result<(), check::Violation>| {
-        let from = crate::bench::thread_cpu_ns();
-        let v = View::of(property, view, finding());
-        add_checker_cpu(property, view, crate::bench::thread_cpu_ns() - from);
-        v
+        checker_timed(property, view, || View::of(property, view, finding()))
     };
-    let from = crate::bench::thread_cpu_ns();
     // The clients' operations and each key's final content, indexed once for both checkers
     // and both views (every key numbered once).
-    let mut clients = check::index::Clients::of(events);
-    let finals = check::index::Finals::of(&[served, stored], &mut clients);
-    add_checker_cpu("index", "clients and final contents", crate::bench::thread_cpu_ns() - from);
+    let (clients, finals) = checker_timed("index", "clients and final contents", || {
+        let mut clients = check::index::Clients::of(events);
+        let finals = check::index::Finals::of(&[served, stored], &mut clients);
+        (clients, finals)
+    });
     // The announced maps, each diffed against the one before once, for both map checkers.
-    let from = crate::bench::thread_cpu_ns();
-    let maps = check::index::Maps::of(events);
-    add_checker_cpu("index", "map diffs", crate::bench::thread_cpu_ns() - from);
+    let maps = checker_timed("index", "map diffs", || check::index::Maps::of(events));
     // The keys the final reads answered; one they could not read fails liveness, not this.
     let read = |k: check::index::KeyNo| finals.view(0).contains(k);
     // A key the served view judged sound, on the same bytes as the stored view, would pass the
@@ -571,9 +572,8 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
         timed("manager_exclusive", "durable", &mut || check::manager_exclusive::check_durable(durable)),
         timed("manager_exclusive", "announced", &mut || check::manager_exclusive::check(events)),
     ];
-    let from = crate::bench::thread_cpu_ns();
-    let disagreement = check::no_lost_append::disagreement_indexed(&finals, &clients.keys).map(|d| format!("the served and stored views disagree: {d}"));
-    add_checker_cpu("no_lost_append", "agreement", crate::bench::thread_cpu_ns() - from);
+    let disagreement = checker_timed("no_lost_append", "agreement", || check::no_lost_append::disagreement_indexed(&finals, &clients.keys));
+    let disagreement = disagreement.map(|d| format!("the served and stored views disagree: {d}"));
     views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });
     views
 }

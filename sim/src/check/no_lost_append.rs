@@ -167,11 +167,16 @@ pub fn disagreement(served: &Content, stored: &Content) -> Option<String> {
     for key in served.keys() {
         let (a, b) = (served.get(key).unwrap_or(&empty), stored.get(key).unwrap_or(&empty));
         if a != b {
-            let count = |c: &[u8]| parse_content(c).map_or(0, |v| v.len());
-            return Some(format!("key {}: the live system serves {} records, the store's streams hold {}", show_key(key), count(a), count(b)));
+            return Some(differ(key, a, b));
         }
     }
     None
+}
+
+/// The words for `key`'s served content `a` differing from its stored content `b`.
+fn differ(key: &[u8], a: &[u8], b: &[u8]) -> String {
+    let count = |c: &[u8]| parse_content(c).map_or(0, |v| v.len());
+    format!("key {}: the live system serves {} records, the store's streams hold {}", show_key(key), count(a), count(b))
 }
 
 /// [`disagreement`] over the final contents parsed once (`finals`, [`Finals::of`] of
@@ -185,8 +190,7 @@ pub fn disagreement_indexed(finals: &Finals<'_>, keys: &Keys<'_>) -> Option<Stri
         }
         let (a, b) = (served.bytes(k).unwrap_or(&[]), stored.bytes(k).unwrap_or(&[]));
         if a != b {
-            let count = |c: &[u8]| parse_content(c).map_or(0, |v| v.len());
-            return Some(format!("key {}: the live system serves {} records, the store's streams hold {}", show_key(keys.name(k)), count(a), count(b)));
+            return Some(differ(keys.name(k), a, b));
         }
     }
     None
