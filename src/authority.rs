@@ -25,7 +25,7 @@
 use crate::config::{Knobs, Mutation};
 use crate::event::{reshape_outcomes, Event, Restored};
 use crate::ids::ServerId;
-use crate::map::{MapOp, PartitionMap, RangeState, SharedMap};
+use crate::map::{MapOp, PartitionMap, SharedMap};
 use crate::msg::{Msg, SessionView};
 use std::collections::BTreeMap;
 
@@ -444,7 +444,7 @@ impl AuthorityCore {
         let r = self.map.reshapes.get(first).filter(|_| self.mutated(Mutation::RetireParentsFirst))?;
         let mut half = PartitionMap::clone(&self.map);
         for (p, _) in &r.parents {
-            half.rows.get_mut(p)?.state = RangeState::Retired;
+            half.rows.retire(p, 0)?;
         }
         half.version += 1;
         Some(SharedMap::new(half))

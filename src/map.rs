@@ -386,6 +386,132 @@ impl fmt::Display for MapError {
     }
 }
 
+/// The rows of a map, by range id: the live rows (any state but [`RangeState::Retired`]) and the
+/// retired ones (the lineage of splits and merges), kept apart (issue 13).
+///
+/// A retired row never changes again, and retired rows pile up as a run splits and merges, while
+/// the live rows stay about as many as the ranges. So the retired rows are one copy shared by
+/// every version that has the same ones (a new version copies the live rows and shares the
+/// lineage; a commit that retires rows copies the lineage once), and whatever walks the live
+/// rows (the lookup, the manager's plan, the tiling check, a diff of two versions) costs the
+/// number of ranges, not the length of the run. [`Rows::get`] and [`Rows::values`] still see
+/// every row, in id order, as one table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rows {
+    live: BTreeMap<RangeId, RangeRow>,
+    retired: std::sync::Arc<BTreeMap<RangeId, RangeRow>>,
+    /// The retired rows' start and end keys, bytes in all (kept as they retire: they never
+    /// change again).
+    retired_key_bytes: u64,
+}
+
+impl Rows {
+    /// The row of `id`, live or retired.
+    pub fn get(&self, id: &RangeId) -> Option<&RangeRow> {
+        self.live.get(id).or_else(|| self.retired.get(id))
+    }
+
+    /// The live row of `id`, to change (a retired row never changes: see [`Rows::retire`]).
+    pub fn get_mut(&mut self, id: &RangeId) -> Option<&mut RangeRow> {
+        self.live.get_mut(id)
+    }
+
+    /// Put `row` under `id`, among the retired rows if its state is `Retired`, else among the
+    /// live ones (replacing a row of that id in either).
+    pub fn insert(&mut self, id: RangeId, row: RangeRow) {
+        if self.retired.contains_key(&id) {
+            let old = std::sync::Arc::make_mut(&mut self.retired).remove(&id).expect("present");
+            self.retired_key_bytes -= key_bytes(&old);
+        }
+        if row.state == RangeState::Retired {
+            self.live.remove(&id);
+            self.retired_key_bytes += key_bytes(&row);
+            std::sync::Arc::make_mut(&mut self.retired).insert(id, row);
+        } else {
+            self.live.insert(id, row);
+        }
+    }
+
+    /// Retire the live row of `id`: its state becomes `Retired`, its stream sealed at `sealed`
+    /// records, and it moves to the lineage. Returns it, or `None` if `id` has no live row.
+    pub fn retire(&mut self, id: &RangeId, sealed: u64) -> Option<&RangeRow> {
+        let mut row = self.live.remove(id)?;
+        row.state = RangeState::Retired;
+        row.sealed = sealed;
+        self.retired_key_bytes += key_bytes(&row);
+        let retired = std::sync::Arc::make_mut(&mut self.retired);
+        retired.insert(*id, row);
+        retired.get(id)
+    }
+
+    /// How many rows, live and retired.
+    pub fn len(&self) -> usize {
+        self.live.len() + self.retired.len()
+    }
+
+    /// Whether there is no row at all (the map was never bootstrapped).
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty() && self.retired.is_empty()
+    }
+
+    /// Every row, live and retired, in id order.
+    pub fn values(&self) -> impl Iterator<Item = &RangeRow> + '_ {
+        let (mut a, mut b) = (self.live.values().peekable(), self.retired.values().peekable());
+        std::iter::from_fn(move || match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if y.id < x.id => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        })
+    }
+
+    /// The live rows, by id.
+    pub fn live(&self) -> &BTreeMap<RangeId, RangeRow> {
+        &self.live
+    }
+
+    /// The retired rows, by id.
+    pub fn retired(&self) -> &BTreeMap<RangeId, RangeRow> {
+        &self.retired
+    }
+
+    /// The start and end keys of the retired rows, bytes in all (what a message carrying the
+    /// map charges for them, without walking them).
+    pub fn retired_key_bytes(&self) -> u64 {
+        self.retired_key_bytes
+    }
+
+    /// Whether `self` and `other` share one copy of the retired rows (so they have the same
+    /// ones): a version that retired nothing shares its predecessor's.
+    pub fn same_lineage(&self, other: &Rows) -> bool {
+        std::sync::Arc::ptr_eq(&self.retired, &other.retired)
+    }
+}
+
+/// Hashes as the one table it stands for (`BTreeMap<RangeId, RangeRow>` of every row): a trace
+/// hash does not depend on how the rows are kept.
+impl std::hash::Hash for Rows {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.len());
+        for row in self.values() {
+            (&row.id, row).hash(state);
+        }
+    }
+}
+
+/// A row's start and end keys, bytes.
+fn key_bytes(row: &RangeRow) -> u64 {
+    (row.start.len() + row.end.as_ref().map_or(0, Vec::len)) as u64
+}
+
+impl std::ops::Index<&RangeId> for Rows {
+    type Output = RangeRow;
+
+    /// The row of `id`, live or retired. Panics if there is none.
+    fn index(&self, id: &RangeId) -> &RangeRow {
+        self.get(id).unwrap_or_else(|| panic!("no row {id}"))
+    }
+}
+
 /// The partition map: rows plus the version and the global epoch and range-id counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PartitionMap {
@@ -395,8 +521,9 @@ pub struct PartitionMap {
     pub last_epoch: u64,
     /// The last range id handed out.
     pub last_range_id: u64,
-    /// All rows, retired ones included (they are the lineage).
-    pub rows: BTreeMap<RangeId, RangeRow>,
+    /// All rows: the live ones (any state but `Retired`) and, kept apart and shared between
+    /// versions, the retired ones (the lineage).
+    pub rows: Rows,
     /// The transfer journal: planned moves in flight (or aborted, awaiting rollback), by range.
     pub transfers: BTreeMap<RangeId, Transfer>,
     /// Splits and merges in flight (or aborted, awaiting rollback), by first parent.
@@ -510,11 +637,10 @@ impl PartitionMap {
     }
 
     fn live_row(&mut self, range: RangeId) -> Result<&mut RangeRow, MapError> {
-        let row = self.rows.get_mut(&range).ok_or(MapError::UnknownRange(range))?;
-        if row.state == RangeState::Retired {
-            return Err(MapError::WrongState(range, row.state));
+        if self.rows.retired().contains_key(&range) {
+            return Err(MapError::WrongState(range, RangeState::Retired));
         }
-        Ok(row)
+        self.rows.get_mut(&range).ok_or(MapError::UnknownRange(range))
     }
 
     fn apply_one(&mut self, op: &MapOp) -> Result<(), MapError> {
@@ -608,8 +734,7 @@ impl PartitionMap {
                     if row.state != RangeState::Paused || row.epoch != *epoch {
                         return Err(MapError::WrongState(*p, row.state));
                     }
-                    row.state = RangeState::Retired;
-                    row.sealed = *len;
+                    self.rows.retire(p, *len);
                 }
                 // A request naming a retired range can no longer be carried out.
                 self.reshape_requests.retain(|first, req| !sources.contains(first) && !matches!(req, ReshapeRequest::Merge(right) if sources.contains(right)));
@@ -722,15 +847,15 @@ impl PartitionMap {
 
     /// The non-retired rows in key order.
     pub fn live_rows(&self) -> Vec<&RangeRow> {
-        let mut rows: Vec<&RangeRow> =
-            self.rows.values().filter(|r| r.state != RangeState::Retired).collect();
+        // (The filter holds only if a caller set `Retired` through `Rows::get_mut`.)
+        let mut rows: Vec<&RangeRow> = self.rows.live().values().filter(|r| r.state != RangeState::Retired).collect();
         rows.sort_by(|a, b| a.start.cmp(&b.start));
         rows
     }
 
     /// The non-retired row whose `[start, end)` holds `key`.
     pub fn lookup(&self, key: &[u8]) -> Option<&RangeRow> {
-        self.rows.values().find(|r| r.state != RangeState::Retired && r.contains(key))
+        self.rows.live().values().find(|r| r.state != RangeState::Retired && r.contains(key))
     }
 
     /// Check that the non-retired rows tile the key space. An empty map tiles trivially.
@@ -768,7 +893,8 @@ impl PartitionMap {
 
 #[cfg(test)]
 mod tests {
-    use super::{Epoch, MapError, MapOp, PartitionMap, RangeId, RangeRow, RangeState, ServerId, TransferPhase};
+    use super::{Epoch, MapError, MapOp, PartitionMap, RangeId, RangeRow, RangeState, Rows, ServerId, TransferPhase};
+    use std::collections::BTreeMap;
     use proptest::prelude::*;
 
     fn boot(points: &[&str]) -> PartitionMap {
@@ -818,7 +944,7 @@ mod tests {
     fn map_tiling_flags_a_hole_left_by_retiring_parent_early() {
         // HBASE-5986: the parent was retired before the children were visible.
         let mut map = boot(&["m"]);
-        map.rows.get_mut(&RangeId(1)).unwrap().state = RangeState::Retired;
+        map.rows.retire(&RangeId(1), 0);
         let err = map.check_tiling().unwrap_err();
         assert!(err.starts_with("gap"), "{err}");
     }
@@ -873,6 +999,47 @@ mod tests {
         assert_eq!(map.rows[&RangeId(1)].sealed, 42);
         assert!(map.live_rows().iter().filter(|r| r.sources == vec![RangeId(1)]).all(|r| r.epoch > Epoch(2) && r.born_ms == 9));
         map.check_tiling().unwrap();
+    }
+
+    /// Issue 13: the retired rows are kept apart from the live ones and shared by every version
+    /// that retired nothing; the table still reads as one, in id order, and hashes as one.
+    #[test]
+    fn map_keeps_retired_rows_apart_and_shares_them_between_versions() {
+        use std::hash::{Hash, Hasher};
+        let mut map = two_active();
+        map.apply_batch(&[MapOp::BeginSplit { range: RangeId(1), at: b"f".to_vec(), owners: [(ServerId(1), 1), (ServerId(3), 3)] }]).unwrap();
+        map.apply_batch(&[MapOp::PauseReshape { first: RangeId(1) }]).unwrap();
+        let before = map.clone();
+        map.apply_batch(&[MapOp::CommitReshape { first: RangeId(1), sealed: vec![42], born_ms: 9 }]).unwrap();
+        assert!(!map.rows.same_lineage(&before.rows), "a commit that retires copies the lineage");
+        let ids = |m: &BTreeMap<RangeId, RangeRow>| m.keys().map(|r| r.0).collect::<Vec<_>>();
+        assert_eq!((ids(map.rows.live()), ids(map.rows.retired())), (vec![2, 3, 4], vec![1]));
+        assert_eq!(map.rows.values().map(|r| r.id.0).collect::<Vec<_>>(), vec![1, 2, 3, 4], "one table, in id order");
+        assert_eq!((map.rows.len(), map.rows[&RangeId(1)].state, map.rows.retired_key_bytes()), (4, RangeState::Retired, 1));
+        assert!(map.rows.get_mut(&RangeId(1)).is_none(), "a retired row never changes");
+        // A version that retires nothing shares the lineage; an equal table hashes alike
+        // however it is kept.
+        let mut next = map.clone();
+        next.apply_batch(&[MapOp::RequestMove { range: RangeId(3), to: ServerId(2) }]).unwrap();
+        assert!(next.rows.same_lineage(&map.rows));
+        let mut flat = Rows::default();
+        let mut table = BTreeMap::new();
+        for row in next.rows.values() {
+            flat.insert(row.id, row.clone());
+            table.insert(row.id, row.clone());
+        }
+        let hash = |h: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut s = std::collections::hash_map::DefaultHasher::new();
+            h(&mut s);
+            s.finish()
+        };
+        assert_eq!(flat, next.rows);
+        assert_eq!(hash(&|s| flat.hash(s)), hash(&|s| table.hash(s)), "hashes as BTreeMap<RangeId, RangeRow>");
+        // Re-inserting a retired row as live moves it back (and its key bytes out).
+        let mut back = map.rows[&RangeId(1)].clone();
+        back.state = RangeState::Active;
+        flat.insert(RangeId(1), back);
+        assert_eq!((flat.retired().len(), flat.retired_key_bytes(), flat.live().len()), (0, 0, 4));
     }
 
     /// A merge rolled back (its parents reassigned), after which one parent splits: the old
@@ -938,7 +1105,7 @@ mod tests {
         let mut map = PartitionMap::default();
         row_at(&mut map, 1, "", None);
         row_at(&mut map, 2, "a", Some("b"));
-        map.rows.get_mut(&RangeId(2)).unwrap().state = RangeState::Retired;
+        map.rows.retire(&RangeId(2), 0);
         map.check_tiling().unwrap();
         assert_eq!(map.lookup(b"a").unwrap().id, RangeId(1), "lookup skips retired rows");
         assert_eq!(map.live_rows().len(), 1);
@@ -1205,8 +1372,8 @@ mod tests {
                     Ok(()) => {
                         prop_assert_eq!(map.version, before.version + 1);
                         prop_assert!(map.last_epoch >= before.last_epoch);
-                        for (id, old) in &before.rows {
-                            let new = &map.rows[id];
+                        for old in before.rows.values() {
+                            let (id, new) = (old.id, &map.rows[&old.id]);
                             prop_assert!(new.epoch >= old.epoch, "epoch of {} went down", id);
                             if old.state == RangeState::Retired {
                                 prop_assert_eq!(new, old);

@@ -650,8 +650,10 @@ impl Msg {
 
     /// Payload size in bytes, for the bandwidth charge.
     pub fn wire_bytes(&self) -> u64 {
+        // 48 bytes and the keys a row, live or retired.
         let map_bytes = |m: &PartitionMap| {
-            m.rows.values().map(|r| 48 + r.start.len() + r.end.as_ref().map_or(0, |e| e.len())).sum::<usize>() as u64
+            let live = m.rows.live().values().map(|r| 48 + r.start.len() + r.end.as_ref().map_or(0, |e| e.len())).sum::<usize>() as u64;
+            live + 48 * m.rows.retired().len() as u64 + m.rows.retired_key_bytes()
         };
         match self {
             Msg::Map { map } | Msg::CasResult { map, .. } => map_bytes(map),

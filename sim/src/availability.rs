@@ -65,8 +65,11 @@ fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
     for ev in events {
         match &ev.what {
             What::Sys(Sys::MapCommit { map: m, .. } | Sys::MapRestored { map: m, .. }) => {
-                for row in m.rows.values().filter(|r| r.state == RangeState::Retired) {
-                    retired_at.entry(row.id).or_insert(ev.t_us);
+                // The retired rows again only when this map has other ones than the last.
+                if map.is_none_or(|prev| !prev.rows.same_lineage(&m.rows)) {
+                    for row in m.rows.retired().values() {
+                        retired_at.entry(row.id).or_insert(ev.t_us);
+                    }
                 }
                 map = Some(m);
                 live.index(m);
@@ -120,7 +123,7 @@ impl<'m> LiveRows<'m> {
     /// Index `map`'s live rows.
     fn index(&mut self, map: &'m PartitionMap) {
         self.rows.clear();
-        self.rows.extend(map.rows.values().filter(|r| r.state != RangeState::Retired));
+        self.rows.extend(map.rows.live().values().filter(|r| r.state != RangeState::Retired));
         self.rows.sort_by(|a, b| a.start.cmp(&b.start));
         self.disjoint = self.rows.windows(2).all(|w| w[0].end.as_ref().is_some_and(|e| *e <= w[1].start));
     }

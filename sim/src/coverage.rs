@@ -81,7 +81,7 @@ pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
     for ev in events {
         match &ev.what {
             What::Sys(Sys::MapCommit { map, .. } | Sys::MapRestored { map, .. }) => {
-                preparing = map.rows.values().any(|r| r.state == RangeState::Preparing);
+                preparing = map.rows.live().values().any(|r| r.state == RangeState::Preparing);
                 moving = !map.transfers.is_empty();
                 kinds = map.reshapes.values().map(|r| if r.kind == ReshapeKind::Split { "split" } else { "merge" }).collect();
             }
@@ -154,7 +154,7 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                         bump("move_finished_by_new_leader");
                     }
                 }
-                preparing = map.rows.values().filter(|r| r.state == RangeState::Preparing).map(|r| (r.id.0, r.owner.map_or(0, |o| o.0))).collect();
+                preparing = map.rows.live().values().filter(|r| r.state == RangeState::Preparing).map(|r| (r.id.0, r.owner.map_or(0, |o| o.0))).collect();
                 moving = map.transfers.values().map(|t| (t.range.0, (t.from.0 .0, t.to.0 .0, t.epoch.0))).collect();
             }
             What::Sys(Sys::Redirected { .. }) => bump("request_redirected_after_move"),

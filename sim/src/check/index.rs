@@ -567,9 +567,17 @@ pub struct MapDiff<'a> {
 }
 
 /// Calls `on` with every entry of `next` that is new or differs from `prev`'s under the same
-/// key (with `prev`'s entry, if any), in key order; returns whether some key of `prev` is
-/// missing from `next`. One merge walk over both.
-fn changed<'p, 'a, K: Ord, V: PartialEq>(prev: &'p BTreeMap<K, V>, next: &'a BTreeMap<K, V>, mut on: impl FnMut(Option<&'p V>, &'a V)) -> bool {
+/// key (with `prev`'s entry, if any, else `prev_other`'s), in key order; returns whether some
+/// key of `prev` is missing from `next` and from `next_other`. One merge walk over both. (The
+/// `other` maps are the other half of a table split in two, as [`partmap::map::Rows`] keeps its
+/// live and retired rows: a row that moved from one half to the other is changed, not removed.)
+fn changed<'p, 'a, K: Ord, V: PartialEq>(
+    prev: &'p BTreeMap<K, V>,
+    next: &'a BTreeMap<K, V>,
+    prev_other: Option<&'p BTreeMap<K, V>>,
+    next_other: Option<&BTreeMap<K, V>>,
+    mut on: impl FnMut(Option<&'p V>, &'a V),
+) -> bool {
     let mut removed = false;
     let mut old = prev.iter().peekable();
     for (k, v) in next {
@@ -577,7 +585,7 @@ fn changed<'p, 'a, K: Ord, V: PartialEq>(prev: &'p BTreeMap<K, V>, next: &'a BTr
         while let Some(&(ok, ov)) = old.peek() {
             match ok.cmp(k) {
                 std::cmp::Ordering::Less => {
-                    removed = true;
+                    removed |= next_other.is_none_or(|o| !o.contains_key(ok));
                     old.next();
                 }
                 std::cmp::Ordering::Equal => {
@@ -588,11 +596,12 @@ fn changed<'p, 'a, K: Ord, V: PartialEq>(prev: &'p BTreeMap<K, V>, next: &'a BTr
                 std::cmp::Ordering::Greater => break,
             }
         }
+        let before = before.or_else(|| prev_other.and_then(|o| o.get(k)));
         if before != Some(v) {
             on(before, v);
         }
     }
-    removed || old.next().is_some()
+    removed || old.any(|(ok, _)| next_other.is_none_or(|o| !o.contains_key(ok)))
 }
 
 impl<'a> MapDiff<'a> {
@@ -607,13 +616,21 @@ impl<'a> MapDiff<'a> {
         let old = prev.unwrap_or(&empty);
         let retired = |r: &RangeRow| r.state == RangeState::Retired;
         let mut tiling_changed = false;
-        d.rows_removed = changed(&old.rows, &next.rows, |before, row| {
+        let mut on_row = |before: Option<&RangeRow>, row: &'a RangeRow| {
             d.rows.push(row);
             tiling_changed |= before.is_none_or(|b| b.start != row.start || b.end != row.end || retired(b) != retired(row));
-        });
+        };
+        // The live rows, then the retired ones only if this version has other retired rows
+        // than the previous (it shares their copy otherwise): the cost is the live rows'.
+        let (ol, or, nl, nr) = (old.rows.live(), old.rows.retired(), next.rows.live(), next.rows.retired());
+        d.rows_removed = changed(ol, nl, Some(or), Some(nr), &mut on_row);
+        if !old.rows.same_lineage(&next.rows) {
+            d.rows_removed |= changed(or, nr, Some(ol), Some(nl), &mut on_row);
+            d.rows.sort_unstable_by_key(|r| r.id);
+        }
         d.tiling_changed |= tiling_changed || d.rows_removed;
-        changed(&old.reshapes, &next.reshapes, |_, r| d.reshapes.push(r));
-        changed(&old.transfers, &next.transfers, |_, t| d.transfers.push(t));
+        changed(&old.reshapes, &next.reshapes, None, None, |_, r| d.reshapes.push(r));
+        changed(&old.transfers, &next.transfers, None, None, |_, t| d.transfers.push(t));
         d
     }
 }
@@ -718,6 +735,19 @@ mod tests {
         let d = MapDiff::between(Some(&b), &s);
         assert_eq!(ids(&d), vec![2, 3, 4]);
         assert!(d.tiling_changed && !d.rows_removed);
+        // A later version that retires nothing shares the retired rows' copy: the diff walks
+        // the live rows only and names the one that changed.
+        let mut t = s.clone();
+        t.version = 4;
+        t.rows.get_mut(&RangeId(4)).unwrap().epoch = Epoch(7);
+        assert!(t.rows.same_lineage(&s.rows));
+        let d = MapDiff::between(Some(&s), &t);
+        assert_eq!(ids(&d), vec![4]);
+        assert!(!d.tiling_changed && !d.rows_removed);
+        // A map whose lineage lost the retired r2: a row removed.
+        let u = map_of(4, &[(1, "", Some("k5"), 1, 1, "active"), (3, "k5", Some("k8"), 3, 5, "active"), (4, "k8", None, 2, 6, "active")]);
+        let d = MapDiff::between(Some(&s), &u);
+        assert!(d.rows.is_empty() && d.rows_removed && d.tiling_changed);
         // An older map restored: rows 3 and 4 are gone.
         let d = MapDiff::between(Some(&s), &b);
         assert_eq!(ids(&d), vec![2]);
