@@ -73,13 +73,18 @@ fn rate() -> f64 {
 /// Microseconds since the run started, by the current node's local clock (simulated time
 /// scaled by its drift; exact simulated time for a node without drift).
 pub fn now_us() -> u64 {
-    local_us(&madsim::time::TimeHandle::current())
+    scaled_us(madsim::time::TimeHandle::current_elapsed())
 }
 
 /// [`now_us`] read from `time`, the current runtime's clock (a node's seam keeps its own handle:
 /// looking the handle up costs a thread-local access and two reference counts per read).
 fn local_us(time: &madsim::time::TimeHandle) -> u64 {
-    let global = time.elapsed().as_micros() as u64;
+    scaled_us(time.elapsed())
+}
+
+/// `elapsed` simulated time as µs of the current node's local clock.
+fn scaled_us(elapsed: Duration) -> u64 {
+    let global = elapsed.as_micros() as u64;
     let r = rate();
     if r == 1.0 { global } else { (global as f64 * r) as u64 }
 }
@@ -1095,6 +1100,24 @@ mod tests {
                 assert_eq!(slow, 0, "buggify off: no call waits a second: {took:?}");
             }
         }
+    }
+
+    /// The fifth madsim patch (PATCHES.md): [`now_us`] reads the runtime's clock in place
+    /// (`TimeHandle::current_elapsed`): the same reading as through a cloned handle, on a node
+    /// without drift and on one whose clock runs 1.5 times fast.
+    #[test]
+    fn now_us_reads_the_runtime_clock_in_place() {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(async {
+            for ms in [0u64, 3, 1_501] {
+                madsim::time::sleep(Duration::from_millis(ms)).await;
+                let handle = madsim::time::TimeHandle::current();
+                let us = handle.elapsed().as_micros() as u64;
+                assert_eq!(madsim::time::TimeHandle::current_elapsed(), handle.elapsed());
+                assert_eq!(now_us(), us);
+                assert_eq!(clocked(1.5, async { now_us() }).await, us * 3 / 2, "a fast clock at {us} us");
+            }
+        });
     }
 
     #[test]
