@@ -395,7 +395,8 @@ impl fmt::Display for MapError {
 /// lineage; a commit that retires rows copies the lineage once), and whatever walks the live
 /// rows (the lookup, the manager's plan, the tiling check, a diff of two versions) costs the
 /// number of ranges, not the length of the run. [`Rows::get`] and [`Rows::values`] still see
-/// every row, in id order, as one table.
+/// every row, in id order, as one table; the hash stands for the retired rows by a digest kept
+/// as they retire.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rows {
     live: BTreeMap<RangeId, RangeRow>,
@@ -403,6 +404,9 @@ pub struct Rows {
     /// The retired rows' start and end keys, bytes in all (kept as they retire: they never
     /// change again).
     retired_key_bytes: u64,
+    /// The wrapping sum of the retired rows' [`row_digest`]s (kept as they retire), which
+    /// stands for them in the table's hash.
+    retired_digest: u64,
 }
 
 impl Rows {
@@ -422,10 +426,12 @@ impl Rows {
         if self.retired.contains_key(&id) {
             let old = std::sync::Arc::make_mut(&mut self.retired).remove(&id).expect("present");
             self.retired_key_bytes -= key_bytes(&old);
+            self.retired_digest = self.retired_digest.wrapping_sub(row_digest(&old));
         }
         if row.state == RangeState::Retired {
             self.live.remove(&id);
             self.retired_key_bytes += key_bytes(&row);
+            self.retired_digest = self.retired_digest.wrapping_add(row_digest(&row));
             std::sync::Arc::make_mut(&mut self.retired).insert(id, row);
         } else {
             self.live.insert(id, row);
@@ -439,6 +445,7 @@ impl Rows {
         row.state = RangeState::Retired;
         row.sealed = sealed;
         self.retired_key_bytes += key_bytes(&row);
+        self.retired_digest = self.retired_digest.wrapping_add(row_digest(&row));
         let retired = std::sync::Arc::make_mut(&mut self.retired);
         retired.insert(*id, row);
         retired.get(id)
@@ -487,15 +494,21 @@ impl Rows {
     }
 }
 
-/// Hashes as the one table it stands for (`BTreeMap<RangeId, RangeRow>` of every row): a trace
-/// hash does not depend on how the rows are kept.
+/// Hashes the live rows (as their `BTreeMap`), then the retired rows' count and the sum of their
+/// digests: a trace hash (which hashes every map version) costs the live rows per version, not
+/// the whole lineage again, and still changes when a retired row differs.
 impl std::hash::Hash for Rows {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_usize(self.len());
-        for row in self.values() {
-            (&row.id, row).hash(state);
-        }
+        self.live.hash(state);
+        state.write_usize(self.retired.len());
+        state.write_u64(self.retired_digest);
     }
+}
+
+/// A retired row's digest: its FxHash (deterministic: no random seed).
+fn row_digest(row: &RangeRow) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(row)
 }
 
 /// A row's start and end keys, bytes.
@@ -1002,7 +1015,7 @@ mod tests {
     }
 
     /// Issue 13: the retired rows are kept apart from the live ones and shared by every version
-    /// that retired nothing; the table still reads as one, in id order, and hashes as one.
+    /// that retired nothing; the table still reads as one, in id order.
     #[test]
     fn map_keeps_retired_rows_apart_and_shares_them_between_versions() {
         use std::hash::{Hash, Hasher};
@@ -1034,7 +1047,17 @@ mod tests {
             s.finish()
         };
         assert_eq!(flat, next.rows);
-        assert_eq!(hash(&|s| flat.hash(s)), hash(&|s| table.hash(s)), "hashes as BTreeMap<RangeId, RangeRow>");
+        assert_eq!(hash(&|s| flat.hash(s)), hash(&|s| next.rows.hash(s)), "equal tables hash alike, however built");
+        // A retired row that differs changes the hash (it is not walked, its digest counts).
+        let mut other = Rows::default();
+        for row in table.values() {
+            let mut row = row.clone();
+            if row.id == RangeId(1) {
+                row.sealed = 41;
+            }
+            other.insert(row.id, row);
+        }
+        assert_ne!(hash(&|s| other.hash(s)), hash(&|s| flat.hash(s)), "a retired row's sealed length counts");
         // Re-inserting a retired row as live moves it back (and its key bytes out).
         let mut back = map.rows[&RangeId(1)].clone();
         back.state = RangeState::Active;
