@@ -760,6 +760,9 @@ impl Scenario {
             ordered_pair("swarm.frontends", sw.frontends, 1, 8)?;
             ordered_pair("swarm.initial_ranges", sw.initial_ranges, 1, 256)?;
         }
+        // Before the topology, whose initial_ranges is checked against it: a bad key count is
+        // reported as itself, not as too many initial ranges.
+        in_range("workload.keys", self.workload.keys, 1, 1_000_000)?;
         self.validate_topology()?;
         self.validate_knobs()?;
         self.validate_workload()?;
@@ -908,7 +911,6 @@ impl Scenario {
         in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
         in_range("workload.bounded_read_fraction", w.bounded_read_fraction, 0.0, 1.0)?;
         in_range("workload.read_bound_ms", w.read_bound_ms, 0, 600_000)?;
-        in_range("workload.keys", w.keys, 1, 1_000_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
         in_range("workload.bulk_bytes", w.bulk_bytes, 0, 1 << 40)?;

@@ -618,3 +618,12 @@ fn scenario_operator_split_and_merge_requests_are_checked() {
     let err = rejected(&with(r#"{"at_ms": 1000, "on": {"event": "drained", "node": "server-1"}, "fault": {"kind": "merge_ranges", "left": "k000100", "right": "k000130"}}"#));
     assert_mentions(&err, &["faults.schedule[0].on", "operator requests are sent at at_ms"]);
 }
+
+/// `workload.keys: 0` is reported as itself, not as too many `topology.initial_ranges` (the
+/// topology was checked against the key count before the key count was checked).
+#[test]
+fn scenario_rejects_zero_keys_naming_workload_keys() {
+    let err = rejected(&failover_with("workload", r#"{"keys": 0}"#));
+    assert_mentions(&err, &["workload.keys", "1..=1000000", "got 0"]);
+    assert!(!err.contains("initial_ranges"), "{err}");
+}
