@@ -241,10 +241,14 @@ pub struct Moves {
 #[serde(default, deny_unknown_fields)]
 pub struct Splits {
     /// Split a range at or over this many operations per second, at the median of its sampled
-    /// keys. 0..=100000 (0: never), default 0.
+    /// keys. 0..=100000 (0: never split; merges still follow `merge_ops_per_s`), default 0.
     pub split_ops_per_s: f64,
-    /// Merge two adjacent ranges both at or under this many operations per second. Below
-    /// `split_ops_per_s` unless that is 0; 0..=100000 (0: never), default 0.
+    /// Merge two adjacent ranges both at or under this many operations per second.
+    /// 0..=100000 (0: never merge), default 0. With splits on (`split_ops_per_s` above 0) it
+    /// must be below `split_ops_per_s`, or a range could split and merge back at once; with
+    /// splits off (`split_ops_per_s` 0) any value is accepted and the leader only merges, the
+    /// two thresholds being independent in the manager's plan (`scenarios/move-during-merge.json`
+    /// merges at 50 ops/s with splits off).
     pub merge_ops_per_s: f64,
     /// No merge of a range made by a split or merge less than this long ago (hysteresis).
     /// 0..=3600000, default 10000.

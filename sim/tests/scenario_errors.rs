@@ -627,3 +627,14 @@ fn scenario_rejects_zero_keys_naming_workload_keys() {
     assert_mentions(&err, &["workload.keys", "1..=1000000", "got 0"]);
     assert!(!err.contains("initial_ranges"), "{err}");
 }
+
+/// `splits.split_ops_per_s: 0` turns splits off, not merges: a merge threshold with splits off
+/// is a merges-only scenario (`move-during-merge.json`) and is accepted; with splits on, a merge
+/// threshold at or over the split one is refused naming both fields.
+#[test]
+fn scenario_merges_without_splits_are_accepted_and_a_merge_over_split_is_refused() {
+    let merges_only = Scenario::parse(&failover_with("splits", r#"{"split_ops_per_s": 0, "merge_ops_per_s": 5}"#), "test.json").unwrap();
+    assert_eq!((merges_only.splits.split_ops_per_s, merges_only.splits.merge_ops_per_s), (0.0, 5.0));
+    let err = rejected(&failover_with("splits", r#"{"split_ops_per_s": 5, "merge_ops_per_s": 5}"#));
+    assert_mentions(&err, &["splits.merge_ops_per_s", "splits.split_ops_per_s (5)", "got 5"]);
+}
