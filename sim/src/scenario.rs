@@ -223,10 +223,13 @@ pub struct Moves {
     /// The leader moves a range from the server with the most ranges to the one with the
     /// fewest when they differ by two or more. Default false.
     pub balance: bool,
-    /// Moves in flight at once. 0..=64 (0: no moves at all), default 1.
+    /// Moves in flight at once. 0..=64 (0: no moves at all), default 1. At 0 a scenario may
+    /// not ask for moves (`requests_per_min` above `[0, 0]`, or a scheduled `move` request):
+    /// they would be accepted and never run.
     pub max_concurrent: u32,
     /// Range of the rate of random operator move requests (a random key's range to a random
-    /// server), per minute, drawn per seed. `0 <= a <= b <= 600`, default `[0, 0]`.
+    /// server), per minute, drawn per seed. `0 <= a <= b <= 600`, default `[0, 0]`; `[0, 0]`
+    /// when `max_concurrent` is 0.
     pub requests_per_min: [f64; 2],
     /// Range of the rate of random drain-server requests, per minute, drawn per seed.
     /// `0 <= a <= b <= 600`, default `[0, 0]`.
@@ -981,6 +984,14 @@ impl Scenario {
         in_range("moves.precopy_max_rounds", m.precopy_max_rounds, 1, 100)?;
         in_range("moves.max_concurrent", m.max_concurrent, 0, 64)?;
         ordered_pair("moves.requests_per_min", m.requests_per_min, 0.0, 600.0)?;
+        // The leader accepts a move request and queues it, but starts at most max_concurrent
+        // moves: at 0 every request would be accepted and never run.
+        if m.max_concurrent == 0 && m.requests_per_min[1] > 0.0 {
+            return Err(format!(
+                "moves.requests_per_min: asks for random move requests (up to {} a minute), but moves.max_concurrent is 0, so no move ever starts and every request would be accepted and never run; raise moves.max_concurrent or set requests_per_min to [0, 0]",
+                m.requests_per_min[1]
+            ));
+        }
         ordered_pair("moves.drains_per_min", m.drains_per_min, 0.0, 600.0)?;
         ordered_pair("moves.drain_ms", m.drain_ms, 1, FAULT_MS_MAX)?;
         Ok(())
@@ -1048,6 +1059,9 @@ impl Scenario {
                 in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
+            if matches!(timed.fault, FaultSpec::Move { .. }) && self.moves.max_concurrent == 0 {
+                return Err(format!("{path}.fault: a `move` request, but moves.max_concurrent is 0, so no move ever starts and it would be accepted and never run; raise moves.max_concurrent or drop the request"));
+            }
             if let Some(on) = &timed.on {
                 if timed.fault.is_operator_request() {
                     return Err(format!("{path}.on: operator requests are sent at at_ms; a trigger applies to faults only"));

@@ -638,3 +638,18 @@ fn scenario_merges_without_splits_are_accepted_and_a_merge_over_split_is_refused
     let err = rejected(&failover_with("splits", r#"{"split_ops_per_s": 5, "merge_ops_per_s": 5}"#));
     assert_mentions(&err, &["splits.merge_ops_per_s", "splits.split_ops_per_s (5)", "got 5"]);
 }
+
+/// `moves.max_concurrent: 0` starts no move, so asking for moves (random requests or a scheduled
+/// `move`) is refused naming both fields instead of accepting requests that never run.
+#[test]
+fn scenario_rejects_move_requests_when_no_move_can_start() {
+    let err = rejected(&failover_with("moves", r#"{"max_concurrent": 0, "requests_per_min": [5, 10]}"#));
+    assert_mentions(&err, &["moves.requests_per_min", "moves.max_concurrent is 0", "never run"]);
+    let mut value: serde_json::Value = serde_json::from_str(include_str!("../../scenarios/failover.json")).unwrap();
+    value["moves"] = serde_json::json!({"max_concurrent": 0});
+    value["faults"] = serde_json::json!({"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "move", "key": "k000001", "to": "server-2"}}]});
+    let err = rejected(&value.to_string());
+    assert_mentions(&err, &["faults.schedule[0].fault", "moves.max_concurrent is 0", "never run"]);
+    // No moves asked for: max_concurrent 0 stays a valid way to switch moves off.
+    Scenario::parse(&failover_with("moves", r#"{"max_concurrent": 0}"#), "test.json").unwrap();
+}
