@@ -51,7 +51,9 @@ pub struct Scenario {
     /// The outcome the run is expected to have.
     pub expect: Expect,
     /// Swarm testing of the topology: when present, each seed draws its servers, frontends and
-    /// initial ranges from these ranges (the `topology` values for them are then ignored).
+    /// initial ranges from these ranges. A file with `swarm` must leave `topology.servers`,
+    /// `topology.frontends` and `topology.initial_ranges` out ([`Scenario::parse`] refuses them:
+    /// they would be ignored); the other topology fields apply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<Swarm>,
 }
@@ -732,15 +734,20 @@ impl Scenario {
         // (`"topology": [5, 3]` would be 5 servers and 3 managers): refuse arrays where the
         // format has objects before the typed read. Text that is not JSON at all gets its
         // syntax error from the typed read below, which knows the line and column.
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        let value = serde_json::from_str::<serde_json::Value>(text).ok();
+        if let Some(value) = &value {
             let template = serde_json::to_value(Scenario::shape_template()).expect("serializable");
-            check_objects(&value, &template, "").map_err(|e| format!("{origin}: {e}"))?;
+            check_objects(value, &template, "").map_err(|e| format!("{origin}: {e}"))?;
         }
         let mut de = serde_json::Deserializer::from_str(text);
         let scenario: Scenario = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| describe_json_error(origin, &e.path().to_string(), e.inner()))?;
         // Trailing text after the top-level object is a mistake too (e.g. two objects pasted).
         de.end().map_err(|e| describe_json_error(origin, ".", &e))?;
+        // Whether a topology field was written (not defaulted) shows only in the text.
+        if let Some(value) = &value {
+            check_swarm_topology(value).map_err(|e| format!("{origin}: {e}"))?;
+        }
         scenario.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(scenario)
     }
@@ -1388,6 +1395,23 @@ fn check_objects(value: &serde_json::Value, template: &serde_json::Value, path: 
         }
         _ => Ok(()),
     }
+}
+
+/// A file with a `swarm` section must not also write the `topology` fields swarm draws per
+/// seed (`servers`, `frontends`, `initial_ranges`): the written value would be ignored.
+fn check_swarm_topology(value: &serde_json::Value) -> Result<(), String> {
+    if !value.get("swarm").is_some_and(serde_json::Value::is_object) {
+        return Ok(());
+    }
+    let Some(topology) = value.get("topology").and_then(serde_json::Value::as_object) else { return Ok(()) };
+    for field in ["servers", "frontends", "initial_ranges"] {
+        if let Some(written) = topology.get(field) {
+            return Err(format!(
+                "topology.{field}: {written} would be ignored: the swarm section draws it per seed from swarm.{field}; remove topology.{field} or drop `swarm`"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `<path>: must be in lo..=hi, got v` unless `lo <= v <= hi`.

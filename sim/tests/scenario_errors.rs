@@ -653,3 +653,20 @@ fn scenario_rejects_move_requests_when_no_move_can_start() {
     // No moves asked for: max_concurrent 0 stays a valid way to switch moves off.
     Scenario::parse(&failover_with("moves", r#"{"max_concurrent": 0}"#), "test.json").unwrap();
 }
+
+/// A swarm scenario draws servers, frontends and initial ranges per seed: writing one of them in
+/// `topology` too is refused naming both fields (it used to be ignored silently); the topology
+/// fields swarm does not draw still apply.
+#[test]
+fn scenario_rejects_topology_fields_a_swarm_draws() {
+    let swarm = r#""swarm": {"servers": [3, 7], "frontends": [1, 3], "initial_ranges": [4, 16]}"#;
+    for (field, value) in [("servers", "9"), ("frontends", "2"), ("initial_ranges", "8")] {
+        let err = rejected(&format!(r#"{{"description": "d", "topology": {{"{field}": {value}}}, {swarm}}}"#));
+        assert_mentions(&err, &[&format!("topology.{field}: {value} would be ignored"), &format!("swarm.{field}")]);
+    }
+    let kept = Scenario::parse(&format!(r#"{{"description": "d", "topology": {{"managers": 3, "clients": 8}}, {swarm}}}"#), "test.json").unwrap();
+    assert_eq!((kept.topology.managers, kept.topology.clients), (3, 8));
+    // `"swarm": null` is no swarm: the topology is used as written.
+    let no_swarm = Scenario::parse(r#"{"description": "d", "topology": {"servers": 9}, "swarm": null}"#, "test.json").unwrap();
+    assert_eq!(no_swarm.topology.servers, 9);
+}
