@@ -363,9 +363,11 @@ pub struct TimedFault {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<Trigger>,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
-    /// 1..=3600000; required for every kind but `move`, which must leave it out.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub duration_ms: u64,
+    /// 1..=3600000; required (a missing one is reported as missing) for every kind but the
+    /// instantaneous requests `move`, `split_range` and `merge_ranges`, which must leave it out
+    /// (`None`). See [`TimedFault::lasts_ms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
     /// What goes wrong.
     pub fault: FaultSpec,
 }
@@ -392,6 +394,13 @@ pub struct Trigger {
     /// simulated instant, once the emitting task yields).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+}
+
+impl TimedFault {
+    /// `duration_ms`, or 0 for an instantaneous request (which has none).
+    pub fn lasts_ms(&self) -> u64 {
+        self.duration_ms.unwrap_or(0)
+    }
 }
 
 impl FaultSpec {
@@ -1058,12 +1067,18 @@ impl Scenario {
                     timed.at_ms
                 ));
             }
-            if let Some(kind) = timed.fault.instant_request() {
-                if timed.duration_ms != 0 {
+            match (timed.fault.instant_request(), timed.duration_ms) {
+                (Some(kind), Some(_)) => {
                     return Err(format!("{path}.duration_ms: a `{kind}` request is instantaneous; leave duration_ms out"));
                 }
-            } else {
-                in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
+                (Some(_), None) => {}
+                (None, Some(ms)) => in_range(&format!("{path}.duration_ms"), ms, 1, FAULT_MS_MAX)?,
+                (None, None) => {
+                    return Err(format!(
+                        "{path}.duration_ms: missing; a `{}` fault lasts duration_ms (1..={FAULT_MS_MAX}); only move, split_range and merge_ranges requests leave it out",
+                        fault_kind_name(&timed.fault)
+                    ));
+                }
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
             if matches!(timed.fault, FaultSpec::Move { .. }) && self.moves.max_concurrent == 0 {
@@ -1207,7 +1222,7 @@ impl Scenario {
         s.faults.schedule.push(TimedFault {
             at_ms: 0,
             on: Some(Trigger { event: "paused".into(), node: "server-1".into(), count: 1, delay_ms: 1 }),
-            duration_ms: 1,
+            duration_ms: Some(1),
             fault: FaultSpec::Crash { node: "server-1".into() },
         });
         s
@@ -1448,6 +1463,11 @@ fn numbered(kind: &str, count: u32) -> String {
     } else {
         format!("{kind}-1..{kind}-{count}")
     }
+}
+
+/// The `kind` a fault has in the file (`crash`, `one_way`, ...).
+fn fault_kind_name(fault: &FaultSpec) -> String {
+    serde_json::to_value(fault).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string)).unwrap_or_default()
 }
 
 fn node_kind_name(kind: NodeKind) -> &'static str {

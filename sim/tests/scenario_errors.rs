@@ -670,3 +670,17 @@ fn scenario_rejects_topology_fields_a_swarm_draws() {
     let no_swarm = Scenario::parse(r#"{"description": "d", "topology": {"servers": 9}, "swarm": null}"#, "test.json").unwrap();
     assert_eq!(no_swarm.topology.servers, 9);
 }
+
+/// A fault entry without `duration_ms` says the field is missing (it used to read as 0 through
+/// a serde default and say `got 0`); an instantaneous request still leaves it out.
+#[test]
+fn scenario_rejects_missing_fault_duration_as_missing() {
+    let text = failover_with("faults", r#"{"schedule": [{"at_ms": 1000, "fault": {"kind": "crash", "node": "server-1"}}]}"#);
+    let err = rejected(&text);
+    assert_mentions(&err, &["faults.schedule[0].duration_ms: missing", "`crash` fault", "1..=3600000"]);
+    assert!(!err.contains("got 0"), "{err}");
+    let text = failover_with("faults", r#"{"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "one_way", "from": "server-1", "to": "store-1"}}]}"#);
+    assert_mentions(&rejected(&text), &["faults.schedule[0].duration_ms: missing", "`one_way` fault"]);
+    let ok = Scenario::parse(&failover_with("faults", r#"{"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "move", "key": "k000001", "to": "server-2"}}]}"#), "test.json").unwrap();
+    assert_eq!((ok.faults.schedule[0].duration_ms, ok.faults.schedule[0].lasts_ms()), (None, 0));
+}
