@@ -1370,9 +1370,58 @@ fn describe_json_error(origin: &str, path: &str, err: &serde_json::Error) -> Str
             format!("{origin}: {message} (line {line}, column {column})")
         }
         serde_json::error::Category::Data => {
+            let message = reword_type_error(path, message);
             format!("{origin}: {path}: {message} (line {line}, column {column})")
         }
     }
+}
+
+/// serde's wrong-type and wrong-value messages in the format's words:
+/// `invalid value: integer `-5`, expected u64` becomes `must be a non-negative integer, got -5`,
+/// `invalid type: string "none", expected struct RandomFaults` becomes `must be an object (or
+/// null: no random faults), got the string "none"`. Other messages (unknown fields, unknown
+/// variants, wrong array lengths) already say what is wrong and are kept.
+fn reword_type_error(path: &str, message: &str) -> String {
+    let Some((got, expected)) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.rsplit_once(", expected "))
+    else {
+        return message.to_string();
+    };
+    // What was found: serde writes `integer `-5``, `floating point `1.5``, `string "x"`,
+    // `boolean `true``, `null`, `map`, `sequence`.
+    let number = |prefix: &str| got.strip_prefix(prefix).map(|v| v.trim_matches('`').to_string());
+    let found = number("integer ")
+        .or_else(|| number("floating point "))
+        .or_else(|| number("boolean "))
+        .or_else(|| got.starts_with("string ").then(|| format!("the {got}")))
+        .unwrap_or_else(|| match got {
+            "map" => "an object".to_string(),
+            "sequence" => "an array".to_string(),
+            other => other.to_string(),
+        });
+    let unsigned_max = match expected {
+        "u8" => Some(u64::from(u8::MAX)),
+        "u16" => Some(u64::from(u16::MAX)),
+        "u32" => Some(u64::from(u32::MAX)),
+        "u64" => Some(u64::MAX),
+        _ => None,
+    };
+    let wanted = match (expected, unsigned_max) {
+        // An integer too large for the field's type.
+        (_, Some(max)) if got.starts_with("integer ") && !found.starts_with('-') => {
+            return format!("must be at most {max}, got {found}");
+        }
+        (_, Some(_)) => "a non-negative integer".to_string(),
+        ("f64" | "f32", _) => "a number".to_string(),
+        ("a sequence", _) => "an array".to_string(),
+        (e, _) if e.starts_with("struct ") => "an object".to_string(),
+        (e, _) if e.starts_with("a ") || e.starts_with("an ") => e.to_string(),
+        _ => return message.to_string(),
+    };
+    let or_null = if path == "faults.random" { " (or null: no random faults)" } else { "" };
+    format!("must be {wanted}{or_null}, got {found}")
 }
 
 /// Every place where `template` (a scenario with every optional section present) has an object

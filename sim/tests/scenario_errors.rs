@@ -684,3 +684,29 @@ fn scenario_rejects_missing_fault_duration_as_missing() {
     let ok = Scenario::parse(&failover_with("faults", r#"{"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "move", "key": "k000001", "to": "server-2"}}]}"#), "test.json").unwrap();
     assert_eq!((ok.faults.schedule[0].duration_ms, ok.faults.schedule[0].lasts_ms()), (None, 0));
 }
+
+/// serde's wrong-type messages are reworded in the format's terms, after the field's path:
+/// `expected struct RandomFaults` and `expected u64` meant nothing to a scenario author.
+#[test]
+fn scenario_type_errors_name_the_field_and_the_expected_kind() {
+    let err = rejected(&failover_with("faults", r#"{"random": "none"}"#));
+    assert_mentions(&err, &["faults.random: must be an object (or null: no random faults), got the string \"none\"", "line"]);
+    assert!(!err.contains("struct RandomFaults"), "{err}");
+    let err = rejected(&failover_with("workload", r#"{"duration_s": -5}"#));
+    assert_mentions(&err, &["workload.duration_s: must be a non-negative integer, got -5", "line"]);
+    assert!(!err.contains("u64"), "{err}");
+    let err = rejected(&failover_with("topology", r#"{"servers": 1.5}"#));
+    assert_mentions(&err, &["topology.servers: must be a non-negative integer, got 1.5"]);
+    let err = rejected(&failover_with("topology", r#"{"servers": 4294967296}"#));
+    assert_mentions(&err, &["topology.servers: must be at most 4294967295, got 4294967296"]);
+    let err = rejected(&failover_with("workload", r#"{"ops_per_s": "fast"}"#));
+    assert_mentions(&err, &["workload.ops_per_s: must be a number, got the string \"fast\""]);
+    let err = rejected(&failover_with("knobs", r#"{"torn_writes": 1}"#));
+    assert_mentions(&err, &["knobs.torn_writes: must be a boolean, got 1"]);
+    let err = rejected(&failover_with("knobs", r#"{"latency_ms": 5}"#));
+    assert_mentions(&err, &["knobs.latency_ms: must be an array of length 2, got 5"]);
+    let err = rejected(&failover_with("faults", r#"{"random": {"crash_targets": "server"}}"#));
+    assert_mentions(&err, &["faults.random.crash_targets: must be an array, got the string \"server\""]);
+    let err = rejected(&failover_with("heal", r#"{"liveness_deadline_s": null}"#));
+    assert_mentions(&err, &["heal.liveness_deadline_s: must be a non-negative integer, got null"]);
+}
