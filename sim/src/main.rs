@@ -370,6 +370,10 @@ fn main() -> ExitCode {
             }
         }
         Command::Shrink { seed, scenario, mutation, jobs, max_runs, faults_only, report_dir } => {
+            if let Err(e) = sweep::check_report_dir(&report_dir) {
+                eprintln!("error: {e}");
+                return ExitCode::from(64);
+            }
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -407,6 +411,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Timeline { seed, scenario, mutation, out, report_dir } => {
+            if let Err(e) = if out.is_none() { sweep::check_report_dir(&report_dir) } else { Ok(()) } {
+                eprintln!("error: {e}");
+                return ExitCode::from(64);
+            }
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -436,6 +444,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Sweep { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir } => {
+            if let Err(e) = sweep::check_report_dir(&report_dir) {
+                eprintln!("error: {e}");
+                return ExitCode::from(64);
+            }
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -596,6 +608,10 @@ fn main() -> ExitCode {
             }
         }
         Command::Mutants { seeds, rate, only, jobs, write_table, report_dir } => {
+            if let Err(e) = if write_table { sweep::check_report_dir(&report_dir) } else { Ok(()) } {
+                eprintln!("error: {e}");
+                return ExitCode::from(64);
+            }
             if let Some(d) = mutants::DEFENCE_IN_DEPTH.iter().find(|d| only.contains(&d.mutation)) {
                 eprintln!(
                     "error: --only {}: a defence-in-depth mutation, which no checker can catch (reports/mutation-testing.md); run it with `sweep --mutation {}`, or compare its traces with scripts/mutation-reach.py",

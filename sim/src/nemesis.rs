@@ -145,7 +145,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
     let duration_ms = scenario.workload.duration_s * 1000;
     let mut plan = FaultPlan::default();
     for tf in &scenario.faults.schedule {
-        plan.faults.push(Planned { on: tf.on.clone(), at_ms: tf.at_ms, duration_ms: tf.duration_ms, fault: Fault::from_spec(&tf.fault) });
+        plan.faults.push(Planned { on: tf.on.clone(), at_ms: tf.at_ms, duration_ms: tf.lasts_ms(), fault: Fault::from_spec(&tf.fault) });
     }
     if let Some(random) = &scenario.faults.random {
         plan.crash_per_min = uniform_f(rng, random.crash_per_min);

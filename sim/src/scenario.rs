@@ -51,7 +51,9 @@ pub struct Scenario {
     /// The outcome the run is expected to have.
     pub expect: Expect,
     /// Swarm testing of the topology: when present, each seed draws its servers, frontends and
-    /// initial ranges from these ranges (the `topology` values for them are then ignored).
+    /// initial ranges from these ranges. A file with `swarm` must leave `topology.servers`,
+    /// `topology.frontends` and `topology.initial_ranges` out ([`Scenario::parse`] refuses them:
+    /// they would be ignored); the other topology fields apply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<Swarm>,
 }
@@ -223,10 +225,13 @@ pub struct Moves {
     /// The leader moves a range from the server with the most ranges to the one with the
     /// fewest when they differ by two or more. Default false.
     pub balance: bool,
-    /// Moves in flight at once. 0..=64 (0: no moves at all), default 1.
+    /// Moves in flight at once. 0..=64 (0: no moves at all), default 1. At 0 a scenario may
+    /// not ask for moves (`requests_per_min` above `[0, 0]`, or a scheduled `move` request):
+    /// they would be accepted and never run.
     pub max_concurrent: u32,
     /// Range of the rate of random operator move requests (a random key's range to a random
-    /// server), per minute, drawn per seed. `0 <= a <= b <= 600`, default `[0, 0]`.
+    /// server), per minute, drawn per seed. `0 <= a <= b <= 600`, default `[0, 0]`; `[0, 0]`
+    /// when `max_concurrent` is 0.
     pub requests_per_min: [f64; 2],
     /// Range of the rate of random drain-server requests, per minute, drawn per seed.
     /// `0 <= a <= b <= 600`, default `[0, 0]`.
@@ -241,10 +246,14 @@ pub struct Moves {
 #[serde(default, deny_unknown_fields)]
 pub struct Splits {
     /// Split a range at or over this many operations per second, at the median of its sampled
-    /// keys. 0..=100000 (0: never), default 0.
+    /// keys. 0..=100000 (0: never split; merges still follow `merge_ops_per_s`), default 0.
     pub split_ops_per_s: f64,
-    /// Merge two adjacent ranges both at or under this many operations per second. Below
-    /// `split_ops_per_s` unless that is 0; 0..=100000 (0: never), default 0.
+    /// Merge two adjacent ranges both at or under this many operations per second.
+    /// 0..=100000 (0: never merge), default 0. With splits on (`split_ops_per_s` above 0) it
+    /// must be below `split_ops_per_s`, or a range could split and merge back at once; with
+    /// splits off (`split_ops_per_s` 0) any value is accepted and the leader only merges, the
+    /// two thresholds being independent in the manager's plan (`scenarios/move-during-merge.json`
+    /// merges at 50 ops/s with splits off).
     pub merge_ops_per_s: f64,
     /// No merge of a range made by a split or merge less than this long ago (hysteresis).
     /// 0..=3600000, default 10000.
@@ -354,9 +363,11 @@ pub struct TimedFault {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<Trigger>,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
-    /// 1..=3600000; required for every kind but `move`, which must leave it out.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub duration_ms: u64,
+    /// 1..=3600000; required (a missing one is reported as missing) for every kind but the
+    /// instantaneous requests `move`, `split_range` and `merge_ranges`, which must leave it out
+    /// (`None`). See [`TimedFault::lasts_ms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
     /// What goes wrong.
     pub fault: FaultSpec,
 }
@@ -383,6 +394,13 @@ pub struct Trigger {
     /// simulated instant, once the emitting task yields).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+}
+
+impl TimedFault {
+    /// `duration_ms`, or 0 for an instantaneous request (which has none).
+    pub fn lasts_ms(&self) -> u64 {
+        self.duration_ms.unwrap_or(0)
+    }
 }
 
 impl FaultSpec {
@@ -725,15 +743,20 @@ impl Scenario {
         // (`"topology": [5, 3]` would be 5 servers and 3 managers): refuse arrays where the
         // format has objects before the typed read. Text that is not JSON at all gets its
         // syntax error from the typed read below, which knows the line and column.
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        let value = serde_json::from_str::<serde_json::Value>(text).ok();
+        if let Some(value) = &value {
             let template = serde_json::to_value(Scenario::shape_template()).expect("serializable");
-            check_objects(&value, &template, "").map_err(|e| format!("{origin}: {e}"))?;
+            check_objects(value, &template, "").map_err(|e| format!("{origin}: {e}"))?;
         }
         let mut de = serde_json::Deserializer::from_str(text);
         let scenario: Scenario = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| describe_json_error(origin, &e.path().to_string(), e.inner()))?;
         // Trailing text after the top-level object is a mistake too (e.g. two objects pasted).
         de.end().map_err(|e| describe_json_error(origin, ".", &e))?;
+        // Whether a topology field was written (not defaulted) shows only in the text.
+        if let Some(value) = &value {
+            check_swarm_topology(value).map_err(|e| format!("{origin}: {e}"))?;
+        }
         scenario.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(scenario)
     }
@@ -760,6 +783,9 @@ impl Scenario {
             ordered_pair("swarm.frontends", sw.frontends, 1, 8)?;
             ordered_pair("swarm.initial_ranges", sw.initial_ranges, 1, 256)?;
         }
+        // Before the topology, whose initial_ranges is checked against it: a bad key count is
+        // reported as itself, not as too many initial ranges.
+        in_range("workload.keys", self.workload.keys, 1, 1_000_000)?;
         self.validate_topology()?;
         self.validate_knobs()?;
         self.validate_workload()?;
@@ -908,7 +934,6 @@ impl Scenario {
         in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
         in_range("workload.bounded_read_fraction", w.bounded_read_fraction, 0.0, 1.0)?;
         in_range("workload.read_bound_ms", w.read_bound_ms, 0, 600_000)?;
-        in_range("workload.keys", w.keys, 1, 1_000_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;
         in_range("workload.bulk_bytes", w.bulk_bytes, 0, 1 << 40)?;
@@ -975,6 +1000,14 @@ impl Scenario {
         in_range("moves.precopy_max_rounds", m.precopy_max_rounds, 1, 100)?;
         in_range("moves.max_concurrent", m.max_concurrent, 0, 64)?;
         ordered_pair("moves.requests_per_min", m.requests_per_min, 0.0, 600.0)?;
+        // The leader accepts a move request and queues it, but starts at most max_concurrent
+        // moves: at 0 every request would be accepted and never run.
+        if m.max_concurrent == 0 && m.requests_per_min[1] > 0.0 {
+            return Err(format!(
+                "moves.requests_per_min: asks for random move requests (up to {} a minute), but moves.max_concurrent is 0, so no move ever starts and every request would be accepted and never run; raise moves.max_concurrent or set requests_per_min to [0, 0]",
+                m.requests_per_min[1]
+            ));
+        }
         ordered_pair("moves.drains_per_min", m.drains_per_min, 0.0, 600.0)?;
         ordered_pair("moves.drain_ms", m.drain_ms, 1, FAULT_MS_MAX)?;
         Ok(())
@@ -1034,14 +1067,23 @@ impl Scenario {
                     timed.at_ms
                 ));
             }
-            if let Some(kind) = timed.fault.instant_request() {
-                if timed.duration_ms != 0 {
+            match (timed.fault.instant_request(), timed.duration_ms) {
+                (Some(kind), Some(_)) => {
                     return Err(format!("{path}.duration_ms: a `{kind}` request is instantaneous; leave duration_ms out"));
                 }
-            } else {
-                in_range(&format!("{path}.duration_ms"), timed.duration_ms, 1, FAULT_MS_MAX)?;
+                (Some(_), None) => {}
+                (None, Some(ms)) => in_range(&format!("{path}.duration_ms"), ms, 1, FAULT_MS_MAX)?,
+                (None, None) => {
+                    return Err(format!(
+                        "{path}.duration_ms: missing; a `{}` fault lasts duration_ms (1..={FAULT_MS_MAX}); only move, split_range and merge_ranges requests leave it out",
+                        fault_kind_name(&timed.fault)
+                    ));
+                }
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
+            if matches!(timed.fault, FaultSpec::Move { .. }) && self.moves.max_concurrent == 0 {
+                return Err(format!("{path}.fault: a `move` request, but moves.max_concurrent is 0, so no move ever starts and it would be accepted and never run; raise moves.max_concurrent or drop the request"));
+            }
             if let Some(on) = &timed.on {
                 if timed.fault.is_operator_request() {
                     return Err(format!("{path}.on: operator requests are sent at at_ms; a trigger applies to faults only"));
@@ -1180,7 +1222,7 @@ impl Scenario {
         s.faults.schedule.push(TimedFault {
             at_ms: 0,
             on: Some(Trigger { event: "paused".into(), node: "server-1".into(), count: 1, delay_ms: 1 }),
-            duration_ms: 1,
+            duration_ms: Some(1),
             fault: FaultSpec::Crash { node: "server-1".into() },
         });
         s
@@ -1328,9 +1370,58 @@ fn describe_json_error(origin: &str, path: &str, err: &serde_json::Error) -> Str
             format!("{origin}: {message} (line {line}, column {column})")
         }
         serde_json::error::Category::Data => {
+            let message = reword_type_error(path, message);
             format!("{origin}: {path}: {message} (line {line}, column {column})")
         }
     }
+}
+
+/// serde's wrong-type and wrong-value messages in the format's words:
+/// `invalid value: integer `-5`, expected u64` becomes `must be a non-negative integer, got -5`,
+/// `invalid type: string "none", expected struct RandomFaults` becomes `must be an object (or
+/// null: no random faults), got the string "none"`. Other messages (unknown fields, unknown
+/// variants, wrong array lengths) already say what is wrong and are kept.
+fn reword_type_error(path: &str, message: &str) -> String {
+    let Some((got, expected)) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.rsplit_once(", expected "))
+    else {
+        return message.to_string();
+    };
+    // What was found: serde writes `integer `-5``, `floating point `1.5``, `string "x"`,
+    // `boolean `true``, `null`, `map`, `sequence`.
+    let number = |prefix: &str| got.strip_prefix(prefix).map(|v| v.trim_matches('`').to_string());
+    let found = number("integer ")
+        .or_else(|| number("floating point "))
+        .or_else(|| number("boolean "))
+        .or_else(|| got.starts_with("string ").then(|| format!("the {got}")))
+        .unwrap_or_else(|| match got {
+            "map" => "an object".to_string(),
+            "sequence" => "an array".to_string(),
+            other => other.to_string(),
+        });
+    let unsigned_max = match expected {
+        "u8" => Some(u64::from(u8::MAX)),
+        "u16" => Some(u64::from(u16::MAX)),
+        "u32" => Some(u64::from(u32::MAX)),
+        "u64" => Some(u64::MAX),
+        _ => None,
+    };
+    let wanted = match (expected, unsigned_max) {
+        // An integer too large for the field's type.
+        (_, Some(max)) if got.starts_with("integer ") && !found.starts_with('-') => {
+            return format!("must be at most {max}, got {found}");
+        }
+        (_, Some(_)) => "a non-negative integer".to_string(),
+        ("f64" | "f32", _) => "a number".to_string(),
+        ("a sequence", _) => "an array".to_string(),
+        (e, _) if e.starts_with("struct ") => "an object".to_string(),
+        (e, _) if e.starts_with("a ") || e.starts_with("an ") => e.to_string(),
+        _ => return message.to_string(),
+    };
+    let or_null = if path == "faults.random" { " (or null: no random faults)" } else { "" };
+    format!("must be {wanted}{or_null}, got {found}")
 }
 
 /// Every place where `template` (a scenario with every optional section present) has an object
@@ -1370,6 +1461,23 @@ fn check_objects(value: &serde_json::Value, template: &serde_json::Value, path: 
     }
 }
 
+/// A file with a `swarm` section must not also write the `topology` fields swarm draws per
+/// seed (`servers`, `frontends`, `initial_ranges`): the written value would be ignored.
+fn check_swarm_topology(value: &serde_json::Value) -> Result<(), String> {
+    if !value.get("swarm").is_some_and(serde_json::Value::is_object) {
+        return Ok(());
+    }
+    let Some(topology) = value.get("topology").and_then(serde_json::Value::as_object) else { return Ok(()) };
+    for field in ["servers", "frontends", "initial_ranges"] {
+        if let Some(written) = topology.get(field) {
+            return Err(format!(
+                "topology.{field}: {written} would be ignored: the swarm section draws it per seed from swarm.{field}; remove topology.{field} or drop `swarm`"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `<path>: must be in lo..=hi, got v` unless `lo <= v <= hi`.
 fn in_range<T: PartialOrd + Display>(path: &str, value: T, lo: T, hi: T) -> Result<(), String> {
     if lo <= value && value <= hi {
@@ -1404,6 +1512,11 @@ fn numbered(kind: &str, count: u32) -> String {
     } else {
         format!("{kind}-1..{kind}-{count}")
     }
+}
+
+/// The `kind` a fault has in the file (`crash`, `one_way`, ...).
+fn fault_kind_name(fault: &FaultSpec) -> String {
+    serde_json::to_value(fault).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string)).unwrap_or_default()
 }
 
 fn node_kind_name(kind: NodeKind) -> &'static str {

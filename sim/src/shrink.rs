@@ -283,11 +283,11 @@ impl Search<'_> {
             // line gives the value before and after it.
             let what = crate::nemesis::Fault::from_spec(&self.best.faults.schedule[i].fault).to_string();
             if self.best.faults.schedule[i].fault.instant_request().is_none() {
-                moved |= self.number(&format!("fault {} ({what}) duration", i + 1), " ms", 100, 1, |s| s.faults.schedule[i].duration_ms, |s, v| s.faults.schedule[i].duration_ms = v);
+                moved |= self.number(&format!("fault {} ({what}) duration", i + 1), " ms", 100, 1, |s| s.faults.schedule[i].lasts_ms(), |s, v| s.faults.schedule[i].duration_ms = Some(v));
             }
             let f = &self.best.faults.schedule[i];
             let end_ms = self.best.workload.duration_s * 1000;
-            let latest = if f.fault.instant_request().is_some() { end_ms - 1 } else { (f.at_ms + f.duration_ms - 1).min(end_ms - 1) };
+            let latest = if f.fault.instant_request().is_some() { end_ms - 1 } else { (f.at_ms + f.lasts_ms() - 1).min(end_ms - 1) };
             moved |= self.number(
                 &format!("fault {} ({what}) start", i + 1),
                 " ms",
@@ -297,7 +297,7 @@ impl Search<'_> {
                 |s, v| {
                     let f = &mut s.faults.schedule[i];
                     if f.fault.instant_request().is_none() {
-                        f.duration_ms = (f.at_ms + f.duration_ms).saturating_sub(v).max(1);
+                        f.duration_ms = Some((f.at_ms + f.lasts_ms()).saturating_sub(v).max(1));
                     }
                     f.at_ms = v;
                 },
@@ -320,10 +320,9 @@ impl Search<'_> {
 /// `crash server-2 at 20500 ms for 5000 ms`.
 pub fn describe(f: &crate::scenario::TimedFault) -> String {
     let fault = crate::nemesis::Fault::from_spec(&f.fault);
-    if f.duration_ms == 0 {
-        format!("{fault} at {} ms", f.at_ms)
-    } else {
-        format!("{fault} at {} ms for {} ms", f.at_ms, f.duration_ms)
+    match f.duration_ms {
+        None => format!("{fault} at {} ms", f.at_ms),
+        Some(ms) => format!("{fault} at {} ms for {ms} ms", f.at_ms),
     }
 }
 

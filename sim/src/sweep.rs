@@ -152,12 +152,27 @@ pub fn summary_path(base: &RunOptions, seeds: &SeedSelection, report_dir: &Path)
     report_dir.join(format!("sweep-{}{shard}.json", report_stem(base)))
 }
 
+/// Refuse a `--report-dir` that names an existing file, a mistake of usage caught before
+/// anything runs (the CLI exits 64): `--report-dir <path>: is a file, not a folder; ...`. A
+/// missing folder is fine (it is created when reports are written); a folder that cannot be
+/// written is found by [`check_writable`].
+pub fn check_report_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => Err(format!(
+            "--report-dir {}: is a file, not a folder; give a folder (created if missing), e.g. reports",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Check that every report of the sweep can be written: the report folder and its `failing/`
 /// (created if missing) and the JUnit file's folder, by creating and removing a file in each.
 ///
 /// Errors: `--report-dir <dir>: ...` or `--junit <file>: ...` with the operating system's
 /// reason.
 pub fn check_writable(cfg: &SweepConfig) -> Result<(), String> {
+    check_report_dir(&cfg.report_dir)?;
     let probe = |dir: &Path, flag: &str, shown: &Path| -> Result<(), String> {
         let fail = |e: std::io::Error| format!("{flag} {}: cannot write there: {e}", shown.display());
         std::fs::create_dir_all(dir).map_err(fail)?;
@@ -540,6 +555,23 @@ pub fn render(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--report-dir` naming a file says so, naming the flag and the path (it was `File exists
+    /// (os error 17)`); a folder, or a path not there yet, is accepted.
+    #[test]
+    fn check_report_dir_names_the_flag_when_the_path_is_a_file() {
+        let dir = std::env::temp_dir().join(format!("partmap-report-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a-file");
+        std::fs::write(&file, "").unwrap();
+        let err = check_report_dir(&file).unwrap_err();
+        assert_eq!(err, format!("--report-dir {}: is a file, not a folder; give a folder (created if missing), e.g. reports", file.display()));
+        let cfg = SweepConfig::new(1, &file);
+        assert_eq!(check_writable(&cfg).unwrap_err(), err);
+        check_report_dir(&dir).unwrap();
+        check_report_dir(&dir.join("not-yet")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// A kept shrunk scenario run with its own mutation and seed names its timeline once:
     /// `cut-off-owner-server-ignores-lease-expiry-seed-0.html`, not that stem repeated.

@@ -228,6 +228,24 @@ fn cli_sweep_unwritable_report_dir_fails_before_any_seed() {
     assert!(out.is_empty() && !err.contains("sweeping"), "{out}{err}");
 }
 
+/// `--report-dir` naming an existing file is bad usage (exit 64), said before anything runs in
+/// the flag's words (it was `File exists (os error 17)`, exit 3, and `timeline` ran its seed
+/// first).
+#[test]
+fn cli_report_dir_that_is_a_file_is_bad_usage() {
+    let dir = scratch("report-dir-file");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let shown = format!("--report-dir {}: is a file, not a folder", file.display());
+    for args in [&["sweep", "--seeds", "0..1000"][..], &["timeline", "--seed", "0"], &["shrink", "--seed", "0"]] {
+        let mut args = args.to_vec();
+        args.extend(["--report-dir", file.to_str().unwrap()]);
+        let (code, out, err) = sim(&args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert!(err.contains(&shown) && out.is_empty(), "{args:?}: {out}{err}");
+    }
+}
+
 /// A scenario path with a space: report names stay plain, the repro command is quoted and,
 /// pasted into a shell, reproduces the failing seed with its trace hash; the log says what
 /// failed before its events.

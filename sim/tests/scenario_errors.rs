@@ -618,3 +618,95 @@ fn scenario_operator_split_and_merge_requests_are_checked() {
     let err = rejected(&with(r#"{"at_ms": 1000, "on": {"event": "drained", "node": "server-1"}, "fault": {"kind": "merge_ranges", "left": "k000100", "right": "k000130"}}"#));
     assert_mentions(&err, &["faults.schedule[0].on", "operator requests are sent at at_ms"]);
 }
+
+/// `workload.keys: 0` is reported as itself, not as too many `topology.initial_ranges` (the
+/// topology was checked against the key count before the key count was checked).
+#[test]
+fn scenario_rejects_zero_keys_naming_workload_keys() {
+    let err = rejected(&failover_with("workload", r#"{"keys": 0}"#));
+    assert_mentions(&err, &["workload.keys", "1..=1000000", "got 0"]);
+    assert!(!err.contains("initial_ranges"), "{err}");
+}
+
+/// `splits.split_ops_per_s: 0` turns splits off, not merges: a merge threshold with splits off
+/// is a merges-only scenario (`move-during-merge.json`) and is accepted; with splits on, a merge
+/// threshold at or over the split one is refused naming both fields.
+#[test]
+fn scenario_merges_without_splits_are_accepted_and_a_merge_over_split_is_refused() {
+    let merges_only = Scenario::parse(&failover_with("splits", r#"{"split_ops_per_s": 0, "merge_ops_per_s": 5}"#), "test.json").unwrap();
+    assert_eq!((merges_only.splits.split_ops_per_s, merges_only.splits.merge_ops_per_s), (0.0, 5.0));
+    let err = rejected(&failover_with("splits", r#"{"split_ops_per_s": 5, "merge_ops_per_s": 5}"#));
+    assert_mentions(&err, &["splits.merge_ops_per_s", "splits.split_ops_per_s (5)", "got 5"]);
+}
+
+/// `moves.max_concurrent: 0` starts no move, so asking for moves (random requests or a scheduled
+/// `move`) is refused naming both fields instead of accepting requests that never run.
+#[test]
+fn scenario_rejects_move_requests_when_no_move_can_start() {
+    let err = rejected(&failover_with("moves", r#"{"max_concurrent": 0, "requests_per_min": [5, 10]}"#));
+    assert_mentions(&err, &["moves.requests_per_min", "moves.max_concurrent is 0", "never run"]);
+    let mut value: serde_json::Value = serde_json::from_str(include_str!("../../scenarios/failover.json")).unwrap();
+    value["moves"] = serde_json::json!({"max_concurrent": 0});
+    value["faults"] = serde_json::json!({"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "move", "key": "k000001", "to": "server-2"}}]});
+    let err = rejected(&value.to_string());
+    assert_mentions(&err, &["faults.schedule[0].fault", "moves.max_concurrent is 0", "never run"]);
+    // No moves asked for: max_concurrent 0 stays a valid way to switch moves off.
+    Scenario::parse(&failover_with("moves", r#"{"max_concurrent": 0}"#), "test.json").unwrap();
+}
+
+/// A swarm scenario draws servers, frontends and initial ranges per seed: writing one of them in
+/// `topology` too is refused naming both fields (it used to be ignored silently); the topology
+/// fields swarm does not draw still apply.
+#[test]
+fn scenario_rejects_topology_fields_a_swarm_draws() {
+    let swarm = r#""swarm": {"servers": [3, 7], "frontends": [1, 3], "initial_ranges": [4, 16]}"#;
+    for (field, value) in [("servers", "9"), ("frontends", "2"), ("initial_ranges", "8")] {
+        let err = rejected(&format!(r#"{{"description": "d", "topology": {{"{field}": {value}}}, {swarm}}}"#));
+        assert_mentions(&err, &[&format!("topology.{field}: {value} would be ignored"), &format!("swarm.{field}")]);
+    }
+    let kept = Scenario::parse(&format!(r#"{{"description": "d", "topology": {{"managers": 3, "clients": 8}}, {swarm}}}"#), "test.json").unwrap();
+    assert_eq!((kept.topology.managers, kept.topology.clients), (3, 8));
+    // `"swarm": null` is no swarm: the topology is used as written.
+    let no_swarm = Scenario::parse(r#"{"description": "d", "topology": {"servers": 9}, "swarm": null}"#, "test.json").unwrap();
+    assert_eq!(no_swarm.topology.servers, 9);
+}
+
+/// A fault entry without `duration_ms` says the field is missing (it used to read as 0 through
+/// a serde default and say `got 0`); an instantaneous request still leaves it out.
+#[test]
+fn scenario_rejects_missing_fault_duration_as_missing() {
+    let text = failover_with("faults", r#"{"schedule": [{"at_ms": 1000, "fault": {"kind": "crash", "node": "server-1"}}]}"#);
+    let err = rejected(&text);
+    assert_mentions(&err, &["faults.schedule[0].duration_ms: missing", "`crash` fault", "1..=3600000"]);
+    assert!(!err.contains("got 0"), "{err}");
+    let text = failover_with("faults", r#"{"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "one_way", "from": "server-1", "to": "store-1"}}]}"#);
+    assert_mentions(&rejected(&text), &["faults.schedule[0].duration_ms: missing", "`one_way` fault"]);
+    let ok = Scenario::parse(&failover_with("faults", r#"{"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "move", "key": "k000001", "to": "server-2"}}]}"#), "test.json").unwrap();
+    assert_eq!((ok.faults.schedule[0].duration_ms, ok.faults.schedule[0].lasts_ms()), (None, 0));
+}
+
+/// serde's wrong-type messages are reworded in the format's terms, after the field's path:
+/// `expected struct RandomFaults` and `expected u64` meant nothing to a scenario author.
+#[test]
+fn scenario_type_errors_name_the_field_and_the_expected_kind() {
+    let err = rejected(&failover_with("faults", r#"{"random": "none"}"#));
+    assert_mentions(&err, &["faults.random: must be an object (or null: no random faults), got the string \"none\"", "line"]);
+    assert!(!err.contains("struct RandomFaults"), "{err}");
+    let err = rejected(&failover_with("workload", r#"{"duration_s": -5}"#));
+    assert_mentions(&err, &["workload.duration_s: must be a non-negative integer, got -5", "line"]);
+    assert!(!err.contains("u64"), "{err}");
+    let err = rejected(&failover_with("topology", r#"{"servers": 1.5}"#));
+    assert_mentions(&err, &["topology.servers: must be a non-negative integer, got 1.5"]);
+    let err = rejected(&failover_with("topology", r#"{"servers": 4294967296}"#));
+    assert_mentions(&err, &["topology.servers: must be at most 4294967295, got 4294967296"]);
+    let err = rejected(&failover_with("workload", r#"{"ops_per_s": "fast"}"#));
+    assert_mentions(&err, &["workload.ops_per_s: must be a number, got the string \"fast\""]);
+    let err = rejected(&failover_with("knobs", r#"{"torn_writes": 1}"#));
+    assert_mentions(&err, &["knobs.torn_writes: must be a boolean, got 1"]);
+    let err = rejected(&failover_with("knobs", r#"{"latency_ms": 5}"#));
+    assert_mentions(&err, &["knobs.latency_ms: must be an array of length 2, got 5"]);
+    let err = rejected(&failover_with("faults", r#"{"random": {"crash_targets": "server"}}"#));
+    assert_mentions(&err, &["faults.random.crash_targets: must be an array, got the string \"server\""]);
+    let err = rejected(&failover_with("heal", r#"{"liveness_deadline_s": null}"#));
+    assert_mentions(&err, &["heal.liveness_deadline_s: must be a non-negative integer, got null"]);
+}
