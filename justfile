@@ -5,7 +5,7 @@
 sweep seeds="0..2000" jobs="2" scenario="scenarios/swarm.json":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario {{scenario}}
 
-# Planned moves under faults, with the write-pause table per strategy (about 12 minutes here).
+# Planned moves under faults, with the write-pause table per strategy (about 110 s here).
 moves seeds="0..2000" jobs="2":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario scenarios/moves.json
 
