@@ -1,10 +1,12 @@
 //! The scenario file: what cluster to build, which knobs its nodes run with, what load the
 //! clients offer, which faults the harness injects, and what outcome the run should have.
 //!
-//! A scenario is JSON (format documented in `scenarios/README.md`). Every section and field is
-//! optional except `description`; a missing one takes the default noted on it, which is also the
-//! value `scenarios/failover.json` writes out. Unknown fields are rejected so a typo cannot
-//! silently fall back to a default.
+//! A scenario is JSON (format documented in `scenarios/README.md`). Every section is optional
+//! except `description`, and a missing field takes the default noted on it, which is also the
+//! value `scenarios/failover.json` writes out, except: the three fields of `swarm` (when present)
+//! and the fields a list entry needs (a schedule entry's `fault` and, but for instant requests,
+//! `duration_ms`; a scripted append's `at_ms`, `key`, `bytes`; a trigger's `event`, `node`).
+//! Unknown fields are rejected so a typo cannot silently fall back to a default.
 //!
 //! [`Scenario::parse`] reports the first problem as one line, `<origin>: <path>: <problem>`, so
 //! a reader can go straight to the offending field.
