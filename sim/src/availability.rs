@@ -123,7 +123,7 @@ impl<'m> LiveRows<'m> {
     /// Index `map`'s live rows.
     fn index(&mut self, map: &'m PartitionMap) {
         self.rows.clear();
-        self.rows.extend(map.rows.live().values().filter(|r| r.state != RangeState::Retired));
+        self.rows.extend(map.rows.live().values().map(|r| &**r).filter(|r| r.state != RangeState::Retired));
         self.rows.sort_by(|a, b| a.start.cmp(&b.start));
         self.disjoint = self.rows.windows(2).all(|w| w[0].end.as_ref().is_some_and(|e| *e <= w[1].start));
     }
