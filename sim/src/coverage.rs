@@ -183,6 +183,7 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
             What::Sys(Sys::StaleCommand { .. }) => bump("stale_command_refused"),
             What::Complete { outcome: Outcome::Unavailable, .. } => bump("map_unavailable"),
             What::Fault { fault, duration_ms, crash } => {
+                let fault: &Fault = fault;
                 if crash.is_some_and(|c| c.torn) {
                     bump("torn_write_on_crash");
                 }
@@ -253,6 +254,7 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
                 active.insert(fault.clone());
             }
             What::FaultEnd { fault } => {
+                let fault: &Fault = fault;
                 if let Fault::Pause(n) = fault {
                     if let Some(s) = server_of(n) {
                         paused.remove(&s);
@@ -276,7 +278,7 @@ mod tests {
     use super::*;
 
     fn fault(t_us: u64, fault: Fault) -> Event {
-        Event { t_us, what: What::Fault { fault, duration_ms: 1000, crash: None } }
+        Event { t_us, what: What::Fault { fault: Box::new(fault), duration_ms: 1000, crash: None } }
     }
 
     /// Issue 12: a one-way cut from an owner to the authority is a partition of the owner.

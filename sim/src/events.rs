@@ -78,8 +78,9 @@ pub enum What {
     /// The nemesis injected `fault` for `duration_ms`; a crash of a node with a disk says what
     /// happened to its unsynced writes.
     Fault {
-        /// The fault.
-        fault: Fault,
+        /// The fault (boxed, as in every rare event that carries one: a history event is as
+        /// large as its largest kind, and the checkers walk the history several times).
+        fault: Box<Fault>,
         /// For how long, ms (0 for instant operator requests).
         duration_ms: u64,
         /// For a crash of `lock-1` or `store-1`: unsynced records lost, survived, torn.
@@ -103,7 +104,7 @@ pub enum What {
     /// boundary, ...).
     OperatorVerdict {
         /// The request as the schedule or the random mix named it.
-        request: Fault,
+        request: Box<Fault>,
         /// The map op it was sent as (ranges resolved from its keys); empty when refused.
         op: String,
         /// Attempts made.
@@ -114,7 +115,7 @@ pub enum What {
     /// The fault was undone.
     FaultEnd {
         /// The fault.
-        fault: Fault,
+        fault: Box<Fault>,
     },
     /// Every link restored, paused nodes resumed, crashed nodes restarted.
     Heal,

@@ -345,7 +345,7 @@ pub async fn operator(actions: Vec<(u64, OperatorAction, Fault)>, knobs: partmap
             Ok(op) => (op, None),
             Err(reason) => (String::new(), Some(reason)),
         };
-        record(What::OperatorVerdict { request, op, attempts, refused });
+        record(What::OperatorVerdict { request: Box::new(request), op, attempts, refused });
     }
 }
 
@@ -445,11 +445,11 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                 }
                 Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => {
                     // Sent by the operator node (see `operator`); only logged and counted here.
-                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
+                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                 }
                 Fault::DelayNext(from, to, kind) => {
-                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
+                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                 }
@@ -460,20 +460,20 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                         Fault::Reorder(..) => LinkFault::Reorder,
                         _ => LinkFault::Corrupt,
                     };
-                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
+                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().fault_link(from, to, kind);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().unfault_link(from, to, kind);
-                    record(What::FaultEnd { fault: p.fault.clone() });
+                    record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
                 }
                 Fault::SlowDisk(node, extra_ms) => {
-                    record(What::Fault { fault: p.fault.clone(), duration_ms: p.duration_ms, crash: None });
+                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().slow_disk(node, *extra_ms);
                     *counts.borrow_mut().entry(counter).or_default() += 1;
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().slow_disk(node, 0);
-                    record(What::FaultEnd { fault: p.fault.clone() });
+                    record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
                 }
                 Fault::Pause(node) => {
                     if !world.borrow_mut().pause(node, p.duration_ms) {
@@ -485,7 +485,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                 }
                 fault => {
                     let cut = links(&world.borrow(), fault);
-                    record(What::Fault { fault: fault.clone(), duration_ms: p.duration_ms, crash: None });
+                    record(What::Fault { fault: Box::new(fault.clone()), duration_ms: p.duration_ms, crash: None });
                     for (a, b) in &cut {
                         world.borrow_mut().cut(a, b);
                     }
@@ -494,7 +494,7 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
                     for (a, b) in &cut {
                         world.borrow_mut().uncut(a, b);
                     }
-                    record(What::FaultEnd { fault: fault.clone() });
+                    record(What::FaultEnd { fault: Box::new(fault.clone()) });
                 }
             }
         });

@@ -169,7 +169,7 @@ impl RunReport {
     /// accepted, or `Some(reason)` when refused on every attempt.
     pub fn operator_verdicts(&self) -> Vec<(u64, &crate::fault::Fault, Option<&str>)> {
         self.events.iter().filter_map(|e| match &e.what {
-            What::OperatorVerdict { request, refused, .. } => Some((e.t_us, request, refused.as_deref())),
+            What::OperatorVerdict { request, refused, .. } => Some((e.t_us, &**request, refused.as_deref())),
             _ => None,
         }).collect()
     }

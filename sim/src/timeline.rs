@@ -149,13 +149,14 @@ fn spans(events: &[Event], heal_us: u64) -> Vec<Span> {
     for ev in events {
         match &ev.what {
             What::Fault { fault, duration_ms, .. } => {
+                let fault: &Fault = fault;
                 let end = ev.t_us + duration_ms * 1000;
                 let end = if matches!(fault, Fault::Drain(_) | Fault::MoveRequest(..)) { end } else { end.min(heal_us.max(ev.t_us)) };
                 out.push(Span { fault: fault.clone(), start_us: ev.t_us, end_us: end, duration_ms: *duration_ms });
                 open.push(out.len() - 1);
             }
             What::FaultEnd { fault } => {
-                if let Some(pos) = open.iter().position(|&i| out[i].fault == *fault) {
+                if let Some(pos) = open.iter().position(|&i| out[i].fault == **fault) {
                     let i = open.remove(pos);
                     out[i].end_us = ev.t_us;
                 }

@@ -168,7 +168,7 @@ impl World {
         let node = &self.nodes[name];
         Handle::current().kill(node.id);
         let crash = node.crash_disk.as_ref().map(|f| f());
-        record(What::Fault { fault: Fault::Crash(name.to_string()), duration_ms, crash });
+        record(What::Fault { fault: Box::new(Fault::Crash(name.to_string())), duration_ms, crash });
         true
     }
 
@@ -204,7 +204,7 @@ impl World {
             return false;
         }
         Handle::current().pause(self.nodes[name].id);
-        record(What::Fault { fault: Fault::Pause(name.to_string()), duration_ms, crash: None });
+        record(What::Fault { fault: Box::new(Fault::Pause(name.to_string())), duration_ms, crash: None });
         true
     }
 
@@ -212,7 +212,7 @@ impl World {
     pub fn resume(&mut self, name: &str) {
         if self.paused.remove(name) {
             Handle::current().resume(self.nodes[name].id);
-            record(What::FaultEnd { fault: Fault::Pause(name.to_string()) });
+            record(What::FaultEnd { fault: Box::new(Fault::Pause(name.to_string())) });
         }
     }
 
@@ -220,7 +220,7 @@ impl World {
     pub fn restart(&mut self, name: &str) {
         if self.down.remove(name) {
             Handle::current().restart(self.nodes[name].id);
-            record(What::FaultEnd { fault: Fault::Crash(name.to_string()) });
+            record(What::FaultEnd { fault: Box::new(Fault::Crash(name.to_string())) });
         }
     }
 

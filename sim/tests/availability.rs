@@ -119,7 +119,7 @@ fn golden_split_owner_crash_trigger_hits_the_window_and_keeps_the_leader() {
     for seed in 0..200 {
         let report = run_seed(&RunOptions { seed, ..base.clone() });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?} {:?}", report.verdicts, report.bounds_exceeded);
-        let crashes: Vec<u64> = report.events.iter().filter(|e| matches!(&e.what, What::Fault { fault: Fault::Crash(n), .. } if n == "server-1")).map(|e| e.t_us).collect();
+        let crashes: Vec<u64> = report.events.iter().filter(|e| matches!(&e.what, What::Fault { fault, .. } if matches!(&**fault, Fault::Crash(n) if n == "server-1"))).map(|e| e.t_us).collect();
         assert_eq!(crashes.len(), 1, "seed {seed}: the trigger fires once");
         let crash = crashes[0];
         let triggered = report.events.iter().any(|e| e.t_us == crash && matches!(&e.what, What::Triggered { event: "drained", node, .. } if node == "server-1"));
@@ -183,7 +183,7 @@ fn golden_slow_store_move_keeps_the_leader() {
     for seed in 0..20 {
         let report = run_seed(&RunOptions { seed, ..base.clone() });
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?} {:?}", report.verdicts, report.bounds_exceeded);
-        let freeze = report.events.iter().find(|e| matches!(&e.what, What::Fault { fault: Fault::Pause(n), .. } if n == "store-1")).map(|e| e.t_us);
+        let freeze = report.events.iter().find(|e| matches!(&e.what, What::Fault { fault, .. } if matches!(&**fault, Fault::Pause(n) if n == "store-1"))).map(|e| e.t_us);
         let freeze = freeze.unwrap_or_else(|| panic!("seed {seed}: the store never froze"));
         let triggered = report.events.iter().any(|e| e.t_us == freeze && matches!(&e.what, What::Triggered { event: "paused", node, .. } if node == "server-1"));
         assert!(triggered, "seed {seed}: the freeze follows server-1's pause at once");

@@ -36,7 +36,7 @@ fn golden_split_survives_a_crash_of_the_parents_owner() {
         // The crash is triggered by server-1's `drained` (not at a fixed time): take its
         // time from the history.
         let crash_us = report.events.iter().find_map(|e| match &e.what {
-            What::Fault { fault: Fault::Crash(node), .. } if node == "server-1" => Some(e.t_us),
+            What::Fault { fault, .. } if matches!(&**fault, Fault::Crash(node) if node == "server-1") => Some(e.t_us),
             _ => None,
         }).expect("the crash of server-1 was injected");
         assert!(report.reshapes.get("split_committed").is_some_and(|n| *n >= 1), "seed {seed}: no split committed: {:?}", report.reshapes);
