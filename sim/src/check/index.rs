@@ -802,7 +802,7 @@ mod tests {
 /// map ops and of the irregular edits a restore, a torn log or a mutation can produce (a row
 /// retired early, an older map's rows live again, rows dropped, equal tables built apart), over
 /// any pair of versions (consecutive, older restored, same copy, first map). Also: the wire size
-/// and the hash of a map equal their whole-table readings.
+/// of a map equals its whole-table reading, and an equal table rebuilt apart hashes alike.
 ///
 /// Written by an independent review of the split (issue 13); it caught each of three bugs
 /// planted one at a time (the retired rows never walked, the merged rows left unsorted, a row
