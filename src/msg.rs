@@ -652,7 +652,7 @@ impl Msg {
     pub fn wire_bytes(&self) -> u64 {
         // 48 bytes and the keys a row, live or retired.
         let map_bytes = |m: &PartitionMap| {
-            let live = m.rows.live().values().map(|r| 48 + r.start.len() + r.end.as_ref().map_or(0, |e| e.len())).sum::<usize>() as u64;
+            let live: u64 = m.rows.live().values().map(|r| 48 + r.key_bytes()).sum();
             live + 48 * m.rows.retired().len() as u64 + m.rows.retired_key_bytes()
         };
         match self {
