@@ -46,10 +46,12 @@ test:
 ci:
     bash .ci/run
 
-# Speed benchmark (issue 13): madsim's raw CPU per message, then seeds 0..40 of the default
-# scenario one after the other (CPU per seed and per message, the checkers' share, the same
-# with a 4x longer workload) and the ratio of CPU per message, scenario / raw madsim.
+# Speed benchmark (issue 13): madsim's raw CPU per message (the patched build we run on, and
+# 0.2.34 as published, built from bench/raw-madsim and run as a child), then seeds 0..40 of the
+# default scenario one after the other (CPU per seed and per message, the checkers' share, the
+# same with a 4x longer workload) and the ratio of CPU per message, scenario / raw madsim.
 bench seeds="0..40" scenario="scenarios/swarm.json":
+    cargo build --release --manifest-path bench/raw-madsim/Cargo.toml --target-dir target/raw-madsim
     cargo run --release -p partmap-sim -- bench --seeds {{seeds}} --scenario {{scenario}}
 
 # Prove the checkers: every named mutation on its scenario must be caught. Add --write-table to

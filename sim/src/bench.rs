@@ -20,19 +20,10 @@
 
 use crate::run::{run_seed, RunOptions};
 use crate::scenario::Scenario;
-use madsim::net::Endpoint;
+pub use crate::bench_raw::{raw_madsim, thread_cpu_ns, Cost};
 use madsim::runtime::{Handle, Runtime};
 use std::net::SocketAddr;
 use std::collections::BTreeMap;
-
-/// CPU time of the calling thread, in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec we own; the clock id is a constant.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// Peak resident set size of this process so far, in MiB (`getrusage`).
 pub fn peak_rss_mib() -> f64 {
@@ -41,63 +32,6 @@ pub fn peak_rss_mib() -> f64 {
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     assert_eq!(rc, 0, "getrusage failed");
     ru.ru_maxrss as f64 / 1024.0
-}
-
-/// Messages moved and the CPU time it took.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Cost {
-    /// Messages sent.
-    pub messages: u64,
-    /// CPU time, nanoseconds.
-    pub cpu_ns: u64,
-}
-
-impl Cost {
-    /// CPU microseconds per message.
-    pub fn us_per_message(&self) -> f64 {
-        self.cpu_ns as f64 / 1000.0 / self.messages.max(1) as f64
-    }
-}
-
-/// madsim alone: `runs` runtimes (seeds 0..runs), each with `pairs` client/server node pairs
-/// doing `round_trips` request/response exchanges of a boxed integer over `send_to_raw` /
-/// `recv_from_raw`, the calls the seam uses. Every message counts (a round trip is two).
-pub fn raw_madsim(runs: u64, pairs: u64, round_trips: u64) -> Cost {
-    let started = thread_cpu_ns();
-    for seed in 0..runs {
-        let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
-        rt.block_on(async move {
-            let h = Handle::current();
-            let mut joins = Vec::new();
-            for p in 0..pairs {
-                let server: SocketAddr = format!("10.1.0.{}:1", p + 1).parse().expect("address");
-                let client: SocketAddr = format!("10.2.0.{}:1", p + 1).parse().expect("address");
-                h.create_node()
-                    .ip(server.ip())
-                    .init(move || async move {
-                        let ep = Endpoint::bind(server).await.expect("bind");
-                        loop {
-                            let (msg, from) = ep.recv_from_raw(1).await.expect("recv");
-                            ep.send_to_raw(from, 2, msg).await.expect("send");
-                        }
-                    })
-                    .build();
-                let node = h.create_node().ip(client.ip()).build();
-                joins.push(node.spawn(async move {
-                    madsim::time::sleep(std::time::Duration::from_millis(10)).await;
-                    let ep = Endpoint::bind(client).await.expect("bind");
-                    for i in 0..round_trips {
-                        ep.send_to_raw(server, 1, Box::new(i)).await.expect("send");
-                        ep.recv_from_raw(2).await.expect("recv");
-                    }
-                }));
-            }
-            for j in joins {
-                j.await.expect("client task");
-            }
-        });
-    }
-    Cost { messages: runs * pairs * round_trips * 2, cpu_ns: thread_cpu_ns() - started }
 }
 
 /// partmap's seam on the exchange [`raw_madsim`] makes: `runs` runtimes (seeds 0..runs), each
@@ -154,6 +88,49 @@ pub fn seam_rpc(runs: u64, pairs: u64, round_trips: u64) -> Cost {
         });
     }
     Cost { messages: runs * pairs * round_trips * 2, cpu_ns: thread_cpu_ns() - started }
+}
+
+/// Where `bench` looks for the published-madsim floor when `--published-madsim` is not given:
+/// `target/raw-madsim/release/raw-madsim` beside the running binary's `target/release/`, as
+/// `cargo build --release --manifest-path bench/raw-madsim/Cargo.toml --target-dir
+/// target/raw-madsim` (and `just bench`) builds it. `None` when the running binary's path is
+/// unknown or not two folders deep.
+pub fn default_published_madsim() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("raw-madsim").join("release").join("raw-madsim"))
+}
+
+/// The same raw loop as [`raw_madsim`], run by the `bench/raw-madsim` binary at `path` (built
+/// against madsim 0.2.34 as published, without `PATCHES.md`) as a child process, which measures
+/// its own thread's CPU time. Errors: the binary cannot be started, exits non-zero, or prints
+/// something other than the line [`parse_published`] reads; each error names `path`.
+pub fn published_madsim(path: &std::path::Path, runs: u64, pairs: u64, round_trips: u64) -> Result<Cost, String> {
+    let out = std::process::Command::new(path)
+        .args([runs.to_string(), pairs.to_string(), round_trips.to_string()])
+        .output()
+        .map_err(|e| format!("--published-madsim {}: cannot run it: {e}", path.display()))?;
+    if !out.status.success() {
+        return Err(format!("--published-madsim {}: exited with {}: {}", path.display(), out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_published(&text).map_err(|e| format!("--published-madsim {}: {e}", path.display()))
+}
+
+/// Read the `raw-madsim` binary's one line, `messages=N cpu_ns=NS madsim=VERSION`. Errors name
+/// the missing or malformed field.
+pub fn parse_published(line: &str) -> Result<Cost, String> {
+    let field = |name: &str| -> Result<u64, String> {
+        let value = line
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
+            .ok_or_else(|| format!("no `{name}=` in its output {:?}", line.trim()))?;
+        value.parse::<u64>().map_err(|_| format!("`{name}` is not a whole number: {value:?}"))
+    };
+    let cost = Cost { messages: field("messages")?, cpu_ns: field("cpu_ns")? };
+    if cost.messages == 0 {
+        return Err("`messages` is 0".to_string());
+    }
+    Ok(cost)
 }
 
 /// What seeds of a scenario cost, run one after the other on this thread.
@@ -238,8 +215,11 @@ pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -
 /// The whole benchmark's figures.
 #[derive(Clone, Debug)]
 pub struct Bench {
-    /// madsim alone.
+    /// madsim alone, the build the project runs on (with `PATCHES.md`).
     pub raw: Cost,
+    /// madsim alone, 0.2.34 as published ([`published_madsim`]): `Ok` when measured, else why
+    /// not (the binary was not built).
+    pub published: Result<Cost, String>,
     /// The same exchange through partmap's seam ([`seam_rpc`]).
     pub seam: Cost,
     /// The scenario's seeds.
@@ -254,9 +234,14 @@ pub struct Bench {
 }
 
 impl Bench {
-    /// CPU per message of the scenario over CPU per message of raw madsim.
+    /// CPU per message of the scenario over CPU per message of raw madsim (patched).
     pub fn ratio(&self) -> f64 {
         self.run.total.us_per_message() / self.raw.us_per_message()
+    }
+    /// CPU per message of the scenario over CPU per message of raw madsim as published, when
+    /// measured.
+    pub fn ratio_published(&self) -> Option<f64> {
+        self.published.as_ref().ok().map(|p| self.run.total.us_per_message() / p.us_per_message())
     }
 }
 
@@ -265,6 +250,18 @@ pub fn render(b: &Bench, label: &str) -> String {
     let mut out = String::new();
     let raw = &b.raw;
     out += &format!("raw madsim: {} messages, {:.3} s CPU, {:.3} us per message\n", raw.messages, raw.cpu_ns as f64 / 1e9, raw.us_per_message());
+    match &b.published {
+        Ok(p) => {
+            out += &format!(
+                "raw madsim 0.2.34 as published (bench/raw-madsim, own process): {} messages, {:.3} s CPU, {:.3} us per message ({:.2}x the patched)\n",
+                p.messages,
+                p.cpu_ns as f64 / 1e9,
+                p.us_per_message(),
+                p.us_per_message() / raw.us_per_message()
+            )
+        }
+        Err(why) => out += &format!("raw madsim 0.2.34 as published: not measured ({why})\n"),
+    }
     let seam = &b.seam;
     out += &format!(
         "seam (partmap Rpc, answer at once): {} messages, {:.3} s CPU, {:.3} us per message ({:.2}x raw madsim)\n",
@@ -317,6 +314,9 @@ pub fn render(b: &Bench, label: &str) -> String {
         out += &format!("note: {} of the {} seeds with the workload x{scale} did not end as the scenario expects (a longer run than the scenario was written for; costs only)\n", s.unexpected, s.seeds);
     }
     out += &format!("ratio (scenario CPU per message / raw madsim CPU per message): {:.2}\n", b.ratio());
+    if let Some(r) = b.ratio_published() {
+        out += &format!("ratio against madsim 0.2.34 as published: {r:.2}\n");
+    }
     out
 }
 
@@ -363,5 +363,31 @@ mod tests {
         assert_eq!(n, 1);
         assert!((cpu - 4.5).abs() < 1e-9 && (checkers - 4.4).abs() < 1e-9 && (events - 4.0).abs() < 1e-9, "{cpu} {checkers} {events}");
         assert_eq!(scaling(&base, &cost(&[(7, 1, 1, 1)])), None);
+    }
+
+    #[test]
+    fn bench_reads_the_published_floor_and_names_what_is_wrong() {
+        let c = parse_published("messages=200000 cpu_ns=189091513 madsim=0.2.34-published\n").expect("well formed");
+        assert_eq!((c.messages, c.cpu_ns), (200_000, 189_091_513));
+        assert!(parse_published("cpu_ns=5").unwrap_err().contains("`messages=`"));
+        assert!(parse_published("messages=10 cpu_ns=x").unwrap_err().contains("`cpu_ns` is not a whole number"));
+        assert!(parse_published("messages=0 cpu_ns=5").unwrap_err().contains("`messages` is 0"));
+        let missing = std::path::Path::new("/nonexistent/raw-madsim");
+        assert!(published_madsim(missing, 1, 1, 1).unwrap_err().contains("/nonexistent/raw-madsim"));
+    }
+
+    #[test]
+    fn bench_prints_the_ratio_against_each_floor() {
+        let run = ScenarioCost { seeds: 1, total: Cost { messages: 1000, cpu_ns: 3_000_000 }, ..Default::default() };
+        let raw = Cost { messages: 1000, cpu_ns: 1_000_000 };
+        let mut b = Bench { raw, published: Ok(Cost { messages: 1000, cpu_ns: 2_000_000 }), seam: raw, run, scaled: None, peak_rss_mib: 1.0 };
+        assert_eq!((b.ratio(), b.ratio_published()), (3.0, Some(1.5)));
+        let text = render(&b, "x");
+        assert!(text.contains("ratio (scenario CPU per message / raw madsim CPU per message): 3.00"), "{text}");
+        assert!(text.contains("ratio against madsim 0.2.34 as published: 1.50"), "{text}");
+        b.published = Err("not built".to_string());
+        assert_eq!(b.ratio_published(), None);
+        let text = render(&b, "x");
+        assert!(text.contains("raw madsim 0.2.34 as published: not measured (not built)") && !text.contains("as published: 1."), "{text}");
     }
 }

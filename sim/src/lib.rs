@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 pub mod availability;
 pub mod bench;
+pub mod bench_raw;
 pub mod check;
 pub mod coverage;
 pub mod events;

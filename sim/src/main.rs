@@ -183,6 +183,11 @@ enum Command {
         /// normal length for the comparison, after one uncounted warm-up seed (0: skip).
         #[arg(long, default_value_t = 10)]
         scaled_seeds: u64,
+        /// The `bench/raw-madsim` binary (the raw loop on madsim 0.2.34 as published), run as a
+        /// child for the second floor. Default: target/raw-madsim/release/raw-madsim beside this
+        /// binary, measured when built (`just bench` builds it); given here, it must run.
+        #[arg(long)]
+        published_madsim: Option<PathBuf>,
     },
     /// Run every named mutation on the scenario where it applies (with `--rate`, also on the
     /// default scenario), seed after seed up to its budget, and the unmutated system on the same
@@ -575,7 +580,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Command::Bench { seeds, scenario, round_trips, scaled_seeds } => {
+        Command::Bench { seeds, scenario, round_trips, scaled_seeds, published_madsim } => {
             let (scenario, label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -584,6 +589,19 @@ fn main() -> ExitCode {
                 }
             };
             let raw = partmap_sim::bench::raw_madsim(5, 4, round_trips);
+            let published = match published_madsim {
+                Some(path) => match partmap_sim::bench::published_madsim(&path, 5, 4, round_trips) {
+                    Ok(cost) => Ok(cost),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(64);
+                    }
+                },
+                None => match partmap_sim::bench::default_published_madsim().filter(|p| p.is_file()) {
+                    Some(path) => partmap_sim::bench::published_madsim(&path, 5, 4, round_trips),
+                    None => Err("not built; `just bench` builds it: cargo build --release --manifest-path bench/raw-madsim/Cargo.toml --target-dir target/raw-madsim".to_string()),
+                },
+            };
             let run = partmap_sim::bench::scenario(&scenario, &label, seeds.0..seeds.1);
             let scaled = (scaled_seeds > 0).then(|| {
                 let mut longer = scenario.clone();
@@ -599,7 +617,7 @@ fn main() -> ExitCode {
             // peak by about 14 MiB (madsim keeps every spawned task's info until the node dies).
             let peak_rss_mib = partmap_sim::bench::peak_rss_mib();
             let seam = partmap_sim::bench::seam_rpc(5, 4, round_trips);
-            let b = partmap_sim::bench::Bench { raw, seam, run, scaled, peak_rss_mib };
+            let b = partmap_sim::bench::Bench { raw, published, seam, run, scaled, peak_rss_mib };
             print!("{}", partmap_sim::bench::render(&b, &label));
             if b.run.unexpected > 0 {
                 ExitCode::from(1)
