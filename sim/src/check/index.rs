@@ -8,7 +8,7 @@
 
 use crate::events::{Event, Outcome, Sys, What};
 use crate::workload::{content_hash, parse_content, ContentHasher};
-use super::pool::Pooled;
+use super::pool::{Pooled, Reuse};
 use rustc_hash::FxHashMap;
 use hashbrown::hash_table::{Entry, HashTable};
 use partmap::event::ClientOp;
@@ -47,6 +47,15 @@ fn slot<'b>(bytes: &'b [u8], ends: &[u32], n: KeyNo) -> &'b [u8] {
     let n = n as usize;
     let start = if n == 0 { 0 } else { ends[n - 1] as usize };
     &bytes[start..ends[n] as usize]
+}
+
+/// The first 8 bytes of `key` (zero-padded) as a big-endian integer: `prefix(a) < prefix(b)`
+/// implies `a < b`.
+fn prefix(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
 }
 
 fn key_hash(key: &[u8]) -> u64 {
@@ -102,9 +111,14 @@ impl<'a> Keys<'a> {
     /// Every key's number, in key (byte) order: the order the checkers judge keys in, so that
     /// the first violation they report does not depend on numbering.
     pub fn sorted(&self) -> Pooled<Vec<KeyNo>> {
+        // Sorted by each key's first 8 bytes as one big-endian integer (zero-padded: it orders
+        // keys as their bytes do wherever it differs), the bytes deciding only ties; keys are
+        // distinct, so the order is the bytes' whatever the sort.
+        let mut by_prefix: Pooled<Vec<(u64, KeyNo)>> = Pooled::take();
+        by_prefix.extend((0..self.names.len() as KeyNo).map(|n| (prefix(self.bytes_of(n)), n)));
+        by_prefix.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| self.bytes_of(a.1).cmp(self.bytes_of(b.1))));
         let mut order: Pooled<Vec<KeyNo>> = Pooled::take();
-        order.extend(0..self.names.len() as KeyNo);
-        order.sort_unstable_by(|a, b| self.bytes_of(*a).cmp(self.bytes_of(*b)));
+        order.extend(by_prefix.iter().map(|(_, n)| *n));
         order
     }
 }
@@ -173,6 +187,78 @@ impl<T: Copy + 'static> PerKey<T> {
     }
 }
 
+/// Values by operation id. The ids clients make (client numbers below [`IdMap::CLIENTS`],
+/// sequence numbers below the history's length: every operation has an event) sit in one
+/// vector per client indexed by sequence number, so that a lookup reads next to the client's
+/// neighbouring operations instead of a random hash bucket; any other id (a mutant's made-up
+/// one) goes to a hash map. Only looked up, never iterated: no order comes from it.
+pub struct IdMap<V: Copy + 'static> {
+    dense: Pooled<Dense<V>>,
+    sparse: Pooled<FxHashMap<OpId, V>>,
+    /// Sequence numbers from this one on go to `sparse`.
+    limit: u64,
+}
+
+impl<V: Copy + 'static> IdMap<V> {
+    /// Client numbers from this one on go to the hash map.
+    pub const CLIENTS: u32 = 256;
+
+    /// An empty map for the ids of a history of `events` events.
+    pub fn new(events: usize) -> IdMap<V> {
+        IdMap { dense: Pooled::take(), sparse: Pooled::take(), limit: events as u64 + 1 }
+    }
+
+    fn dense_slot(&self, id: &OpId) -> bool {
+        id.client < Self::CLIENTS && id.seq < self.limit
+    }
+
+    /// The value of `id`, if it has one.
+    pub fn get(&self, id: &OpId) -> Option<V> {
+        if self.dense_slot(id) {
+            self.dense.0.get(id.client as usize).and_then(|d| d.get(id.seq as usize)).copied().flatten()
+        } else {
+            self.sparse.get(id).copied()
+        }
+    }
+
+    /// Set the value of `id`.
+    pub fn insert(&mut self, id: OpId, v: V) {
+        if self.dense_slot(&id) {
+            let (client, seq) = (id.client as usize, id.seq as usize);
+            let dense = &mut self.dense.0;
+            if dense.len() <= client {
+                dense.resize_with(client + 1, Vec::new);
+            }
+            let d = &mut dense[client];
+            if d.len() <= seq {
+                d.resize(seq + 1, None);
+            }
+            d[seq] = Some(v);
+        } else {
+            self.sparse.insert(id, v);
+        }
+    }
+}
+
+/// [`IdMap`]'s vectors, one per client number, kept for reuse as they are (client `c` finds its
+/// own vector's room again in the next run).
+pub struct Dense<V>(Vec<Vec<Option<V>>>);
+
+impl<V> Default for Dense<V> {
+    fn default() -> Self {
+        Dense(Vec::new())
+    }
+}
+
+impl<V: 'static> Reuse for Dense<V> {
+    fn clear_for_reuse(&mut self) {
+        self.0.iter_mut().for_each(Vec::clear);
+    }
+    fn room(&self) -> usize {
+        self.0.iter().map(Vec::capacity).sum()
+    }
+}
+
 /// One append id the history names: its key, when it was invoked and completed, and how.
 #[derive(Clone, Copy, Debug)]
 pub struct Append {
@@ -220,7 +306,7 @@ pub struct Clients<'a> {
     /// starts over (its earlier completion forgotten); one completed before any invocation is
     /// numbered with `invoked` false (and listed in `orphans`).
     pub appends: Pooled<Vec<Append>>,
-    numbers: Pooled<FxHashMap<OpId, OpNo>>,
+    numbers: IdMap<OpNo>,
     /// Invoked appends per key, in id order.
     pub by_key: PerKey<OpNo>,
     /// Acknowledged appends per key (the completion's key): (completion time, number), in
@@ -241,17 +327,20 @@ impl<'a> Clients<'a> {
     pub fn of(events: &'a [Event]) -> Clients<'a> {
         let mut keys = Keys::default();
         let mut appends: Pooled<Vec<Append>> = Pooled::take();
-        let mut numbers: Pooled<FxHashMap<OpId, OpNo>> = Pooled::take();
+        let mut numbers: IdMap<OpNo> = IdMap::new(events.len());
         let mut orphans = Vec::new();
         let mut reads: Pooled<Vec<Read>> = Pooled::take();
         let mut acked: Pooled<Vec<(KeyNo, (u64, OpNo))>> = Pooled::take();
-        let mut read_invoked: Pooled<FxHashMap<OpId, (u64, u64)>> = Pooled::take();
+        let mut read_invoked: IdMap<(u64, u64)> = IdMap::new(events.len());
         let mut served: Pooled<Vec<KeyNo>> = Pooled::take();
         for ev in events {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
                     let op = Append { id: *id, key_no: keys.intern(key), invoked: true, invoke_us: ev.t_us, complete_us: None, outcome: None };
-                    let n = *numbers.entry(*id).or_insert(appends.len() as OpNo);
+                    let n = numbers.get(id).unwrap_or_else(|| {
+                        numbers.insert(*id, appends.len() as OpNo);
+                        appends.len() as OpNo
+                    });
                     if n as usize == appends.len() {
                         appends.push(op);
                     } else {
@@ -262,8 +351,16 @@ impl<'a> Clients<'a> {
                     read_invoked.insert(*id, (ev.t_us, bound_ms.unwrap_or(0) * 1000));
                 }
                 What::Complete { op: ClientOp::Append, id, outcome, key, .. } => {
-                    let key_no = keys.intern(key);
-                    let n = *numbers.entry(*id).or_insert(appends.len() as OpNo);
+                    // Its key is nearly always its invocation's: compared, not hashed again.
+                    let known = numbers.get(id);
+                    let key_no = match known.map(|n| appends[n as usize].key_no) {
+                        Some(k) if keys.bytes_of(k) == key.as_slice() => k,
+                        _ => keys.intern(key),
+                    };
+                    let n = known.unwrap_or_else(|| {
+                        numbers.insert(*id, appends.len() as OpNo);
+                        appends.len() as OpNo
+                    });
                     if n as usize == appends.len() {
                         appends.push(Append { id: *id, key_no, invoked: false, invoke_us: 0, complete_us: None, outcome: None });
                     }
@@ -279,10 +376,19 @@ impl<'a> Clients<'a> {
                     }
                 }
                 What::Complete { op: ClientOp::Read, id, key, outcome: Outcome::Ok, value_len, value_hash, .. } => {
-                    let (invoke_us, bound_us) = read_invoked.get(id).copied().unwrap_or((0, 0));
+                    let (invoke_us, bound_us) = read_invoked.get(id).unwrap_or((0, 0));
                     reads.push(Read { id: *id, key_no: keys.intern(key), invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
                 }
-                What::Sys(Sys::Admit { key, .. } | Sys::ReadServed { key, bounded: false, .. }) => {
+                What::Sys(Sys::Admit { key, id, .. }) => {
+                    // An admitted append's key is nearly always its invocation's: compared, not
+                    // hashed again.
+                    let k = match numbers.get(id).map(|n| appends[n as usize].key_no) {
+                        Some(k) if keys.bytes_of(k) == key.as_slice() => k,
+                        _ => keys.intern(key),
+                    };
+                    served.push(k);
+                }
+                What::Sys(Sys::ReadServed { key, bounded: false, .. }) => {
                     served.push(keys.intern(key));
                 }
                 _ => {}
@@ -303,7 +409,7 @@ impl<'a> Clients<'a> {
 
     /// The number of append id `id`, if the history names it.
     pub fn number(&self, id: &OpId) -> Option<OpNo> {
-        self.numbers.get(id).copied()
+        self.numbers.get(id)
     }
 }
 

@@ -27,7 +27,7 @@
 use super::{secs, Violation};
 use crate::events::{Event, Sys, What};
 use partmap::ids::{show_key, Key, OpId};
-use super::index::{Clients, KeyNo, Keys, MapStep, Maps};
+use super::index::{Clients, IdMap, KeyNo, Keys, MapStep, Maps};
 use super::pool::Pooled;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -47,6 +47,7 @@ impl Effect<'_> {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Activation {
     server: u32,
     epoch: u64,
@@ -55,6 +56,41 @@ struct Activation {
 
 /// An append on its way, as `(range or stream, client, seq)`.
 type Pending = (u64, u32, u64);
+
+/// The (stream, client, seq) of the appends that landed, as a set: the stream an id first
+/// landed in by id ([`IdMap`]: next to the client's neighbouring ids, not in a random hash
+/// bucket), any other stream it landed in in a hash set.
+struct Landed {
+    first: IdMap<u64>,
+    more: Pooled<FxHashSet<Pending>>,
+}
+
+impl Landed {
+    fn new(events: usize) -> Landed {
+        Landed { first: IdMap::new(events), more: Pooled::take() }
+    }
+
+    fn contains(&self, op: Pending) -> bool {
+        let (stream, client, seq) = op;
+        match self.first.get(&OpId { client, seq }) {
+            Some(s) if s == stream => true,
+            Some(_) => self.more.contains(&op),
+            None => false,
+        }
+    }
+
+    fn insert(&mut self, op: Pending) {
+        let (stream, client, seq) = op;
+        let id = OpId { client, seq };
+        match self.first.get(&id) {
+            None => self.first.insert(id, stream),
+            Some(s) if s == stream => {}
+            Some(_) => {
+                self.more.insert(op);
+            }
+        }
+    }
+}
 
 /// Whether `key` falls in `[start, end)` (`end` `None` = unbounded).
 pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
@@ -98,16 +134,24 @@ struct Bounds {
     slot: FxHashMap<u64, u32>,
     /// Per slot: the range id and the span of key ranks its current bounds hold.
     spans: Vec<(u64, u32, u32)>,
-    /// The slot of every range whose bounds changed, in order.
-    log: Vec<u32>,
+    /// Per slot: the range's newest activation (as `activations` in [`check_indexed`] has it),
+    /// so that a key's covering ranges are looked up by slot, not hashed by id.
+    active: Vec<Option<Activation>>,
+    /// Every change of a range's bounds, in order: (range id, its slot, the span of key ranks
+    /// its bounds held before (empty for a new range), the span they hold after). A key's
+    /// [`Covering`] changes only on an entry whose two spans disagree about the key.
+    log: Vec<Change>,
 }
+
+/// One entry of [`Bounds::log`]: `(range, slot, (lo, hi) before, (lo, hi) after)`.
+type Change = (u64, u32, (u32, u32), (u32, u32));
 
 /// Record every (range, epoch) → owner that the map of `step` gives out: rows, the transfer
 /// journal (a move's target gets its new epoch when journaled) and the children of splits and
 /// merges. Only what the map changed against the previous one is read: the rest was recorded
 /// from that one, identically (issue 13). Every range whose bounds change goes to the log of
 /// `bounds`.
-fn note_grants(step: &MapStep<'_>, owner_of: &mut FxHashMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>) -> Result<(), Violation> {
+fn note_grants(step: &MapStep<'_>, owner_of: &mut FxHashMap<(u64, u64), u32>, bounds: &mut Bounds, ranks: &Ranks<'_, '_>, activations: &FxHashMap<u64, Activation>) -> Result<(), Violation> {
     let (version, t_us) = (step.map.version, step.t_us);
     let mut grant = |range: u64, epoch: u64, owner: u32, what: &str| -> Result<(), Violation> {
         if epoch == 0 || owner == 0 {
@@ -131,12 +175,15 @@ fn note_grants(step: &MapStep<'_>, owner_of: &mut FxHashMap<(u64, u64), u32>, bo
             bounds.of.insert(r, b);
             let next = bounds.spans.len() as u32;
             let slot = *bounds.slot.entry(r).or_insert(next);
-            if slot == next {
+            let before = if slot == next {
                 bounds.spans.push((r, lo, hi));
+                bounds.active.push(activations.get(&r).copied());
+                (0, 0)
             } else {
-                bounds.spans[slot as usize] = (r, lo, hi);
-            }
-            bounds.log.push(slot);
+                let (_, old_lo, old_hi) = std::mem::replace(&mut bounds.spans[slot as usize], (r, lo, hi));
+                (old_lo, old_hi)
+            };
+            bounds.log.push((r, slot, before, (lo, hi)));
         }
         grant(r, row.epoch.0, row.owner.map_or(0, |s| s.0), "")?;
     }
@@ -158,21 +205,26 @@ fn note_grants(step: &MapStep<'_>, owner_of: &mut FxHashMap<(u64, u64), u32>, bo
 struct Covering {
     /// How much of the bound log this is up to date with.
     seen: usize,
-    /// The covering ranges, in id order.
-    ranges: Vec<u64>,
+    /// The covering ranges as (range id, slot in [`Bounds`]), in id order.
+    ranges: Vec<(u64, u32)>,
 }
 
 impl Covering {
-    /// Bring this up to date for the key ranked `rank`.
+    /// Bring this up to date for the key ranked `rank`. The log is read in order, so before
+    /// an entry the key is among its range's covered keys exactly when the entry's earlier span
+    /// holds it: only an entry whose two spans disagree about the key is looked up.
     fn update(&mut self, rank: u32, bounds: &Bounds) {
-        for &s in &bounds.log[self.seen..] {
-            let (r, lo, hi) = bounds.spans[s as usize];
-            let now = lo <= rank && rank < hi;
-            match (self.ranges.binary_search(&r), now) {
+        let holds = |(lo, hi): (u32, u32)| lo <= rank && rank < hi;
+        for &(r, slot, before, after) in &bounds.log[self.seen..] {
+            let now = holds(after);
+            if holds(before) == now {
+                continue;
+            }
+            match (self.ranges.binary_search_by_key(&r, |c| c.0), now) {
                 (Ok(i), false) => {
                     self.ranges.remove(i);
                 }
-                (Err(i), true) => self.ranges.insert(i, r),
+                (Err(i), true) => self.ranges.insert(i, (r, slot)),
                 _ => {}
             }
         }
@@ -211,7 +263,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: Pooled<FxHashMap<Pending, (u32, u64, u64)>> = Pooled::take();
-    let mut landed: Pooled<FxHashSet<Pending>> = Pooled::take();
+    let mut landed = Landed::new(events.len());
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     // server -> its newest session (from its renewals and registrations).
@@ -226,11 +278,15 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
         match sys {
             Sys::MapCommit { .. } | Sys::MapRestored { .. } => {
                 let step = steps.next().expect("one step per map event");
-                note_grants(step, &mut owner_of, &mut bounds, &ranks)?
+                note_grants(step, &mut owner_of, &mut bounds, &ranks, &activations)?
             }
             Sys::Activated { server, range, epoch, stream, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
-                activations.insert(range, Activation { server, epoch, t_us: ev.t_us });
+                let a = Activation { server, epoch, t_us: ev.t_us };
+                activations.insert(range, a);
+                if let Some(&slot) = bounds.slot.get(&range) {
+                    bounds.active[slot as usize] = Some(a);
+                }
                 if newest.get(&range).is_none_or(|n| n.0 < epoch) {
                     newest.insert(range, (epoch, server, ev.t_us, *stream as u64));
                 }
@@ -289,7 +345,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                 }
                 if let Some(id) = admit_id {
                     let op = (range, id.client, id.seq);
-                    if !landed.contains(&op) {
+                    if !landed.contains(op) {
                         open.entry(op).or_insert((server, epoch, ev.t_us));
                     }
                 }
@@ -297,7 +353,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                 debug_assert_eq!(keys.name(k), key, "the served keys follow the history");
                 let cover = &mut covering[k as usize];
                 cover.update(ranks.rank[k as usize], &bounds);
-                for (other, a) in cover.ranges.iter().filter_map(|r| activations.get_key_value(r)) {
+                for (other, a) in cover.ranges.iter().filter_map(|&(r, slot)| bounds.active[slot as usize].as_ref().map(|a| (r, a))) {
                     if a.server != server && a.epoch > epoch {
                         let v = Violation::new(format!(
                             "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
@@ -309,7 +365,7 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                         .server(server)
                         .server(a.server)
                         .range(range)
-                        .range(*other);
+                        .range(other);
                         return Err(match admit_id {
                             Some(id) => v.op(id),
                             None => v,
