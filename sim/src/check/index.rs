@@ -808,6 +808,46 @@ mod tests {
     use partmap::ids::{Epoch, RangeId, ServerId};
     use partmap::map::{Strategy, TransferPhase};
 
+    /// `IdMap` answers as a hash map would, for ids in its vectors (small client numbers and
+    /// sequence numbers) and for the rest (a large client number, a sequence number past the
+    /// history's length), and an overwritten id keeps its last value.
+    #[test]
+    fn id_map_answers_as_a_map_for_dense_and_sparse_ids() {
+        let mut m: IdMap<u32> = IdMap::new(10);
+        let mut reference: std::collections::BTreeMap<OpId, u32> = std::collections::BTreeMap::new();
+        let ids = [(1, 1), (1, 3), (0, 1), (3, 11), (3, 10), (IdMap::<u32>::CLIENTS, 1), (u32::MAX, u64::MAX), (2, 5), (1, 3)];
+        for (v, (client, seq)) in ids.into_iter().enumerate() {
+            let id = OpId { client, seq };
+            assert_eq!(m.get(&id), reference.get(&id).copied(), "{id:?} before insert");
+            m.insert(id, v as u32);
+            reference.insert(id, v as u32);
+        }
+        for client in [0, 1, 2, 3, 4, IdMap::<u32>::CLIENTS, u32::MAX] {
+            for seq in [0, 1, 2, 3, 5, 10, 11, 12, u64::MAX] {
+                let id = OpId { client, seq };
+                assert_eq!(m.get(&id), reference.get(&id).copied(), "{id:?}");
+            }
+        }
+    }
+
+    /// `Keys::sorted` orders keys as their bytes do, where the 8-byte prefix ties (a shared
+    /// prefix, a shorter key, a key padded with zero bytes) and where it does not.
+    #[test]
+    fn keys_sorted_is_byte_order() {
+        let raw: Vec<Key> = ["k0000001x", "k0000001", "k0000001\0", "", "\0", "a", "k0000001\0\0", "k0000002", "zz", "k000000", "\u{ff}"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let mut keys = Keys::default();
+        for k in &raw {
+            keys.intern(k);
+        }
+        let got: Vec<&[u8]> = keys.sorted().iter().map(|n| keys.bytes_of(*n)).collect();
+        let mut want: Vec<&[u8]> = raw.iter().map(|k| k.as_slice()).collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
     fn ids(d: &MapDiff<'_>) -> Vec<u64> {
         d.rows.iter().map(|r| r.id.0).collect()
     }
