@@ -1,17 +1,18 @@
 //! `bench`: what a seed costs, against what madsim alone costs, measured in one process on the
 //! same machine (issue 13).
 //!
-//! Three figures, each as CPU time of the measuring thread (`CLOCK_THREAD_CPUTIME_ID`; wall
+//! The figures, each as CPU time of the measuring thread (`CLOCK_THREAD_CPUTIME_ID`; wall
 //! time is not used, the machines this runs on are shared):
 //! - **raw**: madsim alone moving small request/response messages between pairs of nodes (no
-//!   partmap code in the way): CPU per message.
+//!   partmap code in the way): CPU per message ([`crate::bench_raw`]), on the madsim we run and,
+//!   in a child process, on madsim 0.2.34 as published ([`published_madsim`]).
 //! - **seam**: the same exchange through partmap's seam ([`partmap::seam::Rpc`]: `call` and
 //!   `serve` with a handler that answers at once): CPU per message, so the seam's own overhead
 //!   over raw madsim stands apart from the nodes'.
 //! - **scenario**: seeds of a scenario run one after the other, as a `--jobs 1` sweep runs them:
 //!   CPU per seed and per message (messages counted where the seam puts them on the wire,
 //!   [`partmap::seam::messages_sent`]), the checkers' share ([`crate::run::checker_cpu_ns`]),
-//!   and the **ratio** of the scenario's CPU per message to raw madsim's.
+//!   and the **ratio** of the scenario's CPU per message to raw madsim's (each floor's).
 //! - **scaling**: the same seeds with the workload 4 times as long: how much more the checkers
 //!   cost (linear in the history: about 4).
 //!

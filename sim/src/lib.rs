@@ -25,7 +25,8 @@
 //! | [`shrink`] | from a failing seed to a smallest schedule that still fails the same way |
 //! | [`timeline`] | a run drawn as one self-contained HTML page |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
-//! | [`bench`] | what a seed costs against madsim alone (CPU per message, the checkers' share) |
+//! | [`mod@bench`] | what a seed costs against madsim alone (CPU per message, the checkers' share) |
+//! | [`bench_raw`] | madsim alone: the raw request/response loop, shared with `bench/raw-madsim` |
 
 #![deny(missing_docs)]
 pub mod availability;

@@ -163,11 +163,12 @@ enum Command {
         junit: Option<PathBuf>,
     },
     /// Measure what a seed costs against madsim alone, in one process: raw madsim's CPU per
-    /// message, the same exchange through partmap's seam (its overhead per message), the
-    /// scenario's CPU per seed and per message (seeds run one after the other, as a `--jobs 1`
-    /// sweep runs them), the checkers' share, the same with a 4 times longer
-    /// workload, and the ratio of CPU per message (scenario / raw madsim). CPU time of the
-    /// measuring thread, not wall time. Exits 1 if one of the seeds (not the longer runs) did
+    /// message (the patched madsim we run on, and, in a child process when built, madsim
+    /// 0.2.34 as published: `bench/raw-madsim`), the same exchange through partmap's seam (its
+    /// overhead per message), the scenario's CPU per seed and per message (seeds run one after
+    /// the other, as a `--jobs 1` sweep runs them), the checkers' share, the same with a 4
+    /// times longer workload, and the ratio of CPU per message (scenario / raw madsim) against
+    /// each floor. CPU time of the measuring thread, not wall time. Exits 1 if one of the seeds (not the longer runs) did
     /// not end as its scenario expects.
     Bench {
         /// Seeds of the scenario to run (A..B).
