@@ -23,7 +23,6 @@ use crate::run::{run_seed, RunOptions};
 use crate::scenario::Scenario;
 pub use crate::bench_raw::{raw_madsim, thread_cpu_ns, Cost};
 use madsim::runtime::{Handle, Runtime};
-use std::net::SocketAddr;
 use std::collections::BTreeMap;
 
 /// Peak resident set size of this process so far, in MiB (`getrusage`).
@@ -53,8 +52,7 @@ pub fn seam_rpc(runs: u64, pairs: u64, round_trips: u64) -> Cost {
             let net = Net { bandwidth_bytes_per_s: 1 << 40, faults: LinkFaults::default() };
             let done = Arc::new(AtomicU64::new(0));
             for p in 0..pairs {
-                let server: SocketAddr = format!("10.1.0.{}:1", p + 1).parse().expect("address");
-                let client: SocketAddr = format!("10.2.0.{}:1", p + 1).parse().expect("address");
+                let (server, client) = crate::bench_raw::pair_addrs(p);
                 let server_net = net.clone();
                 h.create_node()
                     .ip(server.ip())

@@ -38,6 +38,12 @@ impl Cost {
     }
 }
 
+/// The (server, client) addresses of node pair `p` (0-based) in the bench's exchanges.
+pub fn pair_addrs(p: u64) -> (SocketAddr, SocketAddr) {
+    let at = |net: u8| format!("10.{net}.0.{}:1", p + 1).parse().expect("address");
+    (at(1), at(2))
+}
+
 /// madsim alone: `runs` runtimes (seeds 0..runs), each with `pairs` client/server node pairs
 /// doing `round_trips` request/response exchanges of a boxed integer over `send_to_raw` /
 /// `recv_from_raw`, the calls the seam uses. Every message counts (a round trip is two).
@@ -49,8 +55,7 @@ pub fn raw_madsim(runs: u64, pairs: u64, round_trips: u64) -> Cost {
             let h = Handle::current();
             let mut joins = Vec::new();
             for p in 0..pairs {
-                let server: SocketAddr = format!("10.1.0.{}:1", p + 1).parse().expect("address");
-                let client: SocketAddr = format!("10.2.0.{}:1", p + 1).parse().expect("address");
+                let (server, client) = pair_addrs(p);
                 h.create_node()
                     .ip(server.ip())
                     .init(move || async move {

@@ -592,11 +592,11 @@ fn main() -> ExitCode {
             let raw = partmap_sim::bench::raw_madsim(5, 4, round_trips);
             let published = match published_madsim {
                 Some(path) => match partmap_sim::bench::published_madsim(&path, 5, 4, round_trips) {
-                    Ok(cost) => Ok(cost),
                     Err(e) => {
                         eprintln!("error: {e}");
                         return ExitCode::from(64);
                     }
+                    measured => measured,
                 },
                 None => match partmap_sim::bench::default_published_madsim().filter(|p| p.is_file()) {
                     Some(path) => partmap_sim::bench::published_madsim(&path, 5, 4, round_trips),

@@ -82,6 +82,15 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// [`Keys::intern`], trying `likely` first (the number the caller expects `key` to have,
+    /// e.g. its append's invocation's): compared, not hashed, when it names the same bytes.
+    pub fn intern_likely(&mut self, likely: Option<KeyNo>, key: &'a Key) -> KeyNo {
+        match likely {
+            Some(k) if self.bytes_of(k) == key.as_slice() => k,
+            _ => self.intern(key),
+        }
+    }
+
     /// The number of `key`, if it has one.
     pub fn get(&self, key: &[u8]) -> Option<KeyNo> {
         self.table.find(key_hash(key), |n| self.bytes_of(*n) == key).copied()
@@ -221,6 +230,14 @@ impl<V: Copy + 'static> IdMap<V> {
         }
     }
 
+    /// The value of `id`, set to `v` first if it has none.
+    pub fn get_or_insert(&mut self, id: OpId, v: V) -> V {
+        self.get(&id).unwrap_or_else(|| {
+            self.insert(id, v);
+            v
+        })
+    }
+
     /// Set the value of `id`.
     pub fn insert(&mut self, id: OpId, v: V) {
         if self.dense_slot(&id) {
@@ -337,10 +354,7 @@ impl<'a> Clients<'a> {
             match &ev.what {
                 What::Invoke { op: ClientOp::Append, id, key, .. } => {
                     let op = Append { id: *id, key_no: keys.intern(key), invoked: true, invoke_us: ev.t_us, complete_us: None, outcome: None };
-                    let n = numbers.get(id).unwrap_or_else(|| {
-                        numbers.insert(*id, appends.len() as OpNo);
-                        appends.len() as OpNo
-                    });
+                    let n = numbers.get_or_insert(*id, appends.len() as OpNo);
                     if n as usize == appends.len() {
                         appends.push(op);
                     } else {
@@ -351,16 +365,9 @@ impl<'a> Clients<'a> {
                     read_invoked.insert(*id, (ev.t_us, bound_ms.unwrap_or(0) * 1000));
                 }
                 What::Complete { op: ClientOp::Append, id, outcome, key, .. } => {
-                    // Its key is nearly always its invocation's: compared, not hashed again.
-                    let known = numbers.get(id);
-                    let key_no = match known.map(|n| appends[n as usize].key_no) {
-                        Some(k) if keys.bytes_of(k) == key.as_slice() => k,
-                        _ => keys.intern(key),
-                    };
-                    let n = known.unwrap_or_else(|| {
-                        numbers.insert(*id, appends.len() as OpNo);
-                        appends.len() as OpNo
-                    });
+                    // Its key is nearly always its invocation's.
+                    let key_no = keys.intern_likely(numbers.get(id).map(|n| appends[n as usize].key_no), key);
+                    let n = numbers.get_or_insert(*id, appends.len() as OpNo);
                     if n as usize == appends.len() {
                         appends.push(Append { id: *id, key_no, invoked: false, invoke_us: 0, complete_us: None, outcome: None });
                     }
@@ -380,13 +387,8 @@ impl<'a> Clients<'a> {
                     reads.push(Read { id: *id, key_no: keys.intern(key), invoke_us, bound_us, answered_us: ev.t_us, len: *value_len, hash: *value_hash });
                 }
                 What::Sys(Sys::Admit { key, id, .. }) => {
-                    // An admitted append's key is nearly always its invocation's: compared, not
-                    // hashed again.
-                    let k = match numbers.get(id).map(|n| appends[n as usize].key_no) {
-                        Some(k) if keys.bytes_of(k) == key.as_slice() => k,
-                        _ => keys.intern(key),
-                    };
-                    served.push(k);
+                    // An admitted append's key is nearly always its invocation's.
+                    served.push(keys.intern_likely(numbers.get(id).map(|n| appends[n as usize].key_no), key));
                 }
                 What::Sys(Sys::ReadServed { key, bounded: false, .. }) => {
                     served.push(keys.intern(key));
