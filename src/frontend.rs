@@ -135,6 +135,9 @@ async fn fetch_map(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
     if let Ok(Msg::Map { map }) = rpc.call(lock_addr(), Msg::GetMap, knobs.rpc_timeout_ms).await {
         let mut f = fe.borrow_mut();
         f.last_map_us = now_us();
+        if map.version >= f.map.version + 2 && f.map.version > 0 {
+            crate::goal::reach(crate::goal::Goal::RoutedOnStaleMap);
+        }
         if map.version >= f.map.version {
             f.map = map;
         }

@@ -227,7 +227,12 @@ impl Flow for MoveFlow {
             }
             (MovePhase::Pausing, Some(Reply::Answer(Msg::PausedAt { result: Err(error) }))) => self.abort(error, false),
             // No answer: try again next round (its session decides if the source is gone).
-            (MovePhase::Pausing, Some(_)) => self.done(),
+            (MovePhase::Pausing, Some(reply)) => {
+                if matches!(reply, Reply::NoAnswer) {
+                    crate::goal::reach(crate::goal::Goal::MovePauseUnanswered);
+                }
+                self.done()
+            }
             (MovePhase::Finishing(_), Some(Reply::Answer(Msg::MoveFinished { result: Ok(()) }))) => {
                 self.phase = MovePhase::Committing;
                 Step::Commit(MapOp::CommitMove { range: self.t.range })
@@ -382,6 +387,10 @@ impl Flow for ReshapeFlow {
             (ReshapePhase::Pausing(i), None) => self.pause(i, now_ms),
             (ReshapePhase::Pausing(i), Some(Reply::Answer(Msg::PausedAt { result: Ok(_) }))) => self.pause(i + 1, now_ms),
             (ReshapePhase::Pausing(_), Some(Reply::Answer(Msg::PausedAt { result: Err(e) }))) => self.abort(e),
+            (ReshapePhase::Pausing(_), Some(Reply::NoAnswer)) => {
+                crate::goal::reach(crate::goal::Goal::ReshapePauseUnanswered);
+                self.done()
+            }
             (ReshapePhase::Sealing(i), Some(Reply::Answer(Msg::Sealed { result: Ok(len) }))) => {
                 // Mutation `merge-from-stale-view`: the length from the load report instead;
                 // mutation `split-seals-one-short`: one record short.

@@ -25,6 +25,7 @@ pub mod authority;
 pub mod config;
 pub mod event;
 pub mod frontend;
+pub mod goal;
 pub mod handoff;
 pub mod ids;
 pub mod lock;

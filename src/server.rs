@@ -291,6 +291,9 @@ impl ServerCore {
         if held.applied.contains(&id) {
             return Ok(None);
         }
+        if self.lease_valid_until_us.saturating_sub(now_us) < 100_000 {
+            crate::goal::reach(crate::goal::Goal::AdmitNearLeaseEnd);
+        }
         if held.inflight.contains(&id) {
             return Err(Refusal::InFlight);
         }
@@ -613,6 +616,9 @@ impl ServerCore {
         let mut records = precopied;
         records.extend(tail);
         let copied = StreamDigest::of(&records);
+        if copied != digest {
+            crate::goal::reach(crate::goal::Goal::FinishWithDivergedCopy);
+        }
         if copied != digest && !self.mutated(Mutation::TargetSkipsVerify) {
             let why = format!(
                 "copy of {} does not match the source: {} records, {} bytes, checksum {:016x} here; {} records, {} bytes, checksum {:016x} at the source",

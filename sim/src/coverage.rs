@@ -105,8 +105,17 @@ pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
 
 /// Count each situation in one run's events.
 pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
-    let mut hit: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut bump = |s: &'static str| *hit.entry(s).or_default() += 1;
+    situations_timed(events).into_iter().map(|(k, r)| (k, r.count)).collect()
+}
+
+/// Each situation in one run's events, with how often and when first hit.
+pub fn situations_timed(events: &[Event]) -> BTreeMap<&'static str, crate::goals::Reached> {
+    let mut hit: BTreeMap<&'static str, crate::goals::Reached> = BTreeMap::new();
+    let now = std::cell::Cell::new(0u64);
+    let mut bump = |s: &'static str| {
+        let r = hit.entry(s).or_insert(crate::goals::Reached { count: 0, first_us: now.get() });
+        r.count += 1;
+    };
     let mut preparing: BTreeMap<u64, u32> = BTreeMap::new(); // range -> owner
     let mut holds: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new(); // server -> ranges
     let mut activated: BTreeSet<(u32, u64, u64)> = BTreeSet::new();
@@ -124,6 +133,7 @@ pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     let mut held_until: BTreeMap<u32, u64> = BTreeMap::new();
     let mut last_term = 0;
     for ev in events {
+        now.set(ev.t_us);
         match &ev.what {
             What::Sys(Sys::Reshaped { committed: false, paused: true, .. }) => bump("reshape_aborted_while_paused"),
             What::Sys(Sys::MapCommit { map, leader_epoch, .. } | Sys::MapRestored { map, leader_epoch }) => {

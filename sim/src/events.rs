@@ -137,6 +137,15 @@ pub enum What {
         /// Its drift.
         drift_ppm: i64,
     },
+    // Last, so that the trace hash of every other variant stays as it was.
+    /// A fault aimed at a role was not injected: the role was empty when the fault was due
+    /// (no move in flight, no leader yet, ...), or its two ends were one node.
+    FaultSkipped {
+        /// The planned fault, with its roles.
+        fault: Box<Fault>,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// One event of the history.
@@ -190,6 +199,7 @@ impl fmt::Display for What {
                 Ok(())
             }
             What::FaultEnd { fault } => write!(f, "fault_end fault={fault}"),
+            What::FaultSkipped { fault, reason } => write!(f, "fault_skipped fault={fault} reason={reason}"),
             What::OperatorVerdict { request, op, attempts, refused: None } => write!(f, "operator_request request={request} accepted op={op} attempts={attempts}"),
             What::OperatorVerdict { request, attempts, refused: Some(reason), .. } => write!(f, "operator_request request={request} REFUSED attempts={attempts} reason={reason}"),
             What::Triggered { event, node, count, delay_ms } => write!(f, "triggered event={event} node={node} count={count} delay_ms={delay_ms}"),
@@ -249,9 +259,9 @@ pub fn start(print: bool) {
     LOG.with(|l| *l.borrow_mut() = Some(Log { events, print, time: None }));
     crate::trigger::reset();
     partmap::event::set_sink(Some(Box::new(|e| {
-        let name = e.name();
+        crate::aim::observe(&e);
+        crate::trigger::observe(&e);
         record(What::Sys(e));
-        crate::trigger::observe(name);
     })));
 }
 

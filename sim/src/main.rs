@@ -146,6 +146,11 @@ enum Command {
         /// seed runs).
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
+        /// A goal the sweep must reach on at least one seed (repeatable; names as in the
+        /// goals table, `partmap-sim goals` lists them): the sweep fails (exit 1) when one is
+        /// never reached, so a goal that silently stops being reached fails CI.
+        #[arg(long = "require-goal", value_name = "GOAL")]
+        require_goal: Vec<String>,
     },
     /// Merge the JSON summaries of several sweeps (the shards of one, run on several machines)
     /// into the summary and table one sweep of all their seeds prints. Refuses summaries of
@@ -219,6 +224,73 @@ enum Command {
         #[arg(long, default_value = "reports")]
         report_dir: PathBuf,
     },
+    /// Search the scenario (default: the built-in swarm.json) with feedback: keep a corpus of
+    /// runs that reached a new goal, coverage situation or fault x flow cell, and make new runs
+    /// by branching an entry before a rare goal (its schedule kept, a new future drawn), by
+    /// mutating its schedule (shift, lengthen, retarget to a role, add an aimed fault, drop),
+    /// by reseeding it, or as plain swarm runs. Deterministic for a given --seed and --runs.
+    /// Stops at the first violation (exit 1) and writes it as a scenario file under
+    /// REPORT_DIR/explore/, with its timeline and a repro line; exit 0 when nothing failed.
+    Explore {
+        /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// The explorer's own seed (not a run's): the same --seed and --runs give the same
+        /// corpus and findings.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        seed: u64,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        runs: u64,
+        /// Stop between batches after this much wall time (`90s`, `10m`).
+        #[arg(long, value_parser = parse_budget)]
+        time_budget: Option<std::time::Duration>,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
+        /// Switch off one safety mechanism (the search never looks at which).
+        #[arg(long, value_parser = Mutation::parse)]
+        mutation: Option<Mutation>,
+        /// Collect every violation instead of stopping at the first.
+        #[arg(long)]
+        keep_going: bool,
+        /// Shrink each violation's schedule too.
+        #[arg(long)]
+        shrink: bool,
+        /// Corpus directory (repeatable): every one is read, new entries are written to the
+        /// first, so `--corpus mine --corpus theirs` merges corpora.
+        #[arg(long)]
+        corpus: Vec<PathBuf>,
+        /// Where findings go (REPORT_DIR/explore/<scenario>[-<mutation>]/).
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
+    },
+    /// The search's benchmark: for each named mutation (or --only) on the default scenario, a
+    /// random sweep of seeds 0..RUNS and RUNS runs of explore, in one process; prints runs that
+    /// caught it, CPU seconds to the first catch, catches per 1,000 runs and the ratio.
+    /// `--write-table` writes REPORT_DIR/hunt.md.
+    Hunt {
+        /// Run budget of each search, per mutation.
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+        runs: u64,
+        /// Only these mutations (repeatable; default: all).
+        #[arg(long = "only", value_parser = Mutation::parse)]
+        only: Vec<Mutation>,
+        /// The explorer's seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Worker threads (each takes whole mutations).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+        jobs: u32,
+        /// Write the table to REPORT_DIR/hunt.md.
+        #[arg(long)]
+        write_table: bool,
+        /// Where hunt.md goes.
+        #[arg(long, default_value = "reports")]
+        report_dir: PathBuf,
+    },
+    /// List the goals registry: every named situation a run can reach, with what it means.
+    Goals,
     /// Design reviews. `report pause`: the handoff pause review (issue 15): a grid over
     /// strategy × range size × write rate × bandwidth, with and without the random fault mix,
     /// N seeds per cell on worker threads; writes README.md (tables, model against measured,
@@ -309,6 +381,16 @@ fn main() -> ExitCode {
                 for (t_us, request, reason) in refused {
                     println!("OPERATOR REQUEST REFUSED at {}.{:06}s: {request}: {}", t_us / 1_000_000, t_us % 1_000_000, reason.unwrap_or_default());
                 }
+            }
+            for t in &report.unfired_triggers {
+                println!("TRIGGER NEVER FIRED: {t}");
+            }
+            let skipped: Vec<String> = report.events.iter().filter_map(|e| match &e.what {
+                partmap_sim::events::What::FaultSkipped { fault, reason } => Some(format!("{fault} ({reason})")),
+                _ => None,
+            }).collect();
+            if !skipped.is_empty() {
+                println!("aimed faults skipped (role empty when due): {}", skipped.join("; "));
             }
             println!("operations: appends ok={} failed={} unknown={}; reads ok={} failed={}; MapUnavailable={}; shed={}", o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, o.unavailable, o.shed);
             println!("sim_ms={} recovery_after_heal_ms={} unavailable_ms={} events={}", report.sim_ms, report.recovery_ms, report.unavailable_ms, report.events.len());
@@ -449,9 +531,13 @@ fn main() -> ExitCode {
             println!("timeline: {}", path.display());
             ExitCode::SUCCESS
         }
-        Command::Sweep { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir } => {
+        Command::Sweep { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir, require_goal } => {
             if let Err(e) = sweep::check_report_dir(&report_dir) {
                 eprintln!("error: {e}");
+                return ExitCode::from(64);
+            }
+            if let Some(bad) = require_goal.iter().find(|g| !partmap_sim::goals::is_goal(g)) {
+                eprintln!("error: --require-goal: unknown goal `{bad}`; `partmap-sim goals` lists them");
                 return ExitCode::from(64);
             }
             let (scenario, scenario_label) = match load(scenario) {
@@ -486,6 +572,13 @@ fn main() -> ExitCode {
             match sweep::run_sweep(&base, &selection, &cfg, &stop) {
                 Ok(summary) => {
                     print!("{}", sweep::render(&summary));
+                    let missed: Vec<&String> = require_goal.iter().filter(|g| !summary.totals.goal_seeds.contains_key(g.as_str())).collect();
+                    for g in &missed {
+                        println!("REQUIRED GOAL NEVER REACHED: {g}");
+                    }
+                    if !missed.is_empty() && summary.exit_code() == 0 {
+                        return ExitCode::from(1);
+                    }
                     ExitCode::from(summary.exit_code() as u8)
                 }
                 Err(e) => {
@@ -626,6 +719,17 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
+        Command::Explore { scenario, seed, runs, time_budget, jobs, mutation, keep_going, shrink, corpus, report_dir } => {
+            let cfg = partmap_sim::explore::ExploreConfig { seed, runs, time_budget, jobs: jobs as usize, keep_going, shrink, corpus, report_dir: Some(report_dir), progress_every: 100 };
+            cmd_explore(scenario, mutation, &cfg)
+        }
+        Command::Hunt { runs, only, seed, jobs, write_table, report_dir } => cmd_hunt(runs, only, seed, jobs as usize, write_table.then_some(report_dir)),
+        Command::Goals => {
+            for (name, what) in partmap_sim::goals::registry() {
+                println!("{name:<34} {what}");
+            }
+            ExitCode::SUCCESS
+        }
         Command::Mutants { seeds, rate, only, jobs, write_table, report_dir } => {
             if let Err(e) = if write_table { sweep::check_report_dir(&report_dir) } else { Ok(()) } {
                 eprintln!("error: {e}");
@@ -674,4 +778,75 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `explore`: load the scenario, search, print the findings and the goals never reached.
+fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &partmap_sim::explore::ExploreConfig) -> ExitCode {
+    if let Some(dir) = &cfg.report_dir {
+        if let Err(e) = sweep::check_report_dir(dir) {
+            eprintln!("error: {e}");
+            return ExitCode::from(64);
+        }
+    }
+    let (scenario, scenario_label) = match load(scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(64);
+        }
+    };
+    let base = RunOptions { seed: 0, scenario, scenario_label, mutation, trace: false, echo_header: false };
+    println!("explore: scenario={} mutation={} seed={} runs={} jobs={}", base.scenario_label, mutation.map_or("none", |m| m.name()), cfg.seed, cfg.runs, cfg.jobs);
+    let out = match partmap_sim::explore::explore(&base, cfg, &mut |l| println!("{l}")) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(64);
+        }
+    };
+    let origins: Vec<String> = out.by_origin.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("explore: {} runs ({}), corpus {} entries, {} features, {} goals reached, {:.1} s CPU, {} violation(s)", out.runs, origins.join(" "), out.corpus, out.features, out.goals.len(), out.cpu_s, out.findings.len());
+    let never: Vec<&str> = partmap_sim::goals::registry().into_iter().map(|(n, _)| n).filter(|n| !out.goals.contains(*n)).collect();
+    if !never.is_empty() {
+        println!("goals never reached: {}", never.join(", "));
+    }
+    if out.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `hunt`: random against explore for each mutation; print (and write) the table.
+fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Option<PathBuf>) -> ExitCode {
+    if let Some(dir) = &write_to {
+        if let Err(e) = sweep::check_report_dir(dir) {
+            eprintln!("error: {e}");
+            return ExitCode::from(64);
+        }
+    }
+    let mutations: Vec<Mutation> = if only.is_empty() { Mutation::ALL.iter().map(|(m, _)| *m).collect() } else { only.clone() };
+    let base = RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default_swarm(), scenario_label: format!("scenarios/swarm.json{}", partmap_sim::run::BUILTIN_SUFFIX), mutation: None, trace: false, echo_header: false };
+    println!("hunt: {} mutation(s), {runs} runs each per search, explorer seed {seed}, jobs {jobs}", mutations.len());
+    println!("| mutation | random caught | random CPU s to first | random per 1000 | explore caught | explore CPU s to first | explore per 1000 | ratio |");
+    let hunts = match partmap_sim::hunt::hunt(&base, &mutations, runs, seed, jobs, &|l| println!("{l}")) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let only_flags: String = only.iter().map(|m| format!(" --only {}", m.name())).collect();
+    let command = format!("partmap-sim hunt --runs {runs} --seed {seed}{only_flags} --write-table");
+    let table = partmap_sim::hunt::render(&hunts, &command);
+    if let Some(dir) = write_to {
+        let path = dir.join("hunt.md");
+        if let Err(e) = std::fs::write(&path, &table) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::from(3);
+        }
+        println!("written: {}", path.display());
+    }
+    print!("{}", table.lines().skip_while(|l| !l.starts_with("CPU per run")).map(|l| format!("{l}\n")).collect::<String>());
+    ExitCode::SUCCESS
 }

@@ -108,6 +108,8 @@ pub struct FaultPlan {
     pub move_requests_per_min: f64,
     /// Drawn rate of operator drains, per simulated minute.
     pub drains_per_min: f64,
+    /// Drawn rate of faults aimed at protocol roles, per simulated minute ([`draw_aimed`]).
+    pub aimed_per_min: f64,
     /// Every fault, sorted by start time.
     pub faults: Vec<Planned>,
 }
@@ -260,8 +262,124 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Drain(node) });
         }
     }
+    if let Some(random) = scenario.faults.random.as_ref().filter(|r| r.aimed_per_min[1] > 0.0) {
+        // Last, so that every draw above is what it was without aimed faults.
+        plan.aimed_per_min = uniform_f(rng, random.aimed_per_min);
+        let knobs = scenario.node_knobs();
+        for at_ms in poisson_times(rng, plan.aimed_per_min, duration_ms) {
+            plan.faults.push(draw_aimed(rng, at_ms, scenario, &knobs, random));
+        }
+    }
     plan.faults.sort_by_key(|p| p.at_ms);
     plan
+}
+
+/// A length drawn around the protocol's own margins as often as in seconds: a quarter each
+/// just under or over the lease margin, around the request timeout (between the margin and the
+/// timeout: a renewal answer late past the margin but in time for its caller), around the
+/// lease, and from `long` (the scenario's range). Below, near and above each margin, so a
+/// fault lands on both sides of every timeout the protocol relies on.
+pub fn margin_ms(rng: &mut impl Rng, knobs: &partmap::config::Knobs, long: [u64; 2]) -> u64 {
+    let around = |rng: &mut dyn FnMut(u64, u64) -> u64, x: u64| rng(x.saturating_mul(6) / 10, x.saturating_mul(14) / 10).max(1);
+    let mut draw = |lo: u64, hi: u64| if hi > lo { rng.gen_range(lo..=hi) } else { lo };
+    match draw(0, 4) {
+        0 => around(&mut draw, knobs.lease_margin_ms.max(10)),
+        1 => {
+            let (lo, hi) = (knobs.lease_margin_ms.max(1), knobs.rpc_timeout_ms.max(knobs.lease_margin_ms + 1));
+            draw(lo, hi + hi / 5)
+        }
+        2 => around(&mut draw, knobs.lease_ms.max(10)),
+        3 => around(&mut draw, knobs.store_timeout_ms.max(10)),
+        _ => draw(long[0], long[1]),
+    }
+}
+
+/// One fault aimed at a protocol role ([`crate::aim`]): who it hits is resolved when it
+/// starts. Three in five wait for a protocol event (a pause, a drain, a pre-copy round, a
+/// handoff, a fence, a map commit, a lease expiry, an admission or a renewal, from the node
+/// that takes that step) and start up to a lease margin after it; the rest start at `at_ms`.
+/// The fault crashes, pauses or isolates a role's holder, cuts or holds one direction between
+/// it and the authority or the store, holds its next message of a kind, or corrupts the
+/// pre-copy chunks a move's target reads. A crash of the leader is short enough, half the
+/// time, for the manager to restart within its lease.
+pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults) -> Planned {
+    use crate::scenario::Trigger;
+    let key = || String::from_utf8(crate::scenario::key_name(0)).expect("ascii");
+    let some_key = |rng: &mut dyn FnMut(u64) -> u64| String::from_utf8(crate::scenario::key_name(rng(scenario.workload.keys as u64) as u32)).unwrap_or_else(|_| key());
+    let mut below = |n: u64| if n > 1 { rng.gen_range(0..n) } else { 0 };
+    let owner = format!("@owner?key={}", some_key(&mut below));
+    // The events a step of a flow emits, with the role of the node that emits them.
+    const STEPS: [(&str, &str); 12] = [
+        ("paused", "@move-source"),
+        ("drained", "@move-source"),
+        ("precopied", "@move-target"),
+        ("handoff", "@move-target"),
+        ("paused", "@reshape-parent-owner"),
+        ("fence", "store-1"),
+        ("fenced", "store-1"),
+        ("map_commit", "lock-1"),
+        ("lease_expired", "lock-1"),
+        ("leader", "lock-1"),
+        ("admit", "@owner"),
+        ("renewed", "@owner"),
+    ];
+    let on = (below(5) < 3).then(|| {
+        let (event, node) = STEPS[below(STEPS.len() as u64) as usize];
+        let node = if node == "@owner" { owner.clone() } else { node.to_string() };
+        let delay_ms = match below(3) {
+            0 => 0,
+            1 => below(20),
+            _ => below(knobs.lease_margin_ms.max(2)),
+        };
+        Trigger { event: event.into(), node, range: None, epoch: None, count: 1 + below(3) as u32, delay_ms }
+    });
+    let triggered = on.is_some();
+    const ROLES: [&str; 6] = ["@move-source", "@move-target", "@reshape-parent-owner", "@leader", "@standby-manager", "@trigger-node"];
+    let mut role = ROLES[below(ROLES.len() as u64 - u64::from(!triggered)) as usize].to_string();
+    if below(4) == 0 {
+        role = owner.clone();
+    }
+    let other = if below(2) == 0 { "lock-1" } else { "store-1" }.to_string();
+    let long = random.partition_ms;
+    let mut duration_ms = margin_ms(rng, knobs, long);
+    let mut below = |n: u64| if n > 1 { rng.gen_range(0..n) } else { 0 };
+    let fault = match below(10) {
+        0 if role == "@leader" || below(2) == 0 => {
+            // The leader crashes; half the time it is back before its lease ran out, and leads
+            // again at the same term with an empty memory.
+            if below(2) == 0 {
+                duration_ms = 1 + below(knobs.lease_ms.saturating_sub(knobs.lease_margin_ms).max(2));
+            }
+            Fault::Crash("@leader".into())
+        }
+        0 | 1 => Fault::Crash(role),
+        2 => Fault::Pause(role),
+        3 => Fault::Isolate(role),
+        4 => Fault::OneWay(role, other),
+        5 => Fault::OneWay(other, role),
+        6 => Fault::Delay(role, other),
+        7 => {
+            // The pre-copy chunks a move's target reads diverge from the stream.
+            Fault::Corrupt("store-1".into(), "@move-target".into())
+        }
+        _ => {
+            // The next message whose delay matters most for the role's step.
+            const HOLDS: [(&str, &str, &str); 8] = [
+                ("@owner", "lock-1", "renew_session"),
+                ("lock-1", "@owner", "session_renewed"),
+                ("@owner", "store-1", "store_append"),
+                ("@move-target", "store-1", "fence"),
+                ("@leader", "@move-source", "pause"),
+                ("@move-source", "@leader", "paused_at"),
+                ("@leader", "lock-1", "cas_map"),
+                ("@leader", "@reshape-parent-owner", "pause"),
+            ];
+            let (from, to, kind) = HOLDS[below(HOLDS.len() as u64) as usize];
+            let name = |n: &str| if n == "@owner" { owner.clone() } else { n.to_string() };
+            Fault::DelayNext(name(from), name(to), kind)
+        }
+    };
+    Planned { at_ms, on, duration_ms, fault }
 }
 
 /// An operator request at a time, for the operator node to send to the authority.
@@ -414,6 +532,20 @@ fn op_text(op: &partmap::map::MapOp) -> String {
     }
 }
 
+/// A triggered entry, readable, for the list of triggers that never fired: `crash @leader on
+/// paused by @move-source (range 3) #2, armed at 1200 ms`.
+fn trigger_text(p: &Planned) -> String {
+    let Some(on) = &p.on else { return p.fault.to_string() };
+    let mut filter = String::new();
+    if let Some(r) = on.range {
+        filter.push_str(&format!(" range {r}"));
+    }
+    if let Some(e) = on.epoch {
+        filter.push_str(&format!(" epoch {e}"));
+    }
+    format!("{} on {} by {}{filter} #{}, armed at {} ms", p.fault, on.event, on.node, on.count, p.at_ms)
+}
+
 /// How many times the operator sends one request before it records it as refused.
 pub const OPERATOR_ATTEMPTS: u32 = 5;
 
@@ -424,15 +556,27 @@ pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTr
         let (world, counts) = (world.clone(), counts.clone());
         madsim::task::spawn_local(async move {
             sleep_ms(p.at_ms).await;
+            let mut emitter = None;
             if let Some(on) = &p.on {
                 let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-                let node = world.borrow().nodes[&on.node].id;
-                crate::trigger::fired(event, node, on.count).await;
-                record(What::Triggered { event, node: on.node.clone(), count: on.count, delay_ms: on.delay_ms });
+                let node = if crate::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
+                let what = trigger_text(&p);
+                let by = crate::trigger::fired(crate::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+                let by = crate::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
+                record(What::Triggered { event, node: by.clone(), count: on.count, delay_ms: on.delay_ms });
+                emitter = Some(by);
                 if on.delay_ms > 0 {
                     sleep_ms(on.delay_ms).await;
                 }
             }
+            // Roles resolve now, to whoever holds them at this moment.
+            let p = match crate::aim::resolve_fault(&p.fault, emitter.as_deref()) {
+                Ok(fault) => Planned { fault, ..p },
+                Err(reason) => {
+                    record(What::FaultSkipped { fault: Box::new(p.fault.clone()), reason });
+                    return;
+                }
+            };
             let counter = p.fault.kind();
             match &p.fault {
                 Fault::Crash(node) => {

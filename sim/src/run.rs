@@ -127,6 +127,9 @@ pub struct RunReport {
     pub superseded_handoffs: Vec<crate::handoff::Handoff>,
     /// Faults injected, by kind.
     pub faults: BTreeMap<&'static str, u64>,
+    /// Triggers (`on`) that were armed and never fired, readable, in arming order: their
+    /// faults were never injected.
+    pub unfired_triggers: Vec<String>,
     /// Client operations.
     pub ops: OpCounts,
     /// Simulated time of the whole run, ms.
@@ -144,6 +147,8 @@ pub struct RunReport {
     pub bounds_exceeded: Vec<String>,
     /// Hash of the event trace.
     pub trace_hash: u64,
+    /// Every goal of [`crate::goals::registry`] the run reached, with how often and when first.
+    pub goals: BTreeMap<&'static str, crate::goals::Reached>,
     /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
     pub coverage: BTreeMap<&'static str, u64>,
     /// Every planned move whose target the map published, with its write pause and bytes
@@ -345,8 +350,11 @@ pub fn final_content(store_disk: &partmap::seam::Disk<partmap::store::StoreRecor
 /// The fault rates drawn for a seed, as a header line.
 fn drawn_line(plan: &nemesis::FaultPlan) -> String {
     format!(
-        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} message_faults_per_min={:.2} move_requests_per_min={:.2} drains_per_min={:.2} planned={}",
-        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.message_faults_per_min, plan.move_requests_per_min, plan.drains_per_min, plan.faults.len()
+        "faults drawn: crash_per_min={:.2} partition_per_min={:.2} pause_per_min={:.2} slow_disk_per_min={:.2} message_faults_per_min={:.2} move_requests_per_min={:.2} drains_per_min={:.2}{} planned={}",
+        plan.crash_per_min, plan.partition_per_min, plan.pause_per_min, plan.slow_disk_per_min, plan.message_faults_per_min, plan.move_requests_per_min, plan.drains_per_min,
+        // Only when drawn, so the header (and the trace hash) of other scenarios stays.
+        if plan.aimed_per_min > 0.0 { format!(" aimed_per_min={:.2}", plan.aimed_per_min) } else { String::new() },
+        plan.faults.len()
     )
 }
 
@@ -401,6 +409,7 @@ pub fn checker_cpu_by_view() -> BTreeMap<(&'static str, &'static str), u64> {
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
     crate::events::start(opts.trace);
+    crate::goals::start();
     let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
     let sim = {
         // Mutation `map-forgets-reshapes` lives in the map's code: on for the nodes, off
@@ -410,7 +419,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     };
     drop(rt);
     let events = crate::events::finish();
-    let Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run, plan } = sim;
+    let declared = crate::goals::finish();
+    let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
         if let What::Shed { .. } = &ev.what {
@@ -463,6 +473,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let write_pause_ms = handoffs.iter().map(|h| h.server_pause_ms).fold(0.0, f64::max);
     let availability = crate::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
     let bounds_exceeded = opts.scenario.expect.exceeded(&availability);
+    let mut goals = crate::goals::reached(&events, &declared, scenario_run.knobs.lease_ms);
+    crate::goals::count_aimed(&mut goals, &plan, &events);
     RunReport {
         seed: opts.seed,
         header,
@@ -471,6 +483,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         views,
         legacy_violation: legacy,
         faults,
+        unfired_triggers,
         ops,
         sim_ms,
         recovery_ms: probe.recovery_ms,
@@ -478,7 +491,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         availability,
         bounds_exceeded,
         trace_hash: trace_hash(&events),
-        coverage: crate::coverage::situations(&events),
+        coverage: goals.iter().filter(|(k, _)| crate::coverage::SITUATIONS.iter().any(|(s, _)| s == *k)).map(|(k, r)| (*k, r.count)).collect(),
+        goals,
         fault_flows: crate::coverage::fault_flows(&events),
         handoffs,
         superseded_handoffs,
@@ -611,6 +625,7 @@ struct Simulated {
     /// The authority's durable log.
     durable_map: Vec<partmap::lock::LockRecord>,
     faults: BTreeMap<&'static str, u64>,
+    unfired_triggers: Vec<String>,
     sim_ms: u64,
     scenario_run: Scenario,
     plan: Vec<nemesis::Planned>,
@@ -633,6 +648,8 @@ async fn simulate(opts: RunOptions) -> Simulated {
         }
     }
     let world = World::build(&s, &knobs).await;
+    crate::trigger::set_names(world.nodes.values().map(|n| (n.id, n.name.clone())).collect());
+    crate::aim::reset(s.topology.managers);
     let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
     for node in world.nodes.values() {
         by_role.entry(node.role).or_default().push(node.name.clone());
@@ -717,6 +734,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let stored = final_content(&world.borrow().store_disk);
     let durable_map = world.borrow().lock_disk.read_durable();
     let faults = counts.borrow().clone();
+    let unfired_triggers = crate::trigger::unfired();
     let sim_ms = partmap::seam::now_ms();
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).
@@ -724,7 +742,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
         handle.kill(id);
     }
     sleep_ms(1).await;
-    Simulated { header, probe, stored, durable_map, faults, sim_ms, scenario_run: s, plan: plan.faults }
+    Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run: s, plan: plan.faults }
 }
 
 #[cfg(test)]

@@ -336,6 +336,15 @@ pub struct RandomFaults {
     /// How long a targeted hold keeps its message, ms. `1 <= a <= b <= 3600000`, default
     /// `[1000, 8000]`.
     pub hold_ms: [u64; 2],
+    /// Range of the rate of aimed faults per minute ([`crate::nemesis::draw_aimed`]): faults
+    /// aimed at protocol roles (the leader, a move's source or target, a key's owner, a
+    /// split's parent owner, the emitter of a protocol event), most of them fired by a protocol
+    /// event, lasting around the protocol's own margins (the lease margin, the request timeout,
+    /// the lease) as often as in seconds; they include corrupted pre-copy chunks and a leader
+    /// crash short enough to restart within its lease. Drawn from a stream of their own, so the
+    /// other draws of a seed stay as they were. `0 <= a <= b <= 600`, default `[0, 0]`.
+    #[serde(skip_serializing_if = "no_rate")]
+    pub aimed_per_min: [f64; 2],
 }
 
 /// A kind of node that random faults may crash.
@@ -388,7 +397,16 @@ pub struct Trigger {
     /// The event's name, one of [`partmap::event::Event::NAMES`].
     pub event: String,
     /// The node that emits it, by name.
+    #[serde(with = "crate::aim::node_field")]
     pub node: String,
+    /// Only events that concern this range id count (an event without a range: an error).
+    /// Default any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<u64>,
+    /// Only events at this range epoch count (an event without an epoch: an error). Default
+    /// any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// Which occurrence fires: 1 is the first after arming. 1..=1000000, default 1.
     #[serde(default = "one")]
     pub count: u32,
@@ -430,11 +448,13 @@ pub enum FaultSpec {
     /// The node stops (losing its memory, keeping its disk) and later restarts.
     Crash {
         /// The node to crash, by name (`server-2`, `lock-1`, ...).
+        #[serde(with = "crate::aim::node_field")]
         node: String,
     },
     /// Every message to and from the node is dropped.
     Isolate {
         /// The node to cut off, by name.
+        #[serde(with = "crate::aim::node_field")]
         node: String,
     },
     /// The cluster is cut between the nodes of `side` and all other nodes. `side` is non-empty,
@@ -446,30 +466,37 @@ pub enum FaultSpec {
     /// Messages from `from` to `to` are dropped; the reverse direction still works.
     OneWay {
         /// The sending node whose messages are dropped.
+        #[serde(with = "crate::aim::node_field")]
         from: String,
         /// The receiving node.
+        #[serde(with = "crate::aim::node_field")]
         to: String,
     },
     /// Messages from `from` to `to` are held, not dropped, until the fault ends; then they are
     /// delivered: a write that reaches the store after a cutover.
     Delay {
         /// The sending node whose messages are held.
+        #[serde(with = "crate::aim::node_field")]
         from: String,
         /// The receiving node.
+        #[serde(with = "crate::aim::node_field")]
         to: String,
     },
     /// Every message from `from` to `to` is delivered twice (the copy up to 10 ms later) until
     /// the fault ends.
     Duplicate {
         /// The sending node whose messages are duplicated.
+        #[serde(with = "crate::aim::node_field")]
         from: String,
         /// The receiving node.
+        #[serde(with = "crate::aim::node_field")]
         to: String,
     },
     /// Every fsync on the node's disk (`lock-1` or `store-1`) takes `extra_ms` longer until the
     /// fault ends: a slow disk.
     SlowDisk {
         /// The node whose disk is slow: `lock-1` or `store-1`.
+        #[serde(with = "crate::aim::node_field")]
         node: String,
         /// Extra time each fsync takes, ms. 1..=60000.
         extra_ms: u64,
@@ -478,6 +505,7 @@ pub enum FaultSpec {
     /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
     Pause {
         /// The node to freeze, by name.
+        #[serde(with = "crate::aim::node_field")]
         node: String,
     },
     /// One bit of every pre-copy chunk sent from `from` (the store) to `to` (a move target) is
@@ -485,16 +513,20 @@ pub enum FaultSpec {
     Corrupt {
         /// The sending node; only stream reads (`stream_read` answers) are corrupted, so in
         /// effect `store-1`.
+        #[serde(with = "crate::aim::node_field")]
         from: String,
         /// The receiving node (a move target pre-copying, or a server reading a sealed ancestor).
+        #[serde(with = "crate::aim::node_field")]
         to: String,
     },
     /// Messages from `from` to `to` each wait a random extra 0 to 50 ms until the fault ends, so
     /// they overtake each other.
     Reorder {
         /// The sending node whose messages are reordered.
+        #[serde(with = "crate::aim::node_field")]
         from: String,
         /// The receiving node.
+        #[serde(with = "crate::aim::node_field")]
         to: String,
     },
     /// The next message of kind `message` (`store_append`, `fence`, `append`, `cas_map`, ...:
@@ -502,8 +534,10 @@ pub enum FaultSpec {
     /// `duration_ms`, then delivered: "delay the next store append from server-1 by 8 s".
     DelayNext {
         /// The sending node.
+        #[serde(with = "crate::aim::node_field")]
         from: String,
         /// The receiving node.
+        #[serde(with = "crate::aim::node_field")]
         to: String,
         /// The message kind to hold, one of [`partmap::msg::Msg::KIND_NAMES`].
         message: String,
@@ -514,12 +548,14 @@ pub enum FaultSpec {
         /// A key of the range to move (the range holding it when the request is sent).
         key: String,
         /// The target server's name, `server-N`.
+        #[serde(with = "crate::aim::node_field")]
         to: String,
     },
     /// An operator drains server `node` (moves its ranges away, assigns it nothing) for the
     /// duration.
     Drain {
         /// The server to drain, by name, `server-N`.
+        #[serde(with = "crate::aim::node_field")]
         node: String,
     },
     /// An operator asks the leader to split the range holding key `at` at `at` (the right
@@ -539,6 +575,19 @@ pub enum FaultSpec {
         /// A key of the right range (a workload key after `left`).
         right: String,
     },
+}
+
+/// A rate range that draws nothing (`[0, 0]`): left out of the written file.
+fn no_rate(r: &[f64; 2]) -> bool {
+    r[1] <= 0.0
+}
+
+/// `Err` naming `path` when `node` is a role where `kind` needs a node name (`why`).
+fn named_only(path: &str, node: &str, kind: &str, why: &str) -> Result<(), String> {
+    if crate::aim::is_aimed(node) {
+        return Err(format!("{path}: a `{kind}` cannot be aimed at a role ({why}); name a node"));
+    }
+    Ok(())
 }
 
 /// What happens after the faults stop.
@@ -700,6 +749,7 @@ impl Default for RandomFaults {
             slow_disk_extra_ms: [20, 1500],
             message_faults_per_min: [0.0, 0.0],
             hold_ms: [1000, 8000],
+            aimed_per_min: [0.0, 0.0],
             crash_targets: vec![
                 NodeKind::Server,
                 NodeKind::Manager,
@@ -1043,6 +1093,7 @@ impl Scenario {
             ordered_pair("faults.random.slow_disk_extra_ms", r.slow_disk_extra_ms, 1, 60_000)?;
             ordered_pair("faults.random.message_faults_per_min", r.message_faults_per_min, 0.0, 600.0)?;
             ordered_pair("faults.random.hold_ms", r.hold_ms, 1, FAULT_MS_MAX)?;
+            ordered_pair("faults.random.aimed_per_min", r.aimed_per_min, 0.0, 600.0)?;
             for (i, kind) in r.crash_targets.iter().enumerate() {
                 if r.crash_targets[..i].contains(kind) {
                     return Err(format!(
@@ -1083,6 +1134,9 @@ impl Scenario {
                 }
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
+            if timed.on.is_none() && crate::fault::Fault::from_spec(&timed.fault).nodes().iter().any(|n| crate::aim::Aim::decode(n).is_some_and(|a| a.role == crate::aim::Role::TriggerNode)) {
+                return Err(format!("{path}.fault: role `trigger-node` needs a trigger (`on`) whose event names the node"));
+            }
             if matches!(timed.fault, FaultSpec::Move { .. }) && self.moves.max_concurrent == 0 {
                 return Err(format!("{path}.fault: a `move` request, but moves.max_concurrent is 0, so no move ever starts and it would be accepted and never run; raise moves.max_concurrent or drop the request"));
             }
@@ -1098,6 +1152,16 @@ impl Scenario {
                     ));
                 }
                 self.known_node(&format!("{path}.on.node"), &on.node, &names)?;
+                if crate::aim::Aim::decode(&on.node).is_some_and(|a| a.role == crate::aim::Role::TriggerNode) {
+                    return Err(format!("{path}.on.node: role `trigger-node` names the emitter of this very trigger; name a node or another role"));
+                }
+                let (has_range, has_epoch) = Self::trigger_fields(&on.event);
+                if on.range.is_some() && !has_range {
+                    return Err(format!("{path}.on.range: event `{}` has no range field; events with one: {}", on.event, crate::trigger::range_events().join(", ")));
+                }
+                if on.epoch.is_some() && !has_epoch {
+                    return Err(format!("{path}.on.epoch: event `{}` has no range epoch field; events with one: {}", on.event, crate::trigger::RANGE_EPOCH_EVENTS.join(", ")));
+                }
                 in_range(&format!("{path}.on.count"), on.count, 1, 1_000_000)?;
                 in_range(&format!("{path}.on.delay_ms"), on.delay_ms, 0, FAULT_MS_MAX)?;
             }
@@ -1113,6 +1177,7 @@ impl Scenario {
     ) -> Result<(), String> {
         match fault {
             FaultSpec::SlowDisk { node, extra_ms } => {
+                named_only(&format!("{path}.node"), node, "slow_disk", "only lock-1 and store-1 have disks")?;
                 if node != "lock-1" && node != "store-1" {
                     return Err(format!("{path}.node: `{node}` has no disk; slow_disk applies to lock-1 or store-1"));
                 }
@@ -1123,6 +1188,7 @@ impl Scenario {
             }
             FaultSpec::Drain { node } | FaultSpec::Move { to: node, .. } => {
                 let field = if matches!(fault, FaultSpec::Drain { .. }) { "node" } else { "to" };
+                named_only(&format!("{path}.{field}"), node, &fault_kind_name(fault), "operator requests are planned before the run and name their server")?;
                 self.known_node(&format!("{path}.{field}"), node, names)?;
                 if !node.starts_with("server-") {
                     return Err(format!("{path}.{field}: `{node}` is not a partition server"));
@@ -1156,6 +1222,7 @@ impl Scenario {
                 }
                 for (j, node) in side.iter().enumerate() {
                     let node_path = format!("{path}.side[{j}]");
+                    named_only(&node_path, node, "split", "a side lists node names")?;
                     self.known_node(&node_path, node, names)?;
                     if side[..j].contains(node) {
                         return Err(format!("{node_path}: `{node}` is listed twice"));
@@ -1181,6 +1248,11 @@ impl Scenario {
                 Ok(())
             }
             FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } | FaultSpec::Corrupt { from, to } | FaultSpec::Reorder { from, to } => {
+                if let (FaultSpec::Corrupt { .. }, Some(aim)) = (fault, crate::aim::Aim::decode(to)) {
+                    if !aim.role.is_server() {
+                        return Err(format!("{path}.to: role `{}` cannot receive a corrupted copy; corrupt applies to pre-copy chunks a server reads (e.g. role move-target)", aim.role.name()));
+                    }
+                }
                 self.known_node(&format!("{path}.from"), from, names)?;
                 self.known_node(&format!("{path}.to"), to, names)?;
                 if from == to {
@@ -1189,6 +1261,13 @@ impl Scenario {
                 Ok(())
             }
         }
+    }
+
+    /// The fields an `on` filter may name for `event`: `(range, epoch)`.
+    fn trigger_fields(event: &str) -> (bool, bool) {
+        let with_both = crate::trigger::RANGE_EPOCH_EVENTS.contains(&event);
+        let range_only = crate::trigger::RANGE_ONLY_EVENTS.contains(&event);
+        (with_both || range_only, with_both)
     }
 
     /// The index of `key`, a key of the workload (`k` and six digits, below `workload.keys`).
@@ -1204,6 +1283,9 @@ impl Scenario {
     }
 
     fn known_node(&self, path: &str, node: &str, names: &[String]) -> Result<(), String> {
+        if let Some(aim) = crate::aim::Aim::decode(node) {
+            return aim.validate(path);
+        }
         if names.iter().any(|n| n == node) {
             return Ok(());
         }
@@ -1223,7 +1305,7 @@ impl Scenario {
         s.workload.script.push(ScriptedAppend { at_ms: 0, key: "k".into(), bytes: 6, frontend: 1 });
         s.faults.schedule.push(TimedFault {
             at_ms: 0,
-            on: Some(Trigger { event: "paused".into(), node: "server-1".into(), count: 1, delay_ms: 1 }),
+            on: Some(Trigger { event: "paused".into(), node: "server-1".into(), range: None, epoch: None, count: 1, delay_ms: 1 }),
             duration_ms: Some(1),
             fault: FaultSpec::Crash { node: "server-1".into() },
         });

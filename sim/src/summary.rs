@@ -79,8 +79,8 @@ impl Build {
     }
 }
 
-/// FNV-1a, 64 bits.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: the hash of a scenario's canonical JSON (and of corpus entries' file names).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
@@ -125,6 +125,9 @@ pub struct SeedRecord {
     pub faults: BTreeMap<String, u64>,
     /// Coverage situations hit ([`crate::coverage::SITUATIONS`]), with how often.
     pub coverage: BTreeMap<String, u64>,
+    /// Goals reached ([`crate::goals::registry`]), with how often.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub goals: BTreeMap<String, u64>,
     /// Fault kinds injected while each flow was in flight, as `(fault kind, flow)`.
     pub fault_flows: Vec<(String, String)>,
     /// Planned moves the map published, with their write pause and bytes copied.
@@ -185,6 +188,7 @@ impl SeedRecord {
             trace_hash: format!("{:016x}", report.trace_hash),
             faults: report.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             coverage: report.coverage.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            goals: report.goals.iter().map(|(k, r)| (k.to_string(), r.count)).collect(),
             fault_flows: report.fault_flows.iter().map(|(k, f)| (k.clone(), f.to_string())).collect(),
             handoffs: report.handoffs.clone(),
             superseded_handoffs: report.superseded_handoffs.len() as u64,
@@ -211,6 +215,7 @@ impl SeedRecord {
             trace_hash: String::new(),
             faults: BTreeMap::new(),
             coverage: BTreeMap::new(),
+            goals: BTreeMap::new(),
             fault_flows: Vec::new(),
             handoffs: Vec::new(),
             superseded_handoffs: 0,
@@ -343,6 +348,10 @@ pub struct Totals {
     pub seeds_with_server_crash_and_partition: u64,
     /// Seeds that hit each coverage situation (every situation listed, zeros included).
     pub coverage_seeds: BTreeMap<String, u64>,
+    /// Each goal of [`crate::goals::registry`] reached: on how many seeds, and the first seed
+    /// (in seed order) that reached it. Goals never reached are absent.
+    #[serde(default)]
+    pub goal_seeds: BTreeMap<String, (u64, u64)>,
     /// Operations summed over seeds.
     pub ops: OpCounts,
     /// Mean simulated seconds per seed.
@@ -412,6 +421,7 @@ impl TotalsBuilder {
             seeds_with_fault: BTreeMap::new(),
             seeds_with_server_crash_and_partition: 0,
             coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
+            goal_seeds: BTreeMap::new(),
             ops: OpCounts::default(),
             sim_s_per_seed: 0.0,
             unavailable_ms_p50_max: (0, 0),
@@ -449,6 +459,11 @@ impl TotalsBuilder {
         }
         for k in r.coverage.keys() {
             *t.coverage_seeds.entry(k.clone()).or_default() += 1;
+        }
+        for k in r.goals.keys() {
+            let e = t.goal_seeds.entry(k.clone()).or_insert((0, r.seed));
+            e.0 += 1;
+            e.1 = e.1.min(r.seed);
         }
         for (p, _) in r.violations() {
             *t.violations.entry(p.to_string()).or_default() += 1;
@@ -877,6 +892,7 @@ pub fn render(s: &Summary) -> String {
     if !never.is_empty() {
         let _ = writeln!(out, "never hit: {}", never.join(", "));
     }
+    let _ = writeln!(out, "\n{}", goals_table(&t.goal_seeds, n));
     let flows: Vec<&str> = crate::coverage::FLOWS.iter().copied().filter(|f| t.fault_flow_seeds.values().any(|m| m.contains_key(*f))).collect();
     if !flows.is_empty() {
         let _ = write!(out, "\n{:<30}", "fault kind x flow in flight");
@@ -975,6 +991,29 @@ pub fn render(s: &Summary) -> String {
             }
         }
         let _ = writeln!(out, "  repro: {}", f.repro);
+    }
+    out
+}
+
+
+/// The goals table of a sweep: every goal of [`crate::goals::registry`] that is not a coverage
+/// situation (those have their own table), on how many of `n` seeds and the first seed, then
+/// the goals never reached.
+pub fn goals_table(goal_seeds: &BTreeMap<String, (u64, u64)>, n: u64) -> String {
+    let mut out = format!("{:<34} {:>12} {:>11}  goal", "goal", "seeds with", "first seed");
+    let mut never = Vec::new();
+    for (k, what) in crate::goals::registry() {
+        match goal_seeds.get(k) {
+            Some((seeds, first)) => {
+                if !crate::coverage::SITUATIONS.iter().any(|(s, _)| *s == k) {
+                    out.push_str(&format!("\n{:<34} {:>6} ({:>3.0}%) {:>11}  {}", k, seeds, 100.0 * *seeds as f64 / n.max(1) as f64, first, what));
+                }
+            }
+            None => never.push(k),
+        }
+    }
+    if !never.is_empty() {
+        out.push_str(&format!("\ngoals never reached: {}", never.join(", ")));
     }
     out
 }

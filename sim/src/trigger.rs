@@ -10,49 +10,121 @@
 //! scheduled by madsim like any other, so a triggered run is as deterministic as a timed one.
 
 use madsim::task::NodeId;
+use partmap::event::Event;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
+/// Which emitters a watch counts.
+enum Emitter {
+    /// This node.
+    Node(NodeId),
+    /// Whichever node holds the role (`@...`, [`crate::aim`]) when the event comes.
+    Role(String),
+}
+
 /// One armed watch.
 struct Watch {
     event: &'static str,
-    node: NodeId,
+    node: Emitter,
+    range: Option<u64>,
+    epoch: Option<u64>,
     left: u32,
+    /// What the schedule entry said, for the list of watches that never fired.
+    what: String,
     state: Rc<RefCell<State>>,
 }
 
 #[derive(Default)]
 struct State {
     fired: bool,
+    /// The node whose event fired the watch.
+    by: Option<NodeId>,
     waker: Option<Waker>,
 }
 
 thread_local! {
     static WATCHES: RefCell<Vec<Watch>> = const { RefCell::new(Vec::new()) };
+    /// The run's node names by id (set by the world builder), for roles and emitters.
+    static NAMES: RefCell<crate::aim::NodeNames> = const { RefCell::new(std::collections::BTreeMap::new()) };
 }
 
-/// Drop every watch of this thread (a new run starts).
+/// Events with a range and a range epoch, as a trigger's `range` / `epoch` filter reads them
+/// ([`range_epoch`]); a test pins the table against the function.
+pub const RANGE_EPOCH_EVENTS: [&str; 15] = [
+    "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "deduplicated", "fenced", "read_served", "prefix_diverged",
+];
+
+/// Events with a range but no range epoch of their own (a fence's epoch is the new fence).
+pub const RANGE_ONLY_EVENTS: [&str; 1] = ["fence"];
+
+/// Every event a `range` filter may name.
+pub fn range_events() -> Vec<&'static str> {
+    RANGE_EPOCH_EVENTS.iter().chain(RANGE_ONLY_EVENTS.iter()).copied().collect()
+}
+
+/// The range and range epoch an event concerns, as trigger filters read them.
+pub fn range_epoch(e: &Event) -> (Option<u64>, Option<u64>) {
+    match e {
+        Event::Activated { range, epoch, .. }
+        | Event::Dropped { range, epoch, .. }
+        | Event::Admit { range, epoch, .. }
+        | Event::Redirected { range, epoch, .. }
+        | Event::Paused { range, epoch, .. }
+        | Event::Drained { range, epoch, .. }
+        | Event::Precopied { range, epoch, .. }
+        | Event::Diverged { range, epoch, .. }
+        | Event::Handoff { range, epoch, .. }
+        | Event::Refused { range, epoch, .. }
+        | Event::ReadServed { range, epoch, .. }
+        | Event::PrefixDiverged { range, epoch, .. } => (Some(range.0), Some(epoch.0)),
+        Event::Effect { stream, epoch, .. } | Event::Deduplicated { stream, epoch, .. } | Event::Fenced { stream, epoch, .. } => (Some(stream.0), Some(epoch.0)),
+        Event::Fence { stream, .. } => (Some(stream.0), None),
+        _ => (None, None),
+    }
+}
+
+/// Drop every watch of this thread (a new run starts) and set the run's node names.
 pub fn reset() {
     WATCHES.with(|w| w.borrow_mut().clear());
 }
 
-/// Count the event `name` just emitted by the current task's node against every watch; wake
-/// the waiters whose count is reached. Called for every control-plane event; costs one check
-/// when nothing is armed.
-pub fn observe(name: &'static str) {
+/// The run's nodes by id, for roles and for naming a trigger's emitter.
+pub fn set_names(names: crate::aim::NodeNames) {
+    NAMES.with(|n| *n.borrow_mut() = names);
+}
+
+/// The name of node `id` in this run.
+pub fn name_of(id: NodeId) -> Option<String> {
+    NAMES.with(|n| n.borrow().get(&id).cloned())
+}
+
+/// Count the event just emitted by the current task's node against every watch; wake the
+/// waiters whose count is reached. Called for every control-plane event; costs one check when
+/// nothing is armed.
+pub fn observe(e: &Event) {
     let woken: Vec<Waker> = WATCHES.with(|w| {
         let mut watches = w.borrow_mut();
         if watches.is_empty() {
             return Vec::new();
         }
+        let name = e.name();
         let node = madsim::plugin::node();
+        let (range, epoch) = range_epoch(e);
         let mut woken = Vec::new();
-        for watch in watches.iter_mut().filter(|x| x.event == name && x.node == node) {
+        for watch in watches.iter_mut().filter(|x| x.event == name) {
+            let by_node = match &watch.node {
+                Emitter::Node(id) => *id == node,
+                Emitter::Role(role) => crate::aim::resolve(role, None).ok().zip(name_of(node)).is_some_and(|(a, b)| a == b),
+            };
+            if !by_node || watch.range.is_some_and(|r| range != Some(r)) || watch.epoch.is_some_and(|x| epoch != Some(x)) {
+                continue;
+            }
             watch.left -= 1;
             if watch.left == 0 {
                 let mut state = watch.state.borrow_mut();
                 state.fired = true;
+                state.by = Some(node);
                 woken.extend(state.waker.take());
             }
         }
@@ -64,20 +136,75 @@ pub fn observe(name: &'static str) {
     }
 }
 
-/// Wait until `node` has emitted `event` `count` times from now on (`count` at least 1). Never
-/// returns if it does not happen; the caller's task is dropped at the end of the run.
-pub async fn fired(event: &'static str, node: NodeId, count: u32) {
-    assert!(count >= 1, "a trigger fires on the first event at the earliest");
+/// What a trigger waits for: the `count`-th `event` from now on emitted by `node` (a node's id),
+/// or by whoever holds `role` at that moment, optionally only events of `range` and `epoch`.
+pub struct Wait<'a> {
+    /// The event's name, one of `partmap::event::Event::NAMES`.
+    pub event: &'static str,
+    /// The emitter: `Ok(id)` of a node or `Err(role)` in the `@` form.
+    pub node: Result<NodeId, &'a str>,
+    /// Only events of this range id.
+    pub range: Option<u64>,
+    /// Only events at this range epoch.
+    pub epoch: Option<u64>,
+    /// Which occurrence fires (at least 1).
+    pub count: u32,
+    /// The schedule entry, readable, for the end-of-run list of watches that never fired.
+    pub what: String,
+}
+
+/// Wait until the watch described by `w` fires; returns the node whose event fired it. Never
+/// returns if it does not happen; the caller's task is dropped at the end of the run, and
+/// [`unfired`] lists the watch.
+pub async fn fired(w: Wait<'_>) -> NodeId {
+    assert!(w.count >= 1, "a trigger fires on the first event at the earliest");
     let state = Rc::new(RefCell::new(State::default()));
-    WATCHES.with(|w| w.borrow_mut().push(Watch { event, node, left: count, state: state.clone() }));
+    let node = match w.node {
+        Ok(id) => Emitter::Node(id),
+        Err(role) => Emitter::Role(role.to_string()),
+    };
+    WATCHES.with(|ws| ws.borrow_mut().push(Watch { event: w.event, node, range: w.range, epoch: w.epoch, left: w.count, what: w.what, state: state.clone() }));
     std::future::poll_fn(|cx| {
         let mut s = state.borrow_mut();
         if s.fired {
-            Poll::Ready(())
+            Poll::Ready(s.by.expect("set when fired"))
         } else {
             s.waker = Some(cx.waker().clone());
             Poll::Pending
         }
     })
     .await
+}
+
+/// The watches armed in this run that never fired, readable (`crash @leader on paused by
+/// server-1 #2: 1 of 2 seen`), in arming order. Read at the end of a run.
+pub fn unfired() -> Vec<String> {
+    WATCHES.with(|w| w.borrow().iter().map(|x| x.what.clone()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use partmap::ids::{Epoch, RangeId, ServerId};
+
+    /// The filter tables agree with what [`range_epoch`] reads off each kind of event.
+    #[test]
+    fn trigger_filter_tables_match_the_fields_events_carry() {
+        let (r, e, s) = (RangeId(4), Epoch(9), ServerId(1));
+        let samples = [
+            Event::Paused { server: s, range: r, epoch: e },
+            Event::Fence { stream: r, epoch: e, length: 3 },
+            Event::Leader { manager: 1, leader_epoch: 2 },
+            Event::Synced { node: "store-1", records: 2 },
+            Event::LeaseExpired { server: s, session: 1 },
+        ];
+        for ev in &samples {
+            let (range, epoch) = range_epoch(ev);
+            assert_eq!(range.is_some(), range_events().contains(&ev.name()), "{}", ev.name());
+            assert_eq!(epoch.is_some(), RANGE_EPOCH_EVENTS.contains(&ev.name()), "{}", ev.name());
+        }
+        for name in range_events() {
+            assert!(Event::NAMES.contains(&name), "{name} is an event");
+        }
+    }
 }

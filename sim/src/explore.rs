@@ -1,0 +1,589 @@
+//! `partmap-sim explore`: a feedback-guided search of a scenario (the default one when none is
+//! given) that keeps a corpus of runs that reached something new and breeds new runs from it.
+//!
+//! The idea is coverage-guided fuzzing (AFL's corpus and energy) applied to fault schedules, as
+//! Antithesis and TigerBeetle's VOPR steer toward rare states: a run is a pure function of its
+//! schedule and seed, so a run can be re-executed up to an interesting moment and given a new
+//! future (checkpoint-and-branch by re-execution), or have its schedule changed a little.
+//!
+//! - **Features of a run**: every goal it reached ([`crate::goals`]: the control plane's
+//!   declared goals, the derived ones, the coverage situations), a goal's count in log2
+//!   buckets, every fault × flow cell, and every pair of rare goals reached in one run. A run
+//!   that adds a feature no corpus entry has joins the corpus.
+//! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario);
+//!   a *branch* of an entry (its schedule kept up to a moment shortly before one of its rare
+//!   goals was first reached, a new future drawn after it by the scenario's own nemesis, and an
+//!   aimed fault near that moment); a *schedule mutation* (shift a fault, lengthen or shorten
+//!   it around the protocol's margins, retarget a node to a role, add an aimed fault on a
+//!   protocol event near a goal, drop a fault); or a *reseed* (the same schedule, another
+//!   seed). Entries are picked with a weight that favours rare features.
+//! - **Deterministic**: candidates are made in batches of [`BATCH`] from the explorer's own
+//!   generator (`--seed`) and the corpus as it stood before the batch, run on `--jobs` threads,
+//!   and folded in candidate order; the same `--seed` and `--runs` give the same corpus and the
+//!   same findings whatever `--jobs` is. A `--time-budget` ends the search between batches.
+//! - **Blind to the mutation**: the mutation under test is passed to the runs and to the repro
+//!   line only; nothing here reads it.
+//!
+//! A failing run is written as an explicit scenario file under the report directory, checked to
+//! fail again on a plain run of that file, drawn as a timeline, and optionally shrunk.
+
+use crate::nemesis::{self, Planned};
+use crate::run::{run_seed, RunOptions, RunOutcome, RunReport};
+use crate::scenario::{Scenario, TimedFault};
+use crate::world::Role;
+use madsim::rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Candidates made and run together; fixed, so results do not depend on `--jobs`.
+pub const BATCH: usize = 8;
+
+/// The format of corpus entry files; a corpus of another format is refused.
+pub const CORPUS_FORMAT: u32 = 1;
+
+/// How to explore.
+#[derive(Clone, Debug)]
+pub struct ExploreConfig {
+    /// The explorer's own seed (its generator, not a run's).
+    pub seed: u64,
+    /// At most this many runs.
+    pub runs: u64,
+    /// Stop between batches once this much wall time has passed.
+    pub time_budget: Option<std::time::Duration>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Collect every violation instead of stopping at the first.
+    pub keep_going: bool,
+    /// Shrink each finding's schedule.
+    pub shrink: bool,
+    /// Corpus directories: every one is read; new entries go to the first (which is created).
+    pub corpus: Vec<PathBuf>,
+    /// Where findings, timelines and shrunk schedules go (`<dir>/explore/...`); `None` writes
+    /// nothing (the `hunt` benchmark).
+    pub report_dir: Option<PathBuf>,
+    /// Print a progress line every this many runs (0: never).
+    pub progress_every: u64,
+}
+
+/// One corpus entry: an explicit schedule and the seed it ran with, and what it reached.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    /// [`CORPUS_FORMAT`].
+    pub format: u32,
+    /// The hash of the explored scenario ([`crate::summary::Build::scenario_hash`]).
+    pub scenario_hash: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// How the entry was made (`swarm`, `branch`, `mutate`, `reseed`).
+    pub origin: String,
+    /// Its features, sorted.
+    pub features: Vec<String>,
+    /// First time each goal was reached, µs of simulated time.
+    pub goal_first_us: BTreeMap<String, u64>,
+    /// The explicit scenario that replays the run with `seed`.
+    pub scenario: Scenario,
+}
+
+/// A violation found.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// Which run of the search (from 1).
+    pub run: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The violated property (`harness_crash` for a panic).
+    pub property: String,
+    /// Its evidence.
+    pub evidence: String,
+    /// The scenario file written, if any.
+    pub path: Option<PathBuf>,
+    /// The run's schedule (explicit).
+    pub scenario: Scenario,
+    /// CPU seconds the search had spent when this run ended (runs in candidate order).
+    pub cpu_s: f64,
+}
+
+/// What a search did.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Runs made.
+    pub runs: u64,
+    /// Corpus entries at the end (loaded ones included).
+    pub corpus: usize,
+    /// Distinct features seen.
+    pub features: usize,
+    /// Goals reached by some run (or loaded entry).
+    pub goals: BTreeSet<String>,
+    /// Violations, in the order found.
+    pub findings: Vec<Finding>,
+    /// CPU seconds of all runs (thread CPU, summed).
+    pub cpu_s: f64,
+    /// Runs by origin.
+    pub by_origin: BTreeMap<&'static str, u64>,
+}
+
+/// The features of one run (see the module doc). `rare` lists goals a pair feature may use.
+pub fn features(report: &RunReport, rare: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (g, r) in &report.goals {
+        out.insert(format!("goal:{g}"));
+        if r.count >= 2 {
+            out.insert(format!("goal:{g}:x{}", 1u64 << (63 - r.count.leading_zeros()).min(5)));
+        }
+    }
+    for (kind, flow) in &report.fault_flows {
+        out.insert(format!("cell:{kind}x{flow}"));
+    }
+    let reached_rare: Vec<&&str> = report.goals.keys().filter(|g| rare.contains(**g)).collect();
+    for (i, a) in reached_rare.iter().enumerate() {
+        for b in &reached_rare[i + 1..] {
+            out.insert(format!("pair:{a}+{b}"));
+        }
+    }
+    out
+}
+
+/// A candidate run.
+struct Candidate {
+    seed: u64,
+    scenario: Scenario,
+    origin: &'static str,
+}
+
+/// The faultable nodes of an explicit scenario by role, as the world names them.
+fn names_by_role(s: &Scenario) -> BTreeMap<Role, Vec<String>> {
+    let t = &s.topology;
+    let mut m = BTreeMap::new();
+    m.insert(Role::Server, (1..=t.servers).map(|n| format!("server-{n}")).collect());
+    m.insert(Role::Manager, (1..=t.managers).map(|n| format!("manager-{n}")).collect());
+    m.insert(Role::Store, vec!["store-1".to_string()]);
+    m.insert(Role::Lock, vec!["lock-1".to_string()]);
+    m
+}
+
+fn timed(p: &Planned) -> TimedFault {
+    TimedFault { at_ms: p.at_ms, on: p.on.clone(), duration_ms: (p.duration_ms != 0).then_some(p.duration_ms), fault: p.fault.spec() }
+}
+
+/// The explorer: its generator, the corpus and the feature counts.
+struct Explorer<'a> {
+    base: &'a RunOptions,
+    rng: Xoshiro256PlusPlus,
+    corpus: Vec<Entry>,
+    /// How many corpus entries have each feature.
+    seen: BTreeMap<String, u64>,
+    /// How many runs reached each goal.
+    goal_runs: BTreeMap<String, u64>,
+    runs: u64,
+    scenario_hash: String,
+}
+
+impl<'a> Explorer<'a> {
+    fn rare_goals(&self) -> BTreeSet<String> {
+        // Goals reached by fewer than one run in ten (and every goal early on).
+        let limit = (self.runs / 10).max(1);
+        self.goal_runs.iter().filter(|(_, n)| **n <= limit).map(|(g, _)| g.clone()).collect()
+    }
+
+    fn weight(&self, e: &Entry) -> f64 {
+        1.0 + e.features.iter().map(|f| 1.0 / self.seen.get(f).copied().unwrap_or(1) as f64).sum::<f64>() * 4.0
+    }
+
+    fn pick(&mut self) -> usize {
+        let weights: Vec<f64> = self.corpus.iter().map(|e| self.weight(e)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut x = self.rng.gen_range(0.0..total);
+        for (i, w) in weights.iter().enumerate() {
+            if x < *w {
+                return i;
+            }
+            x -= w;
+        }
+        weights.len() - 1
+    }
+
+    /// A moment of `e` worth branching from: shortly before the first reach of one of its
+    /// goals, the rarer the likelier, ms.
+    fn moment_ms(&mut self, e: &Entry) -> u64 {
+        let goals: Vec<(&String, &u64)> = e.goal_first_us.iter().filter(|(_, t)| **t > 0).collect();
+        if goals.is_empty() {
+            return self.rng.gen_range(0..self.end_ms(&e.scenario).max(1));
+        }
+        let weights: Vec<f64> = goals.iter().map(|(g, _)| 1.0 / self.goal_runs.get(*g).copied().unwrap_or(1) as f64).collect();
+        let total: f64 = weights.iter().sum();
+        let mut x = self.rng.gen_range(0.0..total);
+        let mut at = goals[0].1;
+        for ((_, t), w) in goals.iter().zip(&weights) {
+            if x < *w {
+                at = t;
+                break;
+            }
+            x -= w;
+        }
+        let before = self.rng.gen_range(0..2000);
+        (at / 1000).saturating_sub(before)
+    }
+
+    fn end_ms(&self, s: &Scenario) -> u64 {
+        s.workload.duration_s * 1000
+    }
+
+    fn candidate(&mut self) -> Candidate {
+        let roll = self.rng.gen_range(0..100);
+        if self.corpus.is_empty() || roll < 25 {
+            return Candidate { seed: self.rng.gen::<u64>() >> 1, scenario: self.base.scenario.clone(), origin: "swarm" };
+        }
+        let i = self.pick();
+        let entry = self.corpus[i].clone();
+        let (scenario, origin) = match roll {
+            25..=59 => (self.branch(&entry), "branch"),
+            60..=89 => (self.mutate(&entry), "mutate"),
+            _ => (entry.scenario.clone(), "reseed"),
+        };
+        let seed = if origin == "reseed" { self.rng.gen::<u64>() >> 1 } else { entry.seed };
+        match scenario.validate() {
+            Ok(()) => Candidate { seed, scenario, origin },
+            // A change that made the schedule invalid (a fault past the end): the same schedule
+            // with another seed instead.
+            Err(_) => Candidate { seed: self.rng.gen::<u64>() >> 1, scenario: entry.scenario, origin: "reseed" },
+        }
+    }
+
+    /// `e`'s schedule up to a moment before one of its goals, a new future drawn by the
+    /// scenario's own nemesis after it, and half the time an aimed fault at that moment.
+    fn branch(&mut self, e: &Entry) -> Scenario {
+        let t_ms = self.moment_ms(e);
+        let mut s = e.scenario.clone();
+        s.faults.schedule.retain(|f| f.at_ms < t_ms);
+        let mut future = e.scenario.clone();
+        future.faults.schedule.clear();
+        future.faults.random = self.base.scenario.faults.random.clone();
+        future.moves.requests_per_min = self.base.scenario.moves.requests_per_min;
+        future.moves.drains_per_min = self.base.scenario.moves.drains_per_min;
+        let mut rng = nemesis::plan_rng(self.rng.gen());
+        let plan = nemesis::draw(&future, &names_by_role(&future), &mut rng);
+        s.faults.schedule.extend(plan.faults.iter().filter(|p| p.at_ms >= t_ms).map(timed));
+        if self.rng.gen_bool(0.5) {
+            self.add_aimed(&mut s, t_ms);
+        }
+        s
+    }
+
+    fn add_aimed(&mut self, s: &mut Scenario, at_ms: u64) {
+        let knobs = s.node_knobs();
+        let random = self.base.scenario.faults.random.clone().unwrap_or_default();
+        let at_ms = at_ms.min(self.end_ms(s).saturating_sub(1));
+        let p = nemesis::draw_aimed(&mut self.rng, at_ms, s, &knobs, &random);
+        s.faults.schedule.push(timed(&p));
+    }
+
+    /// One to three small changes to `e`'s schedule.
+    fn mutate(&mut self, e: &Entry) -> Scenario {
+        let mut s = e.scenario.clone();
+        let end = self.end_ms(&s).max(1);
+        let knobs = s.node_knobs();
+        let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
+        for _ in 0..self.rng.gen_range(1..=3) {
+            let n = s.faults.schedule.len();
+            let op = if n == 0 { 3 } else { self.rng.gen_range(0..6) };
+            match op {
+                0 => {
+                    let f = &mut s.faults.schedule[self.rng.gen_range(0..n)];
+                    let shift = self.rng.gen_range(0..3000);
+                    f.at_ms = if self.rng.gen_bool(0.5) { f.at_ms.saturating_sub(shift) } else { (f.at_ms + shift).min(end - 1) };
+                }
+                1 => {
+                    let i = self.rng.gen_range(0..n);
+                    if s.faults.schedule[i].duration_ms.is_some() {
+                        let d = nemesis::margin_ms(&mut self.rng, &knobs, long);
+                        s.faults.schedule[i].duration_ms = Some(d.max(1));
+                    }
+                }
+                2 => {
+                    let i = self.rng.gen_range(0..n);
+                    retarget(&mut s.faults.schedule[i], &mut self.rng, s.workload.keys);
+                }
+                3 | 4 => {
+                    let t = self.moment_ms(e);
+                    self.add_aimed(&mut s, t);
+                }
+                _ => {
+                    let i = self.rng.gen_range(0..n);
+                    s.faults.schedule.remove(i);
+                }
+            }
+        }
+        s.faults.schedule.sort_by_key(|f| f.at_ms);
+        s
+    }
+
+    /// Fold one run into the corpus; `true` when it joined.
+    fn fold(&mut self, c: &Candidate, report: &RunReport) -> Option<Entry> {
+        self.runs += 1;
+        for g in report.goals.keys() {
+            *self.goal_runs.entry(g.to_string()).or_default() += 1;
+        }
+        let rare = self.rare_goals();
+        let feats = features(report, &rare);
+        let new = feats.iter().any(|f| !self.seen.contains_key(f));
+        if !new {
+            return None;
+        }
+        for f in &feats {
+            *self.seen.entry(f.clone()).or_default() += 1;
+        }
+        let opts = RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: self.base.scenario_label.clone(), mutation: self.base.mutation, trace: false, echo_header: false };
+        let scenario = if c.origin == "swarm" { crate::schedule::from_run(report, &opts) } else { c.scenario.clone() };
+        let entry = Entry {
+            format: CORPUS_FORMAT,
+            scenario_hash: self.scenario_hash.clone(),
+            seed: c.seed,
+            origin: c.origin.to_string(),
+            features: feats.into_iter().collect(),
+            goal_first_us: report.goals.iter().map(|(k, r)| (k.to_string(), r.first_us)).collect(),
+            scenario,
+        };
+        self.corpus.push(entry.clone());
+        Some(entry)
+    }
+}
+
+/// Swap one node of `f`'s fault for a role.
+fn retarget(f: &mut TimedFault, rng: &mut impl Rng, keys: u32) {
+    use crate::scenario::FaultSpec;
+    let key = String::from_utf8(crate::scenario::key_name(rng.gen_range(0..keys.max(1)))).expect("ascii");
+    const ROLES: [&str; 5] = ["@leader", "@move-source", "@move-target", "@reshape-parent-owner", "@standby-manager"];
+    let role = if rng.gen_bool(0.3) { format!("@owner?key={key}") } else { ROLES[rng.gen_range(0..ROLES.len())].to_string() };
+    match &mut f.fault {
+        FaultSpec::Crash { node } | FaultSpec::Isolate { node } | FaultSpec::Pause { node } => *node = role,
+        FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } | FaultSpec::Reorder { from, to } | FaultSpec::DelayNext { from, to, .. } => {
+            if rng.gen_bool(0.5) {
+                *from = role;
+            } else {
+                *to = role;
+            }
+        }
+        FaultSpec::Corrupt { to, .. } => *to = "@move-target".into(),
+        _ => {}
+    }
+}
+
+/// Read every entry of `dir` (files `*.json`, in name order). A missing directory is empty.
+///
+/// Errors: an unreadable directory or file, a file that is no entry, an entry of another
+/// corpus format or of another scenario (`scenario_hash`), each naming the file.
+pub fn load_corpus(dir: &Path, scenario_hash: &str) -> Result<Vec<Entry>, String> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let listing = std::fs::read_dir(dir).map_err(|e| format!("--corpus {}: cannot read the directory: {e}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for item in listing {
+        let path = item.map_err(|e| format!("--corpus {}: {e}", dir.display()))?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("--corpus {}: {e}", path.display()))?;
+        let entry: Entry = serde_json::from_str(&text).map_err(|e| format!("--corpus {}: not a corpus entry: {e}", path.display()))?;
+        if entry.format != CORPUS_FORMAT {
+            return Err(format!("--corpus {}: corpus format {}, this build reads format {CORPUS_FORMAT} (a corpus from another build)", path.display(), entry.format));
+        }
+        if entry.scenario_hash != scenario_hash {
+            return Err(format!("--corpus {}: made for scenario hash {}, exploring {scenario_hash} (another scenario, or a build whose scenario defaults differ)", path.display(), entry.scenario_hash));
+        }
+        entry.scenario.validate().map_err(|e| format!("--corpus {}: its scenario is invalid here: {e}", path.display()))?;
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+fn entry_name(e: &Entry) -> String {
+    let text = serde_json::to_string(&e.scenario).expect("serializes");
+    format!("entry-{:016x}-seed-{}.json", crate::summary::fnv1a(text.as_bytes()), e.seed)
+}
+
+fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|err| format!("--corpus {}: {err}", dir.display()))?;
+    let path = dir.join(entry_name(e));
+    if path.exists() {
+        return Ok(());
+    }
+    let text = serde_json::to_string_pretty(e).expect("an entry serializes");
+    std::fs::write(&path, text).map_err(|err| format!("--corpus {}: {err}", path.display()))
+}
+
+/// Run `c` on this thread: the report (or the panic message) and the run's thread CPU seconds.
+fn run_candidate(base: &RunOptions, c: &Candidate) -> (Result<RunReport, String>, f64) {
+    let opts = RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false };
+    let from = crate::bench::thread_cpu_ns();
+    let r = std::panic::catch_unwind(|| run_seed(&opts)).map_err(|p| {
+        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into())
+    });
+    let cpu = (crate::bench::thread_cpu_ns() - from) as f64 / 1e9;
+    (r, cpu)
+}
+
+/// Run a batch on `jobs` threads; results in candidate order.
+fn run_batch(base: &RunOptions, batch: &[Candidate], jobs: usize) -> Vec<(Result<RunReport, String>, f64)> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<(Result<RunReport, String>, f64)>>> = batch.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, batch.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= batch.len() {
+                    return;
+                }
+                let out = run_candidate(base, &batch[i]);
+                *slots[i].lock().expect("slot") = Some(out);
+            });
+        }
+    });
+    slots.into_iter().map(|s| s.into_inner().expect("slot").expect("every candidate ran")).collect()
+}
+
+/// The first violated property of `report` with its evidence, if any (safety or liveness).
+fn violation(report: &RunReport) -> Option<(String, String)> {
+    if !matches!(report.outcome(), RunOutcome::SafetyViolation | RunOutcome::LivenessFailure) {
+        return None;
+    }
+    report.verdicts.iter().find(|v| v.violation.is_some()).map(|v| (v.property.to_string(), v.violation.clone().unwrap_or_default()))
+}
+
+/// Explore `base`'s scenario (with `base.mutation` on, if any) under `cfg`. `echo` receives the
+/// progress and finding lines.
+///
+/// Errors: a corpus that cannot be read or written ([`load_corpus`]), or a finding's file that
+/// cannot be written.
+pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
+    let scenario_hash = crate::summary::Build::of(base).scenario_hash;
+    let mut loaded = Vec::new();
+    for dir in &cfg.corpus {
+        loaded.extend(load_corpus(dir, &scenario_hash)?);
+    }
+    let mut x = Explorer { base, rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x6578_706c_6f72_6521), corpus: Vec::new(), seen: BTreeMap::new(), goal_runs: BTreeMap::new(), runs: 0, scenario_hash };
+    for e in loaded {
+        for f in &e.features {
+            *x.seen.entry(f.clone()).or_default() += 1;
+        }
+        for g in e.goal_first_us.keys() {
+            *x.goal_runs.entry(g.clone()).or_default() += 1;
+        }
+        if let Some(dir) = cfg.corpus.first() {
+            save_entry(dir, &e)?;
+        }
+        x.corpus.push(e);
+    }
+    if !x.corpus.is_empty() {
+        echo(&format!("explore: corpus of {} entries loaded", x.corpus.len()));
+    }
+    let started = std::time::Instant::now();
+    let mut out = Outcome::default();
+    'search: while x.runs < cfg.runs {
+        if cfg.time_budget.is_some_and(|b| started.elapsed() >= b) {
+            echo("explore: time budget spent");
+            break;
+        }
+        let n = BATCH.min((cfg.runs - x.runs) as usize);
+        let batch: Vec<Candidate> = (0..n).map(|_| x.candidate()).collect();
+        let results = run_batch(base, &batch, cfg.jobs);
+        for (c, (result, cpu)) in batch.iter().zip(results) {
+            out.cpu_s += cpu;
+            *out.by_origin.entry(c.origin).or_default() += 1;
+            let found = match &result {
+                Ok(report) => {
+                    if let Some(entry) = x.fold(c, report) {
+                        if let Some(dir) = cfg.corpus.first() {
+                            save_entry(dir, &entry)?;
+                        }
+                    }
+                    violation(report).map(|(p, e)| (p, e, Some(report)))
+                }
+                Err(panic) => {
+                    x.runs += 1;
+                    Some(("harness_crash".to_string(), panic.clone(), None))
+                }
+            };
+            if cfg.progress_every > 0 && x.runs % cfg.progress_every == 0 {
+                echo(&format!("explore: runs={} corpus={} goals={}/{} features={} findings={} cpu={:.1}s", x.runs, x.corpus.len(), x.goal_runs.len(), crate::goals::registry().len(), x.seen.len(), out.findings.len(), out.cpu_s));
+            }
+            if let Some((property, evidence, report)) = found {
+                let scenario = match report {
+                    Some(r) if c.origin == "swarm" => crate::schedule::from_run(r, &RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false }),
+                    _ => c.scenario.clone(),
+                };
+                let mut finding = Finding { run: x.runs, seed: c.seed, property, evidence, path: None, scenario, cpu_s: out.cpu_s };
+                if cfg.report_dir.is_some() {
+                    write_finding(base, cfg, &mut finding, report, echo)?;
+                }
+                echo(&format!("explore: run {} (seed {}, {}) VIOLATED {}: {}", finding.run, finding.seed, c.origin, finding.property, finding.evidence));
+                out.findings.push(finding);
+                if !cfg.keep_going {
+                    break 'search;
+                }
+            }
+        }
+    }
+    out.runs = x.runs;
+    out.corpus = x.corpus.len();
+    out.features = x.seen.len();
+    out.goals = x.goal_runs.keys().cloned().collect();
+    Ok(out)
+}
+
+/// Write a finding's scenario, replay it to check it fails again, draw its timeline and, with
+/// `--shrink`, shrink it; print the repro line.
+fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, report: Option<&RunReport>, echo: &mut dyn FnMut(&str)) -> Result<(), String> {
+    let dir = cfg.report_dir.as_ref().expect("checked").join("explore").join(format!("{}{}", crate::run::scenario_stem(&base.scenario_label), base.mutation.map_or(String::new(), |m| format!("-{}", m.name()))));
+    let path = dir.join(format!("find-{}-seed-{}.json", f.run, f.seed));
+    let mut s = f.scenario.clone();
+    s.description = format!(
+        "Found by `partmap-sim explore --seed {}` (run {}, seed {}){}: violates {}. An explicit schedule; replay it with `partmap-sim run --seed {} --scenario {}{}`.",
+        cfg.seed,
+        f.run,
+        f.seed,
+        base.mutation.map_or(String::new(), |m| format!(" with --mutation {}", m.name())),
+        f.property,
+        f.seed,
+        path.display(),
+        base.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name())),
+    );
+    s.expect.outcome = crate::scenario::ExpectedOutcome::Pass;
+    crate::schedule::write(&path, &s)?;
+    f.path = Some(path.clone());
+    let flag = base.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    // The file must fail on a plain run, the way the search saw it.
+    let replay = RunOptions { seed: f.seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation: base.mutation, trace: false, echo_header: false };
+    match std::panic::catch_unwind(|| run_seed(&replay)) {
+        Ok(r) => {
+            let again = violation(&r).map(|(p, _)| p);
+            echo(&format!("explore: replayed {}: {}", path.display(), again.as_deref().map_or("PASSES (not reproduced)".to_string(), |p| format!("fails again ({p})"))));
+            let html = crate::timeline::render(&r, &replay);
+            let tl = dir.join(format!("find-{}-seed-{}.html", f.run, f.seed));
+            std::fs::write(&tl, html).map_err(|e| format!("{}: {e}", tl.display()))?;
+            echo(&format!("timeline: {}", tl.display()));
+        }
+        Err(_) => echo("explore: the replay panicked (harness crash)"),
+    }
+    let _ = report;
+    echo(&format!("repro: partmap-sim run --seed {} --scenario {}{flag}", f.seed, path.display()));
+    if cfg.shrink {
+        let opts = crate::shrink::ShrinkOptions { seed: f.seed, scenario: s, scenario_label: path.display().to_string(), mutation: base.mutation, jobs: cfg.jobs, max_runs: 400, faults_only: false, echo: false };
+        match crate::shrink::shrink(&opts) {
+            Ok(shrunk) => {
+                let out = dir.join(format!("find-{}-seed-{}-shrunk.json", f.run, f.seed));
+                let described = crate::shrink::describe_result(&shrunk, &opts, &out);
+                crate::schedule::write(&out, &described)?;
+                echo(&format!("shrunk: faults {} -> {}, operator requests {} -> {}; repro: partmap-sim run --seed {} --scenario {}{flag}", shrunk.before.0, shrunk.after.0, shrunk.before.1, shrunk.after.1, f.seed, out.display()));
+            }
+            Err(e) => echo(&format!("shrink: {e:?}")),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! The goals registry: every named situation a run can reach ("sometimes" assertions, as
+//! Antithesis's `sometimes` and TigerBeetle's coverage marks use them). Three sources, one
+//! list ([`registry`]): the protocol-step goals the control plane declares where the step
+//! happens ([`partmap::goal::Goal`], reported through a sink, outside the history), goals read
+//! off the history here ([`DERIVED`]), and the coverage situations
+//! ([`crate::coverage::SITUATIONS`]). Each is reported per run with how often and when first
+//! reached, per sweep with on how many seeds and the first seed; a sweep can require goals
+//! (`sweep --require-goal NAME`), and `explore` steers toward the rare ones.
+
+use crate::events::{Event, What};
+use crate::fault::Fault;
+use partmap::map::RangeState;
+use partmap::msg::Refusal;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// Goals read off the history, with what each means.
+pub const DERIVED: [(&str, &str); 7] = [
+    ("stale_epoch_at_holder", "a request at an older epoch reached a server that still holds the range"),
+    ("copy_diverged", "a move target's copy diverged from its source and the target said so"),
+    ("stale_write_fenced_after_publish", "the store fenced a write at an epoch older than one the map had already published for that range"),
+    ("leader_restarted_within_lease", "the leader crashed and restarted before its lease ran out"),
+    ("two_moves_in_flight", "two moves were in the journal at once"),
+    ("move_during_reshape", "a move and a split or merge were in the journal at once"),
+    ("aimed_fault_injected", "a fault aimed at a role was injected at the role's holder"),
+];
+
+/// Every goal's name and meaning: the control plane's, the derived ones, the coverage
+/// situations, in report order.
+pub fn registry() -> Vec<(&'static str, &'static str)> {
+    let declared = partmap::goal::Goal::ALL.iter().map(|(_, n, d)| (*n, *d));
+    declared.chain(DERIVED.iter().copied()).chain(crate::coverage::SITUATIONS.iter().copied()).collect()
+}
+
+/// Whether `name` is a registered goal.
+pub fn is_goal(name: &str) -> bool {
+    registry().iter().any(|(n, _)| *n == name)
+}
+
+/// One goal's figures in a run: how often, and first reached at (µs of simulated time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reached {
+    /// How often.
+    pub count: u64,
+    /// First time, µs.
+    pub first_us: u64,
+}
+
+thread_local! {
+    static DECLARED: RefCell<Vec<(&'static str, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Start collecting the control plane's goals on this thread (a run starts).
+pub fn start() {
+    DECLARED.with(|d| d.borrow_mut().clear());
+    partmap::goal::set_sink(Some(Box::new(|g| {
+        let t = crate::events::sim_now_us();
+        DECLARED.with(|d| d.borrow_mut().push((g.name(), t)));
+    })));
+}
+
+/// Stop collecting; the declared goals reached, in order.
+pub fn finish() -> Vec<(&'static str, u64)> {
+    partmap::goal::set_sink(None);
+    DECLARED.with(|d| std::mem::take(&mut *d.borrow_mut()))
+}
+
+fn bump(out: &mut BTreeMap<&'static str, Reached>, name: &'static str, t_us: u64) {
+    let r = out.entry(name).or_insert(Reached { count: 0, first_us: t_us });
+    r.count += 1;
+}
+
+/// Every goal a run reached: `declared` (from [`finish`]), the derived ones read off
+/// `events`, and `coverage` (with first times from [`crate::coverage::situations_timed`]).
+/// `lease_ms` is the run's lease.
+pub fn reached(events: &[Event], declared: &[(&'static str, u64)], lease_ms: u64) -> BTreeMap<&'static str, Reached> {
+    let mut out = BTreeMap::new();
+    for (name, t) in declared {
+        bump(&mut out, name, *t);
+    }
+    for (name, r) in crate::coverage::situations_timed(events) {
+        out.insert(name, r);
+    }
+    let mut map: Option<&partmap::map::PartitionMap> = None;
+    let mut leader: Option<u32> = None;
+    let mut leader_crashed: BTreeMap<String, u64> = BTreeMap::new();
+    for ev in events {
+        let t = ev.t_us;
+        match &ev.what {
+            What::Sys(partmap::event::Event::MapCommit { map: m, .. } | partmap::event::Event::MapRestored { map: m, .. }) => {
+                map = Some(m);
+                if m.transfers.len() >= 2 {
+                    bump(&mut out, "two_moves_in_flight", t);
+                }
+                if !m.transfers.is_empty() && !m.reshapes.is_empty() {
+                    bump(&mut out, "move_during_reshape", t);
+                }
+            }
+            What::Sys(partmap::event::Event::Leader { manager, .. }) => leader = Some(*manager),
+            What::Sys(partmap::event::Event::Refused { reason: Refusal::StaleEpoch { .. }, .. }) => bump(&mut out, "stale_epoch_at_holder", t),
+            What::Sys(partmap::event::Event::Diverged { .. }) => bump(&mut out, "copy_diverged", t),
+            What::Sys(partmap::event::Event::Fenced { stream, epoch, .. }) => {
+                let published = map.and_then(|m| m.rows.get(stream)).is_some_and(|r| r.epoch > *epoch && r.state == RangeState::Active);
+                if published {
+                    bump(&mut out, "stale_write_fenced_after_publish", t);
+                }
+            }
+            What::Fault { fault, .. } => {
+                if let Fault::Crash(n) = &**fault {
+                    if leader.is_some_and(|l| *n == format!("manager-{l}")) {
+                        leader_crashed.insert(n.clone(), t);
+                    }
+                }
+            }
+            What::FaultEnd { fault } => {
+                if let Fault::Crash(n) = &**fault {
+                    if leader_crashed.remove(n).is_some_and(|at| t < at + lease_ms * 1000) {
+                        bump(&mut out, "leader_restarted_within_lease", t);
+                    }
+                }
+            }
+            What::Triggered { .. } => {}
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Mark `aimed_fault_injected` in `goals` when the plan had an aimed fault and the history
+/// shows it injected (a `fault` event right after a plan entry with a role): counted from the
+/// plan's aimed entries less the skipped ones.
+pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, plan: &[crate::nemesis::Planned], events: &[Event]) {
+    let aimed = plan.iter().filter(|p| p.fault.nodes().iter().any(|n| crate::aim::is_aimed(n))).count() as u64;
+    let skipped = events.iter().filter(|e| matches!(e.what, What::FaultSkipped { .. })).count() as u64;
+    let injected = aimed.saturating_sub(skipped);
+    if injected > 0 {
+        goals.insert("aimed_fault_injected", Reached { count: injected, first_us: 0 });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goals_registry_names_are_unique_and_cover_every_source() {
+        let names: Vec<&str> = registry().iter().map(|(n, _)| *n).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "a goal name is listed twice");
+        assert!(is_goal("admit_near_lease_end") && is_goal("copy_diverged") && is_goal("crash_owner"));
+        assert!(!is_goal("no_such_goal"));
+    }
+
+    #[test]
+    fn goals_leader_restart_within_lease_is_read_off_the_history() {
+        let ev = |t_us: u64, what: What| Event { t_us, what };
+        let crash = || Box::new(Fault::Crash("manager-2".into()));
+        let events = vec![
+            ev(1, What::Sys(partmap::event::Event::Leader { manager: 2, leader_epoch: 3 })),
+            ev(10, What::Fault { fault: crash(), duration_ms: 100, crash: None }),
+            ev(110_010, What::FaultEnd { fault: crash() }),
+        ];
+        let got = reached(&events, &[], 1000);
+        assert_eq!(got.get("leader_restarted_within_lease").map(|r| r.count), Some(1));
+        let late = reached(&events, &[], 100);
+        assert_eq!(late.get("leader_restarted_within_lease"), None, "restarted after the lease ran out");
+    }
+}
