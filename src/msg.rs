@@ -379,6 +379,10 @@ pub enum Msg {
         /// Offset (records) to stop before: an ancestor's sealed length; `None`: up to the
         /// durable end.
         upto: Option<u64>,
+        /// A move target's pre-copy round reads it (its copy is checked against the source's
+        /// digest); the answer carries the flag back, so that a `corrupt` fault can aim at
+        /// pre-copy chunks alone.
+        precopy: bool,
     },
     /// Store → move target: the records read.
     StreamRead {
@@ -390,6 +394,8 @@ pub enum Msg {
         /// Where the read stops when every chunk is read: `upto` or the durable end, whichever
         /// is first (records).
         length: u64,
+        /// The request's `precopy` flag.
+        precopy: bool,
     },
     /// Leader → store: seal `stream` (a split or merge parent) by raising its fence to `epoch`.
     Seal {

@@ -418,7 +418,7 @@ impl Rpc {
     /// [`Rpc::put_on_wire`]'s future, held by every send, stays small (issue 13).
     fn divert(&self, dst: SocketAddr, tag: u64, mut envelope: Envelope) -> Option<Envelope> {
         let link = (self.ip, dst.ip());
-        if let Msg::StreamRead { records, .. } = &mut envelope.1 {
+        if let Msg::StreamRead { records, precopy: true, .. } = &mut envelope.1 {
             if let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
                 // One flipped bit in the copy (the payload is shared with the sender's, so the
                 // copy gets its own buffer): only the final checksum can tell.
@@ -878,7 +878,7 @@ mod tests {
                     let rpc = Rc::new(Rpc::bind(a, &net()).await);
                     sleep_ms(10).await;
                     let bulk = Record { epoch: Epoch(1), id: OpId { client: 1, seq: 1 }, key: b"k".to_vec(), bytes: bytes::Bytes::new(), bulk: 10 << 20 };
-                    let big = Msg::StreamRead { records: vec![bulk], length: 1 };
+                    let big = Msg::StreamRead { records: vec![bulk], length: 1, precopy: false };
                     let r2 = rpc.clone();
                     let first = spawn(async move { r2.call(b, big, 5_000).await });
                     // madsim polls ready tasks in a random order: yield until the bulk call

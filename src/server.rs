@@ -931,7 +931,7 @@ async fn pre_copy(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &Ra
         Ok(Err(progress)) => Ok(progress),
         Ok(Ok(from)) => {
             let wanted = || core.borrow().copying(row);
-            let records = read_chunks(rpc, knobs, row.id, from, None, &wanted).await.ok();
+            let records = read_chunks(rpc, knobs, row.id, from, None, &wanted, true).await.ok();
             Ok(core.borrow_mut().finish_copy_round(row, from, records))
         }
     };
@@ -1096,7 +1096,7 @@ async fn fence(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64, bar: Vec<OpI
 async fn read_rest(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, mut records: Vec<Record>, length: u64, wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
     let got = from + records.len() as u64;
     if got < length {
-        records.extend(read_chunks(rpc, knobs, stream, got, Some(length), wanted).await?);
+        records.extend(read_chunks(rpc, knobs, stream, got, Some(length), wanted, false).await?);
     }
     Ok(records)
 }
@@ -1145,7 +1145,7 @@ const CHUNK_ATTEMPTS: u32 = 3;
 ///
 /// Errors: `NoAnswer` when a chunk went unanswered that many times, or the stream ended short
 /// of `upto`; `Abandoned` when `wanted` says no.
-async fn read_chunks(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, upto: Option<u64>, wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
+async fn read_chunks(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, upto: Option<u64>, wanted: &dyn Fn() -> bool, precopy: bool) -> Result<Vec<Record>, LoadError> {
     let mut out: Vec<Record> = Vec::new();
     let mut end = upto;
     let mut misses = 0;
@@ -1157,9 +1157,9 @@ async fn read_chunks(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, upto:
         if !wanted() {
             return Err(LoadError::Abandoned);
         }
-        let read = Msg::ReadStream { stream, from: at, upto: end };
+        let read = Msg::ReadStream { stream, from: at, upto: end, precopy };
         match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
-            Ok(Msg::StreamRead { records, length }) => {
+            Ok(Msg::StreamRead { records, length, .. }) => {
                 misses = 0;
                 let end = *end.get_or_insert(length);
                 if records.is_empty() {
@@ -1181,7 +1181,7 @@ async fn read_chunks(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, upto:
 /// without waiting for it, so the range serves (and the manager publishes it) before its fence
 /// is raised.
 async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow, from: u64, wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
-    let records = read_chunks(rpc, knobs, row.id, from, None, wanted).await?;
+    let records = read_chunks(rpc, knobs, row.id, from, None, wanted, false).await?;
     let (rpc, knobs, row) = (rpc.clone(), knobs.clone(), row.clone());
     crate::seam::spawn(async move {
         let _ = fence(&rpc, &knobs, &row, 0, Vec::new()).await;
@@ -1197,7 +1197,7 @@ async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow, from:
 async fn load_lineage(rpc: &Rpc, knobs: &Knobs, lineage: &[Source], wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
     let mut out = Vec::new();
     for src in lineage {
-        let records = read_chunks(rpc, knobs, src.stream, 0, Some(src.upto), wanted).await?;
+        let records = read_chunks(rpc, knobs, src.stream, 0, Some(src.upto), wanted, false).await?;
         if records.len() as u64 != src.upto {
             return Err(LoadError::NoAnswer);
         }

@@ -234,7 +234,7 @@ async fn raise_fence(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, stream:
 async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mutation: Option<Mutation>, budget: u64) -> Option<Msg> {
     let ignore_fence = mutation == Some(Mutation::StoreIgnoresFence);
     match msg {
-        Msg::ReadStream { stream, from, upto } => {
+        Msg::ReadStream { stream, from, upto, precopy } => {
             // Only what is durable: a record a crash could still take away must not be copied
             // (the copy would then hold a record the stream lost).
             let len = state.borrow().streams.get(&stream).map_or(0, |s| s.records.len());
@@ -242,7 +242,7 @@ async fn handle(state: &RefCell<Streams>, disk: &Disk<StoreRecord>, msg: Msg, mu
             disk.sync().await;
             let st = state.borrow();
             let records = st.streams.get(&stream).map_or(Vec::new(), |s| chunk(&s.records, from as usize, end, budget));
-            Some(Msg::StreamRead { records, length: end as u64 })
+            Some(Msg::StreamRead { records, length: end as u64, precopy })
         }
         Msg::Seal { stream, epoch } => Some(Msg::Sealed { result: raise_fence(state, disk, stream, epoch, &[]).await.map(|len| len as u64) }),
         Msg::Fence { stream, epoch, from, bar } => {
@@ -494,7 +494,7 @@ mod tests {
         for seq in 1..=4 {
             append(&state, &disk, rec(seq, 1), None);
         }
-        let read = |from, upto| match block_on(handle(&state, &disk, Msg::ReadStream { stream: S, from, upto }, None, u64::MAX)) {
+        let read = |from, upto| match block_on(handle(&state, &disk, Msg::ReadStream { stream: S, from, upto, precopy: false }, None, u64::MAX)) {
             Some(Msg::StreamRead { records, .. }) => records.iter().map(|r| r.id.seq).collect::<Vec<_>>(),
             other => panic!("{other:?}"),
         };
@@ -502,7 +502,7 @@ mod tests {
         assert_eq!(read(1, Some(3)), vec![2, 3]);
         assert_eq!(read(2, Some(99)), vec![3, 4], "upto past the end stops at the end");
         assert_eq!(read(5, None), Vec::<u64>::new(), "from past the end");
-        let other = block_on(handle(&state, &disk, Msg::ReadStream { stream: RangeId(9), from: 0, upto: None }, None, u64::MAX));
+        let other = block_on(handle(&state, &disk, Msg::ReadStream { stream: RangeId(9), from: 0, upto: None, precopy: false }, None, u64::MAX));
         assert!(matches!(other, Some(Msg::StreamRead { records, .. }) if records.is_empty()), "an unknown stream is empty");
     }
 

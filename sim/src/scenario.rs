@@ -515,7 +515,8 @@ pub enum FaultSpec {
         /// effect `store-1`.
         #[serde(with = "crate::aim::node_field")]
         from: String,
-        /// The receiving node (a move target pre-copying, or a server reading a sealed ancestor).
+        /// The receiving node: a move target, whose pre-copy chunks (reads flagged `precopy`)
+        /// are corrupted; its loads and lineage reads are not.
         #[serde(with = "crate::aim::node_field")]
         to: String,
     },
