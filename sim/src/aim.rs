@@ -312,6 +312,83 @@ mod tests {
         assert_eq!(src.validate("x.node"), Ok(()));
     }
 
+    /// A crash aimed at the leader hits whichever manager leads when it starts: the first
+    /// one the one granted last before it, the second (while the first is still down) the
+    /// standby that took over.
+    #[test]
+    fn aim_crash_of_the_leader_hits_whoever_leads_at_that_moment() {
+        use crate::events::What;
+        use crate::fault::Fault;
+        let text = r#"{"description": "aimed", "topology": {"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2},
+            "workload": {"duration_s": 15, "ops_per_s": 20},
+            "faults": {"random": null, "schedule": [
+                {"at_ms": 4000, "duration_ms": 8000, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+                {"at_ms": 9000, "duration_ms": 1000, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+                {"at_ms": 9500, "duration_ms": 100, "fault": {"kind": "pause", "node": {"role": "move-source"}}},
+                {"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": "server-2"}}
+            ]}}"#;
+        let scenario = crate::scenario::Scenario::parse(text, "aimed.json").expect("parses");
+        let opts = crate::run::RunOptions { seed: 1, scenario, scenario_label: "aimed.json".into(), mutation: None, trace: false, echo_header: false };
+        let report = crate::run::run_seed(&opts);
+        let mut leader = None;
+        let mut hit = Vec::new();
+        for e in &report.events {
+            match &e.what {
+                What::Sys(Event::Leader { manager, .. }) => leader = Some(format!("manager-{manager}")),
+                What::Fault { fault, .. } => {
+                    if let Fault::Crash(n) = &**fault {
+                        assert_eq!(Some(n), leader.as_ref(), "a crash at {} us hit {n}, not the leader", e.t_us);
+                        hit.push(n.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(hit.len(), 2, "both aimed crashes were injected: {hit:?}");
+        assert_ne!(hit[0], hit[1], "the second crash hit the standby that took over");
+        let skipped = report.events.iter().any(|e| matches!(&e.what, What::FaultSkipped { reason, .. } if reason == "no move in flight"));
+        assert!(skipped, "a pause of the move source with no move in flight is skipped, and the history says so");
+        assert_eq!(report.unfired_triggers, ["crash server-2 on diverged by server-1 #1, armed at 1000 ms"], "the trigger that never fired is listed");
+    }
+
+    /// Bad role input is refused with an error that names the field and the problem.
+    #[test]
+    fn aim_bad_input_is_an_error_naming_the_field() {
+        let with = |fault: &str| {
+            let text = format!(r#"{{"description": "d", "faults": {{"random": null, "schedule": [{fault}]}}}}"#);
+            crate::scenario::Scenario::parse(&text, "bad.json").expect_err("refused")
+        };
+        let cases = [
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "crash", "node": {"role": "chief"}}}"#, "unknown role `chief`"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "crash", "node": {"role": "owner"}}}"#, "exactly one of `key` or `range`"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "crash", "node": {"role": "leader", "range": 2}}}"#, "takes no"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "crash", "node": {"role": "leader", "who": 2}}}"#, "unknown field `who`"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "slow_disk", "node": {"role": "leader"}, "extra_ms": 5}}"#, "faults.schedule[0].fault.node: a `slow_disk` cannot be aimed at a role"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "drain", "node": {"role": "move-source"}}}"#, "cannot be aimed at a role"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "corrupt", "from": "store-1", "to": {"role": "leader"}}}"#, "faults.schedule[0].fault.to: role `leader` cannot receive"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "crash", "node": {"role": "trigger-node"}}}"#, "needs a trigger"),
+            (r#"{"on": {"event": "leader", "node": "lock-1", "range": 2}, "duration_ms": 5, "fault": {"kind": "crash", "node": "server-1"}}"#, "faults.schedule[0].on.range: event `leader` has no range field"),
+            (r#"{"on": {"event": "fence", "node": "store-1", "epoch": 2}, "duration_ms": 5, "fault": {"kind": "crash", "node": "server-1"}}"#, "faults.schedule[0].on.epoch: event `fence` has no range epoch"),
+            (r#"{"at_ms": 1, "duration_ms": 5, "fault": {"kind": "crash", "node": "@leader"}}"#, "node names do not start with `@`"),
+        ];
+        for (fault, expected) in cases {
+            let e = with(fault);
+            assert!(e.contains(expected), "{fault}: got `{e}`, expected it to contain `{expected}`");
+        }
+    }
+
+    /// A role survives a round trip through the file format: written as its object.
+    #[test]
+    fn aim_roles_are_written_back_as_objects() {
+        let text = r#"{"description": "d", "faults": {"random": null, "schedule": [
+            {"on": {"event": "paused", "node": {"role": "move-source", "range": 3}, "range": 3}, "duration_ms": 5,
+             "fault": {"kind": "delay_next", "from": "lock-1", "to": {"role": "owner", "key": "k000001"}, "message": "session_renewed"}}]}}"#;
+        let s = crate::scenario::Scenario::parse(text, "rt.json").expect("parses");
+        let json = crate::schedule::to_json(&s);
+        assert!(json.contains(r#""role": "owner""#) && json.contains(r#""key": "k000001""#), "{json}");
+        assert_eq!(crate::scenario::Scenario::parse(&json, "again.json").expect("parses again"), s);
+    }
+
     #[test]
     fn resolve_follows_the_last_leader_and_says_when_empty() {
         reset(3);

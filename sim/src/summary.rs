@@ -1032,6 +1032,7 @@ pub(crate) mod tests {
             trace_hash: format!("{seed:016x}"),
             faults: BTreeMap::from([("crash_server".to_string(), seed)]),
             coverage: BTreeMap::new(),
+            goals: BTreeMap::new(),
             fault_flows: Vec::new(),
             handoffs: Vec::new(),
             superseded_handoffs: 0,
