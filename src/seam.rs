@@ -60,6 +60,32 @@ pub fn clocked<F: Future>(rate: f64, future: F) -> impl Future<Output = F::Outpu
     Clocked { rate, inner: Box::pin(future) }
 }
 
+thread_local! {
+    /// The harness's node that carries messages in flight ([`set_wire`]); `None` outside the
+    /// harness.
+    static WIRE: RefCell<Option<madsim::runtime::NodeHandle>> = const { RefCell::new(None) };
+}
+
+/// Let `wire` (a node that is never crashed or paused) carry the messages held in the network
+/// (`delay`, `delay_next`, `reorder`, duplicate copies), so that a message survives its
+/// sender's crash or pause and still arrives, as on a real network; the sender's next
+/// incarnation must cope with it. `None`: held messages wait on their sender's node and die
+/// with it.
+pub fn set_wire(wire: Option<madsim::runtime::NodeHandle>) {
+    WIRE.with(|w| *w.borrow_mut() = wire);
+}
+
+/// Spawn a message in flight: on the wire node if there is one, else on the current node;
+/// either way at the current node's clock rate.
+fn spawn_in_flight<F: Future + 'static>(future: F) {
+    let rate = CLOCK_RATE.with(|r| r.get());
+    let task = Clocked { rate, inner: Box::pin(future) };
+    match WIRE.with(|w| w.borrow().clone()) {
+        Some(wire) => drop(wire.spawn_local(task)),
+        None => drop(madsim::task::spawn_local(task)),
+    }
+}
+
 /// Spawn a task of the current node; it keeps the node's clock rate.
 pub fn spawn<F: Future + 'static>(future: F) -> madsim::task::JoinHandle<F::Output> {
     let rate = CLOCK_RATE.with(|r| r.get());
@@ -429,14 +455,14 @@ impl Rpc {
         }
         if self.link_faults.has(link, LinkFault::Duplicate) {
             let (ep, copy) = (self.ep.clone(), envelope.clone());
-            spawn(async move {
+            spawn_in_flight(async move {
                 sleep_ms(madsim::rand::random::<u64>() % 10).await;
                 let _ = ep.send_to_raw(dst, tag, copy).await;
             });
         }
         if let Some(hold_ms) = self.link_faults.take_hold(link, envelope.1.kind_name()) {
             let ep = self.ep.clone();
-            spawn(async move {
+            spawn_in_flight(async move {
                 sleep_ms(hold_ms).await;
                 crate::event::emit(crate::event::Event::HeldDelivered { from: link.0, to: link.1, msg: envelope.1.kind_name() });
                 let _ = ep.send_to_raw(dst, tag, envelope).await;
@@ -445,7 +471,7 @@ impl Rpc {
         }
         if self.link_faults.has(link, LinkFault::Reorder) {
             let (ep, extra) = (self.ep.clone(), madsim::rand::random::<u64>() % 51);
-            spawn(async move {
+            spawn_in_flight(async move {
                 sleep_ms(extra).await;
                 let _ = ep.send_to_raw(dst, tag, envelope).await;
             });
@@ -455,7 +481,7 @@ impl Rpc {
             // The message is on its way but stuck: it arrives once the link is released,
             // whatever became of the sender's wait for it.
             let (ep, faults) = (self.ep.clone(), self.link_faults.clone());
-            spawn(async move {
+            spawn_in_flight(async move {
                 while faults.has(link, LinkFault::Hold) {
                     sleep_ms(10).await;
                 }

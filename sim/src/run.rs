@@ -662,6 +662,10 @@ async fn simulate(opts: RunOptions) -> Simulated {
         println!("{}", header.last().expect("just pushed"));
     }
     let world = Rc::new(RefCell::new(world));
+    // Messages held in the network ride on a node of their own that is never faulted, so they
+    // outlive a crash or pause of their sender.
+    let wire = Handle::current().create_node().name("wire").build();
+    partmap::seam::set_wire(Some(wire.clone()));
     let counts = Rc::new(RefCell::new(BTreeMap::new()));
     nemesis::spawn(world.clone(), &plan, counts.clone());
 
@@ -738,7 +742,8 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let sim_ms = partmap::seam::now_ms();
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).
-    for id in clients.into_iter().chain(world.borrow().nodes.values().map(|n| n.id)) {
+    partmap::seam::set_wire(None);
+    for id in clients.into_iter().chain(world.borrow().nodes.values().map(|n| n.id)).chain([wire.id()]) {
         handle.kill(id);
     }
     sleep_ms(1).await;

@@ -439,6 +439,17 @@ impl NodeHandle {
     {
         self.task.spawn(future)
     }
+
+    /// partmap patch (PATCHES.md): spawn a future that need not be `Send` onto this node (the
+    /// simulation runs on one thread), e.g. a message in flight that outlives its sender.
+    #[track_caller]
+    pub fn spawn_local<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.task.spawn_local(future)
+    }
 }
 
 /// Initialize logger.
