@@ -8,14 +8,17 @@
 //!
 //! - **Features of a run**: every goal it reached ([`crate::goals`]: the control plane's
 //!   declared goals, the derived ones, the coverage situations), a goal's count in log2
-//!   buckets, every fault × flow cell, and every pair of rare goals reached in one run. A run
+//!   buckets, every fault × flow cell, every pair of rare goals reached in one run, and each
+//!   near miss ([`crate::goals::near_misses`]: how close a race the protocol must win came to
+//!   flipping) in log2 ms buckets, so that a run that comes closer than any before is kept. A run
 //!   that adds a feature no corpus entry has joins the corpus.
 //! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario);
 //!   a *branch* of an entry (its schedule kept up to a moment shortly before one of its rare
 //!   goals was first reached, a new future drawn after it by the scenario's own nemesis, and an
 //!   aimed fault near that moment); a *schedule mutation* (shift a fault, lengthen or shorten
 //!   it around the protocol's margins, retarget a node to a role, add an aimed fault on a
-//!   protocol event near a goal, drop a fault); or a *reseed* (the same schedule, another
+//!   protocol event near a goal, drop a fault, nudge a start or a length by a few ms); or a
+//!   *reseed* (the same schedule, another
 //!   seed). Entries are picked with a weight that favours rare features.
 //! - **Deterministic**: candidates are made in batches of [`BATCH`] from the explorer's own
 //!   generator (`--seed`) and the corpus as it stood before the batch, run on `--jobs` threads,
@@ -131,6 +134,14 @@ pub fn features(report: &RunReport, rare: &BTreeSet<String>) -> BTreeSet<String>
         out.insert(format!("goal:{g}"));
         if r.count >= 2 {
             out.insert(format!("goal:{g}:x{}", 1u64 << (63 - r.count.leading_zeros()).min(5)));
+        }
+    }
+    for (race, gap_us) in &report.near_misses {
+        // Every power of two the gap is below, so that a closer miss is a new feature.
+        let ms = (gap_us / 1000).max(1);
+        let bucket = 64 - ms.leading_zeros();
+        for b in bucket..=12 {
+            out.insert(format!("near:{race}:<2^{b}ms"));
         }
     }
     for (kind, flow) in &report.fault_flows {
@@ -287,8 +298,18 @@ impl<'a> Explorer<'a> {
         let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
         for _ in 0..self.rng.gen_range(1..=3) {
             let n = s.faults.schedule.len();
-            let op = if n == 0 { 3 } else { self.rng.gen_range(0..6) };
+            let op = if n == 0 { 3 } else { self.rng.gen_range(0..8) };
             match op {
+                6 | 7 => {
+                    // A nudge of a few ms either way: local search around a near miss.
+                    let f = &mut s.faults.schedule[self.rng.gen_range(0..n)];
+                    let nudge = self.rng.gen_range(1..=40);
+                    let later = self.rng.gen_bool(0.5);
+                    match (&mut f.duration_ms, self.rng.gen_bool(0.5)) {
+                        (Some(d), true) => *d = if later { *d + nudge } else { d.saturating_sub(nudge).max(1) },
+                        _ => f.at_ms = if later { (f.at_ms + nudge).min(end - 1) } else { f.at_ms.saturating_sub(nudge) },
+                    }
+                }
                 0 => {
                     let f = &mut s.faults.schedule[self.rng.gen_range(0..n)];
                     let shift = self.rng.gen_range(0..3000);

@@ -138,6 +138,76 @@ pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, plan: &[crate::n
     }
 }
 
+/// Near misses: for each race the protocol must win, the run's smallest gap, µs, between the
+/// two steps whose order it relies on. A search that sees a gap shrink is getting closer to
+/// the window where the order flips (the explorer turns the gap's log2 bucket into a feature).
+/// Each is measured on a correct system, where the order holds:
+/// - `stale_write_after_fence`: a stale write refused at the store, after the fence of its
+///   stream (a held write that just lost the race to the fence);
+/// - `old_write_before_fence`: a write at an older epoch that landed at the store before the
+///   fence of a newer epoch of its stream (a late write that just won the race);
+/// - `admit_before_expiry`: an admission before the authority expired that server's session;
+/// - `read_before_owner_change`: a strong read served on a range before a map commit gave it
+///   another owner or epoch (a frontend still routing on the old map is close behind).
+pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
+    use partmap::event::Event as Sys;
+    let mut out: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut note = |name: &'static str, gap: u64| {
+        let e = out.entry(name).or_insert(gap);
+        *e = (*e).min(gap);
+    };
+    let mut last_fence: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
+    let mut last_effect: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
+    let mut last_admit: BTreeMap<u32, u64> = BTreeMap::new(); // server -> t
+    let mut last_read: BTreeMap<u64, u64> = BTreeMap::new(); // range -> t
+    let mut owners: BTreeMap<u64, (Option<u32>, u64)> = BTreeMap::new(); // range -> (owner, epoch)
+    for ev in events {
+        let t = ev.t_us;
+        let What::Sys(sys) = &ev.what else { continue };
+        match sys {
+            Sys::Fence { stream, epoch, .. } => {
+                if let Some((te, e)) = last_effect.get(&stream.0) {
+                    if *e < epoch.0 {
+                        note("old_write_before_fence", t - te);
+                    }
+                }
+                last_fence.insert(stream.0, (t, epoch.0));
+            }
+            Sys::Fenced { stream, .. } => {
+                if let Some((tf, _)) = last_fence.get(&stream.0) {
+                    note("stale_write_after_fence", t - tf);
+                }
+            }
+            Sys::Effect { stream, epoch, .. } => {
+                last_effect.insert(stream.0, (t, epoch.0));
+            }
+            Sys::Admit { server, .. } => {
+                last_admit.insert(server.0, t);
+            }
+            Sys::LeaseExpired { server, .. } => {
+                if let Some(ta) = last_admit.get(&server.0) {
+                    note("admit_before_expiry", t - ta);
+                }
+            }
+            Sys::ReadServed { range, bounded: false, .. } => {
+                last_read.insert(range.0, t);
+            }
+            Sys::MapCommit { map, .. } => {
+                for row in map.rows.live().values() {
+                    let now = (row.owner.map(|o| o.0), row.epoch.0);
+                    if owners.insert(row.id.0, now).is_some_and(|before| before != now) {
+                        if let Some(tr) = last_read.get(&row.id.0) {
+                            note("read_before_owner_change", t - tr);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

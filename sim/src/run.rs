@@ -147,6 +147,8 @@ pub struct RunReport {
     pub bounds_exceeded: Vec<String>,
     /// Hash of the event trace.
     pub trace_hash: u64,
+    /// The run's near misses ([`crate::goals::near_misses`]): the smallest gap, µs, per race.
+    pub near_misses: BTreeMap<&'static str, u64>,
     /// Every goal of [`crate::goals::registry`] the run reached, with how often and when first.
     pub goals: BTreeMap<&'static str, crate::goals::Reached>,
     /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
@@ -493,6 +495,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         trace_hash: trace_hash(&events),
         coverage: goals.iter().filter(|(k, _)| crate::coverage::SITUATIONS.iter().any(|(s, _)| s == *k)).map(|(k, r)| (*k, r.count)).collect(),
         goals,
+        near_misses: crate::goals::near_misses(&events),
         fault_flows: crate::coverage::fault_flows(&events),
         handoffs,
         superseded_handoffs,
