@@ -28,7 +28,7 @@ shrink seed scenario="scenarios/swarm.json" *args="":
     cargo run --release -p partmap-sim -- shrink --seed {{seed}} --scenario {{scenario}} {{args}}
 
 # Shrink every kept schedule of scenarios/shrunk/ again and rewrite its table (when
-# sim/tests/shrunk_kept.rs says one stopped failing). Example: just reshrink store-ignores-fence
+# sim/tests/all/shrunk_kept.rs says one stopped failing). Example: just reshrink store-ignores-fence
 reshrink *mutations="":
     cargo build --release -p partmap-sim
     python3 scripts/reshrink.py {{mutations}}
@@ -40,7 +40,7 @@ timeline seed scenario="scenarios/swarm.json" *args="":
 
 # Unit, property, golden and simulation tests (the README's test command).
 test:
-    cargo test --workspace --release
+    cargo test --workspace --profile tests
 
 # What CI runs.
 ci:
@@ -70,9 +70,9 @@ mutation file *args="":
     cargo mutants --jobs 1 -f {{file}} --test-package partmap --timeout 60 -C=--config=profile.dev.package.partmap.opt-level=0 -C=--config=profile.dev.package.partmap.debug=0 -o reports/mutation/{{file}} {{args}} -- --lib
 
 # Mutation testing, oracle 2: the survivors of `just mutation FILE` against a bounded sweep of
-# the scenarios that exercise FILE (sim/tests/mutation_oracle.rs), seeds 0..SEEDS each.
+# the scenarios that exercise FILE (sim/tests/all/mutation_oracle.rs), seeds 0..SEEDS each.
 mutation-sweep file seeds="20" *args="":
-    PARTMAP_ORACLE_FILE={{file}} PARTMAP_ORACLE_SEEDS={{seeds}} cargo mutants --iterate --jobs 1 -f {{file}} --test-package partmap-sim --profile release --timeout 1800 -o reports/mutation/{{file}} {{args}} -- --test mutation_oracle -- --ignored
+    PARTMAP_ORACLE_FILE={{file}} PARTMAP_ORACLE_SEEDS={{seeds}} cargo mutants --iterate --jobs 1 -f {{file}} --test-package partmap-sim --profile release --timeout 1800 -o reports/mutation/{{file}} {{args}} -- --test all -- --ignored mutation_oracle::
 
 # Reachability of named mutations (issue 19): seeds 0..SEEDS of each scenario, unmutated and
 # with each mutation, compared by trace hash (scripts/mutation-reach.py; commas separate).
