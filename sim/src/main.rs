@@ -149,18 +149,25 @@ enum Command {
     },
     /// Merge the JSON summaries of several sweeps (the shards of one, run on several machines)
     /// into the summary and table one sweep of all their seeds prints. Refuses summaries of
-    /// different builds (version, commit), scenarios or mutations, and a seed present twice.
-    /// The exit code is the merged sweep's.
+    /// different builds (version, commit), scenarios or mutations, a seed present twice, and
+    /// a set of shards with one missing or given twice ("missing shards: 3/3"), unless
+    /// --allow-partial. The exit code is the merged sweep's.
     Merge {
         /// The summaries (`sweep-*.json` files written by `sweep`).
         #[arg(required = true)]
         summaries: Vec<PathBuf>,
-        /// Where the merged summary goes; default: reports/sweep-<scenario>[-<mutation>]-merged.json.
+        /// Where the merged summary goes (checked writable before anything is read); default:
+        /// reports/sweep-<scenario>[-<mutation>]-merged.json.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Also write a JUnit XML report (one test case per seed) to this file.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Merge a shard set with shards missing (a shard whose upload failed); the table's
+        /// header and last line and the summary's `stopped.missing_shards` then say it is
+        /// partial. Shards given twice are refused all the same.
+        #[arg(long)]
+        allow_partial: bool,
     },
     /// Measure what a seed costs against madsim alone, in one process: raw madsim's CPU per
     /// message (the patched madsim we run on, and, in a child process when built, madsim
@@ -494,7 +501,22 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Merge { summaries, out, junit } => {
+        Command::Merge { summaries, out, junit, allow_partial } => {
+            // The report files first, before any summary is read (exit 64 for a folder, 3 for
+            // a place that cannot be written, as sweep does for its --report-dir).
+            let check = |path: &std::path::Path, flag: &str, example: &str| -> Result<(), ExitCode> {
+                let fail = |code: u8| move |e: String| {
+                    eprintln!("error: {e}; nothing was merged");
+                    ExitCode::from(code)
+                };
+                sweep::check_not_folder(path, flag, example).map_err(fail(64))?;
+                sweep::check_file_writable(path, flag).map_err(fail(3))
+            };
+            for (path, flag, example) in [(&out, "--out", "reports/merged.json"), (&junit, "--junit", "reports/junit.xml")] {
+                if let Some(Err(code)) = path.as_deref().map(|p| check(p, flag, example)) {
+                    return code;
+                }
+            }
             let mut inputs = Vec::new();
             for path in &summaries {
                 match Summary::read(path) {
@@ -505,18 +527,32 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            let shards = summary::check_shards(&inputs);
+            let refuse_shards = |shards: &summary::ShardCheck| {
+                let hint = if shards.duplicate.is_empty() { "; give every shard's summary, or --allow-partial to merge these alone (the summary then says it is partial)" } else { "; give each shard's summary once" };
+                eprintln!("error: {}{hint}", shards.problem());
+                ExitCode::from(64)
+            };
             let mut merged = match summary::merge(inputs) {
                 Ok(m) => m,
+                // A shard given twice shows as its seeds given twice: name the shard.
+                Err(_) if !shards.duplicate.is_empty() => return refuse_shards(&shards),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(64);
                 }
             };
+            if !shards.duplicate.is_empty() || (!shards.missing.is_empty() && !allow_partial) {
+                return refuse_shards(&shards);
+            }
             let out = out.unwrap_or_else(|| {
                 let b = &merged.build;
                 let mutation = b.mutation.as_ref().map_or(String::new(), |m| format!("-{m}"));
                 PathBuf::from("reports").join(format!("sweep-{}{mutation}-merged.json", sweep::scenario_stem(&b.scenario)))
             });
+            if let Err(code) = check(&out, "--out", "reports/merged.json") {
+                return code;
+            }
             if let Err(e) = merged.write(&out) {
                 merged.report_errors.push(e);
             }
