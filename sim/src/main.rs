@@ -37,7 +37,7 @@ enum Command {
     /// hash last.
     Run {
         /// The seed (a non-negative integer).
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
@@ -46,7 +46,7 @@ enum Command {
         #[arg(long)]
         trace: bool,
         /// Switch off one safety mechanism (to prove a checker catches it).
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// Also write the run as a scenario file whose explicit `faults.schedule` holds every
         /// fault and operator request the seed injected, with the topology and knobs it drew;
@@ -61,13 +61,13 @@ enum Command {
     /// the harness panics, its schedule does not reproduce it, or the file cannot be written.
     Shrink {
         /// The failing seed.
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// The mutation the seed fails under, if any.
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// Worker threads (each runs whole candidates).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -91,13 +91,13 @@ enum Command {
     /// ends with -<mutation>-seed-N, as the shrunk ones do, keeps it).
     Timeline {
         /// The seed.
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// Switch off one safety mechanism.
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// The HTML file to write.
         #[arg(long, value_name = "FILE")]
@@ -140,7 +140,7 @@ enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
         jobs: u32,
         /// Switch off one safety mechanism (to prove a checker catches it).
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// Where the JSON summary and failing seeds' logs go (checked writable before any
         /// seed runs).
@@ -212,8 +212,8 @@ enum Command {
         #[arg(long)]
         rate: bool,
         /// Only these mutations (repeatable; default: all that a checker must catch, not the
-        /// defence-in-depth ones of issue 19, which are refused here).
-        #[arg(long = "only", value_parser = Mutation::parse)]
+        /// three defence-in-depth ones, which are refused here).
+        #[arg(long = "only", value_parser = MutationParser)]
         only: Vec<Mutation>,
         /// Worker threads (each takes whole mutations).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -271,6 +271,33 @@ fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
     match path {
         None => Ok((Scenario::default_swarm(), "scenarios/swarm.json (built-in)".into())),
         Some(p) => Ok((Scenario::load(&p)?, p.display().to_string())),
+    }
+}
+
+/// `--seed`: a non-negative integer, with a message that says so for `-1` or `x`.
+fn parse_seed(s: &str) -> Result<u64, String> {
+    s.trim().parse().map_err(|_| {
+        let what = if s.trim().starts_with('-') { "is negative" } else { "is not a number" };
+        format!("`{s}` {what}: a seed is an integer from 0 to {}", u64::MAX)
+    })
+}
+
+/// `--mutation` and `--only`: [`Mutation::parse`] (whose error lists the accepted names), and
+/// the names as the argument's possible values, so `--help` lists them.
+#[derive(Clone)]
+struct MutationParser;
+
+impl clap::builder::TypedValueParser for MutationParser {
+    type Value = Mutation;
+
+    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<Mutation, clap::Error> {
+        let flag = arg.and_then(|a| a.get_long()).map_or(String::from("the mutation"), |l| format!("--{l}"));
+        let text = value.to_string_lossy();
+        Mutation::parse(&text).map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("invalid value '{text}' for {flag}: {e}\n")).with_cmd(cmd))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Mutation::ALL.iter().map(|(_, name)| clap::builder::PossibleValue::new(*name))))
     }
 }
 
@@ -352,7 +379,7 @@ fn main() -> ExitCode {
                 }
             }
             if opts.mutation.is_some() {
-                println!("checkers as before issue 12: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
+                println!("checkers without the durable log and the served final reads: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
             }
             if let Some(path) = &emit_schedule {
                 let s = partmap_sim::schedule::from_run(&report, &opts);

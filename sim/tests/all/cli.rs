@@ -383,3 +383,26 @@ fn cli_report_cell_prints_a_runnable_scenario_or_names_the_bad_part() {
         assert!(err.contains(says) && !err.contains("panicked"), "{cell}: {err}");
     }
 }
+
+/// A negative or non-numeric seed says what a seed is (it said "invalid digit found in
+/// string"); `--help` of every command with `--mutation` lists the mutations' names.
+#[test]
+fn cli_bad_seed_says_what_a_seed_is_and_help_lists_the_mutations() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["run", "--seed", "-1"], "`-1` is negative: a seed is an integer from 0 to 18446744073709551615"),
+        (&["shrink", "--seed", "x"], "`x` is not a number: a seed is an integer"),
+        (&["timeline", "--seed", "-3"], "`-3` is negative"),
+    ];
+    for (args, says) in cases {
+        let (code, out, err) = sim(args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert!(err.contains("--seed") && err.contains(says) && out.is_empty(), "{args:?}: {err}");
+    }
+    for sub in ["run", "sweep", "shrink", "timeline"] {
+        let (code, out, err) = sim(&[sub, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        for (_, name) in partmap::config::Mutation::ALL {
+            assert!(out.contains(name), "`{sub} --help` does not list {name}: {out}");
+        }
+    }
+}
