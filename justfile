@@ -10,7 +10,7 @@ moves seeds="0..2000" jobs="2":
     cargo run --release -p partmap-sim -- sweep --seeds {{seeds}} --jobs {{jobs}} --scenario scenarios/moves.json
 
 # The pause review: strategy x range size x write rate x bandwidth, model against measured,
-# SVG plots; written to reports/pause/ (issue 15). Example: just pause 10
+# SVG plots; written to reports/pause/. Example: just pause 10
 pause seeds="10":
     cargo run --release -p partmap-sim -- report pause --seeds {{seeds}}
 
@@ -28,7 +28,7 @@ shrink seed scenario="scenarios/swarm.json" *args="":
     cargo run --release -p partmap-sim -- shrink --seed {{seed}} --scenario {{scenario}} {{args}}
 
 # Shrink every kept schedule of scenarios/shrunk/ again and rewrite its table (when
-# sim/tests/shrunk_kept.rs says one stopped failing). Example: just reshrink store-ignores-fence
+# sim/tests/all/shrunk_kept.rs says one stopped failing). Example: just reshrink store-ignores-fence
 reshrink *mutations="":
     cargo build --release -p partmap-sim
     python3 scripts/reshrink.py {{mutations}}
@@ -40,13 +40,13 @@ timeline seed scenario="scenarios/swarm.json" *args="":
 
 # Unit, property, golden and simulation tests (the README's test command).
 test:
-    cargo test --workspace --release
+    cargo test --workspace --profile tests
 
 # What CI runs.
 ci:
     bash .ci/run
 
-# Speed benchmark (issue 13): madsim's raw CPU per message (the patched build we run on, and
+# Speed benchmark: madsim's raw CPU per message (the patched build we run on, and
 # 0.2.34 as published, built from bench/raw-madsim and run as a child), then seeds 0..40 of the
 # default scenario one after the other (CPU per seed and per message, the checkers' share, the
 # same with a 4x longer workload) and the ratio of CPU per message, scenario / raw madsim.
@@ -63,18 +63,18 @@ mutants *args="":
 mutant:
     cargo run --release -p partmap-sim -- sweep --seeds 0..20 --jobs 2 --scenario scenarios/stale-write-after-failover.json --mutation store-ignores-fence
 
-# Mutation testing, oracle 1 (README "Mutation testing"): every cargo-mutants mutant of FILE
+# Mutation testing, oracle 1 (reports/mutation-testing.md, "How it is run"): every cargo-mutants mutant of FILE
 # tested by the library's tests; results in reports/mutation/FILE/mutants.out/.
 # Example: just mutation src/store.rs (extra args go to cargo-mutants, e.g. --shard 1/3).
 mutation file *args="":
     cargo mutants --jobs 1 -f {{file}} --test-package partmap --timeout 60 -C=--config=profile.dev.package.partmap.opt-level=0 -C=--config=profile.dev.package.partmap.debug=0 -o reports/mutation/{{file}} {{args}} -- --lib
 
 # Mutation testing, oracle 2: the survivors of `just mutation FILE` against a bounded sweep of
-# the scenarios that exercise FILE (sim/tests/mutation_oracle.rs), seeds 0..SEEDS each.
+# the scenarios that exercise FILE (sim/tests/all/mutation_oracle.rs), seeds 0..SEEDS each.
 mutation-sweep file seeds="20" *args="":
-    PARTMAP_ORACLE_FILE={{file}} PARTMAP_ORACLE_SEEDS={{seeds}} cargo mutants --iterate --jobs 1 -f {{file}} --test-package partmap-sim --profile release --timeout 1800 -o reports/mutation/{{file}} {{args}} -- --test mutation_oracle -- --ignored
+    PARTMAP_ORACLE_FILE={{file}} PARTMAP_ORACLE_SEEDS={{seeds}} cargo mutants --iterate --jobs 1 -f {{file}} --test-package partmap-sim --profile release --timeout 1800 -o reports/mutation/{{file}} {{args}} -- --test all -- --ignored mutation_oracle::
 
-# Reachability of named mutations (issue 19): seeds 0..SEEDS of each scenario, unmutated and
+# Reachability of named mutations: seeds 0..SEEDS of each scenario, unmutated and
 # with each mutation, compared by trace hash (scripts/mutation-reach.py; commas separate).
 # Example: just mutation-reach 20 scenarios/dueling-managers.json server-obeys-deposed-leader
 mutation-reach seeds scenarios mutations:

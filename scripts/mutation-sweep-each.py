@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The sweep oracle (sim/tests/mutation_oracle.rs) on named mutants of one file, one at a time
+"""The sweep oracle (sim/tests/all/mutation_oracle.rs) on named mutants of one file, one at a time
 (issue 19). cargo-mutants 27.1.0's --re and --exclude-re let struct-field deletions through
 (`cargo mutants --list --re ...` lists them), so to test exactly the survivors of the library's
 tests this applies each mutant's own diff (from `cargo mutants --list --json --diff`), runs the
@@ -30,7 +30,7 @@ missing = [n for n in names if n not in by_name]
 if missing:
     sys.exit(f"not mutants of {file} now: {missing}")
 env = dict(os.environ, CARGO_INCREMENTAL="1", PARTMAP_ORACLE_FILE=file, PARTMAP_ORACLE_SEEDS=seeds)
-cmd = ["cargo", "test", "--release", "-p", "partmap-sim", "--test", "mutation_oracle", "--", "--ignored"]
+cmd = ["cargo", "test", "--release", "-p", "partmap-sim", "--test", "all", "--", "--ignored", "mutation_oracle::"]
 log = open("mutation-sweep-each.log", "a")
 original = tempfile.NamedTemporaryFile(delete=False).name
 shutil.copy(file, original)

@@ -3,7 +3,7 @@
 table in scenarios/shrunk/README.md, `partmap-sim shrink --seed N --scenario scenarios/SCENARIO
 --mutation MUTATION --report-dir scenarios`, which rewrites scenarios/shrunk/<file> in place, then
 rewrite the row from what the shrink printed. Run it (`just reshrink`) whenever a change of timing
-makes `sim/tests/shrunk_kept.rs` fail: a kept schedule is a minimal interleaving, so it stops
+makes `sim/tests/all/shrunk_kept.rs` fail: a kept schedule is a minimal interleaving, so it stops
 failing when message times move. Needs a release build (`cargo build --release -p partmap-sim`).
 
 Usage: scripts/reshrink.py [MUTATION ...]   (default: every row)

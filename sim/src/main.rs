@@ -37,7 +37,7 @@ enum Command {
     /// hash last.
     Run {
         /// The seed (a non-negative integer).
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
@@ -46,7 +46,7 @@ enum Command {
         #[arg(long)]
         trace: bool,
         /// Switch off one safety mechanism (to prove a checker catches it).
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// Also write the run as a scenario file whose explicit `faults.schedule` holds every
         /// fault and operator request the seed injected, with the topology and knobs it drew;
@@ -61,13 +61,13 @@ enum Command {
     /// the harness panics, its schedule does not reproduce it, or the file cannot be written.
     Shrink {
         /// The failing seed.
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// The mutation the seed fails under, if any.
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// Worker threads (each runs whole candidates).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -91,13 +91,13 @@ enum Command {
     /// ends with -<mutation>-seed-N, as the shrunk ones do, keeps it).
     Timeline {
         /// The seed.
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
         seed: u64,
         /// Scenario file (JSON); default: the built-in copy of scenarios/swarm.json.
         #[arg(long)]
         scenario: Option<PathBuf>,
         /// Switch off one safety mechanism.
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// The HTML file to write.
         #[arg(long, value_name = "FILE")]
@@ -140,7 +140,7 @@ enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
         jobs: u32,
         /// Switch off one safety mechanism (to prove a checker catches it).
-        #[arg(long, value_parser = Mutation::parse)]
+        #[arg(long, value_parser = MutationParser)]
         mutation: Option<Mutation>,
         /// Where the JSON summary and failing seeds' logs go (checked writable before any
         /// seed runs).
@@ -154,18 +154,25 @@ enum Command {
     },
     /// Merge the JSON summaries of several sweeps (the shards of one, run on several machines)
     /// into the summary and table one sweep of all their seeds prints. Refuses summaries of
-    /// different builds (version, commit), scenarios or mutations, and a seed present twice.
-    /// The exit code is the merged sweep's.
+    /// different builds (version, commit), scenarios or mutations, a seed present twice, and
+    /// a set of shards with one missing or given twice ("missing shards: 3/3"), unless
+    /// --allow-partial. The exit code is the merged sweep's.
     Merge {
         /// The summaries (`sweep-*.json` files written by `sweep`).
         #[arg(required = true)]
         summaries: Vec<PathBuf>,
-        /// Where the merged summary goes; default: reports/sweep-<scenario>[-<mutation>]-merged.json.
+        /// Where the merged summary goes (checked writable before anything is read); default:
+        /// reports/sweep-<scenario>[-<mutation>]-merged.json.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Also write a JUnit XML report (one test case per seed) to this file.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Merge a shard set with shards missing (a shard whose upload failed); the table's
+        /// header and last line and the summary's `stopped.missing_shards` then say it is
+        /// partial. Shards given twice are refused all the same.
+        #[arg(long)]
+        allow_partial: bool,
     },
     /// Measure what a seed costs against madsim alone, in one process: raw madsim's CPU per
     /// message (the patched madsim we run on, and, in a child process when built, madsim
@@ -210,8 +217,8 @@ enum Command {
         #[arg(long)]
         rate: bool,
         /// Only these mutations (repeatable; default: all that a checker must catch, not the
-        /// defence-in-depth ones of issue 19, which are refused here).
-        #[arg(long = "only", value_parser = Mutation::parse)]
+        /// three defence-in-depth ones, which are refused here).
+        #[arg(long = "only", value_parser = MutationParser)]
         only: Vec<Mutation>,
         /// Worker threads (each takes whole mutations).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -339,6 +346,33 @@ fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
     }
 }
 
+/// `--seed`: a non-negative integer, with a message that says so for `-1` or `x`.
+fn parse_seed(s: &str) -> Result<u64, String> {
+    s.trim().parse().map_err(|_| {
+        let what = if s.trim().starts_with('-') { "is negative" } else { "is not a number" };
+        format!("`{s}` {what}: a seed is an integer from 0 to {}", u64::MAX)
+    })
+}
+
+/// `--mutation` and `--only`: [`Mutation::parse`] (whose error lists the accepted names), and
+/// the names as the argument's possible values, so `--help` lists them.
+#[derive(Clone)]
+struct MutationParser;
+
+impl clap::builder::TypedValueParser for MutationParser {
+    type Value = Mutation;
+
+    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<Mutation, clap::Error> {
+        let flag = arg.and_then(|a| a.get_long()).map_or(String::from("the mutation"), |l| format!("--{l}"));
+        let text = value.to_string_lossy();
+        Mutation::parse(&text).map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("invalid value '{text}' for {flag}: {e}\n")).with_cmd(cmd))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Mutation::ALL.iter().map(|(_, name)| clap::builder::PossibleValue::new(*name))))
+    }
+}
+
 fn main() -> ExitCode {
     // Die quietly when the reader of our output goes away (`partmap-sim run ... | head`), as
     // command-line tools do, instead of panicking on the broken pipe.
@@ -427,7 +461,7 @@ fn main() -> ExitCode {
                 }
             }
             if opts.mutation.is_some() {
-                println!("checkers as before issue 12: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
+                println!("checkers without the durable log and the served final reads: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
             }
             if let Some(path) = &emit_schedule {
                 let s = partmap_sim::schedule::from_run(&report, &opts);
@@ -587,7 +621,22 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Merge { summaries, out, junit } => {
+        Command::Merge { summaries, out, junit, allow_partial } => {
+            // The report files first, before any summary is read (exit 64 for a folder, 3 for
+            // a place that cannot be written, as sweep does for its --report-dir).
+            let check = |path: &std::path::Path, flag: &str, example: &str| -> Result<(), ExitCode> {
+                let fail = |code: u8| move |e: String| {
+                    eprintln!("error: {e}; nothing was merged");
+                    ExitCode::from(code)
+                };
+                sweep::check_not_folder(path, flag, example).map_err(fail(64))?;
+                sweep::check_file_writable(path, flag).map_err(fail(3))
+            };
+            for (path, flag, example) in [(&out, "--out", "reports/merged.json"), (&junit, "--junit", "reports/junit.xml")] {
+                if let Some(Err(code)) = path.as_deref().map(|p| check(p, flag, example)) {
+                    return code;
+                }
+            }
             let mut inputs = Vec::new();
             for path in &summaries {
                 match Summary::read(path) {
@@ -598,18 +647,32 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            let shards = summary::check_shards(&inputs);
+            let refuse_shards = |shards: &summary::ShardCheck| {
+                let hint = if shards.duplicate.is_empty() { "; give every shard's summary, or --allow-partial to merge these alone (the summary then says it is partial)" } else { "; give each shard's summary once" };
+                eprintln!("error: {}{hint}", shards.problem());
+                ExitCode::from(64)
+            };
             let mut merged = match summary::merge(inputs) {
                 Ok(m) => m,
+                // A shard given twice shows as its seeds given twice: name the shard.
+                Err(_) if !shards.duplicate.is_empty() => return refuse_shards(&shards),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(64);
                 }
             };
+            if !shards.duplicate.is_empty() || (!shards.missing.is_empty() && !allow_partial) {
+                return refuse_shards(&shards);
+            }
             let out = out.unwrap_or_else(|| {
                 let b = &merged.build;
                 let mutation = b.mutation.as_ref().map_or(String::new(), |m| format!("-{m}"));
                 PathBuf::from("reports").join(format!("sweep-{}{mutation}-merged.json", sweep::scenario_stem(&b.scenario)))
             });
+            if let Err(code) = check(&out, "--out", "reports/merged.json") {
+                return code;
+            }
             if let Err(e) = merged.write(&out) {
                 merged.report_errors.push(e);
             }

@@ -126,7 +126,7 @@ pub struct Hunt {
     pub catches: u64,
     /// Per property, the seeds on which it failed.
     pub by_property: BTreeMap<String, u64>,
-    /// Seeds on which the checkers as they were before issue 12
+    /// Seeds on which the checkers without the durable log and the served final reads
     /// ([`crate::run::legacy_violation`]) or liveness caught it.
     pub legacy_catches: u64,
     /// The first seed on which a property failed, if any.
@@ -184,7 +184,8 @@ struct Found {
     first: (String, String),
     /// Every violated property.
     properties: Vec<String>,
-    /// Whether a pre-issue-12 view, or liveness, was violated.
+    /// Whether a view of the checkers without the durable log and the served final reads, or
+    /// liveness, was violated.
     legacy: bool,
 }
 

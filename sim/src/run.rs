@@ -119,8 +119,8 @@ pub struct RunReport {
     pub views: Vec<View>,
     /// Durable map versions at the authority that no `map_commit` announced (each was judged).
     pub unannounced_versions: u64,
-    /// For a mutated run only: what the checkers as they were before issue 12 would have found
-    /// ([`legacy_violation`]).
+    /// For a mutated run only: what the checkers without the durable log and the served final
+    /// reads would have found ([`legacy_violation`]).
     pub legacy_violation: Option<String>,
     /// Handoffs a target reported whose move the map never published (superseded by a
     /// failover or a rollback); kept out of `handoffs` and the pause figures.
@@ -506,13 +506,15 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     }
 }
 
-/// The views the checkers had before issue 12 (the history, the store's streams, the announced
-/// maps), for showing what only the new views catch; see [`legacy_violation`].
+/// The views of the checkers without the durable log and the served final reads (the history,
+/// the store's streams, the announced maps), for showing what only those two catch; see
+/// [`legacy_violation`].
 pub const LEGACY_VIEWS: [&str; 3] = ["history", "stored", "announced"];
 
-/// What the checkers as they were before issue 12 would have found, for the mutants table: the
-/// history, the store's streams and the announced maps ([`LEGACY_VIEWS`]), with
-/// `reads_consistent` on the clients' own reads against the streams, and the old probe's check
+/// What the checkers without the durable log and the served final reads would have found, for
+/// the mutants table: the history, the store's streams and the announced maps
+/// ([`LEGACY_VIEWS`]), with `reads_consistent` on the clients' own reads against the streams,
+/// and a probe's check
 /// that its final reads of the 16 most-appended keys and of the keys it appended to return what
 /// the streams hold. `None`: they would have passed it.
 pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stored: &Content) -> Option<String> {

@@ -1315,14 +1315,14 @@ impl Scenario {
 
     /// The built-in default scenario, `scenarios/swarm.json` compiled in: every flow under every
     /// fault kind, topology and rates drawn per seed. Panics only if the shipped file is broken,
-    /// which `tests/scenario_errors.rs` guards against.
+    /// which `sim/tests/all/scenario_errors.rs` guards against.
     pub fn default_swarm() -> Scenario {
         Scenario::parse(include_str!("../../scenarios/swarm.json"), "scenarios/swarm.json")
             .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))
     }
 
     /// `scenarios/failover.json` compiled in (the failover flow alone, every field written out). Panics only if the
-    /// shipped file is broken, which `tests/scenario_errors.rs` guards against.
+    /// shipped file is broken, which `sim/tests/all/scenario_errors.rs` guards against.
     pub fn default_failover() -> Scenario {
         Scenario::parse(include_str!("../../scenarios/failover.json"), "scenarios/failover.json")
             .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))

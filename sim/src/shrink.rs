@@ -194,7 +194,7 @@ impl Search<'_> {
             c.faults.schedule = keep;
             c
         };
-        if self.try_candidates(vec![(with(&self.best, Vec::new()), format!("faults {before} -> 0: the failure needs no fault"))]) {
+        if self.try_candidates(vec![(with(&self.best, Vec::new()), format!("{}: the failure needs no fault", counted(&self.best.faults.schedule, &[])))]) {
             return true;
         }
         let mut n = 2usize;
@@ -206,12 +206,14 @@ impl Search<'_> {
             let mut candidates = Vec::new();
             for (i, chunk) in chunks.iter().enumerate() {
                 let keep: Vec<_> = chunk.iter().map(|&j| cur[j].clone()).collect();
-                candidates.push((with(&self.best, keep), format!("faults {len} -> {}: kept chunk {} of {n_now} ({})", chunk.len(), i + 1, describe_entries(&cur, chunk))));
+                let step = counted(&cur, &keep);
+                candidates.push((with(&self.best, keep), format!("{step}: kept chunk {} of {n_now} ({})", i + 1, describe_entries(&cur, chunk))));
             }
             if n_now > 2 {
                 for (i, chunk) in chunks.iter().enumerate() {
                     let keep: Vec<_> = (0..len).filter(|j| !chunk.contains(j)).map(|j| cur[j].clone()).collect();
-                    candidates.push((with(&self.best, keep), format!("faults {len} -> {}: removed chunk {} of {n_now} ({})", len - chunk.len(), i + 1, describe_entries(&cur, chunk))));
+                    let step = counted(&cur, &keep);
+                    candidates.push((with(&self.best, keep), format!("{step}: removed chunk {} of {n_now} ({})", i + 1, describe_entries(&cur, chunk))));
                 }
             }
             if let Some(i) = self.take_first(candidates) {
@@ -323,6 +325,22 @@ pub fn describe(f: &crate::scenario::TimedFault) -> String {
     match f.duration_ms {
         None => format!("{fault} at {} ms", f.at_ms),
         Some(ms) => format!("{fault} at {} ms for {ms} ms", f.at_ms),
+    }
+}
+
+/// A delta-debugging step's counts, the schedule's faults and its operator requests apart:
+/// `faults 14 -> 7`, or when either schedule holds requests `faults 8 -> 4, operator requests
+/// 13 -> 6`.
+fn counted(before: &[crate::scenario::TimedFault], after: &[crate::scenario::TimedFault]) -> String {
+    let split = |list: &[crate::scenario::TimedFault]| {
+        let requests = list.iter().filter(|f| f.fault.is_operator_request()).count();
+        (list.len() - requests, requests)
+    };
+    let ((f0, r0), (f1, r1)) = (split(before), split(after));
+    if r0 == 0 && r1 == 0 {
+        format!("faults {f0} -> {f1}")
+    } else {
+        format!("faults {f0} -> {f1}, operator requests {r0} -> {r1}")
     }
 }
 
@@ -462,4 +480,20 @@ pub fn describe_result(shrunk: &Shrunk, opts: &ShrinkOptions, path: &std::path::
         source = opts.scenario.description,
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+    use crate::scenario::TimedFault;
+
+    #[test]
+    fn a_step_counts_faults_and_operator_requests_apart() {
+        let entry = |json: &str| -> TimedFault { serde_json::from_str(json).expect("a schedule entry") };
+        let crash = entry(r#"{ "at_ms": 5, "duration_ms": 3000, "fault": { "kind": "crash", "node": "server-1" } }"#);
+        let mv = entry(r#"{ "at_ms": 2000, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }"#);
+        assert_eq!(counted(&[crash.clone(), crash.clone()], &[crash.clone()]), "faults 2 -> 1");
+        assert_eq!(counted(&[crash.clone(), mv.clone(), mv.clone()], &[mv.clone()]), "faults 1 -> 0, operator requests 2 -> 1");
+        assert_eq!(counted(&[crash, mv], &[]), "faults 1 -> 0, operator requests 1 -> 0");
+    }
 }

@@ -535,6 +535,11 @@ pub struct Stopped {
     pub time_budget_spent: bool,
     /// Seeds that were running when a second signal arrived and were abandoned (no record).
     pub abandoned: Vec<u64>,
+    /// Of a merge run with `--allow-partial`: the shards (`K/N`) of its selection that no
+    /// summary held, so their seeds never ran here ([`check_shards`]). Empty otherwise, and
+    /// then left out of the JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<String>,
 }
 
 /// Wall-clock measurements of the sweep: never an input to a run, and the only part of a
@@ -779,6 +784,63 @@ pub fn failing_seeds_path(json_path: &Path) -> PathBuf {
     json_path.with_extension("failing-seeds.txt")
 }
 
+/// How a set of sweep summaries covers the shards it was swept in ([`check_shards`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShardCheck {
+    /// Shards (`K/N`, with ` of <seeds>` when the summaries come from several selections) that
+    /// no summary holds, in order.
+    pub missing: Vec<String>,
+    /// Shards given by more than one summary: `K/N` (`a.json` and `b.json`).
+    pub duplicate: Vec<String>,
+    /// Shards expected in all: the sum of `N` over the sharded selections.
+    pub expected: u64,
+}
+
+impl ShardCheck {
+    /// Whether every shard is there exactly once (or no summary is a shard).
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty() && self.duplicate.is_empty()
+    }
+
+    /// The refusal of an incomplete set: `missing shards: 3/3 (2 of 3 shards given)` and/or
+    /// `duplicate shards: 1/3 (a.json and b.json)`, `; `-separated. Empty when complete.
+    pub fn problem(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.missing.is_empty() {
+            let given = self.expected - self.missing.len() as u64;
+            parts.push(format!("missing shards: {} ({given} of {} shards given)", self.missing.join(", "), self.expected));
+        }
+        if !self.duplicate.is_empty() {
+            parts.push(format!("duplicate shards: {}", self.duplicate.join(", ")));
+        }
+        parts.join("; ")
+    }
+}
+
+/// Check that the sharded summaries among `inputs` (`(path, summary)`) make up whole
+/// selections: for each selection (`seeds`) swept in `N` shards, every shard `1/N` to `N/N`
+/// given once. Summaries of unsharded sweeps are whole by themselves and not checked. A set in
+/// which one selection was sharded two ways (`1/2` and `1/3` of `0..8`) lacks shards of both.
+///
+/// A missing shard is one whose upload failed or that never ran: merging without it would
+/// report its seeds neither passed nor failed.
+pub fn check_shards(inputs: &[(String, Summary)]) -> ShardCheck {
+    let mut groups: BTreeMap<(&str, u64), BTreeMap<u64, Vec<&str>>> = BTreeMap::new();
+    for (path, s) in inputs {
+        let Some(shard) = s.selection.shard.as_deref().and_then(|k| crate::seeds::Shard::parse(k).ok()) else { continue };
+        groups.entry((s.selection.seeds.as_str(), shard.count)).or_default().entry(shard.index).or_default().push(path);
+    }
+    let several = groups.keys().map(|(seeds, _)| *seeds).collect::<BTreeSet<_>>().len() > 1;
+    let mut check = ShardCheck::default();
+    for ((seeds, n), given) in &groups {
+        let of = if several { format!(" of {seeds}") } else { String::new() };
+        check.expected += n;
+        check.missing.extend((1..=*n).filter(|k| !given.contains_key(k)).map(|k| format!("{k}/{n}{of}")));
+        check.duplicate.extend(given.iter().filter(|(_, paths)| paths.len() > 1).map(|(k, paths)| format!("{k}/{n}{of} ({})", paths.join(" and "))));
+    }
+    check
+}
+
 /// Merge summaries (`(path, summary)`, paths for messages) into the summary one sweep of the
 /// union of their seeds would write. When they are every shard of one selection (`1/N` to
 /// `N/N`), the merged selection is that selection, unsharded.
@@ -829,10 +891,13 @@ pub fn merge(inputs: Vec<(String, Summary)>) -> Result<Summary, String> {
     };
     let mut abandoned: Vec<u64> = inputs.iter().flat_map(|(_, s)| s.stopped.abandoned.iter().copied()).collect();
     abandoned.sort_unstable();
+    let mut missing_shards: Vec<String> = inputs.iter().flat_map(|(_, s)| s.stopped.missing_shards.iter().cloned()).collect();
+    missing_shards.extend(check_shards(&inputs).missing);
     let stopped = Stopped {
         interrupted: inputs.iter().find_map(|(_, s)| s.stopped.interrupted.clone()),
         time_budget_spent: inputs.iter().any(|(_, s)| s.stopped.time_budget_spent),
         abandoned,
+        missing_shards,
     };
     let measured = Measured {
         jobs: inputs.iter().map(|(_, s)| s.measured.jobs).sum(),
@@ -868,6 +933,9 @@ pub fn render(s: &Summary) -> String {
     if !s.stopped.abandoned.is_empty() {
         let list: Vec<String> = s.stopped.abandoned.iter().map(u64::to_string).collect();
         let _ = write!(ran, "; abandoned while running: {}", list.join(" "));
+    }
+    if !s.stopped.missing_shards.is_empty() {
+        let _ = write!(ran, "; PARTIAL, missing shards: {}", s.stopped.missing_shards.join(", "));
     }
     let m = &s.measured;
     let _ = writeln!(out, "scenario={} mutation={} {seeds} ({ran}) jobs={}", b.scenario, b.mutation.as_deref().unwrap_or("none"), m.jobs);
@@ -976,7 +1044,8 @@ pub fn render(s: &Summary) -> String {
     }
     if t.failing == 0 && s.report_errors.is_empty() {
         let stop = if s.stopped.interrupted.is_some() || s.stopped.time_budget_spent { " before the sweep stopped" } else { "" };
-        let _ = writeln!(out, "\nall {} seeds as expected ({:?}){stop}", t.seeds, b.expected);
+        let partial = if s.stopped.missing_shards.is_empty() { String::new() } else { format!(" (PARTIAL: the seeds of shards {} did not run here)", s.stopped.missing_shards.join(", ")) };
+        let _ = writeln!(out, "\nall {} seeds as expected ({:?}){stop}{partial}", t.seeds, b.expected);
     }
     for f in s.failing() {
         match &f.panic {
@@ -1089,8 +1158,32 @@ pub(crate) mod tests {
         let some = merge(vec![shard(1, &[0]), shard(3, &[2])]).unwrap();
         assert_eq!(some.selection.shard.as_deref(), Some("1/3, 3/3"));
         assert_eq!(some.selection.planned, 2);
+        assert_eq!(some.stopped.missing_shards, vec!["2/3".to_string()]);
+        assert!(render(&some).contains("PARTIAL, missing shards: 2/3") && render(&some).contains("(PARTIAL: the seeds of shards 2/3 did not run here)"), "{}", render(&some));
+        assert!(all.stopped.missing_shards.is_empty() && !render(&all).contains("PARTIAL"));
         let mut other = shard(2, &[1]);
         other.1.build.mutation = Some("store-ignores-fence".into());
         assert!(merge(vec![shard(1, &[0]), other]).unwrap_err().contains("different mutations: none vs store-ignores-fence"));
+    }
+
+    #[test]
+    fn shard_check_names_missing_and_duplicate_shards_per_selection() {
+        let shard = |path: &str, seeds: &str, k: &str| {
+            let mut s = summary(Vec::new());
+            s.selection = Selection { seeds: seeds.into(), shard: Some(k.into()), time_budget: None, planned: 1 };
+            (path.to_string(), s)
+        };
+        let whole = (String::from("w.json"), summary(Vec::new()));
+        assert_eq!(check_shards(&[whole.clone()]), ShardCheck::default());
+        assert!(check_shards(&[shard("a", "0..8", "1/2"), shard("b", "0..8", "2/2"), whole]).complete());
+        let c = check_shards(&[shard("a", "0..8", "1/3"), shard("b", "0..8", "2/3")]);
+        assert_eq!(c.problem(), "missing shards: 3/3 (2 of 3 shards given)");
+        let c = check_shards(&[shard("a", "0..8", "2/4")]);
+        assert_eq!(c.missing, ["1/4", "3/4", "4/4"]);
+        let c = check_shards(&[shard("a", "0..8", "1/2"), shard("b", "0..8", "1/2"), shard("c", "0..8", "2/2")]);
+        assert_eq!(c.problem(), "duplicate shards: 1/2 (a and b)");
+        let c = check_shards(&[shard("a", "0..8", "1/2"), shard("b", "0..8", "2/2"), shard("c", "8..16", "1/2")]);
+        assert_eq!(c.missing, ["2/2 of 8..16"]);
+        assert_eq!(c.expected, 4);
     }
 }

@@ -183,13 +183,32 @@ pub fn check_writable(cfg: &SweepConfig) -> Result<(), String> {
     probe(&cfg.report_dir, "--report-dir", &cfg.report_dir)?;
     probe(&cfg.report_dir.join("failing"), "--report-dir", &cfg.report_dir.join("failing"))?;
     if let Some(junit) = &cfg.junit {
-        if junit.is_dir() {
-            return Err(format!("--junit {}: is a folder; give a file name, e.g. reports/junit.xml", junit.display()));
-        }
-        let dir = junit.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        probe(dir, "--junit", junit)?;
+        check_not_folder(junit, "--junit", "reports/junit.xml")?;
+        check_file_writable(junit, "--junit")?;
     }
     Ok(())
+}
+
+/// Refuse a report file path that names a folder, a mistake of usage caught before any work
+/// (the CLI exits 64): `<flag> <path>: is a folder; give a file name, e.g. <example>`.
+pub fn check_not_folder(path: &Path, flag: &str, example: &str) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a folder; give a file name, e.g. {example}", path.display()));
+    }
+    Ok(())
+}
+
+/// Check that a report file can be written at `path` before any work: its folder (created if
+/// missing) takes a file (one is created and removed there). Call [`check_not_folder`] first.
+///
+/// Errors: `<flag> <path>: cannot write there: <the operating system's reason>`.
+pub fn check_file_writable(path: &Path, flag: &str) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("{flag} {}: cannot write there: {e}", path.display());
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let file = dir.join(format!(".partmap-write-check-{}", std::process::id()));
+    std::fs::write(&file, b"").map_err(fail)?;
+    std::fs::remove_file(&file).map_err(fail)
 }
 
 /// Write a failing seed's log: the outcome, each violation, the repro command and the path of
@@ -522,7 +541,7 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
         time_budget: cfg.time_budget.map(|b| humantime::format_duration(b).to_string()),
         planned: seeds.len(),
     };
-    let stopped = Stopped { interrupted: stop.signal_name(), time_budget_spent: shared.budget_spent.load(Ordering::SeqCst), abandoned };
+    let stopped = Stopped { interrupted: stop.signal_name(), time_budget_spent: shared.budget_spent.load(Ordering::SeqCst), abandoned, missing_shards: Vec::new() };
     let measured = Measured { jobs: jobs as u64, wall_s, seeds_per_s: spool.index.len() as f64 / wall_s.max(1e-9), merged_from: Vec::new() };
     let mut s = finish_spool(spool, Build::of(base), selection, stopped, measured, &json_path);
     s.report_errors.extend(shared.report_errors.lock().expect("report errors").iter().cloned());

@@ -2,7 +2,7 @@
 //! merge whose manager crashes after pausing both parents, and a short sweep of
 //! `split-merge.json`.
 
-mod common;
+use crate::common;
 use common::*;
 
 use partmap::ids::RangeId;

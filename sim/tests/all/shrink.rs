@@ -4,7 +4,7 @@
 //! file is run; the timeline of a failing seed is one self-contained page that marks the
 //! evidence.
 
-mod common;
+use crate::common;
 
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};

@@ -109,10 +109,36 @@ fn cli_sweep_in_3_shards_merges_into_the_sweep_of_the_range() {
     assert_eq!(cases, 8, "{xml}");
     assert!(xml.contains(r#"tests="8" failures="0" errors="0""#), "{xml}");
 
-    // Refused: a seed twice, another scenario, another build, an old summary.
-    let (code, _, err) = sim(&["merge", &shard(1), &shard(1), "--out", &d("twice.json")]);
+    // Refused: a shard missing (the table not printed, nothing written), or given twice.
+    let (code, out, err) = sim(&["merge", &shard(1), &shard(2), "--out", &d("partial.json")]);
+    assert_eq!(code, 64, "{out}{err}");
+    assert!(err.contains("missing shards: 3/3 (2 of 3 shards given)") && err.contains("--allow-partial"), "{err}");
+    assert!(out.is_empty() && !dir.join("partial.json").exists(), "{out}");
+    let (code, _, err) = sim(&["merge", &shard(2), "--out", &d("partial.json")]);
     assert_eq!(code, 64, "{err}");
-    assert!(err.contains("seed 0 is in both"), "{err}");
+    assert!(err.contains("missing shards: 1/3, 3/3 (1 of 3 shards given)"), "{err}");
+    let (code, _, err) = sim(&["merge", &shard(1), &shard(1), &shard(2), &shard(3), "--out", &d("twice.json"), "--allow-partial"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("duplicate shards: 1/3 (") && err.contains("give each shard's summary once"), "{err}");
+
+    // --allow-partial merges what is there and says it is partial, in the table and the JSON.
+    let (code, out, err) = sim(&["merge", &shard(1), &shard(2), "--out", &d("partial.json"), "--allow-partial"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.lines().next().unwrap().ends_with("; PARTIAL, missing shards: 3/3) jobs=2"), "{out}");
+    assert!(out.contains("as expected (Pass) (PARTIAL: the seeds of shards 3/3 did not run here)"), "{out}");
+    assert_eq!(json(&dir.join("partial.json"))["stopped"]["missing_shards"], serde_json::json!(["3/3"]));
+    assert!(json(&dir.join("merged.json"))["stopped"].get("missing_shards").is_none(), "a whole merge says nothing of missing shards");
+
+    // --out is checked before anything is read or printed.
+    std::fs::write(dir.join("a-file"), "").unwrap();
+    let (code, out, err) = sim(&["merge", &shard(1), &shard(2), &shard(3), "--out", &d("a-file/merged.json")]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("--out") && err.contains("cannot write there") && err.contains("nothing was merged") && out.is_empty(), "{out}{err}");
+    let (code, out, err) = sim(&["merge", &shard(1), &shard(2), &shard(3), "--out", &d("shards")]);
+    assert_eq!(code, 64, "{out}{err}");
+    assert!(err.contains("is a folder") && out.is_empty(), "{out}{err}");
+
+    // Refused: another scenario, another build, an old summary.
     let (code, out, err) = sim(&["sweep", "--seeds", "0..1", "--scenario", concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/failover.json"), "--report-dir", &d("other")]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, _, err) = sim(&["merge", &shard(2), &d("other/sweep-failover.json"), "--out", &d("x.json")]);
@@ -355,5 +381,28 @@ fn cli_report_cell_prints_a_runnable_scenario_or_names_the_bad_part() {
         let (code, _, err) = sim(&["report", "pause", "--cell", cell]);
         assert_eq!(code, 64, "{cell}: {err}");
         assert!(err.contains(says) && !err.contains("panicked"), "{cell}: {err}");
+    }
+}
+
+/// A negative or non-numeric seed says what a seed is (it said "invalid digit found in
+/// string"); `--help` of every command with `--mutation` lists the mutations' names.
+#[test]
+fn cli_bad_seed_says_what_a_seed_is_and_help_lists_the_mutations() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["run", "--seed", "-1"], "`-1` is negative: a seed is an integer from 0 to 18446744073709551615"),
+        (&["shrink", "--seed", "x"], "`x` is not a number: a seed is an integer"),
+        (&["timeline", "--seed", "-3"], "`-3` is negative"),
+    ];
+    for (args, says) in cases {
+        let (code, out, err) = sim(args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert!(err.contains("--seed") && err.contains(says) && out.is_empty(), "{args:?}: {err}");
+    }
+    for sub in ["run", "sweep", "shrink", "timeline"] {
+        let (code, out, err) = sim(&[sub, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        for (_, name) in partmap::config::Mutation::ALL {
+            assert!(out.contains(name), "`{sub} --help` does not list {name}: {out}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! operations in flight, sheds what it cannot start within `workload.shed_after_ms` of its
 //! arrival, and starts nothing after the window.
 
-mod common;
+use crate::common;
 
 use partmap_sim::events::What;
 use partmap_sim::run::{run_seed, RunReport, RunOutcome};

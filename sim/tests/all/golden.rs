@@ -1,7 +1,7 @@
 //! Golden scenarios: explicit fault schedules whose outcome is known, with and without the
 //! mutation that removes the mechanism they exercise.
 
-mod common;
+use crate::common;
 use common::{maps, scenario, sys};
 
 use partmap::config::Mutation;

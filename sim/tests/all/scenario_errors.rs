@@ -11,7 +11,7 @@ fn repo_file(relative: &str) -> PathBuf {
 /// The shipped failover scenario with one top-level section replaced by `section_json`.
 fn failover_with(section: &str, section_json: &str) -> String {
     let mut value: serde_json::Value =
-        serde_json::from_str(include_str!("../../scenarios/failover.json")).unwrap();
+        serde_json::from_str(include_str!("../../../scenarios/failover.json")).unwrap();
     value[section] = serde_json::from_str(section_json).unwrap();
     serde_json::to_string_pretty(&value).unwrap()
 }
@@ -446,7 +446,7 @@ fn scenario_load_reports_unreadable_file() {
 #[test]
 fn scenario_rejects_every_truncation_without_panic() {
     // Every prefix of the shipped file is malformed; each must come back as an error.
-    let text = include_str!("../../scenarios/failover.json").trim_end();
+    let text = include_str!("../../../scenarios/failover.json").trim_end();
     let cuts = text.char_indices().map(|(i, _)| i);
     for cut in cuts {
         let err = Scenario::parse(&text[..cut], "cut.json").expect_err("a prefix is not a file");
@@ -645,7 +645,7 @@ fn scenario_merges_without_splits_are_accepted_and_a_merge_over_split_is_refused
 fn scenario_rejects_move_requests_when_no_move_can_start() {
     let err = rejected(&failover_with("moves", r#"{"max_concurrent": 0, "requests_per_min": [5, 10]}"#));
     assert_mentions(&err, &["moves.requests_per_min", "moves.max_concurrent is 0", "never run"]);
-    let mut value: serde_json::Value = serde_json::from_str(include_str!("../../scenarios/failover.json")).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(include_str!("../../../scenarios/failover.json")).unwrap();
     value["moves"] = serde_json::json!({"max_concurrent": 0});
     value["faults"] = serde_json::json!({"random": null, "schedule": [{"at_ms": 1000, "fault": {"kind": "move", "key": "k000001", "to": "server-2"}}]});
     let err = rejected(&value.to_string());

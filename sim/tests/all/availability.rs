@@ -1,7 +1,7 @@
 //! Availability as a checked property (issue 18): the figures, the `expect` bounds and their
 //! outcome, and faults triggered by protocol events.
 
-mod common;
+use crate::common;
 use common::{maps, scenario};
 
 use partmap::event::ClientOp;

@@ -1,7 +1,7 @@
 //! Competing managers, an unreachable map table, bounded-staleness reads and rolling upgrades:
 //! the golden schedules of the competing-managers issue.
 
-mod common;
+use crate::common;
 use common::{harness, maps, scenario, sys};
 
 use partmap::config::Mutation;

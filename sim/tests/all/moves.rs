@@ -1,7 +1,7 @@
 //! Planned moves: the worked transfer of DESIGN.md with its exact byte counts and epochs, the
 //! abort path when the copies diverge, and the mutations each must catch.
 
-mod common;
+use crate::common;
 use common::*;
 
 use partmap::config::Mutation;

@@ -1,0 +1,22 @@
+//! The harness's integration tests, as one test binary: each module is one former test file
+//! (scenarios, golden runs, the command line, shrink, mutants, ...), sharing `common`.
+//! One binary links once; run one module with `cargo test -p partmap-sim --test all MODULE::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod availability;
+mod cli;
+mod competing;
+mod golden;
+mod load;
+mod moves;
+mod mutants;
+mod mutation_oracle;
+mod pause_goldens;
+mod reshape;
+mod scenario_errors;
+mod shrink;
+mod shrunk_kept;
+mod sim_default;
+mod verdicts;
