@@ -34,10 +34,13 @@ pub enum Role {
     ReshapeParentOwner,
     /// The node that emitted the event that fired this entry's trigger (`on`).
     TriggerNode,
+    /// The server a range in failover is being opened on (a `preparing` row's owner): of the
+    /// range holding `key`, of `range`, or of the lowest range id preparing.
+    FailoverTarget,
 }
 
 /// Every role with its scenario-file name and what it resolves to.
-pub const ROLES: [(Role, &str, &str); 7] = [
+pub const ROLES: [(Role, &str, &str); 8] = [
     (Role::Leader, "leader", "the manager holding the leader lease (the last term the authority granted)"),
     (Role::StandbyManager, "standby-manager", "the lowest-numbered manager that is not the leader"),
     (Role::MoveSource, "move-source", "the source of the move in flight (of `range`, else the lowest range id moving)"),
@@ -45,6 +48,7 @@ pub const ROLES: [(Role, &str, &str); 7] = [
     (Role::Owner, "owner", "the owner of the range holding `key`, or of range `range` (one of the two is required)"),
     (Role::ReshapeParentOwner, "reshape-parent-owner", "the owner of the first parent of the split or merge in flight (of `range`'s, else the lowest)"),
     (Role::TriggerNode, "trigger-node", "the node whose event fired the entry's trigger (`on` required)"),
+    (Role::FailoverTarget, "failover-target", "the server a preparing range is being opened on (of `key`'s or `range`'s range, else the lowest range id preparing)"),
 ];
 
 impl Role {
@@ -192,6 +196,17 @@ pub fn resolve(node: &str, trigger_node: Option<&str>) -> Result<String, String>
                     (None, None) => None,
                 };
                 let row = row.ok_or_else(|| format!("no live range for {}", aim.encode()))?;
+                server(row.owner, format!("r{} has no owner", row.id.0))
+            }
+            Role::FailoverTarget => {
+                let map = map()?;
+                let preparing = |r: &&partmap::map::RangeRow| r.state == partmap::map::RangeState::Preparing && r.owner.is_some();
+                let row = match (&aim.key, aim.range) {
+                    (Some(k), _) => map.lookup(k.as_bytes()).filter(preparing),
+                    (None, Some(r)) => map.rows.get(&partmap::ids::RangeId(r)).filter(preparing),
+                    (None, None) => map.rows.live().values().map(|r| &**r).find(preparing),
+                };
+                let row = row.ok_or_else(|| "no range in failover (preparing with an owner)".to_string())?;
                 server(row.owner, format!("r{} has no owner", row.id.0))
             }
             Role::ReshapeParentOwner => {

@@ -375,7 +375,7 @@ impl<'a> Explorer<'a> {
 fn retarget(f: &mut TimedFault, rng: &mut impl Rng, keys: u32) {
     use crate::scenario::FaultSpec;
     let key = String::from_utf8(crate::scenario::key_name(rng.gen_range(0..keys.max(1)))).expect("ascii");
-    const ROLES: [&str; 5] = ["@leader", "@move-source", "@move-target", "@reshape-parent-owner", "@standby-manager"];
+    const ROLES: [&str; 6] = ["@leader", "@move-source", "@move-target", "@reshape-parent-owner", "@failover-target", "@standby-manager"];
     let role = if rng.gen_bool(0.3) { format!("@owner?key={key}") } else { ROLES[rng.gen_range(0..ROLES.len())].to_string() };
     match &mut f.fault {
         FaultSpec::Crash { node } | FaultSpec::Isolate { node } | FaultSpec::Pause { node } => *node = role,

@@ -246,8 +246,8 @@ enum Command {
         /// corpus and findings.
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         seed: u64,
-        /// At most this many runs.
-        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        /// At most this many runs (0: only merge the --corpus directories into the first).
+        #[arg(long, default_value_t = 1000)]
         runs: u64,
         /// Stop between batches after this much wall time (`90s`, `10m`).
         #[arg(long, value_parser = parse_budget)]

@@ -334,7 +334,7 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
         Trigger { event: event.into(), node, range: None, epoch: None, count: 1 + below(3) as u32, delay_ms }
     });
     let triggered = on.is_some();
-    const ROLES: [&str; 6] = ["@move-source", "@move-target", "@reshape-parent-owner", "@leader", "@standby-manager", "@trigger-node"];
+    const ROLES: [&str; 7] = ["@move-source", "@move-target", "@reshape-parent-owner", "@failover-target", "@leader", "@standby-manager", "@trigger-node"];
     let mut role = ROLES[below(ROLES.len() as u64 - u64::from(!triggered)) as usize].to_string();
     if below(4) == 0 {
         role = owner.clone();
@@ -364,11 +364,12 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
         }
         _ => {
             // The next message whose delay matters most for the role's step.
-            const HOLDS: [(&str, &str, &str); 8] = [
+            const HOLDS: [(&str, &str, &str); 9] = [
                 ("@owner", "lock-1", "renew_session"),
                 ("lock-1", "@owner", "session_renewed"),
                 ("@owner", "store-1", "store_append"),
                 ("@move-target", "store-1", "fence"),
+                ("@failover-target", "store-1", "fence"),
                 ("@leader", "@move-source", "pause"),
                 ("@move-source", "@leader", "paused_at"),
                 ("@leader", "lock-1", "cas_map"),
