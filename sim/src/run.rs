@@ -563,6 +563,9 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
     let rc_stored = timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None, settled));
     let mut views = vec![
         timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, &clients.served, finals.order())),
+        // Acknowledged => durable, judged at each acknowledgement: the earliest evidence of a
+        // lost append, so it comes before the final contents' views.
+        timed("no_lost_append", "synced", &mut || check::acked_durable::check(events)),
         nla_served,
         nla_stored,
         rc_served,

@@ -6,7 +6,10 @@
 //!    read, for a key in it at an older epoch (a bounded-staleness read may be answered by a
 //!    just-deposed owner: `reads_consistent` judges it against its bound);
 //! 4. no effect lands in a stream below a fence raised before it: an effect at an offset at or
-//!    past a fence's sealed length carries at least that fence's epoch;
+//!    past a fence's sealed length carries at least that fence's epoch (clauses 1 and 4 judge
+//!    the stream the store holds: an effect that a later incarnation of the store shows the
+//!    stream too short to hold was lost in a restart and is not in it; losing it is
+//!    `no_lost_append`'s finding);
 //! 5. no effect at an epoch below `e` lands past the stream prefix a server loaded when it
 //!    activated the range at `e`, after that activation (a new owner serves only once its fence
 //!    keeps older writers out; an effect inside the loaded prefix was in the stream before,
@@ -38,6 +41,8 @@ struct Effect<'a> {
     t_us: u64,
     key: &'a [u8],
     id: OpId,
+    /// The store's incarnation it was reported in (see [`Lengths`]).
+    incarnation: u32,
 }
 
 impl Effect<'_> {
@@ -89,6 +94,32 @@ impl Landed {
                 self.more.insert(op);
             }
         }
+    }
+}
+
+/// Per stream, the shortest length each incarnation of the store showed it at: a fence's sealed
+/// length, or an effect's offset (the length before that record). A stream only grows while the
+/// store runs, and a restart keeps only what was durable, so an effect at offset `o` reported in
+/// incarnation `g` is no longer in the stream once some later incarnation showed a length at
+/// most `o`.
+#[derive(Default)]
+struct Lengths {
+    /// stream -> (incarnation, shortest length seen in it), incarnations increasing.
+    of: FxHashMap<u64, Vec<(u32, u64)>>,
+}
+
+impl Lengths {
+    fn saw(&mut self, stream: u64, incarnation: u32, length: u64) {
+        let seen = self.of.entry(stream).or_default();
+        match seen.last_mut() {
+            Some((g, l)) if *g == incarnation => *l = (*l).min(length),
+            _ => seen.push((incarnation, length)),
+        }
+    }
+
+    /// Whether the record at `offset` that incarnation `incarnation` reported is gone.
+    fn lost(&self, stream: u64, incarnation: u32, offset: u64) -> bool {
+        self.of.get(&stream).is_some_and(|seen| seen.iter().any(|&(g, l)| g > incarnation && l <= offset))
     }
 }
 
@@ -258,6 +289,11 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     let mut activations: FxHashMap<u64, Activation> = FxHashMap::default();
     // stream -> fences as (sealed length, epoch, time)
     let mut fences: FxHashMap<u64, Vec<(u64, u64, u64)>> = FxHashMap::default();
+    // The store's incarnation (a `recovered node=store-1` event starts one) and, per stream,
+    // the shortest length each incarnation showed: clauses 1 and 4 leave out the effects a
+    // restart lost.
+    let mut incarnation: u32 = 0;
+    let mut lengths = Lengths::default();
     // stream -> the newest activation (epoch, server, time, stream records loaded), for clause 5
     let mut newest: FxHashMap<u64, (u64, u32, u64, u64)> = FxHashMap::default();
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
@@ -373,7 +409,11 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                     }
                 }
             }
-            Sys::Fence { stream, epoch, length } => fences.entry(stream.0).or_default().push((*length as u64, epoch.0, ev.t_us)),
+            Sys::Recovered { node: super::acked_durable::STORE, .. } => incarnation += 1,
+            Sys::Fence { stream, epoch, length } => {
+                lengths.saw(stream.0, incarnation, *length as u64);
+                fences.entry(stream.0).or_default().push((*length as u64, epoch.0, ev.t_us));
+            }
             Sys::Fenced { stream, id, .. } => {
                 open.remove(&(stream.0, id.client, id.seq));
             }
@@ -404,7 +444,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                     }
                     None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", what(), secs(ev.t_us))))),
                 }
-                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id }));
+                lengths.saw(stream, incarnation, offset);
+                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id, incarnation }));
             }
             _ => {}
         }
@@ -415,6 +456,12 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     ids.sort_unstable();
     for stream in &ids {
         let effects = streams.get_mut(stream).expect("a stream listed");
+        // An effect a later incarnation of the store shows the stream too short to hold was
+        // lost in a restart (unsynced, whatever its acknowledgement said): it is not in the
+        // stream, so no fence or later effect is judged against it. Losing it is
+        // `no_lost_append`'s finding (its `synced` view sees the acknowledgement before the
+        // sync), not a second writer.
+        effects.retain(|(offset, e)| !lengths.lost(*stream, e.incarnation, *offset));
         effects.sort_by_key(|(offset, _)| *offset);
         // `dedup_by` removes the later of two equal offsets: move it into the earlier's place
         // first, so the later effect is the one kept.
