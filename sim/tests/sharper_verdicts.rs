@@ -49,3 +49,35 @@ fn a_record_lost_in_a_store_restart_is_not_blamed_on_single_writer() {
         assert!(view(&report, "no_lost_append", "served").is_some_and(|v| v.contains("not in the final content")), "seed {seed}: the lost record");
     }
 }
+
+fn scenario_run(file: &str, seed: u64, mutation: Option<Mutation>) -> RunReport {
+    let path = format!("{}/../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
+    let scenario = partmap_sim::scenario::Scenario::load(std::path::Path::new(&path)).expect("scenario");
+    run_seed(&RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation, trace: false, echo_header: false })
+}
+
+/// Golden: `scenarios/split-late-append.json` reaches its window on every seed (the trigger
+/// fires on the commit of the split's paused phase), passes unmutated, and with
+/// `check-then-await-then-admit` is caught by the drained-means-closed clause of
+/// `single_writer` alone.
+#[test]
+fn golden_split_late_append_is_admitted_after_the_drain_only_when_the_check_is_split() {
+    use partmap_sim::events::{Sys, What};
+    for seed in 0..8 {
+        let sound = scenario_run("split-late-append.json", seed, None);
+        assert_eq!(sound.outcome(), partmap_sim::run::RunOutcome::Pass, "seed {seed}: {:?}", sound.verdicts);
+        let fired = sound.events.iter().position(|e| matches!(&e.what, What::Triggered { event: "map_commit", .. })).expect("the trigger fired");
+        let commit = sound.events[..fired].iter().rev().find_map(|e| match e.sys() {
+            Some(Sys::MapCommit { map, .. }) => Some(map.clone()),
+            _ => None,
+        });
+        let commit = commit.expect("a commit before the trigger");
+        assert!(commit.reshapes.values().any(|r| r.phase == partmap::map::TransferPhase::Paused), "seed {seed}: the trigger is the split's paused phase (version {})", commit.version);
+        assert!(sound.events[fired..].iter().any(|e| matches!(e.sys(), Some(Sys::Drained { .. }))), "seed {seed}: the parent drained");
+        let broken = scenario_run("split-late-append.json", seed, Some(Mutation::CheckThenAwaitThenAdmit));
+        let sw = view(&broken, "single_writer", "history").unwrap_or_else(|| panic!("seed {seed}: not caught"));
+        assert!(sw.contains("after it reported r1 drained at epoch 1") && sw.contains("a drained range admits nothing more at that epoch"), "seed {seed}: {sw}");
+        let others: Vec<&str> = broken.verdicts.iter().filter(|v| v.violation.is_some() && v.property != "single_writer").map(|v| v.property).collect();
+        assert!(others.is_empty(), "seed {seed}: {others:?}");
+    }
+}

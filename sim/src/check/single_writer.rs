@@ -21,7 +21,11 @@
 //! 7. no server admits an append or answers a strong read after the authority expired its
 //!    session, until it registers anew: its lease, by its own clock and with the safety
 //!    margin, must run out first (DESIGN.md: "a server serves a range only while its session
-//!    lease is valid by its own clock").
+//!    lease is valid by its own clock");
+//! 8. drained ⇒ closed: once a server reported a range drained at an epoch, it admits no
+//!    append to that range at that epoch (it stays paused there until it drops the range or
+//!    reopens it at a newer epoch): the digest it reported is the range's final content at that
+//!    epoch, which a split, merge or move hands on.
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the maps of the
 //! authority's `map_commit` and `map_restored` events (rows, the transfer journal with a move's
@@ -300,6 +304,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: Pooled<FxHashMap<Pending, (u32, u64, u64)>> = Pooled::take();
     let mut landed = Landed::new(events.len());
+    // Clause 8: (server, range) -> (epoch, time) of its drain report, until it drops the range.
+    let mut closed: FxHashMap<(u32, u64), (u64, u64)> = FxHashMap::default();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     // server -> its newest session (from its renewals and registrations).
@@ -329,8 +335,12 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                 // A (re)load settles every outcome it was started for.
                 open.retain(|(r, _, _), (s, e, _)| !(*r == range && *s == server && *e == epoch));
             }
+            Sys::Dropped { server, range, .. } => {
+                closed.remove(&(server.0, range.0));
+            }
             Sys::Drained { server, range, epoch, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
+                closed.insert((server, range), (epoch, ev.t_us));
                 // The pending append of least (client, seq).
                 let pending = open.iter().filter(|((r, _, _), (s, e, _))| *r == range && *s == server && *e == epoch).min_by_key(|(k, _)| **k);
                 if let Some(((_, client, seq), (_, _, t_admit))) = pending {
@@ -378,6 +388,18 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                         Some(id) => v.op(id),
                         None => v,
                     });
+                }
+                if let Some((id, &(_, t_drained))) = admit_id.zip(closed.get(&(server, range)).filter(|c| c.0 == epoch)) {
+                    return Err(Violation::new(format!(
+                        "server-{server} admitted {id} on key {} (r{range} at epoch {epoch}) at {}, after it reported r{range} drained at epoch {epoch} at {}: a drained range admits nothing more at that epoch",
+                        show_key(key), secs(ev.t_us), secs(t_drained)
+                    ))
+                    .at(ev.t_us)
+                    .at(t_drained)
+                    .server(server)
+                    .range(range)
+                    .key(key)
+                    .op(id));
                 }
                 if let Some(id) = admit_id {
                     let op = (range, id.client, id.seq);
@@ -612,6 +634,20 @@ mod tests {
         check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), activated(3, 1, 1, 0), drained(4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
         // A duplicate's deduplicated answer can come before the original's effect event.
         check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), op("deduplicated", 3, 1, 1), drained(4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
+    }
+
+    /// Clause 8: an admission at the epoch a drain report closed, by the server that reported
+    /// it; not after it dropped the range, and not at a newer epoch.
+    #[test]
+    fn single_writer_flags_an_admission_after_the_range_was_reported_drained() {
+        let late = vec![row(1, 1, 1), activated(1, 1, 1, 0), drained(3, 1, 1), op("admit", 4, 1, 1)];
+        let err = check(&late).unwrap_err();
+        assert!(err.contains("server-1 admitted c1.7 on key k1 (r1 at epoch 1) at 0.000004s, after it reported r1 drained at epoch 1 at 0.000003s"), "{err}");
+        assert_eq!(err.evidence.times_us, vec![4, 3]);
+        check(&late[..3]).unwrap();
+        let dropped = at(3, Sys::Dropped { server: ServerId(1), range: RangeId(1), epoch: Epoch(1), reason: "moved".into() });
+        check(&[late[0].clone(), late[1].clone(), late[2].clone(), dropped, late[3].clone()]).unwrap();
+        check(&[row(1, 1, 1), row(1, 2, 1), activated(1, 1, 1, 0), drained(3, 1, 1), activated(4, 1, 2, 0), op("admit", 5, 1, 2)]).unwrap();
     }
 
     #[test]
