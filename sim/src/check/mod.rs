@@ -11,8 +11,12 @@
 //! | `map_tiles` | always | [`map_tiles`] | durable (the authority's log), announced (commit and restore events) |
 //! | `manager_exclusive` | always | [`manager_exclusive`] | durable, announced |
 //! | `liveness` | eventually | the probe in [`crate::workload::probe`] | every range takes an append, every appended key is read |
+//!
+//! Every clause of every property, with its one-line definition and its views, is listed once
+//! in [`clauses::CLAUSES`]; the README's definitions are written from it ([`clauses::markdown`]).
 
 pub mod acked_durable;
+pub mod clauses;
 pub mod index;
 pub mod manager_exclusive;
 pub mod map_tiles;
