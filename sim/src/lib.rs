@@ -37,6 +37,7 @@ pub mod coverage;
 pub mod events;
 pub mod fault;
 pub mod handoff;
+pub mod history_edn;
 pub mod junit;
 pub mod mutants;
 pub mod nemesis;

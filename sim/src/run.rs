@@ -156,6 +156,9 @@ pub struct RunReport {
     pub reshapes: BTreeMap<String, u64>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
+    /// The served view of the final content: what the final strong reads returned, by key
+    /// (`run --history` lists reads from it).
+    pub served: Content,
     /// The scenario as run: the topology and move strategy drawn for this seed (no `swarm`
     /// section, no `per-seed` strategy left).
     pub scenario_run: Scenario,
@@ -484,6 +487,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         superseded_handoffs,
         reshapes,
         events,
+        served: probe.served,
         scenario_run,
         plan,
     }
