@@ -81,3 +81,29 @@ fn golden_split_late_append_is_admitted_after_the_drain_only_when_the_check_is_s
         assert!(others.is_empty(), "seed {seed}: {others:?}");
     }
 }
+
+/// Golden: `scenarios/split-abort-after-open.json` aborts a split after server-1 opened its left
+/// child; every child an owner activated is dropped by that owner after the abort, and the run
+/// passes.
+#[test]
+fn golden_an_aborted_split_releases_the_children_it_opened() {
+    use partmap_sim::events::{Sys, What};
+    for seed in 0..5 {
+        let report = scenario_run("split-abort-after-open.json", seed, None);
+        assert_eq!(report.outcome(), partmap_sim::run::RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
+        assert!(report.events.iter().any(|e| matches!(&e.what, What::Triggered { event: "activated", .. })), "seed {seed}: the trigger fired");
+        let (aborted_at, children) = report.events.iter().enumerate().find_map(|(i, e)| match e.sys() {
+            Some(Sys::Reshaped { committed: false, children, .. }) => Some((i, children.clone())),
+            _ => None,
+        }).unwrap_or_else(|| panic!("seed {seed}: the split aborted"));
+        let opened: Vec<(u32, u64, u64)> = report.events[..aborted_at].iter().filter_map(|e| match e.sys() {
+            Some(Sys::Activated { server, range, epoch, .. }) if children.contains(range) => Some((server.0, range.0, epoch.0)),
+            _ => None,
+        }).collect();
+        assert!(!opened.is_empty(), "seed {seed}: a child was opened before the abort");
+        for (server, range, epoch) in opened {
+            let dropped = report.events[aborted_at..].iter().any(|e| matches!(e.sys(), Some(Sys::Dropped { server: s, range: r, epoch: ep, .. }) if s.0 == server && r.0 == range && ep.0 == epoch));
+            assert!(dropped, "seed {seed}: server-{server} still holds r{range} at epoch {epoch} after the split aborted");
+        }
+    }
+}
