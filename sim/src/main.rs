@@ -675,7 +675,8 @@ fn main() -> ExitCode {
             }
             let path = report_dir.join("mutants.md");
             let args = seeds.map_or(String::new(), |n| format!(" --seeds {n}")) + if rate { " --rate" } else { "" } + " --write-table";
-            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`.\n\n{table}");
+            let commit = option_env!("PARTMAP_COMMIT").unwrap_or("unknown (not built from a git checkout)");
+            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`, built from commit {commit}.\n\n{table}");
             if let Err(e) = std::fs::create_dir_all(&report_dir).and_then(|_| std::fs::write(&path, doc)) {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return ExitCode::from(3);
