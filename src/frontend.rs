@@ -64,6 +64,25 @@ pub fn next_step(route: Route, refusal: &Refusal) -> Step {
     }
 }
 
+/// Whether `refusal` of an append sent along `route` is the store's bar of its id, which
+/// settles the append as definitely failed, earlier attempts with an unknown outcome included.
+///
+/// The store refuses a record when the stream's fence is above the record's epoch or its id
+/// is barred. A `Fenced` refusal naming a fence at or below the epoch the attempt was sent at
+/// (the epoch the record carries) is therefore the bar. An owner bars an id when it reloads the
+/// range after an attempt of its own ended unknown, and only if the id is not in the stream
+/// then; the bar is durable and in the same step as the fence, so no attempt's record, however
+/// late, can land in the stream. The owner answers `Ok` without a new record for an id already
+/// in its content (the stream and the sealed prefixes of the range's ancestors, which is where
+/// any earlier attempt to an ancestor landed, if it did: an ancestor is sealed before its
+/// children serve), so the refusal also says the id is in neither. No attempt took effect and
+/// none can: a definite failure, and retrying is pointless. A `Fenced` refusal naming a newer
+/// fence only says this attempt went to a deposed owner; the map is refreshed and the append
+/// retried as before.
+pub fn settled_by_bar(route: Route, refusal: &Refusal) -> bool {
+    matches!(refusal, Refusal::Fenced { fence } if *fence <= route.epoch)
+}
+
 /// Frontend state: the cached map.
 struct Frontend {
     map: SharedMap,
@@ -209,6 +228,10 @@ async fn forward(
                 // The same id is admitted there already (a duplicate of this request got in
                 // first): it may take effect. Found in review.
                 maybe_applied |= refusal == Refusal::InFlight;
+                if settled_by_bar(r, &refusal) {
+                    let reason = format!("{} refused: {refusal:?}: the id is barred from r{}'s stream at epoch {} (no attempt took effect, none can)", r.owner, r.range.0, r.epoch.0);
+                    return Err(Failure { reason, maybe_applied: false, unavailable: false });
+                }
                 match next_step(r, &refusal) {
                     Step::Refresh => refresh(fe, knobs, rpc).await,
                     Step::Backoff => {
@@ -454,6 +477,22 @@ mod tests {
         assert_eq!(ids.len(), 2);
         assert_eq!(ids[0], ID);
         assert_ne!(ids[1], ID);
+    }
+
+    /// A reload barred the id after an attempt ended unknown: the bar (a `Fenced` refusal at
+    /// the route's own epoch) settles the append as definitely failed at once; a refusal by a
+    /// newer fence is a deposed owner's and the append is retried, still unknown.
+    #[test]
+    fn frontend_append_settled_by_the_store_s_bar_fails_definitely_and_stops_retrying() {
+        let knobs = Knobs { frontend_attempts: 8, ..Knobs::default() };
+        let barred = || (1, refused(Refusal::Fenced { fence: Epoch(1) }));
+        let (reply, _, s) = exchange(knobs.clone(), script(&[(1, Some(Msg::ServedUnknown)), barred(), barred(), barred()]), append_req());
+        assert!(matches!(outcome(&reply), Outcome::Failed(why) if why.contains("barred from r1's stream at epoch 1")), "{reply:?}");
+        assert_eq!(appends(&s).len(), 2, "no retry after the bar");
+        let newer = || (1, refused(Refusal::Fenced { fence: Epoch(2) }));
+        let (reply, _, s) = exchange(Knobs { frontend_attempts: 3, ..knobs }, script(&[(1, Some(Msg::ServedUnknown)), newer(), newer()]), append_req());
+        assert!(matches!(outcome(&reply), Outcome::Unknown(_)), "{reply:?}");
+        assert_eq!(appends(&s).len(), 3);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! chosen servers to open their ranges. The manager is off the request path.
 
 use crate::config::{lock_addr, manager_addr, server_addr, store_addr, Knobs, Mutation};
-use crate::ids::{Key, RangeId, ServerId};
+use crate::ids::{Epoch, Key, RangeId, ServerId};
 use crate::map::{MapOp, PartitionMap, RangeRow, RangeState, Reshape, ReshapeRequest, Transfer, TransferPhase};
 use crate::msg::{Msg, RangeLoad, SessionView};
 use crate::handoff::{Flow, MoveFlow, Peer, Reply, ReshapeFlow, Step};
@@ -229,6 +229,38 @@ fn plan_reshape(
     None
 }
 
+/// The children of every split or merge that `before`'s journal holds and `after` dropped
+/// without committing it (an abort rolled back, or a failover of a parent): `(owner, child,
+/// epoch)`, in journal order. Their owners may have opened them; nothing else tells those
+/// owners to let them go (they would serve nothing, as no map row routes to them, but hold the
+/// range until their session ends).
+pub fn abandoned_children(before: &PartitionMap, after: &PartitionMap) -> Vec<(ServerId, RangeId, Epoch)> {
+    let committed = |first: &RangeId| after.rows.get(first).is_some_and(|r| r.state == RangeState::Retired);
+    before
+        .reshapes
+        .iter()
+        .filter(|(first, _)| !after.reshapes.contains_key(first) && !committed(first))
+        .flat_map(|(_, r)| r.children.iter().filter(|c| after.rows.get(&c.id).is_none()).map(|c| (c.owner.0, c.id, c.epoch)))
+        .collect()
+}
+
+/// Tell the owner of every [`abandoned_children`] child whose session is live to release it,
+/// each in a task of its own that the round does not wait for (an owner that does not answer
+/// must not hold up the next round; a dead owner's session ends anyway). The owner drops the
+/// range, with a `dropped` event, if it holds it at that epoch.
+fn release_abandoned_children(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, before: &PartitionMap, after: &PartitionMap, sessions: &[SessionView], leader_epoch: u64) {
+    for (owner, range, epoch) in abandoned_children(before, after) {
+        if !sessions.iter().any(|s| s.live && s.server == owner) {
+            continue;
+        }
+        let (rpc, timeout_ms) = (rpc.clone(), knobs.rpc_timeout_ms);
+        let msg = Msg::Release { range, epoch, to: owner, new_epoch: Epoch(0), leader_epoch };
+        drop(crate::seam::spawn(async move {
+            let _ = rpc.call(server_addr(owner), msg, timeout_ms).await;
+        }));
+    }
+}
+
 /// Ask every live server for its load report (concurrently, each bounded by the request
 /// timeout); the reports of ranges it holds, by range.
 async fn collect_loads(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, sessions: &[SessionView], map: &PartitionMap, leader_epoch: u64) -> BTreeMap<RangeId, RangeLoad> {
@@ -347,7 +379,9 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
     }
     if !p.ops.is_empty() {
         let cas = Msg::CasMap { expected_version: map.version, leader_epoch, candidate, ops: p.ops };
-        let _ = rpc.call(lock_addr(), cas, knobs.rpc_timeout_ms).await;
+        if let Ok(Msg::CasResult { map: after, error: None }) = rpc.call(lock_addr(), cas, knobs.rpc_timeout_ms).await {
+            release_abandoned_children(rpc, knobs, &map, &after, &sessions, leader_epoch);
+        }
         return; // the next round sees the result and opens the new assignments
     }
     // Open concurrently: one slow or dead server must not hold up the others, nor the moves,
@@ -548,6 +582,31 @@ mod tests {
         // server-2 fails: its range goes to server-3, not to the draining server-1.
         let p = plan(&map, &sessions(&[(1, 1, true), (2, 2, false), (3, 3, true)]), &BTreeMap::new(), 0, &knobs);
         assert_eq!(p.ops, vec![MapOp::Assign { range: RangeId(2), owner: ServerId(3), owner_session: 3 }]);
+    }
+
+    #[test]
+    fn abandoned_children_are_those_of_a_split_dropped_without_its_commit() {
+        let mut map = PartitionMap::default();
+        map.apply_batch(&[MapOp::Bootstrap { split_points: vec![] }]).unwrap();
+        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+        map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
+        map.apply_batch(&[MapOp::BeginSplit { range: RangeId(1), at: b"k5".to_vec(), owners: [(ServerId(1), 1), (ServerId(2), 1)] }]).unwrap();
+        let children: Vec<(ServerId, RangeId, Epoch)> = map.reshapes[&RangeId(1)].children.iter().map(|c| (c.owner.0, c.id, c.epoch)).collect();
+        assert_eq!(children.len(), 2);
+        assert!(abandoned_children(&map, &map).is_empty(), "still journaled");
+        // An abort before the pause drops the entry at once: its children are abandoned.
+        let mut dropped = map.clone();
+        dropped.apply_batch(&[MapOp::AbortReshape { first: RangeId(1), error: "test".into() }]).unwrap();
+        assert!(dropped.reshapes.is_empty());
+        assert_eq!(abandoned_children(&map, &dropped), children);
+        map.apply_batch(&[MapOp::PauseReshape { first: RangeId(1) }]).unwrap();
+        let mut aborted = map.clone();
+        aborted.apply_batch(&[MapOp::AbortReshape { first: RangeId(1), error: "test".into() }]).unwrap();
+        assert!(abandoned_children(&map, &aborted).is_empty(), "journaled as aborted: not yet rolled back");
+        let mut rolled_back = aborted.clone();
+        rolled_back.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+        assert!(rolled_back.reshapes.is_empty());
+        assert_eq!(abandoned_children(&aborted, &rolled_back), children);
     }
 
     #[test]

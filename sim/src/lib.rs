@@ -44,6 +44,7 @@ pub mod explore;
 pub mod fault;
 pub mod goals;
 pub mod handoff;
+pub mod history_edn;
 pub mod hunt;
 pub mod junit;
 pub mod mutants;

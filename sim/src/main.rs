@@ -53,6 +53,11 @@ enum Command {
         /// run with the same seed it replays this run exactly.
         #[arg(long, value_name = "FILE")]
         emit_schedule: Option<PathBuf>,
+        /// Also write the run's client operations to FILE as a Jepsen history in EDN, one
+        /// operation map per line (`:type` `:invoke` `:ok` `:fail` `:info`, list-append `:value`s),
+        /// for an external checker such as Elle's list-append.
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
     },
     /// Shrink a failing seed to a smallest schedule that still violates the same property:
     /// delta debugging over its faults, then shorter faults, later starts, a shorter and
@@ -390,7 +395,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Run { seed, scenario, trace, mutation, emit_schedule } => {
+        Command::Run { seed, scenario, trace, mutation, emit_schedule, history } => {
             let (scenario, scenario_label) = match load(scenario) {
                 Ok(s) => s,
                 Err(e) => {
@@ -462,6 +467,15 @@ fn main() -> ExitCode {
             }
             if opts.mutation.is_some() {
                 println!("checkers without the durable log and the served final reads: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
+            }
+            if let Some(path) = &history {
+                match partmap_sim::history_edn::write(path, &report.events, &report.served) {
+                    Ok(n) => println!("history: {} ({n} operation lines, Jepsen EDN)", path.display()),
+                    Err(e) => {
+                        eprintln!("error: --history: cannot write {e}");
+                        return ExitCode::from(3);
+                    }
+                }
             }
             if let Some(path) = &emit_schedule {
                 let s = partmap_sim::schedule::from_run(&report, &opts);
@@ -828,7 +842,8 @@ fn main() -> ExitCode {
             }
             let path = report_dir.join("mutants.md");
             let args = seeds.map_or(String::new(), |n| format!(" --seeds {n}")) + if rate { " --rate" } else { "" } + " --write-table";
-            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`.\n\n{table}");
+            let commit = option_env!("PARTMAP_COMMIT").unwrap_or("unknown (not built from a git checkout)");
+            let doc = format!("# Mutations and the checkers that catch them\n\nWritten by `partmap-sim mutants{args}`, built from commit {commit}.\n\n{table}");
             if let Err(e) = std::fs::create_dir_all(&report_dir).and_then(|_| std::fs::write(&path, doc)) {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return ExitCode::from(3);

@@ -163,6 +163,9 @@ pub struct RunReport {
     pub reshapes: BTreeMap<String, u64>,
     /// The events (for logs of failing seeds).
     pub events: Vec<Event>,
+    /// The served view of the final content: what the final strong reads returned, by key
+    /// (`run --history` lists reads from it).
+    pub served: Content,
     /// The scenario as run: the topology and move strategy drawn for this seed (no `swarm`
     /// section, no `per-seed` strategy left).
     pub scenario_run: Scenario,
@@ -501,6 +504,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         superseded_handoffs,
         reshapes,
         events,
+        served: probe.served,
         scenario_run,
         plan,
     }
@@ -582,6 +586,9 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
     let rc_stored = timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None, settled));
     let mut views = vec![
         timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, &clients.served, finals.order())),
+        // Acknowledged => durable, judged at each acknowledgement: the earliest evidence of a
+        // lost append, so it comes before the final contents' views.
+        timed("no_lost_append", "synced", &mut || check::acked_durable::check(events)),
         nla_served,
         nla_stored,
         rc_served,

@@ -6,12 +6,17 @@
 //! | property | kind | module | views |
 //! |---|---|---|---|
 //! | `single_writer` | always | [`single_writer`] | history |
-//! | `no_lost_append` | always | [`no_lost_append`] | served (final strong reads of every appended key), stored (the store's streams) |
+//! | `no_lost_append` | always | [`no_lost_append`], [`acked_durable`] | synced (each acknowledgement against the store's sync events), served (final strong reads of every appended key), stored (the store's streams) |
 //! | `reads_consistent` | always | [`reads_consistent`] | reads against the served content |
 //! | `map_tiles` | always | [`map_tiles`] | durable (the authority's log), announced (commit and restore events) |
 //! | `manager_exclusive` | always | [`manager_exclusive`] | durable, announced |
 //! | `liveness` | eventually | the probe in [`crate::workload::probe`] | every range takes an append, every appended key is read |
+//!
+//! Every clause of every property, with its one-line definition and its views, is listed once
+//! in [`clauses::CLAUSES`]; the README's definitions are written from it ([`clauses::markdown`]).
 
+pub mod acked_durable;
+pub mod clauses;
 pub mod index;
 pub mod manager_exclusive;
 pub mod map_tiles;

@@ -6,7 +6,10 @@
 //!    read, for a key in it at an older epoch (a bounded-staleness read may be answered by a
 //!    just-deposed owner: `reads_consistent` judges it against its bound);
 //! 4. no effect lands in a stream below a fence raised before it: an effect at an offset at or
-//!    past a fence's sealed length carries at least that fence's epoch;
+//!    past a fence's sealed length carries at least that fence's epoch (clauses 1 and 4 judge
+//!    the stream the store holds: an effect that a later incarnation of the store shows the
+//!    stream too short to hold was lost in a restart and is not in it; losing it is
+//!    `no_lost_append`'s finding);
 //! 5. no effect at an epoch below `e` lands past the stream prefix a server loaded when it
 //!    activated the range at `e`, after that activation (a new owner serves only once its fence
 //!    keeps older writers out; an effect inside the loaded prefix was in the stream before,
@@ -18,7 +21,11 @@
 //! 7. no server admits an append or answers a strong read after the authority expired its
 //!    session, until it registers anew: its lease, by its own clock and with the safety
 //!    margin, must run out first (DESIGN.md: "a server serves a range only while its session
-//!    lease is valid by its own clock").
+//!    lease is valid by its own clock");
+//! 8. drained ⇒ closed: once a server reported a range drained at an epoch, it admits no
+//!    append to that range at that epoch (it stays paused there until it drops the range or
+//!    reopens it at a newer epoch): the digest it reported is the range's final content at that
+//!    epoch, which a split, merge or move hands on.
 //!
 //! Read from the store's `effect`, the servers' `admit` / `activated` and the maps of the
 //! authority's `map_commit` and `map_restored` events (rows, the transfer journal with a move's
@@ -38,6 +45,8 @@ struct Effect<'a> {
     t_us: u64,
     key: &'a [u8],
     id: OpId,
+    /// The store's incarnation it was reported in (see [`Lengths`]).
+    incarnation: u32,
 }
 
 impl Effect<'_> {
@@ -89,6 +98,32 @@ impl Landed {
                 self.more.insert(op);
             }
         }
+    }
+}
+
+/// Per stream, the shortest length each incarnation of the store showed it at: a fence's sealed
+/// length, or an effect's offset (the length before that record). A stream only grows while the
+/// store runs, and a restart keeps only what was durable, so an effect at offset `o` reported in
+/// incarnation `g` is no longer in the stream once some later incarnation showed a length at
+/// most `o`.
+#[derive(Default)]
+struct Lengths {
+    /// stream -> (incarnation, shortest length seen in it), incarnations increasing.
+    of: FxHashMap<u64, Vec<(u32, u64)>>,
+}
+
+impl Lengths {
+    fn saw(&mut self, stream: u64, incarnation: u32, length: u64) {
+        let seen = self.of.entry(stream).or_default();
+        match seen.last_mut() {
+            Some((g, l)) if *g == incarnation => *l = (*l).min(length),
+            _ => seen.push((incarnation, length)),
+        }
+    }
+
+    /// Whether the record at `offset` that incarnation `incarnation` reported is gone.
+    fn lost(&self, stream: u64, incarnation: u32, offset: u64) -> bool {
+        self.of.get(&stream).is_some_and(|seen| seen.iter().any(|&(g, l)| g > incarnation && l <= offset))
     }
 }
 
@@ -258,12 +293,19 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     let mut activations: FxHashMap<u64, Activation> = FxHashMap::default();
     // stream -> fences as (sealed length, epoch, time)
     let mut fences: FxHashMap<u64, Vec<(u64, u64, u64)>> = FxHashMap::default();
+    // The store's incarnation (a `recovered node=store-1` event starts one) and, per stream,
+    // the shortest length each incarnation showed: clauses 1 and 4 leave out the effects a
+    // restart lost.
+    let mut incarnation: u32 = 0;
+    let mut lengths = Lengths::default();
     // stream -> the newest activation (epoch, server, time, stream records loaded), for clause 5
     let mut newest: FxHashMap<u64, (u64, u32, u64, u64)> = FxHashMap::default();
     // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
     // (server, epoch, time of admission); and the (stream, client, seq) that landed.
     let mut open: Pooled<FxHashMap<Pending, (u32, u64, u64)>> = Pooled::take();
     let mut landed = Landed::new(events.len());
+    // Clause 8: (server, range) -> (epoch, time) of its drain report, until it drops the range.
+    let mut closed: FxHashMap<(u32, u64), (u64, u64)> = FxHashMap::default();
     // Clause 7: server -> (session the authority expired, when), until a newer session renews.
     let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     // server -> its newest session (from its renewals and registrations).
@@ -293,8 +335,12 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                 // A (re)load settles every outcome it was started for.
                 open.retain(|(r, _, _), (s, e, _)| !(*r == range && *s == server && *e == epoch));
             }
+            Sys::Dropped { server, range, .. } => {
+                closed.remove(&(server.0, range.0));
+            }
             Sys::Drained { server, range, epoch, .. } => {
                 let (server, range, epoch) = (server.0, range.0, epoch.0);
+                closed.insert((server, range), (epoch, ev.t_us));
                 // The pending append of least (client, seq).
                 let pending = open.iter().filter(|((r, _, _), (s, e, _))| *r == range && *s == server && *e == epoch).min_by_key(|(k, _)| **k);
                 if let Some(((_, client, seq), (_, _, t_admit))) = pending {
@@ -343,6 +389,18 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                         None => v,
                     });
                 }
+                if let Some((id, &(_, t_drained))) = admit_id.zip(closed.get(&(server, range)).filter(|c| c.0 == epoch)) {
+                    return Err(Violation::new(format!(
+                        "server-{server} admitted {id} on key {} (r{range} at epoch {epoch}) at {}, after it reported r{range} drained at epoch {epoch} at {}: a drained range admits nothing more at that epoch",
+                        show_key(key), secs(ev.t_us), secs(t_drained)
+                    ))
+                    .at(ev.t_us)
+                    .at(t_drained)
+                    .server(server)
+                    .range(range)
+                    .key(key)
+                    .op(id));
+                }
                 if let Some(id) = admit_id {
                     let op = (range, id.client, id.seq);
                     if !landed.contains(op) {
@@ -373,7 +431,11 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                     }
                 }
             }
-            Sys::Fence { stream, epoch, length } => fences.entry(stream.0).or_default().push((*length as u64, epoch.0, ev.t_us)),
+            Sys::Recovered { node: super::acked_durable::STORE, .. } => incarnation += 1,
+            Sys::Fence { stream, epoch, length } => {
+                lengths.saw(stream.0, incarnation, *length as u64);
+                fences.entry(stream.0).or_default().push((*length as u64, epoch.0, ev.t_us));
+            }
             Sys::Fenced { stream, id, .. } => {
                 open.remove(&(stream.0, id.client, id.seq));
             }
@@ -404,7 +466,8 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
                     }
                     None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", what(), secs(ev.t_us))))),
                 }
-                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id }));
+                lengths.saw(stream, incarnation, offset);
+                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id, incarnation }));
             }
             _ => {}
         }
@@ -415,6 +478,12 @@ pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served:
     ids.sort_unstable();
     for stream in &ids {
         let effects = streams.get_mut(stream).expect("a stream listed");
+        // An effect a later incarnation of the store shows the stream too short to hold was
+        // lost in a restart (unsynced, whatever its acknowledgement said): it is not in the
+        // stream, so no fence or later effect is judged against it. Losing it is
+        // `no_lost_append`'s finding (its `synced` view sees the acknowledgement before the
+        // sync), not a second writer.
+        effects.retain(|(offset, e)| !lengths.lost(*stream, e.incarnation, *offset));
         effects.sort_by_key(|(offset, _)| *offset);
         // `dedup_by` removes the later of two equal offsets: move it into the earlier's place
         // first, so the later effect is the one kept.
@@ -565,6 +634,20 @@ mod tests {
         check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), activated(3, 1, 1, 0), drained(4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
         // A duplicate's deduplicated answer can come before the original's effect event.
         check(&[evs[0].clone(), evs[1].clone(), evs[2].clone(), op("deduplicated", 3, 1, 1), drained(4, 1, 1), op("effect", 5, 1, 1)]).unwrap();
+    }
+
+    /// Clause 8: an admission at the epoch a drain report closed, by the server that reported
+    /// it; not after it dropped the range, and not at a newer epoch.
+    #[test]
+    fn single_writer_flags_an_admission_after_the_range_was_reported_drained() {
+        let late = vec![row(1, 1, 1), activated(1, 1, 1, 0), drained(3, 1, 1), op("admit", 4, 1, 1)];
+        let err = check(&late).unwrap_err();
+        assert!(err.contains("server-1 admitted c1.7 on key k1 (r1 at epoch 1) at 0.000004s, after it reported r1 drained at epoch 1 at 0.000003s"), "{err}");
+        assert_eq!(err.evidence.times_us, vec![4, 3]);
+        check(&late[..3]).unwrap();
+        let dropped = at(3, Sys::Dropped { server: ServerId(1), range: RangeId(1), epoch: Epoch(1), reason: "moved".into() });
+        check(&[late[0].clone(), late[1].clone(), late[2].clone(), dropped, late[3].clone()]).unwrap();
+        check(&[row(1, 1, 1), row(1, 2, 1), activated(1, 1, 1, 0), drained(3, 1, 1), activated(4, 1, 2, 0), op("admit", 5, 1, 2)]).unwrap();
     }
 
     #[test]

@@ -1,0 +1,133 @@
+//! Every clause of every property, with its one-line definition and the view that judges it:
+//! the one list the README's property section is written from ([`markdown`]), so that the
+//! documented definitions and the checkers match clause by clause. A test pins the list against
+//! the checkers: the properties of [`super::PROPERTIES`] in order, `single_writer`'s numbered
+//! clauses in its module doc, and the views [`crate::run::judge`] produces.
+
+/// One clause of a property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clause {
+    /// The property (a name of [`super::PROPERTIES`]).
+    pub property: &'static str,
+    /// A short name for the clause.
+    pub name: &'static str,
+    /// The views that judge it (names of [`super::View::view`]; `probe` for liveness).
+    pub views: &'static [&'static str],
+    /// The definition, one sentence.
+    pub definition: &'static str,
+}
+
+const fn c(property: &'static str, name: &'static str, views: &'static [&'static str], definition: &'static str) -> Clause {
+    Clause { property, name, views, definition }
+}
+
+const H: &[&str] = &["history"];
+const FINAL: &[&str] = &["served", "stored"];
+const MAPS: &[&str] = &["durable", "announced"];
+
+/// Every clause, properties in [`super::PROPERTIES`] order; `single_writer`'s in the order of
+/// its module's numbered list.
+pub const CLAUSES: &[Clause] = &[
+    c("single_writer", "epochs only grow in a stream", H, "per stream, the effects the store holds carry non-decreasing epochs in stream order (an effect a store restart lost is not in the stream)."),
+    c("single_writer", "epochs are granted", H, "each effect's epoch was given by the map (a row, a move's journal entry, or a split's or merge's child) to the server that wrote it, and no epoch of a range is given to two servers."),
+    c("single_writer", "one owner at a time", H, "once a server activated a range at epoch `e`, no other server admits an append, or answers a strong read, for a key in it at an older epoch (a bounded-staleness read is judged by `reads_consistent`)."),
+    c("single_writer", "the fence holds", H, "no effect lands in a stream at or past a fence's sealed length with an epoch below that fence's."),
+    c("single_writer", "a new owner's prefix holds", H, "no effect at an epoch below `e` lands past the stream prefix a server loaded when it activated the range at `e`, after that activation."),
+    c("single_writer", "a drain waits", H, "a paused range is reported drained only once every append it admitted at that epoch has landed or been refused at the store (or the server reloaded the range since)."),
+    c("single_writer", "an expired session serves nothing", H, "no server admits an append, or answers a strong read, after the authority expired the session its authority came from, until it registers anew."),
+    c("single_writer", "drained means closed", H, "once a server reported a range drained at an epoch, it admits no append to that range at that epoch."),
+    c("no_lost_append", "acknowledged means durable", &["synced"], "when a client's append is acknowledged, the store has made durable at least as many records as it had reported written up to that append's record (judged at the acknowledgement from the store's recovered, synced and effect events)."),
+    c("no_lost_append", "acknowledged appends are there once", FINAL, "every acknowledged append is in its key's final content exactly once."),
+    c("no_lost_append", "failed appends are absent", FINAL, "no append that definitely failed (`fail` or `unavailable`) is in the final content."),
+    c("no_lost_append", "unknown appends at most once", FINAL, "an append whose outcome is unknown is there at most once."),
+    c("no_lost_append", "nothing unasked", FINAL, "nothing is in a key's final content that no client appended to that key."),
+    c("no_lost_append", "real-time order", FINAL, "an append acknowledged before another on the same key was invoked comes first."),
+    c("no_lost_append", "the views agree", &["agreement"], "on every key the final reads answered, what the live system serves equals what the store's streams hold."),
+    c("reads_consistent", "a read is a prefix", FINAL, "every answered read returns a prefix of the key's final content, at a record boundary."),
+    c("reads_consistent", "a strong read is fresh", FINAL, "a strong read's prefix holds every append to the key acknowledged before the read was invoked."),
+    c("reads_consistent", "a bounded read is fresh enough", FINAL, "a `bounded(ms)` read's prefix holds every append to the key acknowledged before its invocation minus the bound."),
+    c("map_tiles", "every version tiles", MAPS, "every map version ever durable at the authority, or current at it, tiles the key space: its live rows leave no gap and no overlap, start at the empty key and end unbounded, and there is at least one past version 0."),
+    c("map_tiles", "the journal names live rows", MAPS, "a version's journal of moves, splits and merges names only live rows."),
+    c("map_tiles", "versions and epochs only grow", MAPS, "map versions only grow, and no range's epoch goes down."),
+    c("manager_exclusive", "the current term writes", MAPS, "every map mutation carries the epoch of the leader term current when it was committed, and is made by that term's holder."),
+    c("manager_exclusive", "terms only grow", MAPS, "leader terms only grow."),
+    c("liveness", "every range takes an append", &["probe"], "within the deadline after the heal, an append to every range is acknowledged."),
+    c("liveness", "every appended key is read", &["probe"], "within the deadline after the heal, every key any client appended to is answered by a strong read."),
+];
+
+/// The clauses of `property`, in order.
+pub fn of(property: &str) -> impl Iterator<Item = &'static Clause> + '_ {
+    CLAUSES.iter().filter(move |c| c.property == property)
+}
+
+/// The README's definitions of the properties, from [`CLAUSES`]: per property a line with its
+/// name and kind, then one numbered line per clause with its views.
+pub fn markdown() -> String {
+    let mut out = String::new();
+    for &(property, kind) in super::PROPERTIES.iter() {
+        out.push_str(&format!("- `{property}` ({}):\n", kind.name()));
+        for (i, c) in of(property).enumerate() {
+            let views: Vec<String> = c.views.iter().map(|v| format!("`{v}`")).collect();
+            out.push_str(&format!("  {}. {}: {} ({})\n", i + 1, c.name, c.definition, views.join(", ")));
+        }
+    }
+    out
+}
+
+/// The markers between which the README carries [`markdown`]'s text.
+pub const README_MARKERS: (&str, &str) = ("<!-- clauses: begin (generated from sim/src/check/clauses.rs) -->", "<!-- clauses: end -->");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The list follows the properties, in order, each with at least one clause.
+    #[test]
+    fn clauses_follow_the_properties_in_order() {
+        let mut order: Vec<&str> = CLAUSES.iter().map(|c| c.property).collect();
+        order.dedup();
+        let properties: Vec<&str> = super::super::PROPERTIES.iter().map(|p| p.0).collect();
+        assert_eq!(order, properties);
+        let counts: Vec<usize> = properties.iter().map(|p| of(p).count()).collect();
+        assert_eq!(counts, vec![8, 7, 3, 3, 2, 2], "clauses per property: a clause added to or removed from a checker is added to or removed from this list too");
+    }
+
+    /// `single_writer`'s module doc numbers its clauses: as many as the list has, and the
+    /// expired-session clause among them.
+    #[test]
+    fn clauses_match_single_writer_s_numbered_list() {
+        let doc = include_str!("single_writer.rs");
+        let numbered = doc.lines().take_while(|l| l.starts_with("//!")).filter(|l| l.trim_start_matches("//!").trim_start().split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())).count();
+        assert_eq!(numbered, of("single_writer").count());
+        assert!(of("single_writer").any(|c| c.definition.contains("expired the session")));
+        assert!(doc.contains("after the authority expired its"), "the checker has the expired-session clause");
+    }
+
+    /// Every view the list names is one [`crate::run::judge`] produces for that property.
+    #[test]
+    fn clauses_name_the_views_the_run_judges() {
+        let views = crate::run::judge(&[], &Default::default(), &Default::default(), &[]);
+        for c in CLAUSES.iter().filter(|c| c.property != "liveness") {
+            for v in c.views {
+                assert!(views.iter().any(|w| w.property == c.property && w.view == *v), "{} names view {v}, which the run does not judge", c.property);
+            }
+        }
+        for w in &views {
+            assert!(of(w.property).any(|c| c.views.contains(&w.view)), "view {}/{} judges no listed clause", w.property, w.view);
+        }
+    }
+
+    /// The README, once it carries the generated section, carries it exactly.
+    #[test]
+    fn clauses_readme_section_matches_when_present() {
+        let readme = include_str!("../../../README.md");
+        let (begin, end) = README_MARKERS;
+        if let Some(at) = readme.find(begin) {
+            let rest = &readme[at + begin.len()..];
+            let section = &rest[..rest.find(end).expect("the end marker after the begin marker")];
+            assert_eq!(section.trim(), markdown().trim(), "README.md's property definitions differ from sim/src/check/clauses.rs");
+        }
+        let text = markdown();
+        assert!(text.contains("7. an expired session serves nothing: no server admits an append, or answers a strong read, after the authority expired the session its authority came from"), "{text}");
+    }
+}
