@@ -245,6 +245,30 @@ enum Command {
         /// `pre-copy,64MiB,0.05,100MiB`.
         #[arg(long)]
         cell: Option<String>,
+        /// The model only, no simulation: predict the pause of a range of SIZE bytes taking
+        /// WRITE_RATE of appends over BANDWIDTH links, per strategy, with the rounds, bytes
+        /// copied, convergence, pre-copy's convergence limit and a recommendation, e.g.
+        /// `1GiB,600MiB/s,1GiB/s` (units B, KiB, MiB, GiB; rates with an optional /s).
+        #[arg(long, conflicts_with_all = ["cell", "quick"])]
+        predict: Option<String>,
+        /// With --predict: also run N seeds of each strategy on that cell (on --jobs threads)
+        /// and print measured against predicted.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u64).range(1..=10000))]
+        verify: Option<u64>,
+        /// With --predict: pre-copy's stop threshold (bytes; units as in --predict), default
+        /// the grid's 16 MiB.
+        #[arg(long, requires = "predict")]
+        threshold: Option<String>,
+        /// With --predict: pre-copy's round limit, default the grid's 8.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u32).range(1..=1000))]
+        max_rounds: Option<u32>,
+        /// With --predict: the leader's tick, ms, default 200.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u64).range(1..=60000))]
+        tick_ms: Option<u64>,
+        /// With --predict (model only, not with --verify): one control message's one-way time,
+        /// ms, default 3 (the mean of the simulation's 1..5 ms draw).
+        #[arg(long, requires = "predict")]
+        latency_ms: Option<f64>,
     },
 }
 
@@ -530,8 +554,42 @@ fn main() -> ExitCode {
             print!("{}", summary::render(&merged));
             ExitCode::from(merged.exit_code() as u8)
         }
-        Command::Report { which: _, seeds, jobs, quick, out, cell } => {
+        Command::Report { which: _, seeds, jobs, quick, out, cell, predict, verify, threshold, max_rounds, tick_ms, latency_ms } => {
             use partmap_sim::pause_report;
+            if let Some(text) = predict {
+                use pause_report::predict as pr;
+                let query = match pr::parse_query(&text) {
+                    Ok(q) => q,
+                    Err(e) => {
+                        eprintln!("error: --predict: {e}");
+                        return ExitCode::from(64);
+                    }
+                };
+                let threshold = match threshold.map(|t| pr::parse_amount("--threshold", &t, false)).transpose() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(64);
+                    }
+                };
+                if let Some(l) = latency_ms.filter(|l| !(l.is_finite() && *l > 0.0 && *l <= 10_000.0)) {
+                    eprintln!("error: --latency-ms {l}: must be above 0 and at most 10000");
+                    return ExitCode::from(64);
+                }
+                let overrides = pr::Overrides { threshold, max_rounds, tick_ms, latency_ms };
+                let p = pr::predict_query(&query, &overrides);
+                print!("{}", pr::render(&p));
+                if let Some(n) = verify {
+                    match pr::verify(&p, &overrides, n, jobs as usize) {
+                        Ok(text) => print!("{text}"),
+                        Err(e) => {
+                            eprintln!("error: --verify: {e}");
+                            return ExitCode::from(64);
+                        }
+                    }
+                }
+                return ExitCode::SUCCESS;
+            }
             if let Some(text) = cell {
                 return match pause_report::Cell::parse(&text) {
                     Ok(c) => {

@@ -23,9 +23,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-const KIB: u64 = 1024;
-const MIB: u64 = 1024 * KIB;
-const GIB: u64 = 1024 * MIB;
+mod model;
+pub mod predict;
+
+pub use model::{calibrate, floor_ms, model, model_crossover, Calibration, Model, CALIBRATION_SEEDS};
+use model::{calibration_at, transfer_s};
+
+pub(crate) const KIB: u64 = 1024;
+pub(crate) const MIB: u64 = 1024 * KIB;
+pub(crate) const GIB: u64 = 1024 * MIB;
 
 /// Appends per second into the range (all clients together) in a short cell; each carries
 /// `W / appends per s` bytes, mostly simulated bulk. Long cells use fewer (see
@@ -239,210 +245,6 @@ pub fn grid(quick: bool) -> Vec<Cell> {
     out
 }
 
-/// The first-order model of a handoff's pause, with this leader's round structure.
-///
-/// Symbols: `B` bandwidth (bytes/s), `W` write rate into the range, `a = W / appends per s` one
-/// append's bytes, `L` one control message's one-way time and `c` one further chunk's overhead
-/// (both measured, [`calibrate`]), `τ` the
-/// leader's sleep between rounds (`manager_tick_ms`), `s` one fsync (`disk_sync_ms`), `T` the
-/// leader's wait for a pre-copy round (store timeout + request timeout).
-///
-/// - **Transfers** go a chunk at a time (`partmap::store::chunk_budget`, 50 ms of link each):
-///   `x(V) = V / B + (chunks − 1) c`; below, `V / B` stands for `x(V)`.
-/// - **Cutover (both strategies).** The leader's pause reaches the source (`L`, the pause
-///   begins); the source drains, waiting for the rest of the last admitted append's trip to
-///   the store and back, `T = a / B + 2L + s`: with admissions a Poisson stream at `λ = W / a`,
-///   `D = T − (1 − e^{−λT}) / λ` on average (see `drain_s`); its digest goes back to the leader (`L`), the finish to the target
-///   (`L`), the target's fence to the store (`L`), the store syncs the fence (`s`) and sends
-///   the tail (`L + tail / B`). Pause = `D + 4L + s + tail / B`.
-/// - **Stop-and-copy**: the tail is the whole range at the pause, `S_p`.
-/// - **Pre-copy**: round 0 reads `V_0`, the range at the move's start. A round takes
-///   `c_i = V_i / B + 4L + s`. When the leader waits for it (`c_i < T`), the next read comes
-///   after the copy reaches the target (`V_i / B + L`), its answer (`L`), a tick (`τ`), the
-///   next tick's lease renewal and read of the map and sessions (two round trips, `4L`), the
-///   call (`L`) and the target's read request (`L`): `g_i = V_i / B + τ + 8L`; a longer
-///   round outlasts the call, and the leader polls once a tick, so `g_i = V_i / B + 4L + (τ + 4L)
-///   / 2` on average. `V_{i+1} = W · g_i`. Rounds stop after the first round with
-///   `V_i <= threshold` (converged) or at the round limit. The tail is what arrives between the
-///   last round's read and the pause: `W · (g_n + 3L + s)`: where the next read would come
-///   after the target's read request (`L`), the ready answer (`L`), its journal write at the
-///   authority (`2L + s`) and the pause reaching the source (`L`) come instead. (Measured from
-///   a round's end to the pause, 20 seeds of 1 GiB at r = 0.05 of 1 GiB/s: 251.8 ms, against
-///   `τ + 10L + s` = 250 ms; the model's earlier `τ + 6L` and `2L + s` left out the renewal,
-///   the state read and the target's read request, and its tails came out 8% short.)
-/// - Converges only while `r = W / B < 1`: the rounds approach `W · (τ + 8L) / (1 − r)`, so a
-///   threshold below that is never reached; at `r >= 1` every round copies at least as much as
-///   the last and the round limit decides.
-/// - **Floor**: `D + 4L + s + (bytes written since the last copy) / B`, with the measured tail:
-///   no design copies what it has not copied yet faster than the link.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Model {
-    /// Predicted write pause at the servers, ms.
-    pub pause_ms: f64,
-    /// Predicted pre-copy rounds (0 for stop-and-copy).
-    pub rounds: u32,
-    /// Predicted convergence (a round at or under the threshold within the round limit).
-    pub converged: bool,
-    /// Predicted bytes copied during the pause.
-    pub tail_bytes: f64,
-}
-
-/// The simulated network's effective costs at one bandwidth, measured by [`calibrate`]: the
-/// one-way time of a control message (the configured latency draw, 1..5 ms by default, plus
-/// what the runtime adds per message) and the overhead of each chunk of a transfer after the
-/// first (its request's trip, the store's read and the answer's trip, on top of `bytes / B`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Calibration {
-    /// The bandwidth it was measured at, bytes/s.
-    pub bandwidth: u64,
-    /// `L`, seconds: one control message's one-way time.
-    pub latency_s: f64,
-    /// `c`, seconds: the overhead of one more chunk of a transfer.
-    pub chunk_s: f64,
-}
-
-impl Calibration {
-    /// The nominal figures for `knobs` when nothing was measured: `L` the mean of the default
-    /// latency draw (1..5 ms), 3 ms, and `c = 2L + s`.
-    pub fn nominal(knobs: &partmap::config::Knobs) -> Calibration {
-        let l = 0.003;
-        Calibration { bandwidth: knobs.bandwidth_bytes_per_s, latency_s: l, chunk_s: 2.0 * l + knobs.disk_sync_ms as f64 / 1000.0 }
-    }
-}
-
-/// Seeds of the calibration move. Since the madsim patch (PATCHES.md) `L` is the latency draw
-/// alone (uniform over 1..5 ms, standard deviation 1.15 ms), and one move measures it from three
-/// draws, so one seed's `L` spreads by about 0.67 ms, 22% of its 3 ms mean. 8 seeds left the
-/// mean's standard error at 8% (0.24 ms) and gave 2.64 ms at 1 GiB/s, 1.5 standard errors under
-/// the draw's mean, which every pause's `4L` to `7L` carried into the model (the 1 GiB/s cells
-/// of the quick grid all erred positive, up to +15%). 128 seeds bring the standard error to 2%
-/// (0.06 ms: measured 3.03 and 3.07 ms at 100 MiB/s and 1 GiB/s), under [`TARGET_REL_SE`], the
-/// precision the grid asks of a cell's mean pause, for about 16 s of CPU for both bandwidths.
-pub const CALIBRATION_SEEDS: u64 = 128;
-
-/// Measure `L` and `c` at `bandwidth` from [`CALIBRATION_SEEDS`] stop-and-copy moves of a
-/// range of 4 s of bytes with no writes, each from the protocol step it stands for: from the
-/// source's `drained` to the store's `fence` at the new epoch go three control messages and a
-/// sync (`3L + s`: to the leader, to the target, to the store); from the fence to the target
-/// serving go the last answer and the copy (`L + S / B + (chunks − 1) c`). The means over the
-/// seeds.
-///
-/// Errors: a calibration move did not commit, or its events are missing.
-pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
-    let cell = Cell { strategy: Strategy::StopAndCopy, size: bandwidth * 4, ratio: 0.0, bandwidth, faults: false };
-    let scenario = cell.scenario().map_err(|e| format!("calibration at {bandwidth} B/s: {e}"))?;
-    let knobs = knobs_of(&cell);
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    let chunk = partmap::store::chunk_budget(bandwidth, knobs.store_timeout_ms, 0) as f64;
-    let (mut ls, mut cs) = (Vec::new(), Vec::new());
-    for seed in 0..CALIBRATION_SEEDS {
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: "report pause calibration".into(), mutation: None, trace: false, echo_header: false };
-        let report = run_seed(&opts);
-        let h = report.handoffs.iter().find(|h| h.committed).ok_or_else(|| format!("calibration at {bandwidth} B/s, seed {seed}: the move did not commit"))?;
-        let mut drained = None;
-        let mut fence = None;
-        for e in &report.events {
-            match e.sys() {
-                Some(Sys::Drained { server, range, epoch, .. }) if u64::from(server.0) == h.from && range.0 == h.range && epoch.0 == h.from_epoch => {
-                    drained.get_or_insert(e.t_us);
-                }
-                Some(Sys::Fence { stream, epoch, .. }) if stream.0 == h.range && epoch.0 == h.epoch => {
-                    fence.get_or_insert(e.t_us);
-                }
-                _ => {}
-            }
-        }
-        let (Some(drained), Some(fence)) = (drained, fence) else { return Err(format!("calibration at {bandwidth} B/s, seed {seed}: no drained or fence event for the move")) };
-        let served = h.paused_at_us as f64 / 1e6 + h.server_pause_ms / 1000.0;
-        let l = ((fence.saturating_sub(drained)) as f64 / 1e6 - sync) / 3.0;
-        let chunks = (h.bytes as f64 / chunk).ceil().max(2.0);
-        let c = (served - fence as f64 / 1e6 - l - h.bytes as f64 / bandwidth as f64) / (chunks - 1.0);
-        ls.push(l.max(0.0));
-        cs.push(c.max(0.0));
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    Ok(Calibration { bandwidth, latency_s: mean(&ls), chunk_s: mean(&cs) })
-}
-
-fn calibration_at(cal: &[Calibration], knobs: &partmap::config::Knobs) -> Calibration {
-    cal.iter().find(|c| c.bandwidth == knobs.bandwidth_bytes_per_s).copied().unwrap_or_else(|| Calibration::nominal(knobs))
-}
-
-/// The cutover's fixed part, seconds: `D + 4L + s` (see [`Model`]), for appends of
-/// `append_bytes` arriving at `w / append_bytes` a second.
-fn fixed_s(knobs: &partmap::config::Knobs, l: f64, append_bytes: f64, w: f64) -> f64 {
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    drain_s(knobs, l, append_bytes, w) + 4.0 * l + sync
-}
-
-/// The drain `D`, seconds: the rest of the last admitted append's trip to the store and back,
-/// `T = a / B + 2L + s`. Admissions arrive as a Poisson stream at `λ = W / a`, so the time `A`
-/// since the last one before the pause is exponential and `D = max(0, T − A)`, whose mean is
-/// `T − (1 − e^{−λT}) / λ`: near `T` when appends are dense, near 0 when they are sparse.
-/// (Measured on 40 seeds of a pre-copy cell, 64 MiB at r = 0.05 of 100 MiB/s: 7.2 ms against
-/// 7.4 ms by this formula; the earlier `T / 2` said 6.3 ms.)
-fn drain_s(knobs: &partmap::config::Knobs, l: f64, append_bytes: f64, w: f64) -> f64 {
-    let b = knobs.bandwidth_bytes_per_s as f64;
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    let trip = append_bytes / b + 2.0 * l + sync;
-    let lambda = if append_bytes > 0.0 { w / append_bytes } else { 0.0 };
-    if lambda <= 0.0 {
-        return 0.0;
-    }
-    trip - (1.0 - (-lambda * trip).exp()) / lambda
-}
-
-/// The model's figures for `cell` (see [`Model`]) with `l` the one-way message time
-/// ([`Calibration`]) and `w` the write rate into the range (bytes/s): `start_bytes` is the range at the move's
-/// start (pre-copy's `V_0`), `pause_bytes` the range at the pause (stop-and-copy's `S_p`).
-pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, start_bytes: f64, pause_bytes: f64) -> Model {
-    let l = cal.latency_s;
-    let tau = knobs.manager_tick_ms as f64 / 1000.0;
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    let wait_s = (knobs.store_timeout_ms + knobs.rpc_timeout_ms) as f64 / 1000.0;
-    let fixed = fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s(), w);
-    let xfer = |v: f64| transfer_s(knobs, cal, v);
-    let gap = |v: f64| {
-        if xfer(v) + 4.0 * l + sync < wait_s {
-            xfer(v) + tau + 8.0 * l
-        } else {
-            xfer(v) + 4.0 * l + (tau + 4.0 * l) / 2.0
-        }
-    };
-    match cell.strategy {
-        Strategy::StopAndCopy => Model { pause_ms: 1000.0 * (fixed + xfer(pause_bytes)), rounds: 0, converged: true, tail_bytes: pause_bytes },
-        Strategy::PreCopy => {
-            let threshold = knobs.precopy_threshold_bytes as f64;
-            let mut v = start_bytes;
-            let mut rounds = 1;
-            let mut converged = v <= threshold;
-            while !converged && rounds < knobs.precopy_max_rounds {
-                v = w * gap(v);
-                rounds += 1;
-                converged = v <= threshold;
-            }
-            let tail = w * (gap(v) + 3.0 * l + sync);
-            Model { pause_ms: 1000.0 * (fixed + xfer(tail)), rounds, converged, tail_bytes: tail }
-        }
-    }
-}
-
-/// Seconds to send `v` bytes from the store in chunks: `v / B`, plus the calibrated overhead
-/// `c` (about a round trip, `2L + s`) for every chunk after the first (whose trip the
-/// cutover's fixed part counts). A chunk is
-/// what the link sends in `partmap::store::CHUNK_TARGET_MS`.
-fn transfer_s(knobs: &partmap::config::Knobs, cal: Calibration, v: f64) -> f64 {
-    let b = knobs.bandwidth_bytes_per_s as f64;
-    let chunk = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64;
-    let chunks = (v / chunk).ceil().max(1.0);
-    v / b + (chunks - 1.0) * cal.chunk_s
-}
-
-/// The floor under any strategy for a measured tail, ms (see [`Model`]), at write rate `w`.
-pub fn floor_ms(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, tail_bytes: f64) -> f64 {
-    1000.0 * (fixed_s(knobs, cal.latency_s, cell.write_rate() / cell.appends_per_s(), w) + transfer_s(knobs, cal, tail_bytes))
-}
-
 /// What one seed of a cell measured.
 #[derive(Clone, Debug, Default)]
 pub struct Measured {
@@ -507,10 +309,17 @@ pub struct CellResult {
 }
 
 fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
-    let scenario = match cell.scenario() {
-        Ok(s) => s,
-        Err(e) => return (None, Some(format!("seed {seed}: bad cell: {e}"))),
-    };
+    match cell.scenario() {
+        Ok(s) => measure_in(cell, s, seed),
+        Err(e) => (None, Some(format!("seed {seed}: bad cell: {e}"))),
+    }
+}
+
+/// One seed of `cell` run as `scenario` (the cell's own, or one with other knobs): the
+/// committed move's figures (`None`: no move committed while the clients wrote) and, when the
+/// seed did not pass its checkers, why.
+pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Option<Measured>, Option<String>) {
+    let threshold = scenario.moves.precopy_threshold_bytes;
     let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let failed = (report.outcome() != RunOutcome::Pass).then(|| {
@@ -538,7 +347,6 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
     // than its bytes over the bandwidth.)
     let since_start_s = h.paused_at_us as f64 / 1e6 - cell.start_s() as f64;
     let rate_since_start = if since_start_s > 0.0 { h.bytes.saturating_sub(cell.size) as f64 / since_start_s } else { 0.0 };
-    let threshold = PRECOPY_THRESHOLD_BYTES;
     let m = Measured {
         seed,
         server_ms: h.server_pause_ms,
@@ -639,7 +447,7 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
         .collect()
 }
 
-fn size_name(b: u64) -> String {
+pub(crate) fn size_name(b: u64) -> String {
     if b >= GIB {
         format!("{} GiB", b / GIB)
     } else if b >= MIB {
@@ -649,11 +457,11 @@ fn size_name(b: u64) -> String {
     }
 }
 
-fn bw_name(b: u64) -> String {
+pub(crate) fn bw_name(b: u64) -> String {
     format!("{}/s", size_name(b))
 }
 
-fn knobs_of(cell: &Cell) -> partmap::config::Knobs {
+pub(crate) fn knobs_of(cell: &Cell) -> partmap::config::Knobs {
     cell.scenario().map(|s| s.node_knobs()).unwrap_or_default()
 }
 
@@ -782,7 +590,7 @@ pub fn convergence_limit(rows: &[Row], bandwidth: u64, size: u64) -> Option<f64>
     v.iter().find(|r| r.converged * 2 < r.n).map(|r| r.cell.ratio)
 }
 
-fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.0}", v)
     } else {
@@ -790,7 +598,7 @@ fn ms(v: f64) -> String {
     }
 }
 
-fn bytes(b: u64) -> String {
+pub(crate) fn bytes(b: u64) -> String {
     if b >= GIB {
         format!("{:.2} GiB", b as f64 / GIB as f64)
     } else if b >= MIB {
@@ -952,18 +760,6 @@ pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<
     draw("pause-vs-size.svg", "Write pause against the range's size at the move (r = W/B = 0.05)", "bytes in the range at the move (log)", true, by_size).map_err(|e| format!("pause-vs-size.svg: {e}"))?;
     draw("pause-vs-rate.svg", "Write pause against write rate over bandwidth (1 GiB range): pre-copy stops converging as r nears 1", "r = W / B", false, by_rate).map_err(|e| format!("pause-vs-rate.svg: {e}"))?;
     Ok(())
-}
-
-/// The model's crossover at `bandwidth` and `ratio`: the smallest range size (bytes at the move)
-/// from which pre-copy's modelled pause is below stop-and-copy's, searched on a log grid from
-/// 4 KiB to 64 GiB. `None`: never below it there.
-pub fn model_crossover(cal: &[Calibration], bandwidth: u64, ratio: f64) -> Option<u64> {
-    let pause = |st: Strategy, size: f64| {
-        let c = Cell { strategy: st, size: size as u64, ratio, bandwidth, faults: false };
-        let k = knobs_of(&Cell { size: MIB, ..c.clone() });
-        model(&c, &k, calibration_at(cal, &k), c.write_rate(), size, size).pause_ms
-    };
-    (0..=240).map(|i| 4.0 * KIB as f64 * 2f64.powf(i as f64 / 10.0)).find(|&x| pause(Strategy::PreCopy, x) < pause(Strategy::StopAndCopy, x)).map(|x| x as u64)
 }
 
 #[cfg(test)]
