@@ -19,12 +19,14 @@ use crate::run::{run_seed, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
 use partmap::event::Event as Sys;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 mod model;
 pub mod predict;
+mod render;
+
+pub use render::{convergence_limit, crossover, csv, markdown, plots, read_csv};
 
 pub use model::{calibrate, floor_ms, model, model_crossover, Calibration, Model, CALIBRATION_SEEDS};
 use model::{calibration_at, transfer_s};
@@ -273,6 +275,19 @@ pub struct Measured {
     pub first_round_us: Option<u64>,
     /// When the source paused, µs.
     pub paused_at_us: u64,
+    /// The pause began after the clients' window ended (its client figure is then not what a
+    /// client felt, and is left out).
+    pub after_window: bool,
+    /// Appends that failed (an error answer, or no answer: outcome unknown) over the run, the
+    /// run's one move included.
+    pub appends_failed: u64,
+    /// Appends the frontends shed (refused before sending, the range's queue full) over the run.
+    pub shed: u64,
+    /// Handoffs of the seed whose commit never landed (rolled back or superseded), and the
+    /// longest write pause among them, ms.
+    pub aborted: u32,
+    /// The longest write pause of an aborted handoff, ms (0 without one).
+    pub aborted_pause_ms: f64,
 }
 
 /// The write rate into the range the model is given, bytes/s. Pre-copy: the bytes that
@@ -304,21 +319,24 @@ pub struct CellResult {
     pub runs: Vec<Measured>,
     /// Seeds whose move never committed (faults rolled it back or superseded it).
     pub no_handoff: u64,
+    /// Those seeds, with what was measured of them (seed, appends failed and shed, aborted
+    /// handoffs; no pause), so no seed is dropped from the data.
+    pub missing: Vec<Measured>,
     /// Seeds that did not pass (`seed: outcome`).
     pub failed: Vec<String>,
 }
 
-fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
+fn measure(cell: &Cell, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
     match cell.scenario() {
         Ok(s) => measure_in(cell, s, seed),
-        Err(e) => (None, Some(format!("seed {seed}: bad cell: {e}"))),
+        Err(e) => (Err(Measured { seed, ..Default::default() }), Some(format!("seed {seed}: bad cell: {e}"))),
     }
 }
 
 /// One seed of `cell` run as `scenario` (the cell's own, or one with other knobs): the
-/// committed move's figures (`None`: no move committed while the clients wrote) and, when the
-/// seed did not pass its checkers, why.
-pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Option<Measured>, Option<String>) {
+/// committed move's figures (`Err`: no move committed; the seed's appends failed and shed and
+/// its aborted handoffs only) and, when the seed did not pass its checkers, why.
+pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
     let threshold = scenario.moves.precopy_threshold_bytes;
     let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
@@ -326,10 +344,33 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Option<
         let why: Vec<String> = report.verdicts.iter().filter_map(|v| v.violation.as_ref().map(|x| format!("{}: {x}", v.property))).collect();
         format!("{} of {} at r = {} of {} B/s{}, seed {seed}: {:?}: {}", cell.strategy.name(), cell.size, cell.ratio, cell.bandwidth, if cell.faults { " with faults" } else { "" }, report.outcome(), why.join("; "))
     });
-    // A handoff counts only if it paused while the clients were still writing (a move that
-    // outlasted the workload window would show an empty tail).
-    let window_end_us = opts.scenario.workload.duration_s.saturating_sub(1) * 1_000_000;
-    let Some(h) = report.handoffs.iter().find(|h| h.committed && h.paused_at_us < window_end_us) else { return (None, failed) };
+    // Every committed handoff counts; one that paused after the clients' window ended is
+    // marked (its client figure is no client's experience).
+    let window_end_us = (opts.scenario.workload.start_s + opts.scenario.workload.duration_s).saturating_sub(1) * 1_000_000;
+    let committed = report.handoffs.iter().find(|h| h.committed);
+    // Every pause of a source that was not the committed move's (a move rolled back, or
+    // superseded after its target served): from the pause to the range's next activation
+    // anywhere (or the run's end).
+    let mut aborted: Vec<f64> = Vec::new();
+    for (i, e) in report.events.iter().enumerate() {
+        if let Some(Sys::Paused { server, range, epoch }) = e.sys() {
+            if committed.is_some_and(|h| h.range == range.0 && h.from == u64::from(server.0) && h.from_epoch == epoch.0) {
+                continue;
+            }
+            let back = report.events[i..].iter().find(|x| matches!(x.sys(), Some(Sys::Activated { range: r, .. }) if r == range)).map_or(report.sim_ms * 1000, |x| x.t_us);
+            aborted.push(back.saturating_sub(e.t_us) as f64 / 1000.0);
+        }
+    }
+    let base = Measured {
+        seed,
+        appends_failed: report.ops.appends_failed + report.ops.appends_unknown,
+        shed: report.ops.shed,
+        aborted: aborted.len() as u32,
+        aborted_pause_ms: aborted.iter().copied().fold(0.0, f64::max),
+        ..Default::default()
+    };
+    let Some(h) = committed else { return (Err(base), failed) };
+    let after_window = h.paused_at_us >= window_end_us;
     let mut rounds = Vec::new();
     let mut first_round_us = None;
     for e in &report.events {
@@ -348,9 +389,8 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Option<
     let since_start_s = h.paused_at_us as f64 / 1e6 - cell.start_s() as f64;
     let rate_since_start = if since_start_s > 0.0 { h.bytes.saturating_sub(cell.size) as f64 / since_start_s } else { 0.0 };
     let m = Measured {
-        seed,
         server_ms: h.server_pause_ms,
-        client_ms: h.client_gap_ms,
+        client_ms: h.client_gap_ms.filter(|_| !after_window),
         before: h.precopy_bytes,
         during: h.tail_bytes,
         rounds: rounds.len() as u32,
@@ -360,8 +400,10 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Option<
         rate_since_start,
         first_round_us,
         paused_at_us: h.paused_at_us,
+        after_window,
+        ..base
     };
-    (Some(m), failed)
+    (Ok(m), failed)
 }
 
 /// The standard error of a fault-free cell's mean server pause, relative to the mean, that
@@ -392,7 +434,7 @@ pub fn rel_se(v: &[f64]) -> Option<f64> {
 /// rule looks at the spread of the measured pauses only, never at the model). `progress` is
 /// called after each run with (done, total so far).
 pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<CellResult> {
-    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, failed: Vec::new() })).collect();
+    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new() })).collect();
     let mut work: Vec<(usize, u64)> = cells.iter().enumerate().filter(|(_, c)| c.skip_reason().is_none()).flat_map(|(i, _)| (0..seeds).map(move |s| (i, s))).collect();
     let done = AtomicUsize::new(0);
     let total = AtomicUsize::new(0);
@@ -409,8 +451,11 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
                     {
                         let mut r = results[i].lock().expect("cell lock");
                         match m {
-                            Some(m) => r.runs.push(m),
-                            None => r.no_handoff += 1,
+                            Ok(m) => r.runs.push(m),
+                            Err(m) => {
+                                r.no_handoff += 1;
+                                r.missing.push(m);
+                            }
                         }
                         r.failed.extend(failed);
                     }
@@ -441,6 +486,7 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
         .map(|m| {
             let mut r = m.into_inner().expect("cell lock");
             r.runs.sort_by(|a, b| a.server_ms.total_cmp(&b.server_ms).then(a.seed.cmp(&b.seed)));
+            r.missing.sort_by_key(|m| m.seed);
             r.failed.sort();
             r
         })
@@ -502,6 +548,27 @@ pub struct Row {
     pub achieved: Option<f64>,
     /// The median seed's range bytes at the pause.
     pub pause_bytes: u64,
+    /// The model's prediction from the cell's inputs alone ([`model::predict`]): pause, ms.
+    pub predicted_ms: f64,
+    /// The prediction's rounds and convergence.
+    pub predicted: Model,
+    /// (measured mean − predicted) / predicted.
+    pub predicted_error: f64,
+    /// The server pause's 99th percentile, only where at least 100 seeds measured it.
+    pub p99: Option<f64>,
+    /// Seeds run in all (with and without a committed move).
+    pub seeds: usize,
+    /// Appends failed (error or unknown outcome) and shed per seed, mean over every seed run.
+    pub failed_per_seed: f64,
+    /// Appends shed per seed, mean over every seed run.
+    pub shed_per_seed: f64,
+    /// Pauses of moves that did not commit (rolled back or superseded), over every seed run,
+    /// and the longest of them, ms.
+    pub aborted: u32,
+    /// The longest pause of a move that did not commit, ms.
+    pub aborted_max_ms: f64,
+    /// Seeds whose committed pause began after the clients' window ended.
+    pub after_window: usize,
 }
 
 fn p(values: &[f64]) -> [f64; 3] {
@@ -529,7 +596,7 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
     let l = calibration_at(cal, &knobs);
     // W as the clients achieved it over the rounds (see [`achieved_w`]), seed by seed.
     let rates: Vec<f64> = r.runs.iter().map(|m| achieved_w(m, &knobs, l)).map(|w| if w > 0.0 { w } else { r.cell.write_rate() }).collect();
-    let (model_ms, model_converged, error, over_floor) = if r.cell.faults {
+    let (model_ms, model_converged, error, over_floor) = if r.cell.faults || r.runs.iter().any(|m| m.paused_at_us == 0) {
         (None, None, None, None)
     } else {
         let models: Vec<Model> = r.runs.iter().zip(&rates).map(|(m, &w)| model(&r.cell, &knobs, l, w, m.start_bytes as f64, m.pause_bytes as f64)).collect();
@@ -541,6 +608,9 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
     let mut rounds: Vec<u32> = r.runs.iter().map(|m| m.rounds).collect();
     rounds.sort();
     let achieved = rates.iter().sum::<f64>() / n;
+    let predicted = model::predict(&r.cell, &knobs, l);
+    let every: Vec<&Measured> = r.runs.iter().chain(r.missing.iter()).collect();
+    let seeds = every.len().max(1) as f64;
     Some(Row {
         cell: r.cell.clone(),
         n: r.runs.len(),
@@ -558,36 +628,17 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
         over_floor,
         achieved: (r.cell.write_rate() > 0.0).then(|| achieved / r.cell.write_rate()),
         pause_bytes: med.pause_bytes,
+        predicted_ms: predicted.pause_ms,
+        predicted,
+        predicted_error: (mean - predicted.pause_ms) / predicted.pause_ms,
+        p99: (server.len() >= 100).then(|| percentile(&server, 0.99).unwrap_or(0.0)),
+        seeds: every.len(),
+        failed_per_seed: every.iter().map(|m| m.appends_failed as f64).sum::<f64>() / seeds,
+        shed_per_seed: every.iter().map(|m| m.shed as f64).sum::<f64>() / seeds,
+        aborted: every.iter().map(|m| m.aborted).sum(),
+        aborted_max_ms: every.iter().map(|m| m.aborted_pause_ms).fold(0.0, f64::max),
+        after_window: r.runs.iter().filter(|m| m.after_window).count(),
     })
-}
-
-/// The crossover per bandwidth (fault-free, at `ratio`): the smallest size from which pre-copy's
-/// median pause is below stop-and-copy's at every larger size of the grid. `None`: never.
-pub fn crossover(rows: &[Row], bandwidth: u64, ratio: f64) -> Option<u64> {
-    let pick = |st: Strategy| -> Vec<(u64, f64)> {
-        let mut v: Vec<(u64, f64)> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.ratio == ratio && r.cell.strategy == st).map(|r| (r.cell.size, r.server[0])).collect();
-        v.sort_by_key(|x| x.0);
-        v
-    };
-    let (sc, pc) = (pick(Strategy::StopAndCopy), pick(Strategy::PreCopy));
-    let mut answer = None;
-    for (size, pre) in pc.iter().rev() {
-        let Some((_, stop)) = sc.iter().find(|(s, _)| s == size) else { break };
-        if pre < stop {
-            answer = Some(*size);
-        } else {
-            break;
-        }
-    }
-    answer
-}
-
-/// The lowest write ratio at which pre-copy stopped converging (fault-free, at `size` and
-/// `bandwidth`): its median run hit the round limit with the last round above the threshold.
-pub fn convergence_limit(rows: &[Row], bandwidth: u64, size: u64) -> Option<f64> {
-    let mut v: Vec<&Row> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.size == size && r.cell.strategy == Strategy::PreCopy).collect();
-    v.sort_by(|a, b| a.cell.ratio.total_cmp(&b.cell.ratio));
-    v.iter().find(|r| r.converged * 2 < r.n).map(|r| r.cell.ratio)
 }
 
 pub(crate) fn ms(v: f64) -> String {
@@ -606,160 +657,6 @@ pub(crate) fn bytes(b: u64) -> String {
     } else {
         format!("{:.0} KiB", b as f64 / KIB as f64)
     }
-}
-
-/// The Markdown report: the command, the model, headline figures, then every cell.
-pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seeds: u64) -> String {
-    let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).collect();
-    let mut out = String::new();
-    let _ = writeln!(out, "# Handoff pause review\n");
-    let _ = writeln!(out, "Generated by `{command}` ({seeds} seeds per cell on both cores; a fault-free cell runs further batches of {seeds}, up to {} in all, until the standard error of its mean server pause is at most {:.1}% of the mean: the model is judged on the mean). Each cell is one planned move of one range (server-1 to server-2) under {APPENDS_PER_S} appends/s (fewer in long cells, at most 40,000 per run) of `W / rate` bytes each (simulated bulk), with the range preloaded to its size; pre-copy stops at a round of at most {} or after {PRECOPY_MAX_ROUNDS} rounds. Pauses are at the servers (from the source's pause to the target serving) and at the clients (the longest gap between acknowledged appends around the pause, where a client kept trying). The model is `sim/src/pause_report.rs` (`model`), written out in the README's section on the pause review.\n", seeds * MAX_SEED_FACTOR, TARGET_REL_SE * 100.0, bytes(PRECOPY_THRESHOLD_BYTES));
-    for c in cal {
-        let _ = writeln!(out, "Calibrated at {}: one control message `L` = {:.2} ms, each further chunk of a transfer `c` = {:.2} ms (means over {CALIBRATION_SEEDS} stop-and-copy moves of 4 s of bytes with no writes; see `calibrate`).\n", bw_name(c.bandwidth), c.latency_s * 1000.0, c.chunk_s * 1000.0);
-    }
-    let _ = writeln!(out, "![pause against range size](pause-vs-size.svg)\n\n![pause against write rate over bandwidth](pause-vs-rate.svg)\n");
-    let _ = writeln!(out, "## Headlines\n");
-    for bw in [100 * MIB, GIB] {
-        for ratio in [0.05, 0.25] {
-            let smallest = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bw && r.cell.ratio == ratio && r.cell.strategy == Strategy::StopAndCopy).map(|r| r.pause_bytes).min();
-            let model_x = model_crossover(cal, bw, ratio).map_or("none below 64 GiB".to_string(), bytes);
-            if smallest.is_none() {
-                let _ = writeln!(out, "- At {} (r = {ratio}) the model puts the crossover at {model_x}; no measured cells at this rate.", bw_name(bw));
-                continue;
-            }
-            match crossover(&rows, bw, ratio) {
-                Some(s) => { let _ = writeln!(out, "- Crossover at {} (r = {ratio}): by the model at {model_x} in the range at the move; measured, pre-copy's pause is below stop-and-copy's in every cell from {} of preload up (the smallest range at a stop-and-copy pause was {}).", bw_name(bw), size_name(s), smallest.map_or("-".into(), bytes)); }
-                None => { let _ = writeln!(out, "- At {} (r = {ratio}) the model puts the crossover at {model_x}; measured, pre-copy never beat stop-and-copy in this grid.", bw_name(bw)); }
-            }
-        }
-        for size in [16 * MIB, GIB] {
-            match convergence_limit(&rows, bw, size) {
-                Some(r) => { let _ = writeln!(out, "- At {} and {}, pre-copy stops converging at r = {r} (W = {:.0} MiB/s).", bw_name(bw), size_name(size), r * bw as f64 / MIB as f64); }
-                None => { let _ = writeln!(out, "- At {} and {}, pre-copy converged at every write rate of the grid.", bw_name(bw), size_name(size)); }
-            }
-        }
-    }
-    let checked: Vec<&Row> = rows.iter().filter(|r| !r.cell.faults && r.cell.strategy == Strategy::PreCopy && r.model_converged == Some(true) && r.converged * 2 > r.n).collect();
-    let within = checked.iter().filter(|r| r.error.is_some_and(|e| e.abs() <= 0.10)).count();
-    let floor_ok = checked.iter().filter(|r| r.over_floor.is_some_and(|f| f <= 1.25)).count();
-    let worst = checked.iter().filter_map(|r| r.error).map(f64::abs).fold(0.0, f64::max);
-    let _ = writeln!(out, "- Fault-free pre-copy cells that converged: {}; measured mean pause within 10% of the model's mean in {within} (worst error {:.1}%, largest standard error of a mean {:.1}%), within 1.25 times the floor in {floor_ok}.", checked.len(), worst * 100.0, checked.iter().filter_map(|r| r.rel_se).fold(0.0, f64::max) * 100.0);
-    let skipped = results.iter().filter(|r| r.skipped.is_some()).count();
-    let failed: usize = results.iter().map(|r| r.failed.len()).sum();
-    let _ = writeln!(out, "- Cells skipped (the move or a reload would outlast the simulation's windows): {skipped}. Seeds that did not pass their checkers: {failed}.\n");
-    let failures: Vec<&String> = results.iter().flat_map(|r| r.failed.iter()).collect();
-    if !failures.is_empty() {
-        let _ = writeln!(out, "## Seeds that failed their checkers\n");
-        for f in failures {
-            let _ = writeln!(out, "- {f}");
-        }
-        let _ = writeln!(out);
-    }
-    for faults in [false, true] {
-        let _ = writeln!(out, "## {}\n", if faults { "With the random fault mix (r = 0.25)" } else { "Fault-free" });
-        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers mean ± se, ms | servers p50 / p99 / max ms | clients p50 / p99 / max ms | before | during | rounds | converged | W achieved | model ms | error | over floor |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for r in results.iter().filter(|r| r.cell.faults == faults) {
-            let c = &r.cell;
-            let head = format!("| {} | {} | {} | {} ", bw_name(c.bandwidth), c.strategy.name(), size_name(c.size), c.ratio);
-            if let Some(why) = &r.skipped {
-                let _ = writeln!(out, "{head}| skipped: {why} |||||||||||");
-                continue;
-            }
-            let Some(w) = row(r, cal) else {
-                let _ = writeln!(out, "{head}| 0 (no move committed within the window in {} seeds) |||||||||||", r.no_handoff);
-                continue;
-            };
-            let client = w.client.map_or("-".to_string(), |c| format!("{} / {} / {}", ms(c[0]), ms(c[1]), ms(c[2])));
-            let conv = if c.strategy == Strategy::PreCopy { format!("{}/{}{}", w.converged, w.n, w.model_converged.map_or(String::new(), |m| format!(" (model: {})", if m { "yes" } else { "no" }))) } else { "-".into() };
-            let model = w.model_ms.map_or("-".into(), ms);
-            let err = w.error.map_or("-".into(), |e| format!("{:+.1}%", e * 100.0));
-            let fl = w.over_floor.map_or("-".into(), |f| format!("{f:.2}"));
-            let ach = w.achieved.map_or("-".into(), |a| format!("{:.0}%", a * 100.0));
-            let se = w.rel_se.map_or(String::new(), |e| format!(" ± {}", ms(e * w.mean)));
-            let _ = writeln!(out, "{head}| {} | {}{se} | {} / {} / {} | {client} | {} | {} | {} | {conv} | {ach} | {model} | {err} | {fl} |", w.n, ms(w.mean), ms(w.server[0]), ms(w.server[1]), ms(w.server[2]), bytes(w.before), bytes(w.during), w.rounds);
-        }
-        let _ = writeln!(out);
-    }
-    out
-}
-
-/// `grid.csv`: one line per seed run (cell, seed order by pause, measured figures).
-pub fn csv(results: &[CellResult]) -> String {
-    let mut out = String::from("strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged\n");
-    for r in results {
-        for m in &r.runs {
-            let c = &r.cell;
-            let _ = writeln!(out, "{},{},{},{},{},{},{:.3},{},{},{},{},{}", c.strategy.name(), c.size, c.ratio, c.bandwidth, c.faults, m.seed, m.server_ms, m.client_ms.map_or(String::new(), |v| format!("{v:.3}")), m.before, m.during, m.rounds, m.converged);
-        }
-    }
-    out
-}
-
-/// Draw the two plots into `dir`: pause against range size (log axes, per strategy and
-/// bandwidth, at r = 0.05, with the model's curve) and pause against r (at 1 GiB, per strategy
-/// and bandwidth, with the model's curve).
-///
-/// Errors: a plot could not be drawn or written.
-pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<(), String> {
-    use plotters::prelude::*;
-    let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).filter(|r| !r.cell.faults).collect();
-    let colours = [RED, BLUE, GREEN, MAGENTA];
-    type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
-    // Model curves: the model's pause over a dense axis, for a range holding x bytes when the
-    // move starts (stop-and-copy: at the pause), at the cell's offered write rate.
-    let model_at = |st: Strategy, bw: u64, size: f64, ratio: f64| {
-        let c = Cell { strategy: st, size: size as u64, ratio, bandwidth: bw, faults: false };
-        let k = knobs_of(&Cell { size: MIB, ..c.clone() });
-        model(&c, &k, calibration_at(cal, &k), c.write_rate(), size, size).pause_ms.max(0.1)
-    };
-    let mut by_size: Vec<Series> = Vec::new();
-    let mut by_rate: Vec<Series> = Vec::new();
-    for bw in BANDWIDTHS {
-        for st in [Strategy::StopAndCopy, Strategy::PreCopy] {
-            let name = format!("{} at {}", st.name(), bw_name(bw));
-            let mut pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && r.cell.ratio == 0.05).map(|r| (r.pause_bytes as f64, r.mean.max(0.1))).collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let curve: Vec<(f64, f64)> = (0..=60).map(|i| 64.0 * KIB as f64 * 2f64.powf(i as f64 * 20.0 / 60.0)).map(|x| (x, model_at(st, bw, x, 0.05))).collect();
-            by_size.push((name.clone(), pts, curve));
-            let mut pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && r.cell.size == GIB).map(|r| (r.cell.ratio, r.mean.max(0.1))).collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let curve: Vec<(f64, f64)> = (1..=99).map(|i| i as f64 / 100.0).map(|r| (r, model_at(st, bw, GIB as f64, r))).collect();
-            by_rate.push((name, pts, curve));
-        }
-    }
-    let draw = |file: &str, caption: &str, xdesc: &str, xlog: bool, data: Vec<Series>| -> Result<(), Box<dyn std::error::Error>> {
-        let path = dir.join(file);
-        let root = SVGBackend::new(&path, (960, 600)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let all = || data.iter().flat_map(|(_, p, c)| p.iter().chain(c.iter()));
-        let (x0, x1) = (all().map(|p| p.0).fold(f64::MAX, f64::min), all().map(|p| p.0).fold(0.0, f64::max));
-        let (y0, y1) = (all().map(|p| p.1).fold(f64::MAX, f64::min) / 2.0, all().map(|p| p.1).fold(0.0, f64::max) * 2.0);
-        let mut b = ChartBuilder::on(&root);
-        b.caption(caption, ("sans-serif", 18)).margin(12).x_label_area_size(44).y_label_area_size(70);
-        macro_rules! body {
-            ($chart:expr) => {{
-                let mut chart = $chart;
-                chart.configure_mesh().x_desc(xdesc).y_desc("write pause at the servers, ms (log)").draw()?;
-                for (i, (name, pts, curve)) in data.iter().enumerate() {
-                    let c = colours[i % colours.len()];
-                    chart.draw_series(LineSeries::new(curve.iter().copied(), c.stroke_width(1)))?.label(format!("{name}: model")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
-                    chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?.label(format!("{name}: measured mean")).legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
-                }
-                chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
-            }};
-        }
-        if xlog {
-            body!(b.build_cartesian_2d((x0..x1 * 1.2).log_scale(), (y0..y1).log_scale())?);
-        } else {
-            body!(b.build_cartesian_2d(0.0..1.0, (y0..y1).log_scale())?);
-        }
-        root.present()?;
-        Ok(())
-    };
-    draw("pause-vs-size.svg", "Write pause against the range's size at the move (r = W/B = 0.05)", "bytes in the range at the move (log)", true, by_size).map_err(|e| format!("pause-vs-size.svg: {e}"))?;
-    draw("pause-vs-rate.svg", "Write pause against write rate over bandwidth (1 GiB range): pre-copy stops converging as r nears 1", "r = W / B", false, by_rate).map_err(|e| format!("pause-vs-rate.svg: {e}"))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -894,6 +791,16 @@ mod tests {
             over_floor: None,
             achieved: None,
             pause_bytes: size,
+            predicted_ms: p50,
+            predicted: Model { pause_ms: p50, rounds: 1, converged: true, tail_bytes: 0.0, before_bytes: 0.0 },
+            predicted_error: 0.0,
+            p99: None,
+            seeds: 3,
+            failed_per_seed: 0.0,
+            shed_per_seed: 0.0,
+            aborted: 0,
+            aborted_max_ms: 0.0,
+            after_window: 0,
         };
         let rows = vec![
             mk(Strategy::StopAndCopy, MIB, 0.05, 20.0, 0),

@@ -68,6 +68,11 @@ pub struct Calibration {
     pub latency_s: f64,
     /// `c`, seconds: the overhead of one more chunk of a transfer.
     pub chunk_s: f64,
+    /// Seconds from the operator's move request to the source's pause in the calibration's
+    /// quiet moves (`None`: not measured). Shown beside [`request_to_pause_s`], which the model
+    /// uses: with no writes the request takes 303 ms, in the grid's cells under load 340 to
+    /// 410 ms, and the round structure's formula (352 ms) lies between.
+    pub request_s: Option<f64>,
 }
 
 impl Calibration {
@@ -75,7 +80,7 @@ impl Calibration {
     /// latency draw (1..5 ms), 3 ms, and `c = 2L + s`.
     pub fn nominal(knobs: &partmap::config::Knobs) -> Calibration {
         let l = 0.003;
-        Calibration { bandwidth: knobs.bandwidth_bytes_per_s, latency_s: l, chunk_s: 2.0 * l + knobs.disk_sync_ms as f64 / 1000.0 }
+        Calibration { bandwidth: knobs.bandwidth_bytes_per_s, latency_s: l, chunk_s: 2.0 * l + knobs.disk_sync_ms as f64 / 1000.0, request_s: None }
     }
 }
 
@@ -103,7 +108,7 @@ pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
     let knobs = knobs_of(&cell);
     let sync = knobs.disk_sync_ms as f64 / 1000.0;
     let chunk = partmap::store::chunk_budget(bandwidth, knobs.store_timeout_ms, 0) as f64;
-    let (mut ls, mut cs) = (Vec::new(), Vec::new());
+    let (mut ls, mut cs, mut rs) = (Vec::new(), Vec::new(), Vec::new());
     for seed in 0..CALIBRATION_SEEDS {
         let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: "report pause calibration".into(), mutation: None, trace: false, echo_header: false };
         let report = run_seed(&opts);
@@ -128,9 +133,10 @@ pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
         let c = (served - fence as f64 / 1e6 - l - h.bytes as f64 / bandwidth as f64) / (chunks - 1.0);
         ls.push(l.max(0.0));
         cs.push(c.max(0.0));
+        rs.push(h.paused_at_us.saturating_sub(cell.start_s() * 1_000_000) as f64 / 1e6);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    Ok(Calibration { bandwidth, latency_s: mean(&ls), chunk_s: mean(&cs) })
+    Ok(Calibration { bandwidth, latency_s: mean(&ls), chunk_s: mean(&cs), request_s: Some(mean(&rs)) })
 }
 
 pub(crate) fn calibration_at(cal: &[Calibration], knobs: &partmap::config::Knobs) -> Calibration {
@@ -169,31 +175,38 @@ pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f
     let tau = knobs.manager_tick_ms as f64 / 1000.0;
     let sync = knobs.disk_sync_ms as f64 / 1000.0;
     let wait_s = (knobs.store_timeout_ms + knobs.rpc_timeout_ms) as f64 / 1000.0;
-    let fixed = fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s(), w);
-    let xfer = |v: f64| transfer_s(knobs, cal, v);
-    let gap = |v: f64| {
-        if xfer(v) + 4.0 * l + sync < wait_s {
-            xfer(v) + tau + 8.0 * l
+    let a = cell.write_rate() / cell.appends_per_s();
+    let fixed = fixed_s(knobs, l, a, w);
+    // The preload is in records of one chunk each; what the clients wrote is in appends of
+    // `a` bytes, whole appends to a chunk (see [`transfer_parts_s`]).
+    let preload = cell.size as f64;
+    let mixed = |v: f64| transfer_parts_s(knobs, cal, v.min(preload), (v - preload).max(0.0), a);
+    let appended = |v: f64| transfer_parts_s(knobs, cal, 0.0, v, a);
+    let gap = |x: f64| {
+        if x + 4.0 * l + sync < wait_s {
+            x + tau + 8.0 * l
         } else {
-            xfer(v) + 4.0 * l + (tau + 4.0 * l) / 2.0
+            x + 4.0 * l + (tau + 4.0 * l) / 2.0
         }
     };
     match cell.strategy {
-        Strategy::StopAndCopy => Model { pause_ms: 1000.0 * (fixed + xfer(pause_bytes)), rounds: 0, converged: true, tail_bytes: pause_bytes, before_bytes: 0.0 },
+        Strategy::StopAndCopy => Model { pause_ms: 1000.0 * (fixed + mixed(pause_bytes)), rounds: 0, converged: true, tail_bytes: pause_bytes, before_bytes: 0.0 },
         Strategy::PreCopy => {
             let threshold = knobs.precopy_threshold_bytes as f64;
             let mut v = start_bytes;
+            let mut x = mixed(v);
             let mut before = v;
             let mut rounds = 1;
             let mut converged = v <= threshold;
             while !converged && rounds < knobs.precopy_max_rounds {
-                v = w * gap(v);
+                v = w * gap(x);
+                x = appended(v);
                 before += v;
                 rounds += 1;
                 converged = v <= threshold;
             }
-            let tail = w * (gap(v) + 3.0 * l + sync);
-            Model { pause_ms: 1000.0 * (fixed + xfer(tail)), rounds, converged, tail_bytes: tail, before_bytes: before }
+            let tail = w * (gap(x) + 3.0 * l + sync);
+            Model { pause_ms: 1000.0 * (fixed + appended(tail)), rounds, converged, tail_bytes: tail, before_bytes: before }
         }
     }
 }
@@ -211,10 +224,11 @@ pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f
 /// rate and bandwidth pairs, against 0.351 s by this formula at `L` = 3 ms.)
 pub fn request_to_pause_s(knobs: &partmap::config::Knobs, cal: Calibration, first_read: bool) -> f64 {
     let (l, tau, sync) = (cal.latency_s, knobs.manager_tick_ms as f64 / 1000.0, knobs.disk_sync_ms as f64 / 1000.0);
+    let to_pause = 1.5 * tau + 16.0 * l + 3.0 * sync;
     if first_read {
-        1.5 * tau + 15.0 * l + 2.0 * sync
+        to_pause - l - sync
     } else {
-        1.5 * tau + 16.0 * l + 3.0 * sync
+        to_pause
     }
 }
 
@@ -241,31 +255,59 @@ pub fn predict(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration) ->
 /// `W_max = θB / (B(τ + 8L) + θ(1 + c/Δ))`. A threshold whose round outlasts the leader's wait
 /// uses that branch's gap, `x(V) + 4L + (τ + 4L) / 2`, in place of `x(V) + τ + 8L`. The chunk
 /// term counts every chunk's overhead, so this is the limit for a range of many chunks (a
-/// lower bound for one of a few).
-pub fn convergence_limit_w(knobs: &partmap::config::Knobs, cal: Calibration) -> f64 {
+/// lower bound for one of a few). `Δ` is the link time of one chunk of appends of
+/// `append_bytes` each ([`chunk_of_appends`]: whole appends, so under 50 ms for appends above
+/// a few percent of a chunk).
+pub fn convergence_limit_w(knobs: &partmap::config::Knobs, cal: Calibration, append_bytes: f64) -> f64 {
     let (l, tau, sync) = (cal.latency_s, knobs.manager_tick_ms as f64 / 1000.0, knobs.disk_sync_ms as f64 / 1000.0);
     let b = knobs.bandwidth_bytes_per_s as f64;
     let theta = knobs.precopy_threshold_bytes as f64;
-    let delta = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64 / b;
+    let delta = chunk_of_appends(knobs, append_bytes) / b;
     let wait_s = (knobs.store_timeout_ms + knobs.rpc_timeout_ms) as f64 / 1000.0;
-    let fixed_gap = if transfer_s(knobs, cal, theta) + 4.0 * l + sync < wait_s { tau + 8.0 * l } else { 4.0 * l + (tau + 4.0 * l) / 2.0 };
+    let fixed_gap = if transfer_parts_s(knobs, cal, 0.0, theta, append_bytes) + 4.0 * l + sync < wait_s { tau + 8.0 * l } else { 4.0 * l + (tau + 4.0 * l) / 2.0 };
     theta * b / (b * fixed_gap + theta * (1.0 + cal.chunk_s / delta))
 }
 
 /// Seconds to send `v` bytes from the store in chunks: `v / B`, plus the calibrated overhead
 /// `c` (about a round trip, `2L + s`) for every chunk after the first (whose trip the
-/// cutover's fixed part counts). A chunk is
-/// what the link sends in `partmap::store::CHUNK_TARGET_MS`.
+/// cutover's fixed part counts). A chunk is what the link sends in
+/// `partmap::store::CHUNK_TARGET_MS` (`Δ`); this counts full chunks (the preload's records are
+/// one chunk each).
 pub(crate) fn transfer_s(knobs: &partmap::config::Knobs, cal: Calibration, v: f64) -> f64 {
+    transfer_parts_s(knobs, cal, v, 0.0, 0.0)
+}
+
+/// The bytes one chunk carries of appends of `a` bytes: whole appends only, as many as fit in
+/// the chunk budget and at least one (`partmap::store` sends a record whole), so appends above
+/// half a chunk leave the rest of each chunk empty (`a = 0`: a full chunk).
+pub(crate) fn chunk_of_appends(knobs: &partmap::config::Knobs, a: f64) -> f64 {
+    let budget = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64;
+    if a <= 0.0 {
+        return budget;
+    }
+    // An append's wire size: its payload and about 31 bytes of header and key.
+    let wire = a + 31.0;
+    (budget / wire).floor().max(1.0) * a
+}
+
+/// Seconds to send `preload` bytes of full chunks and `appended` bytes of appends of `a` bytes
+/// each ([`chunk_of_appends`]): `(preload + appended) / B + (chunks − 1) c`, the chunks sent one
+/// after another, each asked for once the previous arrived (stop-and-wait). (The stop-and-wait
+/// of appends larger than half a chunk: 64 GiB at r = 0.95 of 1 GiB/s takes 32 appends/s of
+/// 31.9 MB, one to a 53.7 MB chunk, so a chunk carries 59% of what the link could: the rounds
+/// grew 1.15 times a round, where the model with full chunks said 1.08.)
+pub(crate) fn transfer_parts_s(knobs: &partmap::config::Knobs, cal: Calibration, preload: f64, appended: f64, a: f64) -> f64 {
     let b = knobs.bandwidth_bytes_per_s as f64;
-    let chunk = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64;
-    let chunks = (v / chunk).ceil().max(1.0);
-    v / b + (chunks - 1.0) * cal.chunk_s
+    let full = chunk_of_appends(knobs, 0.0);
+    // The preload's last record and the first appends may share a chunk.
+    let chunks = (preload / full + appended / chunk_of_appends(knobs, a)).ceil();
+    (preload + appended) / b + (chunks.max(1.0) - 1.0) * cal.chunk_s
 }
 
 /// The floor under any strategy for a measured tail, ms (see [`Model`]), at write rate `w`.
 pub fn floor_ms(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, tail_bytes: f64) -> f64 {
-    1000.0 * (fixed_s(knobs, cal.latency_s, cell.write_rate() / cell.appends_per_s(), w) + transfer_s(knobs, cal, tail_bytes))
+    let a = cell.write_rate() / cell.appends_per_s();
+    1000.0 * (fixed_s(knobs, cal.latency_s, a, w) + transfer_parts_s(knobs, cal, 0.0, tail_bytes, a))
 }
 
 /// The model's crossover at `bandwidth` and `ratio`: the smallest range size (bytes at the move)

@@ -118,7 +118,8 @@ pub struct Prediction {
     pub stop: Model,
     /// Pre-copy's figures.
     pub pre: Model,
-    /// Pre-copy's convergence limit, bytes/s ([`convergence_limit_w`]).
+    /// Pre-copy's convergence limit, bytes/s ([`convergence_limit_w`], at the append size the
+    /// simulation's cell would use at that rate).
     pub w_max: f64,
     /// The smallest range size (bytes, on a log grid from 4 KiB to 1 TiB) from which
     /// pre-copy's predicted pause is below stop-and-copy's at this write rate (`None`: never).
@@ -165,7 +166,14 @@ pub fn predict_query(q: &Query, o: &Overrides) -> Prediction {
     let pre = predict(&cell_of(q, Strategy::PreCopy, q.size), &knobs, cal);
     let pause = |st: Strategy, size: f64| predict(&cell_of(q, st, size as u64), &knobs, cal).pause_ms;
     let crossover = (0..=280).map(|i| 4.0 * KIB as f64 * 2f64.powf(i as f64 / 10.0)).find(|&x| pause(Strategy::PreCopy, x) < pause(Strategy::StopAndCopy, x));
-    Prediction { query: *q, w_max: convergence_limit_w(&knobs, cal), knobs, cal, stop, pre, crossover }
+    // The limit depends on the append size through the chunk (whole appends to a chunk), and
+    // the simulation's append size on the rate: solve for the limit at its own append size.
+    let mut w_max = q.write_rate as f64;
+    for _ in 0..8 {
+        let c = cell_of(&Query { write_rate: w_max as u64, ..*q }, Strategy::PreCopy, q.size);
+        w_max = convergence_limit_w(&knobs, cal, c.write_rate() / c.appends_per_s());
+    }
+    Prediction { query: *q, w_max, knobs, cal, stop, pre, crossover }
 }
 
 fn rate_name(b: f64) -> String {
@@ -185,9 +193,13 @@ pub fn render(p: &Prediction) -> String {
     let q = &p.query;
     let k = &p.knobs;
     let l_ms = p.cal.latency_s * 1000.0;
+    let cell = p.cell(Strategy::PreCopy);
+    let a = cell.write_rate() / cell.appends_per_s();
+    let chunk = super::model::chunk_of_appends(k, a);
+    let chunk_s = chunk / q.bandwidth as f64;
     let mut out = String::new();
     let _ = writeln!(out, "predicted handoff pause (model only, no simulation): a range of {} taking {} of appends over {} links (r = W / B = {:.3})", bytes(q.size), rate_name(q.write_rate as f64), bw_name(q.bandwidth), q.write_rate as f64 / q.bandwidth as f64);
-    let _ = writeln!(out, "knobs: pre-copy threshold θ = {}, round limit {}, leader tick τ = {} ms, message time L = {l_ms:.1} ms, chunk overhead c = {:.1} ms per {} ms chunk, fsync s = {} ms", bytes(k.precopy_threshold_bytes), k.precopy_max_rounds, k.manager_tick_ms, p.cal.chunk_s * 1000.0, partmap::store::CHUNK_TARGET_MS, k.disk_sync_ms);
+    let _ = writeln!(out, "knobs: pre-copy threshold θ = {}, round limit {}, leader tick τ = {} ms, message time L = {l_ms:.1} ms, chunk overhead c = {:.1} ms per chunk, a chunk Δ = {:.1} ms of link ({} appends of {} each; the simulation's {:.0} appends/s for this cell), fsync s = {} ms", bytes(k.precopy_threshold_bytes), k.precopy_max_rounds, k.manager_tick_ms, p.cal.chunk_s * 1000.0, chunk_s * 1000.0, (chunk / a.max(1.0)).round(), bytes(a as u64), cell.appends_per_s(), k.disk_sync_ms);
     let _ = writeln!(out, "request to pause: {:.0} ms (1.5τ + 16L + 3s), during which the range grows to {}", request_to_pause_s(k, p.cal, false) * 1000.0, bytes(p.stop.tail_bytes as u64));
     let _ = writeln!(out);
     let _ = writeln!(out, "stop-and-copy: pause {}; copies {} during the pause, nothing before", time_name(p.stop.pause_ms), bytes(p.stop.tail_bytes as u64));
@@ -239,7 +251,7 @@ pub fn verify_scenario(p: &Prediction, st: Strategy, o: &Overrides) -> Result<Sc
 }
 
 /// One seed of `--verify`: the seed, its committed move's figures, why it failed its checkers.
-type SeedRun = (u64, Option<Measured>, Option<String>);
+type SeedRun = (u64, Result<Measured, Measured>, Option<String>);
 
 /// Run seeds `0..n` of both strategies of `p`'s cell on `jobs` threads and print measured
 /// against predicted: mean ± standard error, p50, p99 (only where n >= 100, else the max of n),
@@ -268,7 +280,7 @@ pub fn verify(p: &Prediction, o: &Overrides, n: u64, jobs: usize) -> Result<Stri
         });
         let mut runs = runs.into_inner().expect("verify lock");
         runs.sort_by_key(|r| r.0);
-        let got: Vec<&Measured> = runs.iter().filter_map(|r| r.1.as_ref()).collect();
+        let got: Vec<&Measured> = runs.iter().filter_map(|r| r.1.as_ref().ok()).collect();
         let failed: Vec<&String> = runs.iter().filter_map(|r| r.2.as_ref()).collect();
         let none = runs.len() - got.len();
         if got.is_empty() {
