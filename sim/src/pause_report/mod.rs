@@ -168,7 +168,7 @@ impl Cell {
             "topology": { "servers": 3, "managers": 2, "frontends": 2, "clients": CLIENTS, "initial_ranges": 1 },
             "knobs": { "bandwidth_bytes_per_s": self.bandwidth },
             "workload": { "start_s": self.start_s(), "duration_s": self.window_s() as u64, "ops_per_s": self.appends_per_s(), "read_fraction": 0.0, "record_bytes": RECORD_BYTES, "bulk_bytes": bulk, "preload_bytes": self.size, "key_skew": 0.0 },
-            "moves": { "strategy": self.strategy.name(), "precopy_threshold_bytes": PRECOPY_THRESHOLD_BYTES, "precopy_max_rounds": PRECOPY_MAX_ROUNDS },
+            "moves": { "strategy": self.strategy.name(), "precopy_threshold_bytes": PRECOPY_THRESHOLD_BYTES, "precopy_max_rounds": PRECOPY_MAX_ROUNDS, "cutover_budget_ms": 0, "cutover_timeout_ms": 0 },
             "faults": {
                 "random": if self.faults { serde_json::json!({}) } else { serde_json::Value::Null },
                 "schedule": [{ "at_ms": self.start_s() * 1000, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }],
