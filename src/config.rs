@@ -40,6 +40,15 @@ pub struct Knobs {
     pub precopy_threshold_bytes: u64,
     /// Pre-copy stops after this many rounds (at least 1), whatever the tail.
     pub precopy_max_rounds: u32,
+    /// The cutover rule's pause budget, ms (0: no budget). Pre-copy pauses the source only
+    /// when the tail it predicts (the last round's bytes over the bandwidth) fits in it; it
+    /// keeps copying while a round is over it, up to `precopy_max_rounds`, and otherwise
+    /// aborts the move without pausing (see DESIGN.md, the cutover rule).
+    pub cutover_budget_ms: u64,
+    /// A move whose source this leader has seen paused for longer than this, ms, is rolled
+    /// back (aborted, the range reopened at the source); 0: never. Counted from the first
+    /// round of this leader's term that found it paused.
+    pub cutover_timeout_ms: u64,
     /// Move ranges from the server with the most to the one with the fewest when they differ
     /// by two or more.
     pub balance: bool,
@@ -102,6 +111,8 @@ impl Default for Knobs {
             strategy: crate::map::Strategy::PreCopy,
             precopy_threshold_bytes: 4096,
             precopy_max_rounds: 4,
+            cutover_budget_ms: 2000,
+            cutover_timeout_ms: 120_000,
             balance: false,
             max_concurrent_moves: 1,
             split_ops_per_s: 0.0,

@@ -87,6 +87,9 @@ struct Limits {
     store_timeout_ms: u64,
     precopy_threshold_bytes: u64,
     precopy_max_rounds: u32,
+    bandwidth_bytes_per_s: u64,
+    cutover_budget_ms: u64,
+    cutover_timeout_ms: u64,
     merge_from_stale_view: bool,
     split_seals_one_short: bool,
 }
@@ -98,6 +101,9 @@ impl Limits {
             store_timeout_ms: knobs.store_timeout_ms,
             precopy_threshold_bytes: knobs.precopy_threshold_bytes,
             precopy_max_rounds: knobs.precopy_max_rounds,
+            bandwidth_bytes_per_s: knobs.bandwidth_bytes_per_s,
+            cutover_budget_ms: knobs.cutover_budget_ms,
+            cutover_timeout_ms: knobs.cutover_timeout_ms,
             merge_from_stale_view: knobs.mutated(Mutation::MergeFromStaleView),
             split_seals_one_short: knobs.mutated(Mutation::SplitSealsOneShort),
         }
@@ -107,11 +113,30 @@ impl Limits {
     fn drain_ms(&self) -> u64 {
         2 * self.store_timeout_ms + self.rpc_timeout_ms
     }
+
+    /// The bytes the link sends within the pause budget (`None`: no budget).
+    fn budget_bytes(&self) -> Option<u64> {
+        (self.cutover_budget_ms > 0).then(|| (self.bandwidth_bytes_per_s as u128 * self.cutover_budget_ms as u128 / 1000).min(u64::MAX as u128) as u64)
+    }
+
+    /// The threshold pre-copy asks of the target: the configured one, or the budget's bytes
+    /// when that is smaller, so rounds go on while a round's copy would not fit the budget.
+    fn precopy_threshold(&self) -> u64 {
+        self.budget_bytes().map_or(self.precopy_threshold_bytes, |b| b.min(self.precopy_threshold_bytes))
+    }
+
+    /// The pause the cutover rule predicts for a tail like the last round, ms: its bytes over
+    /// the bandwidth (the next round's writes are about what the last one copied).
+    fn predicted_tail_ms(&self, last_round_bytes: u64) -> u64 {
+        (last_round_bytes as u128 * 1000 / self.bandwidth_bytes_per_s.max(1) as u128) as u64
+    }
 }
 
 /// Where a planned move stands in this round.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MovePhase {
+    /// Stop-and-copy: ask the target for a load report, to know it is alive before pausing.
+    CheckingTarget,
     /// A pre-copy round at the target.
     PreCopying,
     /// Committing `PauseMove` to the journal.
@@ -144,6 +169,8 @@ pub struct MoveFlow {
     limits: Limits,
     /// Finish calls answered `InProgress` in this round so far.
     finish_polls: u32,
+    /// Since when (ms, the leader's clock) this leader has seen the move paused.
+    paused_since_ms: Option<u64>,
     /// Where it stands.
     pub phase: MovePhase,
 }
@@ -164,12 +191,19 @@ impl MoveFlow {
         let target = RangeRow { owner: Some(t.to.0), owner_session: t.to.1, epoch: t.epoch, state: RangeState::Preparing, ..row.clone() };
         let phase = match (&t.phase, t.strategy) {
             (TransferPhase::Copying, Strategy::PreCopy) => MovePhase::PreCopying,
-            (TransferPhase::Copying, Strategy::StopAndCopy) => MovePhase::JournalingPause,
+            (TransferPhase::Copying, Strategy::StopAndCopy) => MovePhase::CheckingTarget,
             (TransferPhase::Paused, _) => MovePhase::Pausing,
             (TransferPhase::Aborted(_), _) => MovePhase::Done,
         };
         let lineage = row_lineage(map, row);
-        MoveFlow { t: t.clone(), target, lineage, leader_epoch, limits: Limits::of(knobs), finish_polls: 0, phase }
+        MoveFlow { t: t.clone(), target, lineage, leader_epoch, limits: Limits::of(knobs), finish_polls: 0, paused_since_ms: None, phase }
+    }
+
+    /// The same flow, told since when (ms, the leader's clock) this leader has seen the move
+    /// paused: past `cutover_timeout_ms` from then, the flow rolls the move back.
+    pub fn paused_since(mut self, since_ms: Option<u64>) -> Self {
+        self.paused_since_ms = since_ms;
+        self
     }
 
     fn pause(&mut self) -> Step {
@@ -196,12 +230,35 @@ impl MoveFlow {
 }
 
 impl Flow for MoveFlow {
-    fn next(&mut self, reply: Option<Reply>, _now_ms: u64) -> Step {
+    fn next(&mut self, reply: Option<Reply>, now_ms: u64) -> Step {
         let l = &self.limits;
         match (self.phase.clone(), reply) {
+            // The cutover timeout: a move this leader has seen paused for too long is rolled
+            // back (the planner reopens the range at the source at a newer epoch, whose fence
+            // outranks anything the target may still do at the transfer's epoch).
+            (MovePhase::Pausing, None) if l.cutover_timeout_ms > 0 && self.paused_since_ms.is_some_and(|s| now_ms.saturating_sub(s) > l.cutover_timeout_ms) => {
+                let waited = now_ms.saturating_sub(self.paused_since_ms.unwrap_or(now_ms));
+                self.abort(format!("paused for {waited} ms, past the cutover timeout of {} ms", l.cutover_timeout_ms), false)
+            }
+            (MovePhase::CheckingTarget, None) => Step::Call { to: Peer::Server(self.t.to.0), msg: Msg::GetLoad { leader_epoch: self.leader_epoch }, timeout_ms: l.rpc_timeout_ms },
+            // The target answered: it is alive, pause. Silent: no pause this round (the
+            // planner aborts the move once the target's session expires).
+            (MovePhase::CheckingTarget, Some(Reply::Answer(Msg::Load { .. }))) => {
+                self.phase = MovePhase::JournalingPause;
+                Step::Commit(MapOp::PauseMove { range: self.t.range })
+            }
+            (MovePhase::CheckingTarget, Some(_)) => self.done(),
             (MovePhase::PreCopying, None) => {
-                let msg = Msg::PreCopy { row: Box::new(self.target.clone()), threshold_bytes: l.precopy_threshold_bytes, max_rounds: l.precopy_max_rounds, leader_epoch: self.leader_epoch };
+                let msg = Msg::PreCopy { row: Box::new(self.target.clone()), threshold_bytes: l.precopy_threshold(), max_rounds: l.precopy_max_rounds, leader_epoch: self.leader_epoch };
                 Step::Call { to: Peer::Server(self.t.to.0), msg, timeout_ms: l.store_timeout_ms + l.rpc_timeout_ms }
+            }
+            // The cutover rule: pause only if the predicted tail fits the budget. The target
+            // is ready once a round fits (the threshold it was given is at most the budget's
+            // bytes) or at the round limit; at the limit with a round still over the budget,
+            // abort the move before any pause.
+            (MovePhase::PreCopying, Some(Reply::Answer(Msg::PreCopied { result: Ok(p) }))) if p.ready && l.cutover_budget_ms > 0 && l.predicted_tail_ms(p.last_round_bytes) > l.cutover_budget_ms => {
+                let why = format!("pre-copy's tail would pause writes about {} ms after {} rounds, over the cutover budget of {} ms", l.predicted_tail_ms(p.last_round_bytes), p.rounds, l.cutover_budget_ms);
+                self.abort(why, false)
             }
             (MovePhase::PreCopying, Some(Reply::Answer(Msg::PreCopied { result: Ok(p) }))) if p.ready => {
                 self.phase = MovePhase::JournalingPause;
@@ -526,7 +583,7 @@ mod tests {
         let map = PartitionMap::default();
         let mut flow = MoveFlow::new(&t, &r, &map, 3, &knobs());
         let replies = vec![
-            Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 1, bytes: 6, ready: true }) }),
+            Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 1, bytes: 6, last_round_bytes: 6, ready: true }) }),
             Reply::Committed(true),
             Reply::Answer(Msg::PausedAt { result: Ok(digest(2, 13)) }),
             Reply::Answer(Msg::MoveFinished { result: Ok(()) }),
@@ -552,10 +609,55 @@ mod tests {
     #[test]
     fn handoff_move_waits_for_pre_copy_and_stops_on_a_refused_pause() {
         let (t, r, map) = (transfer(Strategy::PreCopy, TransferPhase::Copying), row(1, 1, 1, "", None), PartitionMap::default());
-        let not_ready = Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 1, bytes: 6, ready: false }) });
+        let not_ready = Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 1, bytes: 6, last_round_bytes: 6, ready: false }) });
         assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), vec![not_ready]), ["> call server-2 pre_copy (1500 ms)", "done"]);
         let t = transfer(Strategy::StopAndCopy, TransferPhase::Copying);
-        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), vec![Reply::Committed(false)]), ["> commit PauseMove", "done"]);
+        let alive = Reply::Answer(Msg::Load { ranges: Vec::new() });
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), vec![alive, Reply::Committed(false)]), ["> call server-2 get_load (500 ms)", "> commit PauseMove", "done"]);
+    }
+
+    /// Stop-and-copy asks the target for a load report before it pauses the source: a silent
+    /// target means no pause this round.
+    #[test]
+    fn handoff_stop_and_copy_pauses_only_once_the_target_answered() {
+        let (t, r, map) = (transfer(Strategy::StopAndCopy, TransferPhase::Copying), row(1, 1, 1, "", None), PartitionMap::default());
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &knobs()), vec![Reply::NoAnswer]), ["> call server-2 get_load (500 ms)", "done"]);
+    }
+
+    /// The cutover rule: the target is asked for rounds down to the budget's bytes (here 2 s of
+    /// a 1000 B/s link: 2000 bytes, below the 4096-byte threshold); a ready answer whose last
+    /// round still takes longer than the budget (the round limit reached) aborts the move
+    /// before any pause; one that fits pauses.
+    #[test]
+    fn handoff_pre_copy_aborts_unpaused_when_its_tail_would_outlast_the_budget() {
+        let (t, r, map) = (transfer(Strategy::PreCopy, TransferPhase::Copying), row(1, 1, 1, "", None), PartitionMap::default());
+        let k = Knobs { cutover_budget_ms: 2000, ..knobs() };
+        let mut flow = MoveFlow::new(&t, &r, &map, 3, &k);
+        let Step::Call { msg: Msg::PreCopy { threshold_bytes, .. }, .. } = flow.next(None, 0) else { panic!("pre-copy first") };
+        assert_eq!(threshold_bytes, 2000);
+        let over = Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 4, bytes: 20_000, last_round_bytes: 2500, ready: true }) });
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &k), vec![over, Reply::Committed(true)]), ["> call server-2 pre_copy (1500 ms)", "> commit AbortMove", "done"]);
+        let fits = Reply::Answer(Msg::PreCopied { result: Ok(CopyProgress { rounds: 2, bytes: 9000, last_round_bytes: 1900, ready: true }) });
+        assert_eq!(transcript(&mut MoveFlow::new(&t, &r, &map, 3, &k), vec![fits, Reply::Committed(false)]), ["> call server-2 pre_copy (1500 ms)", "> commit PauseMove", "done"]);
+        // No budget: the configured threshold, and the tail is not judged.
+        let k0 = Knobs { cutover_budget_ms: 0, ..knobs() };
+        let Step::Call { msg: Msg::PreCopy { threshold_bytes, .. }, .. } = MoveFlow::new(&t, &r, &map, 3, &k0).next(None, 0) else { panic!("pre-copy first") };
+        assert_eq!(threshold_bytes, 4096);
+    }
+
+    /// The cutover timeout: a move this leader has seen paused for longer than the timeout is
+    /// rolled back at the start of its round; within the timeout it goes on.
+    #[test]
+    fn handoff_paused_move_past_the_cutover_timeout_rolls_back() {
+        let (t, r, map) = (transfer(Strategy::StopAndCopy, TransferPhase::Paused), row(1, 1, 1, "", None), PartitionMap::default());
+        let k = Knobs { cutover_timeout_ms: 1000, ..knobs() };
+        // transcript() runs at 1234 ms: seen paused since 200 ms is 1034 ms, past 1000.
+        let mut late = MoveFlow::new(&t, &r, &map, 3, &k).paused_since(Some(200));
+        assert_eq!(transcript(&mut late, vec![Reply::Committed(true)]), ["> commit AbortMove", "done"]);
+        let mut early = MoveFlow::new(&t, &r, &map, 3, &k).paused_since(Some(300));
+        assert_eq!(transcript(&mut early, vec![Reply::NoAnswer]), ["> call server-1 pause (2500 ms)", "done"]);
+        let mut off = MoveFlow::new(&t, &r, &map, 3, &Knobs { cutover_timeout_ms: 0, ..knobs() }).paused_since(Some(0));
+        assert_eq!(transcript(&mut off, vec![Reply::NoAnswer]), ["> call server-1 pause (2500 ms)", "done"]);
     }
 
     #[test]

@@ -293,6 +293,9 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
     let knobs = Rc::new(knobs);
     // Mutation `new-leader-ignores-journal`: the journal entries found when a term began.
     let mut inherited: (u64, BTreeSet<RangeId>) = (0, BTreeSet::new());
+    // Since when (this node's clock, ms) this manager's term has seen each move paused: the
+    // cutover timeout counts from there.
+    let mut paused_seen: (u64, BTreeMap<RangeId, u64>) = (0, BTreeMap::new());
     let mut last_term = 0;
     loop {
         let sent = now_us();
@@ -301,13 +304,13 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
             Ok(Msg::LeaderLease { epoch: Some(leader_epoch), .. }) => {
                 last_term = leader_epoch;
                 let valid_until = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
-                lead_once(&rpc, &knobs, n, leader_epoch, valid_until, &mut inherited).await;
+                lead_once(&rpc, &knobs, n, leader_epoch, valid_until, &mut inherited, &mut paused_seen).await;
             }
             // Mutation `authority-skips-leader-epoch`: a deposed leader keeps acting on its old
             // term, trusting it without end (KAFKA-6082's old controller); only the authority's
             // epoch comparison could stop its writes, and it is off too.
             Ok(Msg::LeaderLease { epoch: None, .. }) if last_term > 0 && knobs.mutated(Mutation::AuthoritySkipsLeaderEpoch) => {
-                lead_once(&rpc, &knobs, n, last_term, u64::MAX, &mut inherited).await;
+                lead_once(&rpc, &knobs, n, last_term, u64::MAX, &mut inherited, &mut paused_seen).await;
             }
             _ => {}
         }
@@ -357,7 +360,7 @@ impl Renewer {
 /// One round as leader: read, plan, commit, open, drive moves. Stops early once the lease is
 /// no longer trusted; anything it writes carries `leader_epoch`, which the authority checks.
 /// The lease is renewed in the background meanwhile ([`Renewer`]).
-async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: u64, inherited: &mut (u64, BTreeSet<RangeId>)) {
+async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoch: u64, valid_until_us: u64, inherited: &mut (u64, BTreeSet<RangeId>), paused_seen: &mut (u64, BTreeMap<RangeId, u64>)) {
     let valid_until = Rc::new(Cell::new(valid_until_us));
     // `u64::MAX`: mutation `authority-skips-leader-epoch`'s deposed leader, which trusts its
     // old term without end; renewing would only end it.
@@ -366,6 +369,16 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
     let ignore_inherited = knobs.mutated(Mutation::NewLeaderIgnoresJournal);
     if ignore_inherited && inherited.0 != leader_epoch {
         *inherited = (leader_epoch, map.transfers.keys().chain(map.reshapes.keys()).copied().collect());
+    }
+    if paused_seen.0 != leader_epoch {
+        *paused_seen = (leader_epoch, BTreeMap::new());
+    }
+    let now = crate::seam::now_ms();
+    paused_seen.1.retain(|r, _| map.transfers.get(r).is_some_and(|t| t.phase == TransferPhase::Paused));
+    for (r, t) in &map.transfers {
+        if t.phase == TransferPhase::Paused {
+            paused_seen.1.entry(*r).or_insert(now);
+        }
     }
     let reshaping = knobs.split_ops_per_s > 0.0 || knobs.merge_ops_per_s > 0.0;
     let loads = if reshaping { collect_loads(rpc, knobs, &sessions, &map, leader_epoch).await } else { BTreeMap::new() };
@@ -405,7 +418,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
     }
     for t in p.moves {
         let Some(row) = map.rows.get(&t.range) else { continue };
-        if leader.drive(&mut MoveFlow::new(&t, row, &map, leader_epoch, knobs)).await.is_none() {
+        if leader.drive(&mut MoveFlow::new(&t, row, &map, leader_epoch, knobs).paused_since(paused_seen.1.get(&t.range).copied())).await.is_none() {
             leader.stopped.set(true);
             break;
         }

@@ -130,6 +130,8 @@ pub struct CopyProgress {
     pub rounds: u32,
     /// Payload bytes copied so far.
     pub bytes: u64,
+    /// Payload bytes the last round copied (what the cutover rule predicts the tail by).
+    pub last_round_bytes: u64,
     /// Whether pre-copy is done (the last round was under the threshold, or the round limit
     /// was reached): the source may be paused.
     pub ready: bool,

@@ -685,7 +685,7 @@ impl ServerCore {
         }
         let ready = copy.rounds >= 1 && (copy.last_round_bytes <= threshold_bytes || copy.rounds >= max_rounds.max(1));
         if ready || copy.busy {
-            return Ok(Err(CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), ready }));
+            return Ok(Err(CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), last_round_bytes: copy.last_round_bytes, ready }));
         }
         copy.busy = true;
         Ok(Ok(copy.records.len() as u64))
@@ -695,7 +695,7 @@ impl ServerCore {
     pub fn finish_copy_round(&mut self, row: &RangeRow, from: u64, records: Option<Vec<Record>>) -> CopyProgress {
         let me = self.id;
         let Some(copy) = self.copies.get_mut(&row.id).filter(|c| c.row.epoch == row.epoch) else {
-            return CopyProgress { rounds: 0, bytes: 0, ready: false };
+            return CopyProgress { rounds: 0, bytes: 0, last_round_bytes: 0, ready: false };
         };
         copy.busy = false;
         if let Some(records) = records.filter(|_| copy.records.len() as u64 == from) {
@@ -705,7 +705,7 @@ impl ServerCore {
             copy.last_round_bytes = round;
             emit(Event::Precopied { server: me, range: row.id, epoch: row.epoch, round: copy.rounds, bytes: round });
         }
-        CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), ready: false }
+        CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), last_round_bytes: copy.last_round_bytes, ready: false }
     }
 
     /// Start finishing a move to this server: `Ok(None)` when already serving `row` (a

@@ -329,6 +329,35 @@ enum Command {
         /// `pre-copy,64MiB,0.05,100MiB`.
         #[arg(long)]
         cell: Option<String>,
+        /// The model only, no simulation: predict the pause of a range of SIZE bytes taking
+        /// WRITE_RATE of appends over BANDWIDTH links, per strategy, with the rounds, bytes
+        /// copied, convergence, pre-copy's convergence limit and a recommendation, e.g.
+        /// `1GiB,600MiB/s,1GiB/s` (units B, KiB, MiB, GiB; rates with an optional /s).
+        #[arg(long, conflicts_with_all = ["cell", "quick"])]
+        predict: Option<String>,
+        /// With --predict: also run N seeds of each strategy on that cell (on --jobs threads)
+        /// and print measured against predicted.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u64).range(1..=10000))]
+        verify: Option<u64>,
+        /// With --predict: pre-copy's stop threshold (bytes; units as in --predict), default
+        /// the grid's 16 MiB.
+        #[arg(long, requires = "predict")]
+        threshold: Option<String>,
+        /// With --predict: pre-copy's round limit, default the grid's 8.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u32).range(1..=1000))]
+        max_rounds: Option<u32>,
+        /// With --predict: the leader's tick, ms, default 200.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u64).range(1..=60000))]
+        tick_ms: Option<u64>,
+        /// With --predict (model only, not with --verify): one control message's one-way time,
+        /// ms, default 3 (the mean of the simulation's 1..5 ms draw).
+        #[arg(long, requires = "predict")]
+        latency_ms: Option<f64>,
+        /// Regenerate README.md and the plots in OUT from a committed grid.csv (every seed's
+        /// figures) without running the grid; calibrates the model's constants (about 16 s of
+        /// CPU) and states the source in the header.
+        #[arg(long, conflicts_with_all = ["cell", "predict", "quick"])]
+        from_csv: Option<PathBuf>,
     },
 }
 
@@ -700,8 +729,42 @@ fn main() -> ExitCode {
             print!("{}", summary::render(&merged));
             ExitCode::from(merged.exit_code() as u8)
         }
-        Command::Report { which: _, seeds, jobs, quick, out, cell } => {
+        Command::Report { which: _, seeds, jobs, quick, out, cell, predict, verify, threshold, max_rounds, tick_ms, latency_ms, from_csv } => {
             use partmap_sim::pause_report;
+            if let Some(text) = predict {
+                use pause_report::predict as pr;
+                let query = match pr::parse_query(&text) {
+                    Ok(q) => q,
+                    Err(e) => {
+                        eprintln!("error: --predict: {e}");
+                        return ExitCode::from(64);
+                    }
+                };
+                let threshold = match threshold.map(|t| pr::parse_amount("--threshold", &t, false)).transpose() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(64);
+                    }
+                };
+                if let Some(l) = latency_ms.filter(|l| !(l.is_finite() && *l > 0.0 && *l <= 10_000.0)) {
+                    eprintln!("error: --latency-ms {l}: must be above 0 and at most 10000");
+                    return ExitCode::from(64);
+                }
+                let overrides = pr::Overrides { threshold, max_rounds, tick_ms, latency_ms };
+                let p = pr::predict_query(&query, &overrides);
+                print!("{}", pr::render(&p));
+                if let Some(n) = verify {
+                    match pr::verify(&p, &overrides, n, jobs as usize) {
+                        Ok(text) => print!("{text}"),
+                        Err(e) => {
+                            eprintln!("error: --verify: {e}");
+                            return ExitCode::from(64);
+                        }
+                    }
+                }
+                return ExitCode::SUCCESS;
+            }
             if let Some(text) = cell {
                 return match pause_report::Cell::parse(&text) {
                     Ok(c) => {
@@ -714,12 +777,17 @@ fn main() -> ExitCode {
                     }
                 };
             }
+            let commit = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().filter(|o| o.status.success()).map_or("an unknown commit".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
             let cells = pause_report::grid(quick);
-            eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs (up to {} seeds for a fault-free cell whose mean pause is still noisy)", cells.len(), seeds * pause_report::MAX_SEED_FACTOR);
-            let progress = |done: usize, of: usize| {
-                if done.is_multiple_of(20) || done == of {
-                    eprintln!("{done}/{of} runs");
-                }
+            let data = match &from_csv {
+                Some(path) => match std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display())).and_then(|t| pause_report::read_csv(&t, &cells)) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        eprintln!("error: --from-csv: {e}");
+                        return ExitCode::from(64);
+                    }
+                },
+                None => None,
             };
             let mut cal = Vec::new();
             for bw in pause_report::BANDWIDTHS {
@@ -731,12 +799,36 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            let results = pause_report::run_grid(&cells, seeds, jobs as usize, &progress);
-            let command = format!("partmap-sim report pause --seeds {seeds}{}{}", if quick { " --quick" } else { "" }, if out != std::path::Path::new("reports/pause") { format!(" --out {}", out.display()) } else { String::new() });
-            let doc = pause_report::markdown(&results, &cal, &command, seeds);
+            let (results, provenance) = match data {
+                Some(results) => {
+                    let path = from_csv.as_ref().expect("read above");
+                    let data_commit = std::process::Command::new("git").args(["log", "-1", "--format=%h", "--"]).arg(path).output().ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).filter(|c| !c.is_empty()).unwrap_or_else(|| "an uncommitted file".into());
+                    let first_version = std::fs::read_to_string(path).is_ok_and(|t| !t.lines().next().unwrap_or("").contains(",committed,"));
+                    let caveat = if first_version {
+                        " That grid.csv is the first version's: it holds only the seeds whose move committed while the clients wrote (seeds without one, and the seed whose pause began after the window, were left out of it), and it lacks the appends failed and shed, the aborted pauses and each seed's sizes; those columns read as 0 and the per-seed model as `-` here, and \"no seed dropped\" holds only once the grid is run again."
+                    } else {
+                        ""
+                    };
+                    let text = format!("Regenerated by `partmap-sim report pause --from-csv {}` at commit {commit}, no simulation run, from the seeds in that grid.csv as last committed at {data_commit} (the model calibrated anew).{caveat}", path.display());
+                    (results, text)
+                }
+                None => {
+                    eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs (up to {} seeds for a fault-free cell whose mean pause is still noisy)", cells.len(), seeds * pause_report::MAX_SEED_FACTOR);
+                    let progress = |done: usize, of: usize| {
+                        if done.is_multiple_of(20) || done == of {
+                            eprintln!("{done}/{of} runs");
+                        }
+                    };
+                    let results = pause_report::run_grid(&cells, seeds, jobs as usize, &progress);
+                    let command = format!("partmap-sim report pause --seeds {seeds} --jobs {jobs}{}{}", if quick { " --quick" } else { "" }, if out != std::path::Path::new("reports/pause") { format!(" --out {}", out.display()) } else { String::new() });
+                    let text = format!("Generated by `{command}` at commit {commit} ({seeds} seeds per cell; a fault-free cell runs further batches of {seeds}, up to {} in all, until the standard error of its mean server pause is at most {:.1}% of the mean).", seeds * pause_report::MAX_SEED_FACTOR, pause_report::TARGET_REL_SE * 100.0);
+                    (results, text)
+                }
+            };
+            let doc = pause_report::markdown(&results, &cal, &provenance);
             let written = std::fs::create_dir_all(&out)
                 .and_then(|_| std::fs::write(out.join("README.md"), &doc))
-                .and_then(|_| std::fs::write(out.join("grid.csv"), pause_report::csv(&results)))
+                .and_then(|_| if from_csv.is_none() { std::fs::write(out.join("grid.csv"), pause_report::csv(&results)) } else { Ok(()) })
                 .map_err(|e| e.to_string())
                 .and_then(|_| pause_report::plots(&results, &cal, &out));
             if let Err(e) = written {

@@ -224,6 +224,13 @@ pub struct Moves {
     pub precopy_threshold_bytes: u64,
     /// Pre-copy stops after this many rounds whatever the tail. 1..=100, default 4.
     pub precopy_max_rounds: u32,
+    /// The cutover rule's pause budget, ms: pre-copy pauses only when its predicted tail (the
+    /// last round over the bandwidth) fits, keeps copying up to the round limit while it does
+    /// not, and then aborts the move unpaused. 0 (no budget) or 1..=3600000, default 2000.
+    pub cutover_budget_ms: u64,
+    /// A move paused for longer than this (as the leader saw it) is rolled back. 0 (never) or
+    /// 1000..=3600000, default 120000.
+    pub cutover_timeout_ms: u64,
     /// The leader moves a range from the server with the most ranges to the one with the
     /// fewest when they differ by two or more. Default false.
     pub balance: bool,
@@ -278,6 +285,8 @@ impl Default for Moves {
             strategy: "pre-copy".into(),
             precopy_threshold_bytes: 4096,
             precopy_max_rounds: 4,
+            cutover_budget_ms: 2000,
+            cutover_timeout_ms: 120_000,
             balance: false,
             max_concurrent: 1,
             requests_per_min: [0.0, 0.0],
@@ -1051,6 +1060,12 @@ impl Scenario {
         }
         in_range("moves.precopy_threshold_bytes", m.precopy_threshold_bytes, 0, 1 << 30)?;
         in_range("moves.precopy_max_rounds", m.precopy_max_rounds, 1, 100)?;
+        if m.cutover_budget_ms != 0 {
+            in_range("moves.cutover_budget_ms", m.cutover_budget_ms, 1, 3_600_000).map_err(|e| format!("{e} (or 0: no budget)"))?;
+        }
+        if m.cutover_timeout_ms != 0 {
+            in_range("moves.cutover_timeout_ms", m.cutover_timeout_ms, 1000, 3_600_000).map_err(|e| format!("{e} (or 0: never)"))?;
+        }
         in_range("moves.max_concurrent", m.max_concurrent, 0, 64)?;
         ordered_pair("moves.requests_per_min", m.requests_per_min, 0.0, 600.0)?;
         // The leader accepts a move request and queues it, but starts at most max_concurrent
@@ -1357,6 +1372,8 @@ impl Scenario {
             strategy: partmap::map::Strategy::parse(&self.moves.strategy).unwrap_or(partmap::map::Strategy::PreCopy),
             precopy_threshold_bytes: self.moves.precopy_threshold_bytes,
             precopy_max_rounds: self.moves.precopy_max_rounds,
+            cutover_budget_ms: self.moves.cutover_budget_ms,
+            cutover_timeout_ms: self.moves.cutover_timeout_ms,
             balance: self.moves.balance,
             max_concurrent_moves: self.moves.max_concurrent,
             split_ops_per_s: self.splits.split_ops_per_s,

@@ -406,3 +406,30 @@ fn cli_bad_seed_says_what_a_seed_is_and_help_lists_the_mutations() {
         }
     }
 }
+
+/// `report pause --predict` answers from the model alone: both strategies, the convergence
+/// limit and a recommendation for the review's example; bad parts are named and exit 64; a
+/// rate above the convergence limit is an answer.
+#[test]
+fn cli_report_pause_predict_answers_and_names_bad_parts() {
+    let (code, out, err) = sim(&["report", "pause", "--predict", "1GiB,600MiB/s,1GiB/s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for want in ["stop-and-copy: pause ", "pre-copy:      pause ", "convergence limit: W_max = ", "is above it", "recommendation: "] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+    for (arg, named) in [
+        ("1GiB,600MiB/s", "bandwidth is missing"),
+        ("1GB,600MiB/s,1GiB/s", "size `1GB`: unit `GB`"),
+        ("1GiB,-1MiB/s,1GiB/s", "write rate `-1MiB/s` must be above 0"),
+        ("1GiB,600MiB/s,0/s", "bandwidth `0/s` must be above 0"),
+        ("1GiB,1GiB/s,1GiB/s", "write rate `1GiB/s` is at or above the bandwidth"),
+        ("1GiB,fast,1GiB/s", "write rate `fast`: unit `fast`"),
+    ] {
+        let (code, out, err) = sim(&["report", "pause", "--predict", arg]);
+        assert_eq!(code, 64, "{arg}: {out}{err}");
+        assert!(err.contains(named) && !err.contains("panicked"), "{arg}: {err}");
+    }
+    let (code, _, err) = sim(&["report", "pause", "--predict", "1GiB,6MiB/s,1GiB/s", "--threshold", "1GiB/s"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--threshold `1GiB/s` is a rate"), "{err}");
+}

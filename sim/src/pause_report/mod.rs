@@ -19,13 +19,21 @@ use crate::run::{run_seed, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
 use partmap::event::Event as Sys;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-const KIB: u64 = 1024;
-const MIB: u64 = 1024 * KIB;
-const GIB: u64 = 1024 * MIB;
+mod model;
+pub mod predict;
+mod render;
+
+pub use render::{convergence_limit, crossover, csv, markdown, plots, read_csv};
+
+pub use model::{calibrate, floor_ms, model, model_crossover, Calibration, Model, CALIBRATION_SEEDS};
+use model::{calibration_at, transfer_s};
+
+pub(crate) const KIB: u64 = 1024;
+pub(crate) const MIB: u64 = 1024 * KIB;
+pub(crate) const GIB: u64 = 1024 * MIB;
 
 /// Appends per second into the range (all clients together) in a short cell; each carries
 /// `W / appends per s` bytes, mostly simulated bulk. Long cells use fewer (see
@@ -160,7 +168,7 @@ impl Cell {
             "topology": { "servers": 3, "managers": 2, "frontends": 2, "clients": CLIENTS, "initial_ranges": 1 },
             "knobs": { "bandwidth_bytes_per_s": self.bandwidth },
             "workload": { "start_s": self.start_s(), "duration_s": self.window_s() as u64, "ops_per_s": self.appends_per_s(), "read_fraction": 0.0, "record_bytes": RECORD_BYTES, "bulk_bytes": bulk, "preload_bytes": self.size, "key_skew": 0.0 },
-            "moves": { "strategy": self.strategy.name(), "precopy_threshold_bytes": PRECOPY_THRESHOLD_BYTES, "precopy_max_rounds": PRECOPY_MAX_ROUNDS },
+            "moves": { "strategy": self.strategy.name(), "precopy_threshold_bytes": PRECOPY_THRESHOLD_BYTES, "precopy_max_rounds": PRECOPY_MAX_ROUNDS, "cutover_budget_ms": 0, "cutover_timeout_ms": 0 },
             "faults": {
                 "random": if self.faults { serde_json::json!({}) } else { serde_json::Value::Null },
                 "schedule": [{ "at_ms": self.start_s() * 1000, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }],
@@ -239,210 +247,6 @@ pub fn grid(quick: bool) -> Vec<Cell> {
     out
 }
 
-/// The first-order model of a handoff's pause, with this leader's round structure.
-///
-/// Symbols: `B` bandwidth (bytes/s), `W` write rate into the range, `a = W / appends per s` one
-/// append's bytes, `L` one control message's one-way time and `c` one further chunk's overhead
-/// (both measured, [`calibrate`]), `τ` the
-/// leader's sleep between rounds (`manager_tick_ms`), `s` one fsync (`disk_sync_ms`), `T` the
-/// leader's wait for a pre-copy round (store timeout + request timeout).
-///
-/// - **Transfers** go a chunk at a time (`partmap::store::chunk_budget`, 50 ms of link each):
-///   `x(V) = V / B + (chunks − 1) c`; below, `V / B` stands for `x(V)`.
-/// - **Cutover (both strategies).** The leader's pause reaches the source (`L`, the pause
-///   begins); the source drains, waiting for the rest of the last admitted append's trip to
-///   the store and back, `T = a / B + 2L + s`: with admissions a Poisson stream at `λ = W / a`,
-///   `D = T − (1 − e^{−λT}) / λ` on average (see `drain_s`); its digest goes back to the leader (`L`), the finish to the target
-///   (`L`), the target's fence to the store (`L`), the store syncs the fence (`s`) and sends
-///   the tail (`L + tail / B`). Pause = `D + 4L + s + tail / B`.
-/// - **Stop-and-copy**: the tail is the whole range at the pause, `S_p`.
-/// - **Pre-copy**: round 0 reads `V_0`, the range at the move's start. A round takes
-///   `c_i = V_i / B + 4L + s`. When the leader waits for it (`c_i < T`), the next read comes
-///   after the copy reaches the target (`V_i / B + L`), its answer (`L`), a tick (`τ`), the
-///   next tick's lease renewal and read of the map and sessions (two round trips, `4L`), the
-///   call (`L`) and the target's read request (`L`): `g_i = V_i / B + τ + 8L`; a longer
-///   round outlasts the call, and the leader polls once a tick, so `g_i = V_i / B + 4L + (τ + 4L)
-///   / 2` on average. `V_{i+1} = W · g_i`. Rounds stop after the first round with
-///   `V_i <= threshold` (converged) or at the round limit. The tail is what arrives between the
-///   last round's read and the pause: `W · (g_n + 3L + s)`: where the next read would come
-///   after the target's read request (`L`), the ready answer (`L`), its journal write at the
-///   authority (`2L + s`) and the pause reaching the source (`L`) come instead. (Measured from
-///   a round's end to the pause, 20 seeds of 1 GiB at r = 0.05 of 1 GiB/s: 251.8 ms, against
-///   `τ + 10L + s` = 250 ms; the model's earlier `τ + 6L` and `2L + s` left out the renewal,
-///   the state read and the target's read request, and its tails came out 8% short.)
-/// - Converges only while `r = W / B < 1`: the rounds approach `W · (τ + 8L) / (1 − r)`, so a
-///   threshold below that is never reached; at `r >= 1` every round copies at least as much as
-///   the last and the round limit decides.
-/// - **Floor**: `D + 4L + s + (bytes written since the last copy) / B`, with the measured tail:
-///   no design copies what it has not copied yet faster than the link.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Model {
-    /// Predicted write pause at the servers, ms.
-    pub pause_ms: f64,
-    /// Predicted pre-copy rounds (0 for stop-and-copy).
-    pub rounds: u32,
-    /// Predicted convergence (a round at or under the threshold within the round limit).
-    pub converged: bool,
-    /// Predicted bytes copied during the pause.
-    pub tail_bytes: f64,
-}
-
-/// The simulated network's effective costs at one bandwidth, measured by [`calibrate`]: the
-/// one-way time of a control message (the configured latency draw, 1..5 ms by default, plus
-/// what the runtime adds per message) and the overhead of each chunk of a transfer after the
-/// first (its request's trip, the store's read and the answer's trip, on top of `bytes / B`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Calibration {
-    /// The bandwidth it was measured at, bytes/s.
-    pub bandwidth: u64,
-    /// `L`, seconds: one control message's one-way time.
-    pub latency_s: f64,
-    /// `c`, seconds: the overhead of one more chunk of a transfer.
-    pub chunk_s: f64,
-}
-
-impl Calibration {
-    /// The nominal figures for `knobs` when nothing was measured: `L` the mean of the default
-    /// latency draw (1..5 ms), 3 ms, and `c = 2L + s`.
-    pub fn nominal(knobs: &partmap::config::Knobs) -> Calibration {
-        let l = 0.003;
-        Calibration { bandwidth: knobs.bandwidth_bytes_per_s, latency_s: l, chunk_s: 2.0 * l + knobs.disk_sync_ms as f64 / 1000.0 }
-    }
-}
-
-/// Seeds of the calibration move. Since the madsim patch (PATCHES.md) `L` is the latency draw
-/// alone (uniform over 1..5 ms, standard deviation 1.15 ms), and one move measures it from three
-/// draws, so one seed's `L` spreads by about 0.67 ms, 22% of its 3 ms mean. 8 seeds left the
-/// mean's standard error at 8% (0.24 ms) and gave 2.64 ms at 1 GiB/s, 1.5 standard errors under
-/// the draw's mean, which every pause's `4L` to `7L` carried into the model (the 1 GiB/s cells
-/// of the quick grid all erred positive, up to +15%). 128 seeds bring the standard error to 2%
-/// (0.06 ms: measured 3.03 and 3.07 ms at 100 MiB/s and 1 GiB/s), under [`TARGET_REL_SE`], the
-/// precision the grid asks of a cell's mean pause, for about 16 s of CPU for both bandwidths.
-pub const CALIBRATION_SEEDS: u64 = 128;
-
-/// Measure `L` and `c` at `bandwidth` from [`CALIBRATION_SEEDS`] stop-and-copy moves of a
-/// range of 4 s of bytes with no writes, each from the protocol step it stands for: from the
-/// source's `drained` to the store's `fence` at the new epoch go three control messages and a
-/// sync (`3L + s`: to the leader, to the target, to the store); from the fence to the target
-/// serving go the last answer and the copy (`L + S / B + (chunks − 1) c`). The means over the
-/// seeds.
-///
-/// Errors: a calibration move did not commit, or its events are missing.
-pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
-    let cell = Cell { strategy: Strategy::StopAndCopy, size: bandwidth * 4, ratio: 0.0, bandwidth, faults: false };
-    let scenario = cell.scenario().map_err(|e| format!("calibration at {bandwidth} B/s: {e}"))?;
-    let knobs = knobs_of(&cell);
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    let chunk = partmap::store::chunk_budget(bandwidth, knobs.store_timeout_ms, 0) as f64;
-    let (mut ls, mut cs) = (Vec::new(), Vec::new());
-    for seed in 0..CALIBRATION_SEEDS {
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: "report pause calibration".into(), mutation: None, trace: false, echo_header: false };
-        let report = run_seed(&opts);
-        let h = report.handoffs.iter().find(|h| h.committed).ok_or_else(|| format!("calibration at {bandwidth} B/s, seed {seed}: the move did not commit"))?;
-        let mut drained = None;
-        let mut fence = None;
-        for e in &report.events {
-            match e.sys() {
-                Some(Sys::Drained { server, range, epoch, .. }) if u64::from(server.0) == h.from && range.0 == h.range && epoch.0 == h.from_epoch => {
-                    drained.get_or_insert(e.t_us);
-                }
-                Some(Sys::Fence { stream, epoch, .. }) if stream.0 == h.range && epoch.0 == h.epoch => {
-                    fence.get_or_insert(e.t_us);
-                }
-                _ => {}
-            }
-        }
-        let (Some(drained), Some(fence)) = (drained, fence) else { return Err(format!("calibration at {bandwidth} B/s, seed {seed}: no drained or fence event for the move")) };
-        let served = h.paused_at_us as f64 / 1e6 + h.server_pause_ms / 1000.0;
-        let l = ((fence.saturating_sub(drained)) as f64 / 1e6 - sync) / 3.0;
-        let chunks = (h.bytes as f64 / chunk).ceil().max(2.0);
-        let c = (served - fence as f64 / 1e6 - l - h.bytes as f64 / bandwidth as f64) / (chunks - 1.0);
-        ls.push(l.max(0.0));
-        cs.push(c.max(0.0));
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    Ok(Calibration { bandwidth, latency_s: mean(&ls), chunk_s: mean(&cs) })
-}
-
-fn calibration_at(cal: &[Calibration], knobs: &partmap::config::Knobs) -> Calibration {
-    cal.iter().find(|c| c.bandwidth == knobs.bandwidth_bytes_per_s).copied().unwrap_or_else(|| Calibration::nominal(knobs))
-}
-
-/// The cutover's fixed part, seconds: `D + 4L + s` (see [`Model`]), for appends of
-/// `append_bytes` arriving at `w / append_bytes` a second.
-fn fixed_s(knobs: &partmap::config::Knobs, l: f64, append_bytes: f64, w: f64) -> f64 {
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    drain_s(knobs, l, append_bytes, w) + 4.0 * l + sync
-}
-
-/// The drain `D`, seconds: the rest of the last admitted append's trip to the store and back,
-/// `T = a / B + 2L + s`. Admissions arrive as a Poisson stream at `λ = W / a`, so the time `A`
-/// since the last one before the pause is exponential and `D = max(0, T − A)`, whose mean is
-/// `T − (1 − e^{−λT}) / λ`: near `T` when appends are dense, near 0 when they are sparse.
-/// (Measured on 40 seeds of a pre-copy cell, 64 MiB at r = 0.05 of 100 MiB/s: 7.2 ms against
-/// 7.4 ms by this formula; the earlier `T / 2` said 6.3 ms.)
-fn drain_s(knobs: &partmap::config::Knobs, l: f64, append_bytes: f64, w: f64) -> f64 {
-    let b = knobs.bandwidth_bytes_per_s as f64;
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    let trip = append_bytes / b + 2.0 * l + sync;
-    let lambda = if append_bytes > 0.0 { w / append_bytes } else { 0.0 };
-    if lambda <= 0.0 {
-        return 0.0;
-    }
-    trip - (1.0 - (-lambda * trip).exp()) / lambda
-}
-
-/// The model's figures for `cell` (see [`Model`]) with `l` the one-way message time
-/// ([`Calibration`]) and `w` the write rate into the range (bytes/s): `start_bytes` is the range at the move's
-/// start (pre-copy's `V_0`), `pause_bytes` the range at the pause (stop-and-copy's `S_p`).
-pub fn model(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, start_bytes: f64, pause_bytes: f64) -> Model {
-    let l = cal.latency_s;
-    let tau = knobs.manager_tick_ms as f64 / 1000.0;
-    let sync = knobs.disk_sync_ms as f64 / 1000.0;
-    let wait_s = (knobs.store_timeout_ms + knobs.rpc_timeout_ms) as f64 / 1000.0;
-    let fixed = fixed_s(knobs, l, cell.write_rate() / cell.appends_per_s(), w);
-    let xfer = |v: f64| transfer_s(knobs, cal, v);
-    let gap = |v: f64| {
-        if xfer(v) + 4.0 * l + sync < wait_s {
-            xfer(v) + tau + 8.0 * l
-        } else {
-            xfer(v) + 4.0 * l + (tau + 4.0 * l) / 2.0
-        }
-    };
-    match cell.strategy {
-        Strategy::StopAndCopy => Model { pause_ms: 1000.0 * (fixed + xfer(pause_bytes)), rounds: 0, converged: true, tail_bytes: pause_bytes },
-        Strategy::PreCopy => {
-            let threshold = knobs.precopy_threshold_bytes as f64;
-            let mut v = start_bytes;
-            let mut rounds = 1;
-            let mut converged = v <= threshold;
-            while !converged && rounds < knobs.precopy_max_rounds {
-                v = w * gap(v);
-                rounds += 1;
-                converged = v <= threshold;
-            }
-            let tail = w * (gap(v) + 3.0 * l + sync);
-            Model { pause_ms: 1000.0 * (fixed + xfer(tail)), rounds, converged, tail_bytes: tail }
-        }
-    }
-}
-
-/// Seconds to send `v` bytes from the store in chunks: `v / B`, plus the calibrated overhead
-/// `c` (about a round trip, `2L + s`) for every chunk after the first (whose trip the
-/// cutover's fixed part counts). A chunk is
-/// what the link sends in `partmap::store::CHUNK_TARGET_MS`.
-fn transfer_s(knobs: &partmap::config::Knobs, cal: Calibration, v: f64) -> f64 {
-    let b = knobs.bandwidth_bytes_per_s as f64;
-    let chunk = partmap::store::chunk_budget(knobs.bandwidth_bytes_per_s, knobs.store_timeout_ms, 0) as f64;
-    let chunks = (v / chunk).ceil().max(1.0);
-    v / b + (chunks - 1.0) * cal.chunk_s
-}
-
-/// The floor under any strategy for a measured tail, ms (see [`Model`]), at write rate `w`.
-pub fn floor_ms(cell: &Cell, knobs: &partmap::config::Knobs, cal: Calibration, w: f64, tail_bytes: f64) -> f64 {
-    1000.0 * (fixed_s(knobs, cal.latency_s, cell.write_rate() / cell.appends_per_s(), w) + transfer_s(knobs, cal, tail_bytes))
-}
-
 /// What one seed of a cell measured.
 #[derive(Clone, Debug, Default)]
 pub struct Measured {
@@ -471,6 +275,19 @@ pub struct Measured {
     pub first_round_us: Option<u64>,
     /// When the source paused, µs.
     pub paused_at_us: u64,
+    /// The pause began after the clients' window ended (its client figure is then not what a
+    /// client felt, and is left out).
+    pub after_window: bool,
+    /// Appends that failed (an error answer, or no answer: outcome unknown) over the run, the
+    /// run's one move included.
+    pub appends_failed: u64,
+    /// Appends the frontends shed (refused before sending, the range's queue full) over the run.
+    pub shed: u64,
+    /// Handoffs of the seed whose commit never landed (rolled back or superseded), and the
+    /// longest write pause among them, ms.
+    pub aborted: u32,
+    /// The longest write pause of an aborted handoff, ms (0 without one).
+    pub aborted_pause_ms: f64,
 }
 
 /// The write rate into the range the model is given, bytes/s. Pre-copy: the bytes that
@@ -502,25 +319,58 @@ pub struct CellResult {
     pub runs: Vec<Measured>,
     /// Seeds whose move never committed (faults rolled it back or superseded it).
     pub no_handoff: u64,
+    /// Those seeds, with what was measured of them (seed, appends failed and shed, aborted
+    /// handoffs; no pause), so no seed is dropped from the data.
+    pub missing: Vec<Measured>,
     /// Seeds that did not pass (`seed: outcome`).
     pub failed: Vec<String>,
 }
 
-fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
-    let scenario = match cell.scenario() {
-        Ok(s) => s,
-        Err(e) => return (None, Some(format!("seed {seed}: bad cell: {e}"))),
-    };
+fn measure(cell: &Cell, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
+    match cell.scenario() {
+        Ok(s) => measure_in(cell, s, seed),
+        Err(e) => (Err(Measured { seed, ..Default::default() }), Some(format!("seed {seed}: bad cell: {e}"))),
+    }
+}
+
+/// One seed of `cell` run as `scenario` (the cell's own, or one with other knobs): the
+/// committed move's figures (`Err`: no move committed; the seed's appends failed and shed and
+/// its aborted handoffs only) and, when the seed did not pass its checkers, why.
+pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
+    let threshold = scenario.moves.precopy_threshold_bytes;
     let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let failed = (report.outcome() != RunOutcome::Pass).then(|| {
         let why: Vec<String> = report.verdicts.iter().filter_map(|v| v.violation.as_ref().map(|x| format!("{}: {x}", v.property))).collect();
         format!("{} of {} at r = {} of {} B/s{}, seed {seed}: {:?}: {}", cell.strategy.name(), cell.size, cell.ratio, cell.bandwidth, if cell.faults { " with faults" } else { "" }, report.outcome(), why.join("; "))
     });
-    // A handoff counts only if it paused while the clients were still writing (a move that
-    // outlasted the workload window would show an empty tail).
-    let window_end_us = opts.scenario.workload.duration_s.saturating_sub(1) * 1_000_000;
-    let Some(h) = report.handoffs.iter().find(|h| h.committed && h.paused_at_us < window_end_us) else { return (None, failed) };
+    // Every committed handoff counts; one that paused after the clients' window ended is
+    // marked (its client figure is no client's experience).
+    let window_end_us = (opts.scenario.workload.start_s + opts.scenario.workload.duration_s).saturating_sub(1) * 1_000_000;
+    let committed = report.handoffs.iter().find(|h| h.committed);
+    // Every pause of a source that was not the committed move's (a move rolled back, or
+    // superseded after its target served): from the pause to the range's next activation
+    // anywhere (or the run's end).
+    let mut aborted: Vec<f64> = Vec::new();
+    for (i, e) in report.events.iter().enumerate() {
+        if let Some(Sys::Paused { server, range, epoch }) = e.sys() {
+            if committed.is_some_and(|h| h.range == range.0 && h.from == u64::from(server.0) && h.from_epoch == epoch.0) {
+                continue;
+            }
+            let back = report.events[i..].iter().find(|x| matches!(x.sys(), Some(Sys::Activated { range: r, .. }) if r == range)).map_or(report.sim_ms * 1000, |x| x.t_us);
+            aborted.push(back.saturating_sub(e.t_us) as f64 / 1000.0);
+        }
+    }
+    let base = Measured {
+        seed,
+        appends_failed: report.ops.appends_failed + report.ops.appends_unknown,
+        shed: report.ops.shed,
+        aborted: aborted.len() as u32,
+        aborted_pause_ms: aborted.iter().copied().fold(0.0, f64::max),
+        ..Default::default()
+    };
+    let Some(h) = committed else { return (Err(base), failed) };
+    let after_window = h.paused_at_us >= window_end_us;
     let mut rounds = Vec::new();
     let mut first_round_us = None;
     for e in &report.events {
@@ -538,11 +388,9 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
     // than its bytes over the bandwidth.)
     let since_start_s = h.paused_at_us as f64 / 1e6 - cell.start_s() as f64;
     let rate_since_start = if since_start_s > 0.0 { h.bytes.saturating_sub(cell.size) as f64 / since_start_s } else { 0.0 };
-    let threshold = PRECOPY_THRESHOLD_BYTES;
     let m = Measured {
-        seed,
         server_ms: h.server_pause_ms,
-        client_ms: h.client_gap_ms,
+        client_ms: h.client_gap_ms.filter(|_| !after_window),
         before: h.precopy_bytes,
         during: h.tail_bytes,
         rounds: rounds.len() as u32,
@@ -552,8 +400,10 @@ fn measure(cell: &Cell, seed: u64) -> (Option<Measured>, Option<String>) {
         rate_since_start,
         first_round_us,
         paused_at_us: h.paused_at_us,
+        after_window,
+        ..base
     };
-    (Some(m), failed)
+    (Ok(m), failed)
 }
 
 /// The standard error of a fault-free cell's mean server pause, relative to the mean, that
@@ -584,7 +434,7 @@ pub fn rel_se(v: &[f64]) -> Option<f64> {
 /// rule looks at the spread of the measured pauses only, never at the model). `progress` is
 /// called after each run with (done, total so far).
 pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<CellResult> {
-    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, failed: Vec::new() })).collect();
+    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new() })).collect();
     let mut work: Vec<(usize, u64)> = cells.iter().enumerate().filter(|(_, c)| c.skip_reason().is_none()).flat_map(|(i, _)| (0..seeds).map(move |s| (i, s))).collect();
     let done = AtomicUsize::new(0);
     let total = AtomicUsize::new(0);
@@ -601,8 +451,11 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
                     {
                         let mut r = results[i].lock().expect("cell lock");
                         match m {
-                            Some(m) => r.runs.push(m),
-                            None => r.no_handoff += 1,
+                            Ok(m) => r.runs.push(m),
+                            Err(m) => {
+                                r.no_handoff += 1;
+                                r.missing.push(m);
+                            }
                         }
                         r.failed.extend(failed);
                     }
@@ -633,13 +486,14 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
         .map(|m| {
             let mut r = m.into_inner().expect("cell lock");
             r.runs.sort_by(|a, b| a.server_ms.total_cmp(&b.server_ms).then(a.seed.cmp(&b.seed)));
+            r.missing.sort_by_key(|m| m.seed);
             r.failed.sort();
             r
         })
         .collect()
 }
 
-fn size_name(b: u64) -> String {
+pub(crate) fn size_name(b: u64) -> String {
     if b >= GIB {
         format!("{} GiB", b / GIB)
     } else if b >= MIB {
@@ -649,11 +503,11 @@ fn size_name(b: u64) -> String {
     }
 }
 
-fn bw_name(b: u64) -> String {
+pub(crate) fn bw_name(b: u64) -> String {
     format!("{}/s", size_name(b))
 }
 
-fn knobs_of(cell: &Cell) -> partmap::config::Knobs {
+pub(crate) fn knobs_of(cell: &Cell) -> partmap::config::Knobs {
     cell.scenario().map(|s| s.node_knobs()).unwrap_or_default()
 }
 
@@ -694,6 +548,27 @@ pub struct Row {
     pub achieved: Option<f64>,
     /// The median seed's range bytes at the pause.
     pub pause_bytes: u64,
+    /// The model's prediction from the cell's inputs alone ([`model::predict`]): pause, ms.
+    pub predicted_ms: f64,
+    /// The prediction's rounds and convergence.
+    pub predicted: Model,
+    /// (measured mean − predicted) / predicted.
+    pub predicted_error: f64,
+    /// The server pause's 99th percentile, only where at least 100 seeds measured it.
+    pub p99: Option<f64>,
+    /// Seeds run in all (with and without a committed move).
+    pub seeds: usize,
+    /// Appends failed (error or unknown outcome) and shed per seed, mean over every seed run.
+    pub failed_per_seed: f64,
+    /// Appends shed per seed, mean over every seed run.
+    pub shed_per_seed: f64,
+    /// Pauses of moves that did not commit (rolled back or superseded), over every seed run,
+    /// and the longest of them, ms.
+    pub aborted: u32,
+    /// The longest pause of a move that did not commit, ms.
+    pub aborted_max_ms: f64,
+    /// Seeds whose committed pause began after the clients' window ended.
+    pub after_window: usize,
 }
 
 fn p(values: &[f64]) -> [f64; 3] {
@@ -721,7 +596,7 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
     let l = calibration_at(cal, &knobs);
     // W as the clients achieved it over the rounds (see [`achieved_w`]), seed by seed.
     let rates: Vec<f64> = r.runs.iter().map(|m| achieved_w(m, &knobs, l)).map(|w| if w > 0.0 { w } else { r.cell.write_rate() }).collect();
-    let (model_ms, model_converged, error, over_floor) = if r.cell.faults {
+    let (model_ms, model_converged, error, over_floor) = if r.cell.faults || r.runs.iter().any(|m| m.paused_at_us == 0) {
         (None, None, None, None)
     } else {
         let models: Vec<Model> = r.runs.iter().zip(&rates).map(|(m, &w)| model(&r.cell, &knobs, l, w, m.start_bytes as f64, m.pause_bytes as f64)).collect();
@@ -733,6 +608,9 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
     let mut rounds: Vec<u32> = r.runs.iter().map(|m| m.rounds).collect();
     rounds.sort();
     let achieved = rates.iter().sum::<f64>() / n;
+    let predicted = model::predict(&r.cell, &knobs, l);
+    let every: Vec<&Measured> = r.runs.iter().chain(r.missing.iter()).collect();
+    let seeds = every.len().max(1) as f64;
     Some(Row {
         cell: r.cell.clone(),
         n: r.runs.len(),
@@ -750,39 +628,20 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
         over_floor,
         achieved: (r.cell.write_rate() > 0.0).then(|| achieved / r.cell.write_rate()),
         pause_bytes: med.pause_bytes,
+        predicted_ms: predicted.pause_ms,
+        predicted,
+        predicted_error: (mean - predicted.pause_ms) / predicted.pause_ms,
+        p99: (server.len() >= 100).then(|| percentile(&server, 0.99).unwrap_or(0.0)),
+        seeds: every.len(),
+        failed_per_seed: every.iter().map(|m| m.appends_failed as f64).sum::<f64>() / seeds,
+        shed_per_seed: every.iter().map(|m| m.shed as f64).sum::<f64>() / seeds,
+        aborted: every.iter().map(|m| m.aborted).sum(),
+        aborted_max_ms: every.iter().map(|m| m.aborted_pause_ms).fold(0.0, f64::max),
+        after_window: r.runs.iter().filter(|m| m.after_window).count(),
     })
 }
 
-/// The crossover per bandwidth (fault-free, at `ratio`): the smallest size from which pre-copy's
-/// median pause is below stop-and-copy's at every larger size of the grid. `None`: never.
-pub fn crossover(rows: &[Row], bandwidth: u64, ratio: f64) -> Option<u64> {
-    let pick = |st: Strategy| -> Vec<(u64, f64)> {
-        let mut v: Vec<(u64, f64)> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.ratio == ratio && r.cell.strategy == st).map(|r| (r.cell.size, r.server[0])).collect();
-        v.sort_by_key(|x| x.0);
-        v
-    };
-    let (sc, pc) = (pick(Strategy::StopAndCopy), pick(Strategy::PreCopy));
-    let mut answer = None;
-    for (size, pre) in pc.iter().rev() {
-        let Some((_, stop)) = sc.iter().find(|(s, _)| s == size) else { break };
-        if pre < stop {
-            answer = Some(*size);
-        } else {
-            break;
-        }
-    }
-    answer
-}
-
-/// The lowest write ratio at which pre-copy stopped converging (fault-free, at `size` and
-/// `bandwidth`): its median run hit the round limit with the last round above the threshold.
-pub fn convergence_limit(rows: &[Row], bandwidth: u64, size: u64) -> Option<f64> {
-    let mut v: Vec<&Row> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.size == size && r.cell.strategy == Strategy::PreCopy).collect();
-    v.sort_by(|a, b| a.cell.ratio.total_cmp(&b.cell.ratio));
-    v.iter().find(|r| r.converged * 2 < r.n).map(|r| r.cell.ratio)
-}
-
-fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.0}", v)
     } else {
@@ -790,7 +649,7 @@ fn ms(v: f64) -> String {
     }
 }
 
-fn bytes(b: u64) -> String {
+pub(crate) fn bytes(b: u64) -> String {
     if b >= GIB {
         format!("{:.2} GiB", b as f64 / GIB as f64)
     } else if b >= MIB {
@@ -798,172 +657,6 @@ fn bytes(b: u64) -> String {
     } else {
         format!("{:.0} KiB", b as f64 / KIB as f64)
     }
-}
-
-/// The Markdown report: the command, the model, headline figures, then every cell.
-pub fn markdown(results: &[CellResult], cal: &[Calibration], command: &str, seeds: u64) -> String {
-    let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).collect();
-    let mut out = String::new();
-    let _ = writeln!(out, "# Handoff pause review\n");
-    let _ = writeln!(out, "Generated by `{command}` ({seeds} seeds per cell on both cores; a fault-free cell runs further batches of {seeds}, up to {} in all, until the standard error of its mean server pause is at most {:.1}% of the mean: the model is judged on the mean). Each cell is one planned move of one range (server-1 to server-2) under {APPENDS_PER_S} appends/s (fewer in long cells, at most 40,000 per run) of `W / rate` bytes each (simulated bulk), with the range preloaded to its size; pre-copy stops at a round of at most {} or after {PRECOPY_MAX_ROUNDS} rounds. Pauses are at the servers (from the source's pause to the target serving) and at the clients (the longest gap between acknowledged appends around the pause, where a client kept trying). The model is `sim/src/pause_report.rs` (`model`), written out in the README's section on the pause review.\n", seeds * MAX_SEED_FACTOR, TARGET_REL_SE * 100.0, bytes(PRECOPY_THRESHOLD_BYTES));
-    for c in cal {
-        let _ = writeln!(out, "Calibrated at {}: one control message `L` = {:.2} ms, each further chunk of a transfer `c` = {:.2} ms (means over {CALIBRATION_SEEDS} stop-and-copy moves of 4 s of bytes with no writes; see `calibrate`).\n", bw_name(c.bandwidth), c.latency_s * 1000.0, c.chunk_s * 1000.0);
-    }
-    let _ = writeln!(out, "![pause against range size](pause-vs-size.svg)\n\n![pause against write rate over bandwidth](pause-vs-rate.svg)\n");
-    let _ = writeln!(out, "## Headlines\n");
-    for bw in [100 * MIB, GIB] {
-        for ratio in [0.05, 0.25] {
-            let smallest = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bw && r.cell.ratio == ratio && r.cell.strategy == Strategy::StopAndCopy).map(|r| r.pause_bytes).min();
-            let model_x = model_crossover(cal, bw, ratio).map_or("none below 64 GiB".to_string(), bytes);
-            if smallest.is_none() {
-                let _ = writeln!(out, "- At {} (r = {ratio}) the model puts the crossover at {model_x}; no measured cells at this rate.", bw_name(bw));
-                continue;
-            }
-            match crossover(&rows, bw, ratio) {
-                Some(s) => { let _ = writeln!(out, "- Crossover at {} (r = {ratio}): by the model at {model_x} in the range at the move; measured, pre-copy's pause is below stop-and-copy's in every cell from {} of preload up (the smallest range at a stop-and-copy pause was {}).", bw_name(bw), size_name(s), smallest.map_or("-".into(), bytes)); }
-                None => { let _ = writeln!(out, "- At {} (r = {ratio}) the model puts the crossover at {model_x}; measured, pre-copy never beat stop-and-copy in this grid.", bw_name(bw)); }
-            }
-        }
-        for size in [16 * MIB, GIB] {
-            match convergence_limit(&rows, bw, size) {
-                Some(r) => { let _ = writeln!(out, "- At {} and {}, pre-copy stops converging at r = {r} (W = {:.0} MiB/s).", bw_name(bw), size_name(size), r * bw as f64 / MIB as f64); }
-                None => { let _ = writeln!(out, "- At {} and {}, pre-copy converged at every write rate of the grid.", bw_name(bw), size_name(size)); }
-            }
-        }
-    }
-    let checked: Vec<&Row> = rows.iter().filter(|r| !r.cell.faults && r.cell.strategy == Strategy::PreCopy && r.model_converged == Some(true) && r.converged * 2 > r.n).collect();
-    let within = checked.iter().filter(|r| r.error.is_some_and(|e| e.abs() <= 0.10)).count();
-    let floor_ok = checked.iter().filter(|r| r.over_floor.is_some_and(|f| f <= 1.25)).count();
-    let worst = checked.iter().filter_map(|r| r.error).map(f64::abs).fold(0.0, f64::max);
-    let _ = writeln!(out, "- Fault-free pre-copy cells that converged: {}; measured mean pause within 10% of the model's mean in {within} (worst error {:.1}%, largest standard error of a mean {:.1}%), within 1.25 times the floor in {floor_ok}.", checked.len(), worst * 100.0, checked.iter().filter_map(|r| r.rel_se).fold(0.0, f64::max) * 100.0);
-    let skipped = results.iter().filter(|r| r.skipped.is_some()).count();
-    let failed: usize = results.iter().map(|r| r.failed.len()).sum();
-    let _ = writeln!(out, "- Cells skipped (the move or a reload would outlast the simulation's windows): {skipped}. Seeds that did not pass their checkers: {failed}.\n");
-    let failures: Vec<&String> = results.iter().flat_map(|r| r.failed.iter()).collect();
-    if !failures.is_empty() {
-        let _ = writeln!(out, "## Seeds that failed their checkers\n");
-        for f in failures {
-            let _ = writeln!(out, "- {f}");
-        }
-        let _ = writeln!(out);
-    }
-    for faults in [false, true] {
-        let _ = writeln!(out, "## {}\n", if faults { "With the random fault mix (r = 0.25)" } else { "Fault-free" });
-        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers mean ± se, ms | servers p50 / p99 / max ms | clients p50 / p99 / max ms | before | during | rounds | converged | W achieved | model ms | error | over floor |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for r in results.iter().filter(|r| r.cell.faults == faults) {
-            let c = &r.cell;
-            let head = format!("| {} | {} | {} | {} ", bw_name(c.bandwidth), c.strategy.name(), size_name(c.size), c.ratio);
-            if let Some(why) = &r.skipped {
-                let _ = writeln!(out, "{head}| skipped: {why} |||||||||||");
-                continue;
-            }
-            let Some(w) = row(r, cal) else {
-                let _ = writeln!(out, "{head}| 0 (no move committed within the window in {} seeds) |||||||||||", r.no_handoff);
-                continue;
-            };
-            let client = w.client.map_or("-".to_string(), |c| format!("{} / {} / {}", ms(c[0]), ms(c[1]), ms(c[2])));
-            let conv = if c.strategy == Strategy::PreCopy { format!("{}/{}{}", w.converged, w.n, w.model_converged.map_or(String::new(), |m| format!(" (model: {})", if m { "yes" } else { "no" }))) } else { "-".into() };
-            let model = w.model_ms.map_or("-".into(), ms);
-            let err = w.error.map_or("-".into(), |e| format!("{:+.1}%", e * 100.0));
-            let fl = w.over_floor.map_or("-".into(), |f| format!("{f:.2}"));
-            let ach = w.achieved.map_or("-".into(), |a| format!("{:.0}%", a * 100.0));
-            let se = w.rel_se.map_or(String::new(), |e| format!(" ± {}", ms(e * w.mean)));
-            let _ = writeln!(out, "{head}| {} | {}{se} | {} / {} / {} | {client} | {} | {} | {} | {conv} | {ach} | {model} | {err} | {fl} |", w.n, ms(w.mean), ms(w.server[0]), ms(w.server[1]), ms(w.server[2]), bytes(w.before), bytes(w.during), w.rounds);
-        }
-        let _ = writeln!(out);
-    }
-    out
-}
-
-/// `grid.csv`: one line per seed run (cell, seed order by pause, measured figures).
-pub fn csv(results: &[CellResult]) -> String {
-    let mut out = String::from("strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged\n");
-    for r in results {
-        for m in &r.runs {
-            let c = &r.cell;
-            let _ = writeln!(out, "{},{},{},{},{},{},{:.3},{},{},{},{},{}", c.strategy.name(), c.size, c.ratio, c.bandwidth, c.faults, m.seed, m.server_ms, m.client_ms.map_or(String::new(), |v| format!("{v:.3}")), m.before, m.during, m.rounds, m.converged);
-        }
-    }
-    out
-}
-
-/// Draw the two plots into `dir`: pause against range size (log axes, per strategy and
-/// bandwidth, at r = 0.05, with the model's curve) and pause against r (at 1 GiB, per strategy
-/// and bandwidth, with the model's curve).
-///
-/// Errors: a plot could not be drawn or written.
-pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<(), String> {
-    use plotters::prelude::*;
-    let rows: Vec<Row> = results.iter().filter_map(|r| row(r, cal)).filter(|r| !r.cell.faults).collect();
-    let colours = [RED, BLUE, GREEN, MAGENTA];
-    type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
-    // Model curves: the model's pause over a dense axis, for a range holding x bytes when the
-    // move starts (stop-and-copy: at the pause), at the cell's offered write rate.
-    let model_at = |st: Strategy, bw: u64, size: f64, ratio: f64| {
-        let c = Cell { strategy: st, size: size as u64, ratio, bandwidth: bw, faults: false };
-        let k = knobs_of(&Cell { size: MIB, ..c.clone() });
-        model(&c, &k, calibration_at(cal, &k), c.write_rate(), size, size).pause_ms.max(0.1)
-    };
-    let mut by_size: Vec<Series> = Vec::new();
-    let mut by_rate: Vec<Series> = Vec::new();
-    for bw in BANDWIDTHS {
-        for st in [Strategy::StopAndCopy, Strategy::PreCopy] {
-            let name = format!("{} at {}", st.name(), bw_name(bw));
-            let mut pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && r.cell.ratio == 0.05).map(|r| (r.pause_bytes as f64, r.mean.max(0.1))).collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let curve: Vec<(f64, f64)> = (0..=60).map(|i| 64.0 * KIB as f64 * 2f64.powf(i as f64 * 20.0 / 60.0)).map(|x| (x, model_at(st, bw, x, 0.05))).collect();
-            by_size.push((name.clone(), pts, curve));
-            let mut pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.cell.bandwidth == bw && r.cell.strategy == st && r.cell.size == GIB).map(|r| (r.cell.ratio, r.mean.max(0.1))).collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let curve: Vec<(f64, f64)> = (1..=99).map(|i| i as f64 / 100.0).map(|r| (r, model_at(st, bw, GIB as f64, r))).collect();
-            by_rate.push((name, pts, curve));
-        }
-    }
-    let draw = |file: &str, caption: &str, xdesc: &str, xlog: bool, data: Vec<Series>| -> Result<(), Box<dyn std::error::Error>> {
-        let path = dir.join(file);
-        let root = SVGBackend::new(&path, (960, 600)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let all = || data.iter().flat_map(|(_, p, c)| p.iter().chain(c.iter()));
-        let (x0, x1) = (all().map(|p| p.0).fold(f64::MAX, f64::min), all().map(|p| p.0).fold(0.0, f64::max));
-        let (y0, y1) = (all().map(|p| p.1).fold(f64::MAX, f64::min) / 2.0, all().map(|p| p.1).fold(0.0, f64::max) * 2.0);
-        let mut b = ChartBuilder::on(&root);
-        b.caption(caption, ("sans-serif", 18)).margin(12).x_label_area_size(44).y_label_area_size(70);
-        macro_rules! body {
-            ($chart:expr) => {{
-                let mut chart = $chart;
-                chart.configure_mesh().x_desc(xdesc).y_desc("write pause at the servers, ms (log)").draw()?;
-                for (i, (name, pts, curve)) in data.iter().enumerate() {
-                    let c = colours[i % colours.len()];
-                    chart.draw_series(LineSeries::new(curve.iter().copied(), c.stroke_width(1)))?.label(format!("{name}: model")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
-                    chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?.label(format!("{name}: measured mean")).legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
-                }
-                chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
-            }};
-        }
-        if xlog {
-            body!(b.build_cartesian_2d((x0..x1 * 1.2).log_scale(), (y0..y1).log_scale())?);
-        } else {
-            body!(b.build_cartesian_2d(0.0..1.0, (y0..y1).log_scale())?);
-        }
-        root.present()?;
-        Ok(())
-    };
-    draw("pause-vs-size.svg", "Write pause against the range's size at the move (r = W/B = 0.05)", "bytes in the range at the move (log)", true, by_size).map_err(|e| format!("pause-vs-size.svg: {e}"))?;
-    draw("pause-vs-rate.svg", "Write pause against write rate over bandwidth (1 GiB range): pre-copy stops converging as r nears 1", "r = W / B", false, by_rate).map_err(|e| format!("pause-vs-rate.svg: {e}"))?;
-    Ok(())
-}
-
-/// The model's crossover at `bandwidth` and `ratio`: the smallest range size (bytes at the move)
-/// from which pre-copy's modelled pause is below stop-and-copy's, searched on a log grid from
-/// 4 KiB to 64 GiB. `None`: never below it there.
-pub fn model_crossover(cal: &[Calibration], bandwidth: u64, ratio: f64) -> Option<u64> {
-    let pause = |st: Strategy, size: f64| {
-        let c = Cell { strategy: st, size: size as u64, ratio, bandwidth, faults: false };
-        let k = knobs_of(&Cell { size: MIB, ..c.clone() });
-        model(&c, &k, calibration_at(cal, &k), c.write_rate(), size, size).pause_ms
-    };
-    (0..=240).map(|i| 4.0 * KIB as f64 * 2f64.powf(i as f64 / 10.0)).find(|&x| pause(Strategy::PreCopy, x) < pause(Strategy::StopAndCopy, x)).map(|x| x as u64)
 }
 
 #[cfg(test)]
@@ -1098,6 +791,16 @@ mod tests {
             over_floor: None,
             achieved: None,
             pause_bytes: size,
+            predicted_ms: p50,
+            predicted: Model { pause_ms: p50, rounds: 1, converged: true, tail_bytes: 0.0, before_bytes: 0.0 },
+            predicted_error: 0.0,
+            p99: None,
+            seeds: 3,
+            failed_per_seed: 0.0,
+            shed_per_seed: 0.0,
+            aborted: 0,
+            aborted_max_ms: 0.0,
+            after_window: 0,
         };
         let rows = vec![
             mk(Strategy::StopAndCopy, MIB, 0.05, 20.0, 0),
