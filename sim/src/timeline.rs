@@ -75,7 +75,9 @@ fn fault_colour(f: &Fault) -> &'static str {
     match f {
         Fault::Crash(_) => "#d62728",
         Fault::Pause(_) => "#ff7f0e",
-        Fault::Isolate(_) | Fault::Split(_) | Fault::OneWay(..) => "#7b3294",
+        Fault::Isolate(_) | Fault::Split(_) => "#7b3294",
+        // Partly cut, in the legend's and the node lanes' one-way colour.
+        Fault::OneWay(..) => "#c2a5cf",
         Fault::Delay(..) | Fault::DelayNext(..) | Fault::Reorder(..) | Fault::Duplicate(..) => "#1f77b4",
         Fault::SlowDisk(..) => "#8c564b",
         Fault::Corrupt(..) => "#e377c2",
@@ -509,7 +511,8 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
                 RangeState::Retired => "retired",
             };
             let extra = if s.state == RangeState::Active { String::new() } else { "class=\"inactive\"".to_string() };
-            svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, fill, &extra, &format!("r{id}: server-{} at epoch {} ({state}) from {} to {}", s.owner, s.epoch, secs(s.start_us), secs(s.end_us)));
+            let owner = if s.owner == 0 { "no owner".to_string() } else { format!("server-{}", s.owner) };
+            svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, fill, &extra, &format!("r{id}: {owner} at epoch {} ({state}) from {} to {}", s.epoch, secs(s.start_us), secs(s.end_us)));
             if s.state != RangeState::Active {
                 svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, "url(#hatch)", "pointer-events=\"none\"", "");
             }
