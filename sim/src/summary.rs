@@ -1168,7 +1168,7 @@ pub(crate) mod tests {
             (path.to_string(), s)
         };
         let whole = (String::from("w.json"), summary(Vec::new()));
-        assert_eq!(check_shards(&[whole.clone()]), ShardCheck::default());
+        assert_eq!(check_shards(std::slice::from_ref(&whole)), ShardCheck::default());
         assert!(check_shards(&[shard("a", "0..8", "1/2"), shard("b", "0..8", "2/2"), whole]).complete());
         let c = check_shards(&[shard("a", "0..8", "1/3"), shard("b", "0..8", "2/3")]);
         assert_eq!(c.problem(), "missing shards: 3/3 (2 of 3 shards given)");
