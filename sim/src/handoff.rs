@@ -11,6 +11,10 @@
 //!   that overlaps the servers' pause, counted only when some client invoked an append to the
 //!   range inside that gap (it kept trying). Acknowledgements of appends admitted before the
 //!   pause arrive during the drain, so the gap is not simply "last ack before, first after".
+//!
+//! The clients' figure has a baseline from the same run: the longest gap between consecutive
+//! acknowledged appends to the same keys with no handoff's pause (of any range) inside it, what
+//! clients of the range saw away from the moves (failovers, cuts, the load's own gaps).
 
 use crate::check::single_writer::contains;
 use crate::events::{Event, Outcome, Sys, What};
@@ -41,6 +45,11 @@ pub struct Handoff {
     /// The longest gap between acknowledged appends to the range around the pause, ms; `None`
     /// when no client tried to append to it during the pause.
     pub client_gap_ms: Option<f64>,
+    /// The baseline of `client_gap_ms`: the longest gap between consecutive acknowledged
+    /// appends to the same keys, ms, that no handoff's pause (from its source's pause until
+    /// its target served, any range) overlaps. `None` with no such gap.
+    #[serde(default)]
+    pub client_baseline_ms: Option<f64>,
     /// Payload bytes the target copied before the pause.
     pub precopy_bytes: u64,
     /// Payload bytes copied during the pause (the tail).
@@ -101,6 +110,7 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
                     paused_at_us,
                     server_pause_ms: ev.t_us.saturating_sub(paused_at_us) as f64 / 1000.0,
                     client_gap_ms: None,
+                    client_baseline_ms: None,
                     precopy_bytes: *precopy_bytes,
                     tail_bytes: *tail_bytes,
                     bytes: *bytes,
@@ -113,6 +123,17 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
     }
     let mut out = Vec::new();
     let order = if pending.is_empty() { Vec::new() } else { times.sorted() };
+    // Every handoff's pause at the servers, for the baselines: sorted, overlapping ones joined,
+    // so starts and ends both grow and one binary search finds the pause nearest a gap.
+    let mut spans: Vec<(u64, u64)> = pending.iter().map(|(h, _)| (h.paused_at_us, h.paused_at_us + (h.server_pause_ms * 1000.0) as u64)).collect();
+    spans.sort_unstable();
+    let mut pauses: Vec<(u64, u64)> = Vec::new();
+    for (p0, p1) in spans {
+        match pauses.last_mut() {
+            Some(last) if p0 <= last.1 => last.1 = last.1.max(p1),
+            _ => pauses.push((p0, p1)),
+        }
+    }
     for (mut h, seen) in pending {
         let range = RangeId(h.range);
         // Published: some map version (any, to the end) has the target as the range's owner at
@@ -128,12 +149,20 @@ pub fn handoffs(events: &[Event]) -> Vec<Handoff> {
         let mut acked_in: Vec<u64> = keys_in.iter().flat_map(|k| times.acked[*k as usize].iter().copied()).collect();
         acked_in.sort_unstable();
         let mut best: Option<(u64, u64)> = None;
+        let mut baseline: Option<u64> = None;
         for w in acked_in.windows(2) {
             let (a0, a1) = (w[0], w[1]);
             if a1 > from && a0 <= to && best.is_none_or(|(b0, b1)| a1 - a0 > b1 - b0) {
                 best = Some((a0, a1));
             }
+            // A pause overlaps [a0, a1] when it ends after a0 and starts before a1: the first
+            // pause ending after a0 is the only candidate.
+            let moved = pauses.get(pauses.partition_point(|(_, p1)| *p1 <= a0)).is_some_and(|(p0, _)| *p0 < a1);
+            if !moved && baseline.is_none_or(|g| a1 - a0 > g) {
+                baseline = Some(a1 - a0);
+            }
         }
+        h.client_baseline_ms = baseline.map(|g| g as f64 / 1000.0);
         if let Some((b0, a0)) = best {
             let tried = keys_in.iter().map(|k| &times.invoked[*k as usize]).any(|t| t.get(t.partition_point(|x| *x <= b0)).is_some_and(|x| *x < a0));
             if tried {

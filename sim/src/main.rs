@@ -470,8 +470,9 @@ fn main() -> ExitCode {
             }
             for h in &report.handoffs {
                 let client = h.client_gap_ms.map_or("no client tried".to_string(), |g| format!("{g:.1} ms"));
+                let baseline = h.client_baseline_ms.map_or("none".to_string(), |g| format!("{g:.1} ms"));
                 println!(
-                    "handoff r{} server-{}@e{} -> server-{}@e{} {}: write pause {:.1} ms at the servers, {client} at the clients; copied {} B before the pause, {} B during, {} B in all",
+                    "handoff r{} server-{}@e{} -> server-{}@e{} {}: write pause {:.1} ms at the servers, {client} at the clients ({baseline} away from moves); copied {} B before the pause, {} B during, {} B in all",
                     h.range, h.from, h.from_epoch, h.to, h.epoch, h.strategy, h.server_pause_ms, h.precopy_bytes, h.tail_bytes, h.bytes
                 );
             }

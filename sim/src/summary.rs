@@ -247,6 +247,9 @@ pub struct PauseFigures {
     pub size: String,
     /// Handoffs counted.
     pub handoffs: u64,
+    /// Seeds with at least one of those handoffs.
+    #[serde(default)]
+    pub seeds: u64,
     /// Pause at the servers (source paused until target serves), ms: p50, p99, max.
     pub server_ms: [f64; 3],
     /// Longest gap between acknowledged appends around the pause, ms: p50, p99, max (over the
@@ -254,13 +257,19 @@ pub struct PauseFigures {
     pub client_ms: [f64; 3],
     /// Handoffs with a client figure.
     pub client_handoffs: u64,
+    /// The clients' baseline, ms: p50, p99, max of [`Handoff::client_baseline_ms`] (the
+    /// longest gap between acknowledged appends to the same keys away from any move, in the
+    /// handoff's own run), over the handoffs that have one.
+    #[serde(default)]
+    pub client_baseline_ms: [f64; 3],
     /// Payload bytes copied before the pause, p50.
     pub precopy_bytes_p50: f64,
     /// Payload bytes copied during the pause, p50 and max.
     pub tail_bytes: [f64; 2],
 }
 
-/// Pause figures per strategy, over all handoffs and split at 1 MiB of range size.
+/// Pause figures per strategy, over all handoffs and, when a strategy's handoffs fall on both
+/// sides of 1 MiB of range size, split there (one class alone would repeat the `all` row).
 pub fn pause_figures(handoffs: &[&Handoff]) -> Vec<PauseFigures> {
     pause_figures_of(&handoffs.iter().map(|h| PauseSample::of(h)).collect::<Vec<_>>())
 }
@@ -279,6 +288,10 @@ pub struct PauseSample {
     pub server_pause_ms: f64,
     /// [`Handoff::client_gap_ms`].
     pub client_gap_ms: Option<f64>,
+    /// [`Handoff::client_baseline_ms`].
+    pub client_baseline_ms: Option<f64>,
+    /// The seed that ran the handoff (0 from [`PauseSample::of`]; a sweep's totals set it).
+    pub seed: u64,
     /// [`Handoff::precopy_bytes`].
     pub precopy_bytes: u64,
     /// [`Handoff::tail_bytes`].
@@ -293,6 +306,8 @@ impl PauseSample {
             big: h.bytes > 1 << 20,
             server_pause_ms: h.server_pause_ms,
             client_gap_ms: h.client_gap_ms,
+            client_baseline_ms: h.client_baseline_ms,
+            seed: 0,
             precopy_bytes: h.precopy_bytes,
             tail_bytes: h.tail_bytes,
         }
@@ -303,23 +318,29 @@ impl PauseSample {
 fn pause_figures_of(samples: &[PauseSample]) -> Vec<PauseFigures> {
     let mut out = Vec::new();
     for (i, (_, strategy)) in partmap::map::Strategy::ALL.iter().enumerate() {
+        let of_strategy = || samples.iter().filter(|h| h.strategy == Some(i as u8));
+        let split = of_strategy().any(|h| h.big) && of_strategy().any(|h| !h.big);
         for size in ["all", "<= 1 MiB", "> 1 MiB"] {
-            let hs: Vec<&PauseSample> = samples.iter().filter(|h| h.strategy == Some(i as u8) && (size == "all" || (size == "> 1 MiB") == h.big)).collect();
-            if hs.is_empty() {
+            let hs: Vec<&PauseSample> = of_strategy().filter(|h| size == "all" || (size == "> 1 MiB") == h.big).collect();
+            if hs.is_empty() || (size != "all" && !split) {
                 continue;
             }
             let three = |v: &[f64]| [percentile(v, 0.5).unwrap_or(0.0), percentile(v, 0.99).unwrap_or(0.0), percentile(v, 1.0).unwrap_or(0.0)];
             let server: Vec<f64> = hs.iter().map(|h| h.server_pause_ms).collect();
             let client: Vec<f64> = hs.iter().filter_map(|h| h.client_gap_ms).collect();
+            let baseline: Vec<f64> = hs.iter().filter_map(|h| h.client_baseline_ms).collect();
+            let seeds = hs.iter().map(|h| h.seed).collect::<BTreeSet<u64>>().len() as u64;
             let pre: Vec<f64> = hs.iter().map(|h| h.precopy_bytes as f64).collect();
             let tail: Vec<f64> = hs.iter().map(|h| h.tail_bytes as f64).collect();
             out.push(PauseFigures {
                 strategy: strategy.to_string(),
                 size: size.to_string(),
                 handoffs: hs.len() as u64,
+                seeds,
                 server_ms: three(&server),
                 client_ms: three(&client),
                 client_handoffs: client.len() as u64,
+                client_baseline_ms: three(&baseline),
                 precopy_bytes_p50: percentile(&pre, 0.5).unwrap_or(0.0),
                 tail_bytes: [percentile(&tail, 0.5).unwrap_or(0.0), percentile(&tail, 1.0).unwrap_or(0.0)],
             });
@@ -497,7 +518,7 @@ impl TotalsBuilder {
             *t.views_disagreeing.entry(p.clone()).or_default() += 1;
         }
         self.gaps.push(r.unavailable_ms as f64);
-        self.pauses.extend(r.handoffs.iter().map(PauseSample::of));
+        self.pauses.extend(r.handoffs.iter().map(|h| PauseSample { seed: r.seed, ..PauseSample::of(h) }));
     }
 
     /// The totals of every record added.
@@ -1005,13 +1026,14 @@ pub fn render(s: &Summary) -> String {
     }
     if !t.pauses.is_empty() {
         let _ = writeln!(out, "\nhandoffs (planned moves the map published): write pause in ms as p50 / p99 / max; bytes copied");
-        let _ = writeln!(out, "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "at the servers", "at the clients (n)", "before, p50", "during, p50/max");
+        let _ = writeln!(out, "(clients away from moves: in each handoff's run, the longest gap between acknowledged appends to the same keys with no move's pause in it, the baseline of \"at the clients\")");
+        let _ = writeln!(out, "{:<14} {:<9} {:>8} {:>6}  {:<26} {:<32} {:<26} {:>14} {:>16}", "strategy", "range", "handoffs", "seeds", "at the servers", "at the clients (n)", "clients away from moves", "before, p50", "during, p50/max");
         for f in &t.pauses {
             let ms = |v: [f64; 3]| format!("{:.1} / {:.1} / {:.1}", v[0], v[1], v[2]);
             let _ = writeln!(
                 out,
-                "{:<14} {:<9} {:>8}  {:<26} {:<26} {:>14} {:>16}",
-                f.strategy, f.size, f.handoffs, ms(f.server_ms), format!("{} ({})", ms(f.client_ms), f.client_handoffs),
+                "{:<14} {:<9} {:>8} {:>6}  {:<26} {:<32} {:<26} {:>14} {:>16}",
+                f.strategy, f.size, f.handoffs, f.seeds, ms(f.server_ms), format!("{} ({})", ms(f.client_ms), f.client_handoffs), ms(f.client_baseline_ms),
                 format!("{:.0} B", f.precopy_bytes_p50), format!("{:.0} / {:.0} B", f.tail_bytes[0], f.tail_bytes[1])
             );
         }
@@ -1167,6 +1189,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn pause_rows_count_seeds_and_split_at_1_mib_only_when_both_sizes_occur() {
+        let s = |seed: u64, big: bool, base: f64| PauseSample { strategy: Some(0), big, server_pause_ms: 10.0, client_gap_ms: Some(20.0), client_baseline_ms: Some(base), seed, precopy_bytes: 0, tail_bytes: 0 };
+        let small = pause_figures_of(&[s(1, false, 100.0), s(1, false, 100.0), s(4, false, 300.0)]);
+        let rows: Vec<(&str, u64, u64)> = small.iter().map(|f| (f.size.as_str(), f.handoffs, f.seeds)).collect();
+        assert_eq!(rows, [("all", 3, 2)], "one size class: its row would repeat `all`");
+        assert_eq!(small[0].client_baseline_ms, [100.0, 300.0, 300.0]);
+        let both = pause_figures_of(&[s(1, false, 100.0), s(2, true, 100.0), s(2, true, 100.0)]);
+        let rows: Vec<(&str, u64, u64)> = both.iter().map(|f| (f.size.as_str(), f.handoffs, f.seeds)).collect();
+        assert_eq!(rows, [("all", 3, 2), ("<= 1 MiB", 1, 1), ("> 1 MiB", 2, 1)]);
+    }
+
+    #[test]
     fn shard_check_names_missing_and_duplicate_shards_per_selection() {
         let shard = |path: &str, seeds: &str, k: &str| {
             let mut s = summary(Vec::new());
@@ -1174,7 +1208,7 @@ pub(crate) mod tests {
             (path.to_string(), s)
         };
         let whole = (String::from("w.json"), summary(Vec::new()));
-        assert_eq!(check_shards(&[whole.clone()]), ShardCheck::default());
+        assert_eq!(check_shards(std::slice::from_ref(&whole)), ShardCheck::default());
         assert!(check_shards(&[shard("a", "0..8", "1/2"), shard("b", "0..8", "2/2"), whole]).complete());
         let c = check_shards(&[shard("a", "0..8", "1/3"), shard("b", "0..8", "2/3")]);
         assert_eq!(c.problem(), "missing shards: 3/3 (2 of 3 shards given)");

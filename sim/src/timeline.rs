@@ -17,8 +17,10 @@
 //!
 //! Everything is computed from the typed values of [`RunReport`] (events, verdicts with their
 //! [`Evidence`], handoffs); nothing is parsed back from rendered text. Drag across the plot to
-//! zoom in, double-click or "whole run" to zoom out; `#view=A-B` (seconds) in the URL opens a
-//! window and `#events=N` opens the events around evidence time N.
+//! zoom in, double-click or "whole run" to zoom out. A page with a violation opens zoomed on
+//! its evidence (a second either side at least) with the events around the first evidence time
+//! listed; `#view=A-B` (seconds) in the URL opens another window, `#view=all` the whole run, and
+//! `#events=N` the events around evidence time N.
 
 use crate::check::Evidence;
 use crate::events::{Event, Outcome, Sys, What};
@@ -75,7 +77,9 @@ fn fault_colour(f: &Fault) -> &'static str {
     match f {
         Fault::Crash(_) => "#d62728",
         Fault::Pause(_) => "#ff7f0e",
-        Fault::Isolate(_) | Fault::Split(_) | Fault::OneWay(..) => "#7b3294",
+        Fault::Isolate(_) | Fault::Split(_) => "#7b3294",
+        // Partly cut, in the legend's and the node lanes' one-way colour.
+        Fault::OneWay(..) => "#c2a5cf",
         Fault::Delay(..) | Fault::DelayNext(..) | Fault::Reorder(..) | Fault::Duplicate(..) => "#1f77b4",
         Fault::SlowDisk(..) => "#8c564b",
         Fault::Corrupt(..) => "#e377c2",
@@ -509,7 +513,8 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
                 RangeState::Retired => "retired",
             };
             let extra = if s.state == RangeState::Active { String::new() } else { "class=\"inactive\"".to_string() };
-            svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, fill, &extra, &format!("r{id}: server-{} at epoch {} ({state}) from {} to {}", s.owner, s.epoch, secs(s.start_us), secs(s.end_us)));
+            let owner = if s.owner == 0 { "no owner".to_string() } else { format!("server-{}", s.owner) };
+            svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, fill, &extra, &format!("r{id}: {owner} at epoch {} ({state}) from {} to {}", s.epoch, secs(s.start_us), secs(s.end_us)));
             if s.state != RangeState::Active {
                 svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, "url(#hatch)", "pointer-events=\"none\"", "");
             }
@@ -787,6 +792,6 @@ svg.addEventListener('mousedown',e=>{const p=tAt(e);if(p.x<X0)return;drag=p;brus
 svg.addEventListener('mousemove',e=>{if(!drag)return;const p=tAt(e);brush.setAttribute('x',Math.min(p.x,drag.x));brush.setAttribute('width',Math.abs(p.x-drag.x));});
 window.addEventListener('mouseup',e=>{if(!drag)return;const p=tAt(e);brush.setAttribute('visibility','hidden');if(Math.abs(p.x-drag.x)>4)zoomTo(drag.t,p.t);drag=null;});
 svg.addEventListener('dblclick',()=>zoomTo(0,END));
-function fromHash(){const h=new URLSearchParams(location.hash.slice(1));const v=h.get('view');if(v){const [a,b]=v.split('-').map(Number);if(!isNaN(a)&&!isNaN(b))zoomTo(a*1e6,b*1e6);}else layout();const e=h.get('events');if(e!==null)showEvents(+e-1);}
+function fromHash(){const h=new URLSearchParams(location.hash.slice(1));const v=h.get('view');if(v==='all')zoomTo(0,END);else if(v){const [a,b]=v.split('-').map(Number);if(!isNaN(a)&&!isNaN(b))zoomTo(a*1e6,b*1e6);}else if(EVID.length)zoomEvidence();else layout();const e=h.get('events');if(e!==null)showEvents(+e-1);else if(!v&&EVID.length)showEvents(0);}
 fromHash();
 "#;

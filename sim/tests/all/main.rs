@@ -19,4 +19,5 @@ mod scenario_errors;
 mod shrink;
 mod shrunk_kept;
 mod sim_default;
+mod timeline_browser;
 mod verdicts;
