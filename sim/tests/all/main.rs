@@ -16,6 +16,7 @@ mod mutation_oracle;
 mod pause_goldens;
 mod reshape;
 mod scenario_errors;
+mod sharper_verdicts;
 mod shrink;
 mod shrunk_kept;
 mod sim_default;
