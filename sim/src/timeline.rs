@@ -422,6 +422,16 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
             evidence.times_us.push(ev.t_us);
         }
     }
+    // An operation the evidence names without its key: its key gets a lane of operations too.
+    for op in evidence.ops.clone() {
+        let key = events.iter().find_map(|e| match &e.what {
+            What::Invoke { id, key, .. } if *id == op => Some(key),
+            _ => None,
+        });
+        if let Some(key) = key.filter(|k| !evidence.keys.contains(k)) {
+            evidence.keys.push(key.clone());
+        }
+    }
     if !violated.is_empty() && evidence.times_us.is_empty() {
         evidence.times_us.extend([heal_us, end_us]);
     }
