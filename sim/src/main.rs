@@ -269,6 +269,10 @@ enum Command {
         /// ms, default 3 (the mean of the simulation's 1..5 ms draw).
         #[arg(long, requires = "predict")]
         latency_ms: Option<f64>,
+        /// With --predict: the cutover rule's pause budget, ms (default: the rule off, as in
+        /// the grid); with --verify the cells run with it.
+        #[arg(long, requires = "predict", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+        budget_ms: Option<u64>,
         /// Regenerate README.md and the plots in OUT from a committed grid.csv (every seed's
         /// figures) without running the grid; calibrates the model's constants (about 16 s of
         /// CPU) and states the source in the header.
@@ -559,7 +563,7 @@ fn main() -> ExitCode {
             print!("{}", summary::render(&merged));
             ExitCode::from(merged.exit_code() as u8)
         }
-        Command::Report { which: _, seeds, jobs, quick, out, cell, predict, verify, threshold, max_rounds, tick_ms, latency_ms, from_csv } => {
+        Command::Report { which: _, seeds, jobs, quick, out, cell, predict, verify, threshold, max_rounds, tick_ms, latency_ms, budget_ms, from_csv } => {
             use partmap_sim::pause_report;
             if let Some(text) = predict {
                 use pause_report::predict as pr;
@@ -581,7 +585,7 @@ fn main() -> ExitCode {
                     eprintln!("error: --latency-ms {l}: must be above 0 and at most 10000");
                     return ExitCode::from(64);
                 }
-                let overrides = pr::Overrides { threshold, max_rounds, tick_ms, latency_ms };
+                let overrides = pr::Overrides { threshold, max_rounds, tick_ms, latency_ms, budget_ms };
                 let p = pr::predict_query(&query, &overrides);
                 print!("{}", pr::render(&p));
                 if let Some(n) = verify {
