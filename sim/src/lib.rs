@@ -50,6 +50,7 @@ pub mod junit;
 pub mod mutants;
 pub mod nemesis;
 pub mod pause_report;
+pub mod questions;
 pub mod run;
 pub mod scenario;
 pub mod seeds;

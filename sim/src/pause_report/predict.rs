@@ -37,6 +37,9 @@ pub struct Overrides {
     pub tick_ms: Option<u64>,
     /// One control message's one-way time, ms (grid: 3, the mean of the 1..5 ms draw).
     pub latency_ms: Option<f64>,
+    /// The cutover rule's pause budget, ms (grid: none, the rule off so the strategies are
+    /// measured themselves).
+    pub budget_ms: Option<u64>,
 }
 
 /// Read a byte count or rate: a number (decimals allowed) with an optional unit `B`, `KiB`,
@@ -151,6 +154,7 @@ pub fn knobs_for(q: &Query, o: &Overrides) -> partmap::config::Knobs {
     if let Some(t) = o.tick_ms {
         k.manager_tick_ms = t;
     }
+    k.cutover_budget_ms = o.budget_ms.unwrap_or(0);
     k
 }
 
@@ -223,6 +227,20 @@ pub fn render(p: &Prediction) -> String {
         format!("stop-and-copy: its pause ({}) is at most pre-copy's ({}), and it copies {} less{}", time_name(sp), time_name(pp), bytes(extra.max(0.0) as u64), if p.pre.converged { "" } else { "; pre-copy does not converge at this rate" })
     };
     let _ = writeln!(out, "recommendation: {rec}");
+    if p.knobs.cutover_budget_ms > 0 {
+        // The rule as the leader applies it: rounds go on down to the budget's bytes; at the
+        // round limit a last round over the budget aborts the move unpaused.
+        let budget_bytes = p.knobs.cutover_budget_ms as f64 * q.bandwidth as f64 / 1000.0;
+        let mut k = p.knobs.clone();
+        k.precopy_threshold_bytes = k.precopy_threshold_bytes.min(budget_bytes as u64);
+        let ruled = predict(&p.cell(Strategy::PreCopy), &k, p.cal);
+        let fits = ruled.converged || ruled.tail_bytes * 1000.0 / q.bandwidth as f64 <= k.cutover_budget_ms as f64;
+        let _ = if fits {
+            writeln!(out, "cutover budget {} ms: pre-copy pauses about {} after {} rounds", k.cutover_budget_ms, time_name(ruled.pause_ms), ruled.rounds)
+        } else {
+            writeln!(out, "cutover budget {} ms: pre-copy's rounds stay over the budget's {} to the round limit, so the move is aborted without a pause", k.cutover_budget_ms, bytes(budget_bytes as u64))
+        };
+    }
     out
 }
 
@@ -243,6 +261,9 @@ pub fn verify_scenario(p: &Prediction, st: Strategy, o: &Overrides) -> Result<Sc
     }
     if let Some(t) = o.tick_ms {
         json["knobs"]["manager_tick_ms"] = t.into();
+    }
+    if let Some(b) = o.budget_ms {
+        json["moves"]["cutover_budget_ms"] = b.into();
     }
     if o.latency_ms.is_some() {
         return Err("--latency-ms is the model's alone (the simulation draws 1..5 ms); drop it to verify".into());
@@ -284,7 +305,8 @@ pub fn verify(p: &Prediction, o: &Overrides, n: u64, jobs: usize) -> Result<Stri
         let failed: Vec<&String> = runs.iter().filter_map(|r| r.2.as_ref()).collect();
         let none = runs.len() - got.len();
         if got.is_empty() {
-            let _ = writeln!(out, "{}: no move committed while the clients wrote in {n} seeds", st.name());
+            let paused: u32 = runs.iter().map(|r| r.1.as_ref().map_or_else(|m| m.aborted, |m| m.aborted)).sum();
+            let _ = writeln!(out, "{}: no move committed in {n} seeds; pauses of moves that did not commit: {paused}", st.name());
             continue;
         }
         let pauses: Vec<f64> = got.iter().map(|m| m.server_ms).collect();
@@ -400,6 +422,19 @@ mod tests {
         }
         let winner = if p.pre.pause_ms < p.stop.pause_ms { "recommendation: pre-copy" } else { "recommendation: stop-and-copy" };
         assert!(text.contains(winner), "{text}");
+    }
+
+    /// With a cutover budget the calculator says what the rule does: above the convergence
+    /// limit with a round that never fits, the move is aborted unpaused; with a budget the
+    /// rounds fit, it pauses.
+    #[test]
+    fn predict_with_a_budget_says_whether_the_rule_aborts_or_pauses() {
+        let q = parse_query("16MiB,50MiB/s,100MiB/s").unwrap();
+        let tight = render(&predict_query(&q, &Overrides { budget_ms: Some(200), ..Default::default() }));
+        assert!(tight.contains("cutover budget 200 ms: pre-copy's rounds stay over the budget's 20.0 MiB to the round limit, so the move is aborted without a pause"), "{tight}");
+        let loose = render(&predict_query(&q, &Overrides { budget_ms: Some(5000), ..Default::default() }));
+        assert!(loose.contains("cutover budget 5000 ms: pre-copy pauses about"), "{loose}");
+        assert!(!render(&predict_query(&q, &Overrides::default())).contains("cutover budget"));
     }
 
     /// The prediction stands on its inputs alone and agrees with the grid where it is easy:
