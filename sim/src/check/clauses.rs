@@ -117,16 +117,15 @@ mod tests {
         }
     }
 
-    /// The README, once it carries the generated section, carries it exactly.
+    /// The README carries the generated section, exactly.
     #[test]
-    fn clauses_readme_section_matches_when_present() {
+    fn clauses_readme_section_matches_the_checkers() {
         let readme = include_str!("../../../README.md");
         let (begin, end) = README_MARKERS;
-        if let Some(at) = readme.find(begin) {
-            let rest = &readme[at + begin.len()..];
-            let section = &rest[..rest.find(end).expect("the end marker after the begin marker")];
-            assert_eq!(section.trim(), markdown().trim(), "README.md's property definitions differ from sim/src/check/clauses.rs");
-        }
+        let at = readme.find(begin).expect("README.md carries the clauses between their markers");
+        let rest = &readme[at + begin.len()..];
+        let section = &rest[..rest.find(end).expect("the end marker after the begin marker")];
+        assert_eq!(section.trim(), markdown().trim(), "README.md's property definitions differ from sim/src/check/clauses.rs");
         let text = markdown();
         assert!(text.contains("7. an expired session serves nothing: no server admits an append, or answers a strong read, after the authority expired the session its authority came from"), "{text}");
     }
