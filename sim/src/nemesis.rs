@@ -552,10 +552,14 @@ pub const OPERATOR_ATTEMPTS: u32 = 5;
 
 /// Inject every fault of `plan` at its time and undo it after its duration. Counts injected
 /// faults by kind into `counts` (a crash of a node that is already down is skipped).
-pub fn spawn(world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
+///
+/// The tasks run on `node`, a node of the harness's that the run kills at its end: a fault
+/// whose trigger never fired waits forever, and a task left waiting on the supervisor's node
+/// would outlive the runtime with the world it holds (a leak per seed).
+pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
     for p in plan.faults.clone() {
         let (world, counts) = (world.clone(), counts.clone());
-        madsim::task::spawn_local(async move {
+        node.spawn_local(async move {
             sleep_ms(p.at_ms).await;
             let mut emitter = None;
             if let Some(on) = &p.on {

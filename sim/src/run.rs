@@ -425,6 +425,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     drop(rt);
     let events = crate::events::finish();
     let declared = crate::goals::finish();
+    // Triggers that never fired: their tasks are gone with the runtime once their wakers are.
+    crate::trigger::reset();
     let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
@@ -679,7 +681,8 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let wire = Handle::current().create_node().name("wire").build();
     partmap::seam::set_wire(Some(wire.clone()));
     let counts = Rc::new(RefCell::new(BTreeMap::new()));
-    nemesis::spawn(world.clone(), &plan, counts.clone());
+    let nemesis_node = Handle::current().create_node().name("nemesis").build();
+    nemesis::spawn(&nemesis_node, world.clone(), &plan, counts.clone());
 
     let handle = Handle::current();
     let finished = Arc::new(AtomicU32::new(0));
@@ -755,7 +758,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).
     partmap::seam::set_wire(None);
-    for id in clients.into_iter().chain(world.borrow().nodes.values().map(|n| n.id)).chain([wire.id()]) {
+    for id in clients.into_iter().chain(world.borrow().nodes.values().map(|n| n.id)).chain([wire.id(), nemesis_node.id()]) {
         handle.kill(id);
     }
     sleep_ms(1).await;

@@ -84,9 +84,14 @@ pub fn range_epoch(e: &Event) -> (Option<u64>, Option<u64>) {
     }
 }
 
-/// Drop every watch of this thread (a new run starts) and set the run's node names.
+/// Drop every watch of this thread (a run starts or ended). Each watch's waker is dropped
+/// first: the waiting task holds the watch's state, and the state holds the task's waker, a
+/// cycle that would keep a never-fired trigger's task (and the world it holds) alive forever.
 pub fn reset() {
-    WATCHES.with(|w| w.borrow_mut().clear());
+    let watches = WATCHES.with(|w| std::mem::take(&mut *w.borrow_mut()));
+    for w in watches {
+        w.state.borrow_mut().waker.take();
+    }
 }
 
 /// The run's nodes by id, for roles and for naming a trigger's emitter.
