@@ -1040,7 +1040,7 @@ fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Op
     let table = partmap_sim::hunt::render(&hunts, &command);
     if let Some(dir) = write_to {
         let path = dir.join("hunt.md");
-        if let Err(e) = std::fs::write(&path, &table) {
+        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, &table)) {
             eprintln!("error: cannot write {}: {e}", path.display());
             return ExitCode::from(3);
         }
