@@ -440,7 +440,7 @@ fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
 }
 
 /// Run `c` on this thread: the report (or the panic message) and the run's thread CPU seconds.
-fn run_candidate(base: &RunOptions, c: &Candidate) -> (Result<RunReport, String>, f64) {
+fn run_candidate(base: &RunOptions, c: &Candidate) -> Ran {
     let opts = RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false };
     let from = crate::bench::thread_cpu_ns();
     let r = std::panic::catch_unwind(|| run_seed(&opts)).map_err(|p| {
@@ -450,10 +450,13 @@ fn run_candidate(base: &RunOptions, c: &Candidate) -> (Result<RunReport, String>
     (r, cpu)
 }
 
+/// A candidate's run: its report (or the panic's message) and its thread CPU seconds.
+type Ran = (Result<RunReport, String>, f64);
+
 /// Run a batch on `jobs` threads; results in candidate order.
-fn run_batch(base: &RunOptions, batch: &[Candidate], jobs: usize) -> Vec<(Result<RunReport, String>, f64)> {
+fn run_batch(base: &RunOptions, batch: &[Candidate], jobs: usize) -> Vec<Ran> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<(Result<RunReport, String>, f64)>>> = batch.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let slots: Vec<std::sync::Mutex<Option<Ran>>> = batch.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, batch.len().max(1)) {
             scope.spawn(|| loop {
@@ -531,7 +534,7 @@ pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str
                     Some(("harness_crash".to_string(), panic.clone(), None))
                 }
             };
-            if cfg.progress_every > 0 && x.runs % cfg.progress_every == 0 {
+            if cfg.progress_every > 0 && x.runs.is_multiple_of(cfg.progress_every) {
                 echo(&format!("explore: runs={} corpus={} goals={}/{} features={} findings={} cpu={:.1}s", x.runs, x.corpus.len(), x.goal_runs.len(), crate::goals::registry().len(), x.seen.len(), out.findings.len(), out.cpu_s));
             }
             if let Some((property, evidence, report)) = found {
