@@ -80,3 +80,12 @@ mutation-sweep file seeds="20" *args="":
 mutation-reach seeds scenarios mutations:
     cargo build --release -p partmap-sim
     scripts/mutation-reach.py {{seeds}} {{scenarios}} {{mutations}}
+
+# The guided search of the default scenario (stops at the first violation). Example:
+# just explore 1000 --mutation target-skips-verify
+explore runs="1000" *args="":
+    cargo run --release -p partmap-sim -- explore --runs {{runs}} --jobs 2 {{args}}
+
+# The search's benchmark: random sweep against explore per named mutation; writes reports/hunt.md.
+hunt runs="200":
+    cargo run --release -p partmap-sim -- hunt --runs {{runs}} --write-table
