@@ -128,13 +128,13 @@ fn to_global(local_us: u64) -> Duration {
 
 /// Sleep for `ms` milliseconds of the node's local clock (madsim rounds anything below 1 ms up
 /// to 1 ms). Its timer is registered once, however often the sleep is polled (see
-/// [`OnceSleep`]), so it can be raced against another future in a `select`.
+/// `OnceSleep`), so it can be raced against another future in a `select`.
 pub async fn sleep_ms(ms: u64) {
     OnceSleep::new(madsim::time::sleep(to_global(ms * 1000))).await;
 }
 
 /// Sleep for `us` microseconds of the node's local clock (at least 1 ms, as madsim rounds up).
-/// Its timer is registered once, however often the sleep is polled (see [`OnceSleep`]).
+/// Its timer is registered once, however often the sleep is polled (see `OnceSleep`).
 pub async fn sleep_us(us: u64) {
     OnceSleep::new(madsim::time::sleep(to_global(us))).await;
 }

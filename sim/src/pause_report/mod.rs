@@ -548,7 +548,7 @@ pub struct Row {
     pub achieved: Option<f64>,
     /// The median seed's range bytes at the pause.
     pub pause_bytes: u64,
-    /// The model's prediction from the cell's inputs alone ([`model::predict`]): pause, ms.
+    /// The model's prediction from the cell's inputs alone (`model::predict`): pause, ms.
     pub predicted_ms: f64,
     /// The prediction's rounds and convergence.
     pub predicted: Model,

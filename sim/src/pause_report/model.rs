@@ -69,7 +69,7 @@ pub struct Calibration {
     /// `c`, seconds: the overhead of one more chunk of a transfer.
     pub chunk_s: f64,
     /// Seconds from the operator's move request to the source's pause in the calibration's
-    /// quiet moves (`None`: not measured). Shown beside [`request_to_pause_s`], which the model
+    /// quiet moves (`None`: not measured). Shown beside `request_to_pause_s`, which the model
     /// uses: with no writes the request takes 303 ms, in the grid's cells under load 340 to
     /// 410 ms, and the round structure's formula (352 ms) lies between.
     pub request_s: Option<f64>,
@@ -90,7 +90,7 @@ impl Calibration {
 /// mean's standard error at 8% (0.24 ms) and gave 2.64 ms at 1 GiB/s, 1.5 standard errors under
 /// the draw's mean, which every pause's `4L` to `7L` carried into the model (the 1 GiB/s cells
 /// of the quick grid all erred positive, up to +15%). 128 seeds bring the standard error to 2%
-/// (0.06 ms: measured 3.03 and 3.07 ms at 100 MiB/s and 1 GiB/s), under [`TARGET_REL_SE`], the
+/// (0.06 ms: measured 3.03 and 3.07 ms at 100 MiB/s and 1 GiB/s), under `TARGET_REL_SE`, the
 /// precision the grid asks of a cell's mean pause, for about 16 s of CPU for both bandwidths.
 pub const CALIBRATION_SEEDS: u64 = 128;
 

@@ -7,7 +7,7 @@
 //! then runs N seeds of each strategy on that cell and prints measured against predicted.
 //!
 //! The model is [`super::predict`] (see [`super::Model`]); the convergence limit is
-//! [`super::model::convergence_limit_w`].
+//! `pause_report::model::convergence_limit_w`.
 
 use super::model::{convergence_limit_w, predict, request_to_pause_s};
 use super::{bw_name, bytes, knobs_of, measure_in, ms, Calibration, Cell, Measured, Model, Strategy, GIB, KIB, MIB};
@@ -121,7 +121,7 @@ pub struct Prediction {
     pub stop: Model,
     /// Pre-copy's figures.
     pub pre: Model,
-    /// Pre-copy's convergence limit, bytes/s ([`convergence_limit_w`], at the append size the
+    /// Pre-copy's convergence limit, bytes/s (`convergence_limit_w`, at the append size the
     /// simulation's cell would use at that rate).
     pub w_max: f64,
     /// The smallest range size (bytes, on a log grid from 4 KiB to 1 TiB) from which

@@ -317,7 +317,7 @@ pub fn size_plot_name(ratio: f64) -> String {
 
 /// Draw the plots into `dir`: the mean server pause against the range's size (log axes, per
 /// strategy and bandwidth, the prediction's curve beside the measured means), one plot per
-/// write ratio of the grid ([`size_plot_name`]), and against the write ratio for a 1 GiB range
+/// write ratio of the grid (`size_plot_name`), and against the write ratio for a 1 GiB range
 /// (`pause-vs-rate.svg`). Axes carry units; the legend sits beside the chart, over no data.
 ///
 /// Errors: a plot could not be drawn or written.
