@@ -163,6 +163,19 @@ struct Candidate {
     origin: &'static str,
 }
 
+impl Candidate {
+    /// The options that run this candidate under `base`'s label and mutation.
+    fn opts(&self, base: &RunOptions) -> RunOptions {
+        RunOptions { seed: self.seed, scenario: self.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false }
+    }
+
+    /// The explicit schedule that replays `report`, this candidate's run: a swarm candidate's
+    /// drawn faults written out, any other candidate's own schedule.
+    fn schedule(&self, base: &RunOptions, report: &RunReport) -> Scenario {
+        if self.origin == "swarm" { crate::schedule::from_run(report, &self.opts(base)) } else { self.scenario.clone() }
+    }
+}
+
 /// The faultable nodes of an explicit scenario by role, as the world names them.
 fn names_by_role(s: &Scenario) -> BTreeMap<Role, Vec<String>> {
     let t = &s.topology;
@@ -355,8 +368,7 @@ impl<'a> Explorer<'a> {
         for f in &feats {
             *self.seen.entry(f.clone()).or_default() += 1;
         }
-        let opts = RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: self.base.scenario_label.clone(), mutation: self.base.mutation, trace: false, echo_header: false };
-        let scenario = if c.origin == "swarm" { crate::schedule::from_run(report, &opts) } else { c.scenario.clone() };
+        let scenario = c.schedule(self.base, report);
         let entry = Entry {
             format: CORPUS_FORMAT,
             scenario_hash: self.scenario_hash.clone(),
@@ -441,7 +453,7 @@ fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
 
 /// Run `c` on this thread: the report (or the panic message) and the run's thread CPU seconds.
 fn run_candidate(base: &RunOptions, c: &Candidate) -> Ran {
-    let opts = RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false };
+    let opts = c.opts(base);
     let from = crate::bench::thread_cpu_ns();
     let r = std::panic::catch_unwind(|| run_seed(&opts)).map_err(|p| {
         p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into())
@@ -455,21 +467,7 @@ type Ran = (Result<RunReport, String>, f64);
 
 /// Run a batch on `jobs` threads; results in candidate order.
 fn run_batch(base: &RunOptions, batch: &[Candidate], jobs: usize) -> Vec<Ran> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Ran>>> = batch.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, batch.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= batch.len() {
-                    return;
-                }
-                let out = run_candidate(base, &batch[i]);
-                *slots[i].lock().expect("slot") = Some(out);
-            });
-        }
-    });
-    slots.into_iter().map(|s| s.into_inner().expect("slot").expect("every candidate ran")).collect()
+    crate::workers::in_order(batch, jobs, |_, c| run_candidate(base, c))
 }
 
 /// The first violated property of `report` with its evidence, if any (safety or liveness).
@@ -538,13 +536,10 @@ pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str
                 echo(&format!("explore: runs={} corpus={} goals={}/{} features={} findings={} cpu={:.1}s", x.runs, x.corpus.len(), x.goal_runs.len(), crate::goals::registry().len(), x.seen.len(), out.findings.len(), out.cpu_s));
             }
             if let Some((property, evidence, report)) = found {
-                let scenario = match report {
-                    Some(r) if c.origin == "swarm" => crate::schedule::from_run(r, &RunOptions { seed: c.seed, scenario: c.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false }),
-                    _ => c.scenario.clone(),
-                };
+                let scenario = report.map_or_else(|| c.scenario.clone(), |r| c.schedule(base, r));
                 let mut finding = Finding { run: x.runs, seed: c.seed, property, evidence, path: None, scenario, cpu_s: out.cpu_s };
                 if cfg.report_dir.is_some() {
-                    write_finding(base, cfg, &mut finding, report, echo)?;
+                    write_finding(base, cfg, &mut finding, echo)?;
                 }
                 echo(&format!("explore: run {} (seed {}, {}) VIOLATED {}: {}", finding.run, finding.seed, c.origin, finding.property, finding.evidence));
                 out.findings.push(finding);
@@ -563,7 +558,7 @@ pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str
 
 /// Write a finding's scenario, replay it to check it fails again, draw its timeline and, with
 /// `--shrink`, shrink it; print the repro line.
-fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, report: Option<&RunReport>, echo: &mut dyn FnMut(&str)) -> Result<(), String> {
+fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: &mut dyn FnMut(&str)) -> Result<(), String> {
     let dir = cfg.report_dir.as_ref().expect("checked").join("explore").join(format!("{}{}", crate::run::scenario_stem(&base.scenario_label), base.mutation.map_or(String::new(), |m| format!("-{}", m.name()))));
     let path = dir.join(format!("find-{}-seed-{}.json", f.run, f.seed));
     let mut s = f.scenario.clone();
@@ -595,7 +590,6 @@ fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, report
         }
         Err(_) => echo("explore: the replay panicked (harness crash)"),
     }
-    let _ = report;
     echo(&format!("repro: partmap-sim run --seed {} --scenario {}{flag}", f.seed, path.display()));
     if cfg.shrink {
         let opts = crate::shrink::ShrinkOptions { seed: f.seed, scenario: s, scenario_label: path.display().to_string(), mutation: base.mutation, jobs: cfg.jobs, max_runs: 400, faults_only: false, echo: false };

@@ -79,24 +79,16 @@ pub fn guided_search(base: &RunOptions, runs: u64, seed: u64) -> Result<Search, 
 /// Hunt every mutation of `mutations` on `base`'s scenario, `jobs` mutations at a time (each
 /// on one thread); results in `mutations` order. `echo` gets a line per finished mutation.
 pub fn hunt(base: &RunOptions, mutations: &[Mutation], runs: u64, seed: u64, jobs: usize, echo: &(dyn Fn(&str) + Sync)) -> Result<Vec<Hunted>, String> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<Hunted, String>>>> = mutations.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, mutations.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(&m) = mutations.get(i) else { return };
-                let opts = RunOptions { mutation: Some(m), ..base.clone() };
-                let random = random_search(&opts, runs);
-                let result = guided_search(&opts, runs, seed).map(|explore| Hunted { mutation: m, random, explore });
-                if let Ok(h) = &result {
-                    echo(&row(h));
-                }
-                *slots[i].lock().expect("slot") = Some(result);
-            });
+    let hunts = crate::workers::in_order(mutations, jobs, |_, &m| {
+        let opts = RunOptions { mutation: Some(m), ..base.clone() };
+        let random = random_search(&opts, runs);
+        let result = guided_search(&opts, runs, seed).map(|explore| Hunted { mutation: m, random, explore });
+        if let Ok(h) = &result {
+            echo(&row(h));
         }
+        result
     });
-    slots.into_iter().map(|s| s.into_inner().expect("slot").expect("every mutation ran")).collect()
+    hunts.into_iter().collect()
 }
 
 fn cpu(s: &Search) -> String {

@@ -28,6 +28,7 @@
 //! | [`timeline`] | a run drawn as one self-contained HTML page |
 //! | [`explore`] | feedback-guided search: a corpus of runs that reached something new, branched and mutated |
 //! | [`hunt`] | the search's benchmark: random sweep against explore per mutation, CPU to first catch |
+//! | [`workers`] | whole items on worker threads, results in item order |
 //! | [`mutants`] | every named mutation on its scenario: each must be caught |
 //! | [`mod@bench`] | what a seed costs against madsim alone (CPU per message, the checkers' share) |
 //! | [`bench_raw`] | madsim alone: the raw request/response loop, shared with `bench/raw-madsim` |
@@ -61,4 +62,5 @@ pub mod sweep;
 pub mod timeline;
 pub mod trigger;
 pub mod workload;
+pub mod workers;
 pub mod world;

@@ -282,23 +282,13 @@ pub fn hunt_all(
     on_done: &HuntEnded,
 ) -> Result<Vec<Hunt>, String> {
     let ended = AtomicUsize::new(0);
-    let next = AtomicUsize::new(0);
     let baseline = Mutex::new(BTreeMap::new());
-    let results: Mutex<Vec<(usize, Result<Hunt, String>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(t) = targets.get(i) else { return };
-                let h = hunt(t, budget.unwrap_or(t.budget), rate, check_unmutated, &baseline);
-                on_done(ended.fetch_add(1, Ordering::SeqCst) + 1, targets.len(), &h);
-                results.lock().expect("results").push((i, h));
-            });
-        }
+    let hunts = crate::workers::in_order(targets, jobs, |_, t| {
+        let h = hunt(t, budget.unwrap_or(t.budget), rate, check_unmutated, &baseline);
+        on_done(ended.fetch_add(1, Ordering::SeqCst) + 1, targets.len(), &h);
+        h
     });
-    let mut results = results.into_inner().expect("results");
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, h)| h).collect()
+    hunts.into_iter().collect()
 }
 
 /// One line of progress for a hunt that ended: `[3/18] store-ignores-fence on

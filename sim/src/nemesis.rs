@@ -280,18 +280,24 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
 /// lease, and from `long` (the scenario's range). Below, near and above each margin, so a
 /// fault lands on both sides of every timeout the protocol relies on.
 pub fn margin_ms(rng: &mut impl Rng, knobs: &partmap::config::Knobs, long: [u64; 2]) -> u64 {
-    let around = |rng: &mut dyn FnMut(u64, u64) -> u64, x: u64| rng(x.saturating_mul(6) / 10, x.saturating_mul(14) / 10).max(1);
-    let mut draw = |lo: u64, hi: u64| if hi > lo { rng.gen_range(lo..=hi) } else { lo };
-    match draw(0, 4) {
-        0 => around(&mut draw, knobs.lease_margin_ms.max(10)),
+    fn around(rng: &mut impl Rng, x: u64) -> u64 {
+        uniform_u(rng, [x.saturating_mul(6) / 10, x.saturating_mul(14) / 10]).max(1)
+    }
+    match uniform_u(rng, [0, 4]) {
+        0 => around(rng, knobs.lease_margin_ms.max(10)),
         1 => {
             let (lo, hi) = (knobs.lease_margin_ms.max(1), knobs.rpc_timeout_ms.max(knobs.lease_margin_ms + 1));
-            draw(lo, hi + hi / 5)
+            uniform_u(rng, [lo, hi + hi / 5])
         }
-        2 => around(&mut draw, knobs.lease_ms.max(10)),
-        3 => around(&mut draw, knobs.store_timeout_ms.max(10)),
-        _ => draw(long[0], long[1]),
+        2 => around(rng, knobs.lease_ms.max(10)),
+        3 => around(rng, knobs.store_timeout_ms.max(10)),
+        _ => uniform_u(rng, long),
     }
+}
+
+/// Uniform in `0..n`; 0 when `n` is at most 1.
+fn below(rng: &mut impl Rng, n: u64) -> u64 {
+    if n > 1 { rng.gen_range(0..n) } else { 0 }
 }
 
 /// One fault aimed at a protocol role ([`crate::aim`]): who it hits is resolved when it
@@ -304,10 +310,8 @@ pub fn margin_ms(rng: &mut impl Rng, knobs: &partmap::config::Knobs, long: [u64;
 /// time, for the manager to restart within its lease.
 pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults) -> Planned {
     use crate::scenario::Trigger;
-    let key = || String::from_utf8(crate::scenario::key_name(0)).expect("ascii");
-    let some_key = |rng: &mut dyn FnMut(u64) -> u64| String::from_utf8(crate::scenario::key_name(rng(scenario.workload.keys as u64) as u32)).unwrap_or_else(|_| key());
-    let mut below = |n: u64| if n > 1 { rng.gen_range(0..n) } else { 0 };
-    let owner = format!("@owner?key={}", some_key(&mut below));
+    let key = crate::scenario::key_name(below(rng, scenario.workload.keys as u64) as u32);
+    let owner = format!("@owner?key={}", String::from_utf8(key).expect("ascii"));
     // The events a step of a flow emits, with the role of the node that emits them.
     const STEPS: [(&str, &str); 12] = [
         ("paused", "@move-source"),
@@ -323,32 +327,31 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
         ("admit", "@owner"),
         ("renewed", "@owner"),
     ];
-    let on = (below(5) < 3).then(|| {
-        let (event, node) = STEPS[below(STEPS.len() as u64) as usize];
+    let on = (below(rng, 5) < 3).then(|| {
+        let (event, node) = STEPS[below(rng, STEPS.len() as u64) as usize];
         let node = if node == "@owner" { owner.clone() } else { node.to_string() };
-        let delay_ms = match below(3) {
+        let delay_ms = match below(rng, 3) {
             0 => 0,
-            1 => below(20),
-            _ => below(knobs.lease_margin_ms.max(2)),
+            1 => below(rng, 20),
+            _ => below(rng, knobs.lease_margin_ms.max(2)),
         };
-        Trigger { event: event.into(), node, range: None, epoch: None, count: 1 + below(3) as u32, delay_ms }
+        Trigger { event: event.into(), node, range: None, epoch: None, count: 1 + below(rng, 3) as u32, delay_ms }
     });
     let triggered = on.is_some();
     const ROLES: [&str; 7] = ["@move-source", "@move-target", "@reshape-parent-owner", "@failover-target", "@leader", "@standby-manager", "@trigger-node"];
-    let mut role = ROLES[below(ROLES.len() as u64 - u64::from(!triggered)) as usize].to_string();
-    if below(4) == 0 {
+    let mut role = ROLES[below(rng, ROLES.len() as u64 - u64::from(!triggered)) as usize].to_string();
+    if below(rng, 4) == 0 {
         role = owner.clone();
     }
-    let other = if below(2) == 0 { "lock-1" } else { "store-1" }.to_string();
+    let other = if below(rng, 2) == 0 { "lock-1" } else { "store-1" }.to_string();
     let long = random.partition_ms;
     let mut duration_ms = margin_ms(rng, knobs, long);
-    let mut below = |n: u64| if n > 1 { rng.gen_range(0..n) } else { 0 };
-    let fault = match below(10) {
-        0 if role == "@leader" || below(2) == 0 => {
+    let fault = match below(rng, 10) {
+        0 if role == "@leader" || below(rng, 2) == 0 => {
             // The leader crashes; half the time it is back before its lease ran out, and leads
             // again at the same term with an empty memory.
-            if below(2) == 0 {
-                duration_ms = 1 + below(knobs.lease_ms.saturating_sub(knobs.lease_margin_ms).max(2));
+            if below(rng, 2) == 0 {
+                duration_ms = 1 + below(rng, knobs.lease_ms.saturating_sub(knobs.lease_margin_ms).max(2));
             }
             Fault::Crash("@leader".into())
         }
@@ -375,7 +378,7 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
                 ("@leader", "lock-1", "cas_map"),
                 ("@leader", "@reshape-parent-owner", "pause"),
             ];
-            let (from, to, kind) = HOLDS[below(HOLDS.len() as u64) as usize];
+            let (from, to, kind) = HOLDS[below(rng, HOLDS.len() as u64) as usize];
             let name = |n: &str| if n == "@owner" { owner.clone() } else { n.to_string() };
             Fault::DelayNext(name(from), name(to), kind)
         }
