@@ -103,17 +103,26 @@ pub fn fault_flows(events: &[Event]) -> BTreeSet<(String, &'static str)> {
     out
 }
 
+/// One goal's figures in a run: how often, and first reached at (µs of simulated time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reached {
+    /// How often.
+    pub count: u64,
+    /// First time, µs.
+    pub first_us: u64,
+}
+
 /// Count each situation in one run's events.
 pub fn situations(events: &[Event]) -> BTreeMap<&'static str, u64> {
     situations_timed(events).into_iter().map(|(k, r)| (k, r.count)).collect()
 }
 
 /// Each situation in one run's events, with how often and when first hit.
-pub fn situations_timed(events: &[Event]) -> BTreeMap<&'static str, crate::goals::Reached> {
-    let mut hit: BTreeMap<&'static str, crate::goals::Reached> = BTreeMap::new();
+pub fn situations_timed(events: &[Event]) -> BTreeMap<&'static str, Reached> {
+    let mut hit: BTreeMap<&'static str, Reached> = BTreeMap::new();
     let now = std::cell::Cell::new(0u64);
     let mut bump = |s: &'static str| {
-        let r = hit.entry(s).or_insert(crate::goals::Reached { count: 0, first_us: now.get() });
+        let r = hit.entry(s).or_insert(Reached { count: 0, first_us: now.get() });
         r.count += 1;
     };
     let mut preparing: BTreeMap<u64, u32> = BTreeMap::new(); // range -> owner

@@ -37,14 +37,7 @@ pub fn is_goal(name: &str) -> bool {
     registry().iter().any(|(n, _)| *n == name)
 }
 
-/// One goal's figures in a run: how often, and first reached at (µs of simulated time).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Reached {
-    /// How often.
-    pub count: u64,
-    /// First time, µs.
-    pub first_us: u64,
-}
+pub use crate::coverage::Reached;
 
 thread_local! {
     static DECLARED: RefCell<Vec<(&'static str, u64)>> = const { RefCell::new(Vec::new()) };
