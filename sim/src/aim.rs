@@ -327,45 +327,6 @@ mod tests {
         assert_eq!(src.validate("x.node"), Ok(()));
     }
 
-    /// A crash aimed at the leader hits whichever manager leads when it starts: the first
-    /// one the one granted last before it, the second (while the first is still down) the
-    /// standby that took over.
-    #[test]
-    fn aim_crash_of_the_leader_hits_whoever_leads_at_that_moment() {
-        use crate::events::What;
-        use crate::fault::Fault;
-        let text = r#"{"description": "aimed", "topology": {"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2},
-            "workload": {"duration_s": 15, "ops_per_s": 20},
-            "faults": {"random": null, "schedule": [
-                {"at_ms": 4000, "duration_ms": 8000, "fault": {"kind": "crash", "node": {"role": "leader"}}},
-                {"at_ms": 9000, "duration_ms": 1000, "fault": {"kind": "crash", "node": {"role": "leader"}}},
-                {"at_ms": 9500, "duration_ms": 100, "fault": {"kind": "pause", "node": {"role": "move-source"}}},
-                {"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": "server-2"}}
-            ]}}"#;
-        let scenario = crate::scenario::Scenario::parse(text, "aimed.json").expect("parses");
-        let opts = crate::run::RunOptions { seed: 1, scenario, scenario_label: "aimed.json".into(), mutation: None, trace: false, echo_header: false };
-        let report = crate::run::run_seed(&opts);
-        let mut leader = None;
-        let mut hit = Vec::new();
-        for e in &report.events {
-            match &e.what {
-                What::Sys(Event::Leader { manager, .. }) => leader = Some(format!("manager-{manager}")),
-                What::Fault { fault, .. } => {
-                    if let Fault::Crash(n) = &**fault {
-                        assert_eq!(Some(n), leader.as_ref(), "a crash at {} us hit {n}, not the leader", e.t_us);
-                        hit.push(n.clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        assert_eq!(hit.len(), 2, "both aimed crashes were injected: {hit:?}");
-        assert_ne!(hit[0], hit[1], "the second crash hit the standby that took over");
-        let skipped = report.events.iter().any(|e| matches!(&e.what, What::FaultSkipped { reason, .. } if reason == "no move in flight"));
-        assert!(skipped, "a pause of the move source with no move in flight is skipped, and the history says so");
-        assert_eq!(report.unfired_triggers, ["crash server-2 on diverged by server-1 #1, armed at 1000 ms"], "the trigger that never fired is listed");
-    }
-
     /// Bad role input is refused with an error that names the field and the problem.
     #[test]
     fn aim_bad_input_is_an_error_naming_the_field() {

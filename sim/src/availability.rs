@@ -6,7 +6,7 @@
 //! | figure | what |
 //! |---|---|
 //! | `write_pause_ms` | the longest write pause at the servers of any planned move the map published ([`crate::handoff`]) |
-//! | `unavailable_ms` | client-visible unavailability of the whole service ([`crate::run::unavailable_ms`]) |
+//! | `unavailable_ms` | client-visible unavailability of the whole service ([`unavailable_ms`]) |
 //! | `range_unavailable_ms` | the longest time any single range took no append while clients tried |
 //! | `recovery_after_fault_ms` | the longest time from a fault's end to a range that clients were waiting on serving again |
 //! | `leader_terms_without_manager_fault` | leader terms started (after the first) with no fault near a manager or the authority |
@@ -45,10 +45,39 @@ pub struct Availability {
 /// Compute the figures from a run's history. `start_us..=end_us`: the workload's window (µs of
 /// simulated time); `lease_ms`: the knob; `write_pause_ms`: from the handoffs.
 pub fn measure(events: &[Event], start_us: u64, end_us: u64, lease_ms: u64, write_pause_ms: f64) -> Availability {
-    let unavailable_ms = crate::run::unavailable_ms(events, start_us, end_us);
+    let unavailable_ms = unavailable_ms(events, start_us, end_us);
     let (range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms) = ranges(events, end_us);
     let (leader_terms, leader_terms_without_manager_fault) = leader_terms(events, lease_ms);
     Availability { write_pause_ms, unavailable_ms, range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms, leader_terms_without_manager_fault, leader_terms }
+}
+
+/// The longest stretch, ms, between consecutive acknowledgements of client appends (the probe
+/// client excluded) within the workload's window `start_us..=end_us`, from the first
+/// acknowledgement in it to `end_us`: how long the service as a whole took no write. With no
+/// acknowledgement in the window, the whole window (`end_us - start_us`): the service never took
+/// a write. Acknowledgements before `start_us` (a preload's, at 0) do not count, so the idle
+/// time before a delayed workload starts is not an outage. An outage of a few ranges shows in the
+/// handoff and recovery figures instead; this one shows an authority outage or a cut-off
+/// frontend.
+pub fn unavailable_ms(events: &[Event], start_us: u64, end_us: u64) -> u64 {
+    let acks = events
+        .iter()
+        .filter(|e| matches!(&e.what, What::Complete { op: ClientOp::Append, id, outcome: Outcome::Ok, .. } if id.client > 0))
+        .map(|e| e.t_us)
+        .filter(|t| (start_us..=end_us).contains(t));
+    let mut last: Option<u64> = None;
+    let mut worst = 0;
+    for t in acks {
+        if let Some(l) = last {
+            worst = worst.max(t - l);
+        }
+        last = Some(t);
+    }
+    match last {
+        Some(l) => worst = worst.max(end_us.saturating_sub(l)),
+        None => worst = end_us.saturating_sub(start_us),
+    }
+    worst / 1000
 }
 
 /// Per range: the waits of clients (first unanswered append to the next acknowledgement), and

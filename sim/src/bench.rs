@@ -11,7 +11,7 @@
 //!   over raw madsim stands apart from the nodes'.
 //! - **scenario**: seeds of a scenario run one after the other, as a `--jobs 1` sweep runs them:
 //!   CPU per seed and per message (messages counted where the seam puts them on the wire,
-//!   [`partmap::seam::messages_sent`]), the checkers' share ([`crate::run::checker_cpu_ns`]),
+//!   [`partmap::seam::messages_sent`]), the checkers' share ([`crate::check::checker_cpu_ns`]),
 //!   and the **ratio** of the scenario's CPU per message to raw madsim's (each floor's).
 //! - **scaling**: the same seeds with the workload 4 times as long: how much more the checkers
 //!   cost (linear in the history: about 4).
@@ -190,13 +190,13 @@ pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -
     let mut cost = ScenarioCost::default();
     for seed in seeds {
         let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.to_string(), mutation: None, trace: false, echo_header: false };
-        let (cpu0, msgs0, check0) = (thread_cpu_ns(), partmap::seam::messages_sent(), crate::run::checker_cpu_ns());
-        let by_view0 = crate::run::checker_cpu_by_view();
+        let (cpu0, msgs0, check0) = (thread_cpu_ns(), partmap::seam::messages_sent(), crate::check::checker_cpu_ns());
+        let by_view0 = crate::check::checker_cpu_by_view();
         let report = run_seed(&opts);
-        for (view, ns) in crate::run::checker_cpu_by_view() {
+        for (view, ns) in crate::check::checker_cpu_by_view() {
             *cost.checker_cpu_by_view.entry(view).or_default() += ns - by_view0.get(&view).copied().unwrap_or(0);
         }
-        let (cpu_ns, checker_cpu_ns) = (thread_cpu_ns() - cpu0, crate::run::checker_cpu_ns() - check0);
+        let (cpu_ns, checker_cpu_ns) = (thread_cpu_ns() - cpu0, crate::check::checker_cpu_ns() - check0);
         cost.total.cpu_ns += cpu_ns;
         cost.total.messages += partmap::seam::messages_sent() - msgs0;
         cost.checker_cpu_ns += checker_cpu_ns;

@@ -8,7 +8,7 @@
 //! node a fault names counts, the sender of a directed fault included).
 
 use crate::events::{Event, Outcome, Sys, What};
-use crate::nemesis::Fault;
+use crate::fault::Fault;
 use partmap::ids::{RangeId, ServerId};
 use partmap::map::{RangeState, ReshapeKind, TransferPhase};
 use std::collections::{BTreeMap, BTreeSet};

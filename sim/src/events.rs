@@ -252,15 +252,14 @@ pub fn record(what: What) {
 }
 
 /// Start collecting this thread's history (control-plane events included); with `print`, also
-/// print every event as it happens (the `--trace` output).
-pub fn start(print: bool) {
+/// print every event as it happens (the `--trace` output). `observe` sees every control-plane
+/// event before it is recorded (the run passes the role tracker's and the triggers' observers).
+pub fn start(print: bool, observe: fn(&Sys)) {
     let spare = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
     let events = if spare.capacity() > 0 { spare } else { Vec::with_capacity(16 * 1024) };
     LOG.with(|l| *l.borrow_mut() = Some(Log { events, print, time: None }));
-    crate::trigger::reset();
-    partmap::event::set_sink(Some(Box::new(|e| {
-        crate::aim::observe(&e);
-        crate::trigger::observe(&e);
+    partmap::event::set_sink(Some(Box::new(move |e| {
+        observe(&e);
         record(What::Sys(e));
     })));
 }

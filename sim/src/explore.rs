@@ -454,11 +454,11 @@ fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
 /// Run `c` on this thread: the report (or the panic message) and the run's thread CPU seconds.
 fn run_candidate(base: &RunOptions, c: &Candidate) -> Ran {
     let opts = c.opts(base);
-    let from = crate::bench::thread_cpu_ns();
+    let from = crate::bench_raw::thread_cpu_ns();
     let r = std::panic::catch_unwind(|| run_seed(&opts)).map_err(|p| {
         p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into())
     });
-    let cpu = (crate::bench::thread_cpu_ns() - from) as f64 / 1e9;
+    let cpu = (crate::bench_raw::thread_cpu_ns() - from) as f64 / 1e9;
     (r, cpu)
 }
 

@@ -16,7 +16,6 @@
 //! acknowledged appends to the same keys with no handoff's pause (of any range) inside it, what
 //! clients of the range saw away from the moves (failovers, cuts, the load's own gaps).
 
-use crate::check::single_writer::contains;
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::event::ClientOp;
 use partmap::ids::{Key, RangeId};
@@ -211,7 +210,7 @@ impl<'a> KeyTimes<'a> {
         let below = |b: &[u8]| order.partition_point(|k| self.names[*k as usize] < b);
         let lo = below(&bounds.0);
         let hi = bounds.1.as_ref().map_or(order.len(), |e| below(e)).max(lo);
-        debug_assert!(order[lo..hi].iter().all(|k| contains(bounds, self.names[*k as usize])));
+        debug_assert!(order[lo..hi].iter().all(|k| partmap::ids::in_range(self.names[*k as usize], &bounds.0, bounds.1.as_ref())));
         &order[lo..hi]
     }
 }

@@ -49,12 +49,12 @@ pub fn random_search(base: &RunOptions, runs: u64) -> Search {
     let mut s = Search::default();
     for seed in 0..runs {
         let opts = RunOptions { seed, ..base.clone() };
-        let from = crate::bench::thread_cpu_ns();
+        let from = crate::bench_raw::thread_cpu_ns();
         let caught = match std::panic::catch_unwind(|| run_seed(&opts)) {
             Ok(r) => matches!(r.outcome(), RunOutcome::SafetyViolation | RunOutcome::LivenessFailure),
             Err(_) => true,
         };
-        s.cpu_s += (crate::bench::thread_cpu_ns() - from) as f64 / 1e9;
+        s.cpu_s += (crate::bench_raw::thread_cpu_ns() - from) as f64 / 1e9;
         s.runs += 1;
         if caught {
             s.catches += 1;

@@ -127,7 +127,7 @@ pub struct Hunt {
     /// Per property, the seeds on which it failed.
     pub by_property: BTreeMap<String, u64>,
     /// Seeds on which the checkers without the durable log and the served final reads
-    /// ([`crate::run::legacy_violation`]) or liveness caught it.
+    /// ([`crate::check::legacy_violation`]) or liveness caught it.
     pub legacy_catches: u64,
     /// The first seed on which a property failed, if any.
     pub caught_at: Option<u64>,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use crate::events::{record, What};
 
-pub use crate::fault::Fault;
+use crate::fault::Fault;
 
 impl Fault {
     /// The fault a schedule entry names. `spec` must be validated ([`Scenario::validate`]):
@@ -650,30 +650,5 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 }
             }
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::events::What;
-
-    /// A message held in the network outlives its sender: the owner's store append held for
-    /// 2 s still reaches the store after the owner crashed 300 ms into the hold, and the run
-    /// (its next incarnation, the new owner, the fence) copes with it.
-    #[test]
-    fn nemesis_held_message_is_delivered_after_its_sender_crashed() {
-        let text = r#"{"description": "in flight", "topology": {"servers": 3, "managers": 1, "frontends": 1, "initial_ranges": 1},
-            "workload": {"duration_s": 12, "ops_per_s": 40, "read_fraction": 0.0},
-            "faults": {"random": null, "schedule": [
-                {"at_ms": 5000, "duration_ms": 2000, "fault": {"kind": "delay_next", "from": {"role": "owner", "key": "k000001"}, "to": "store-1", "message": "store_append"}},
-                {"at_ms": 5300, "duration_ms": 3000, "fault": {"kind": "crash", "node": {"role": "owner", "key": "k000001"}}}
-            ]}}"#;
-        let scenario = crate::scenario::Scenario::parse(text, "in-flight.json").expect("parses");
-        let opts = crate::run::RunOptions { seed: 2, scenario, scenario_label: "in-flight.json".into(), mutation: None, trace: false, echo_header: false };
-        let report = crate::run::run_seed(&opts);
-        let crashed_at = report.events.iter().find(|e| matches!(&e.what, What::Fault { fault, .. } if fault.kind() == "crash_server")).map(|e| e.t_us).expect("the owner crashed");
-        let delivered = report.events.iter().any(|e| e.t_us > crashed_at && matches!(&e.what, What::Sys(partmap::event::Event::HeldDelivered { msg: "store_append", .. })));
-        assert!(delivered, "the held store append was delivered after its sender crashed");
-        assert_eq!(report.outcome(), crate::run::RunOutcome::Pass, "{:?}", report.verdicts);
     }
 }

@@ -120,7 +120,7 @@ pub struct RunReport {
     /// Durable map versions at the authority that no `map_commit` announced (each was judged).
     pub unannounced_versions: u64,
     /// For a mutated run only: what the checkers without the durable log and the served final
-    /// reads would have found ([`legacy_violation`]).
+    /// reads would have found ([`check::legacy_violation`]).
     pub legacy_violation: Option<String>,
     /// Handoffs a target reported whose move the map never published (superseded by a
     /// failover or a rollback); kept out of `handoffs` and the pause figures.
@@ -138,7 +138,7 @@ pub struct RunReport {
     pub recovery_ms: u64,
     /// Client-visible unavailability, ms: the longest stretch of the workload phase (from the
     /// first acknowledged append to the workload's end; the whole phase if none was) in which
-    /// no client append was acknowledged. See [`unavailable_ms`].
+    /// no client append was acknowledged. See [`crate::availability::unavailable_ms`].
     pub unavailable_ms: u64,
     /// Every availability figure ([`crate::availability`]).
     pub availability: crate::availability::Availability,
@@ -197,35 +197,6 @@ impl RunReport {
             RunOutcome::Pass
         }
     }
-}
-
-/// The longest stretch, ms, between consecutive acknowledgements of client appends (the probe
-/// client excluded) within the workload's window `start_us..=end_us`, from the first
-/// acknowledgement in it to `end_us`: how long the service as a whole took no write. With no
-/// acknowledgement in the window, the whole window (`end_us - start_us`): the service never took
-/// a write. Acknowledgements before `start_us` (a preload's, at 0) do not count, so the idle
-/// time before a delayed workload starts is not an outage. An outage of a few ranges shows in the
-/// handoff and recovery figures instead; this one shows an authority outage or a cut-off
-/// frontend.
-pub fn unavailable_ms(events: &[Event], start_us: u64, end_us: u64) -> u64 {
-    let acks = events
-        .iter()
-        .filter(|e| matches!(&e.what, What::Complete { op: ClientOp::Append, id, outcome: Outcome::Ok, .. } if id.client > 0))
-        .map(|e| e.t_us)
-        .filter(|t| (start_us..=end_us).contains(t));
-    let mut last: Option<u64> = None;
-    let mut worst = 0;
-    for t in acks {
-        if let Some(l) = last {
-            worst = worst.max(t - l);
-        }
-        last = Some(t);
-    }
-    match last {
-        Some(l) => worst = worst.max(end_us.saturating_sub(l)),
-        None => worst = end_us.saturating_sub(start_us),
-    }
-    worst / 1000
 }
 
 /// The command that reproduces `seed` of `opts`'s scenario and mutation, with the scenario's
@@ -363,17 +334,6 @@ fn drawn_line(plan: &nemesis::FaultPlan) -> String {
     )
 }
 
-thread_local! {
-    /// CPU time this thread spent in the checkers ([`judge`]), nanoseconds.
-    static CHECKER_CPU_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// CPU time (ns) this thread has spent judging runs' histories so far: `bench` reports the
-/// checkers' share of a run from it. Read by the harness only, never inside a run.
-pub fn checker_cpu_ns() -> u64 {
-    CHECKER_CPU_NS.with(|n| n.get())
-}
-
 /// Mutation `map-forgets-reshapes` switched on for as long as this lives.
 struct ForgetReshapes;
 
@@ -390,30 +350,14 @@ impl Drop for ForgetReshapes {
     }
 }
 
-thread_local! {
-    /// CPU time this thread spent in each checker's view, nanoseconds, by (property, view).
-    static CHECKER_CPU_BY_VIEW: std::cell::RefCell<BTreeMap<(&'static str, &'static str), u64>> = const { std::cell::RefCell::new(BTreeMap::new()) };
-}
-
-/// Run `f` and add its thread CPU time to `(property, view)`'s total ([`checker_cpu_by_view`]).
-fn checker_timed<T>(property: &'static str, view: &'static str, f: impl FnOnce() -> T) -> T {
-    let from = crate::bench::thread_cpu_ns();
-    let out = f();
-    let ns = crate::bench::thread_cpu_ns() - from;
-    CHECKER_CPU_BY_VIEW.with(|m| *m.borrow_mut().entry((property, view)).or_default() += ns);
-    out
-}
-
-/// CPU time (ns) this thread has spent in each checker's view so far, by (property, view);
-/// `("index", ...)` is the shared index of the clients' operations and final contents.
-pub fn checker_cpu_by_view() -> BTreeMap<(&'static str, &'static str), u64> {
-    CHECKER_CPU_BY_VIEW.with(|m| m.borrow().clone())
-}
-
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
-    crate::events::start(opts.trace);
+    crate::trigger::reset();
+    crate::events::start(opts.trace, |e| {
+        crate::aim::observe(e);
+        crate::trigger::observe(e);
+    });
     crate::goals::start();
     let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
     let sim = {
@@ -456,10 +400,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     }
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
-    let judged_from = crate::bench::thread_cpu_ns();
-    let views = judge(&events, served, &stored, &durable_map);
-    CHECKER_CPU_NS.with(|n| n.set(n.get() + crate::bench::thread_cpu_ns() - judged_from));
-    let legacy = opts.mutation.and_then(|_| legacy_violation(&events, &views, served, &stored));
+    let views = check::judge(&events, served, &stored, &durable_map);
+    let legacy = opts.mutation.and_then(|_| check::legacy_violation(&events, &views, served, &stored));
     let verdict = |property: &'static str| {
         let first = views.iter().find(|v| v.property == property && v.violation.is_some());
         Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
@@ -476,7 +418,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let reshapes = reshape_counts(&events);
     let end_us = opts.scenario.workload.duration_s * 1_000_000;
     let start_us = opts.scenario.workload.start_s * 1_000_000;
-    let unavailable_ms = unavailable_ms(&events, start_us, end_us);
+    let unavailable_ms = crate::availability::unavailable_ms(&events, start_us, end_us);
     let write_pause_ms = handoffs.iter().map(|h| h.server_pause_ms).fold(0.0, f64::max);
     let availability = crate::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
     let bounds_exceeded = opts.scenario.expect.exceeded(&availability);
@@ -510,100 +452,6 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         scenario_run,
         plan,
     }
-}
-
-/// The views of the checkers without the durable log and the served final reads (the history,
-/// the store's streams, the announced maps), for showing what only those two catch; see
-/// [`legacy_violation`].
-pub const LEGACY_VIEWS: [&str; 3] = ["history", "stored", "announced"];
-
-/// What the checkers without the durable log and the served final reads would have found, for
-/// the mutants table: the history, the store's streams and the announced maps
-/// ([`LEGACY_VIEWS`]), with `reads_consistent` on the clients' own reads against the streams,
-/// and a probe's check
-/// that its final reads of the 16 most-appended keys and of the keys it appended to return what
-/// the streams hold. `None`: they would have passed it.
-pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stored: &Content) -> Option<String> {
-    let old_views = views.iter().filter(|v| LEGACY_VIEWS.contains(&v.view) && v.property != "reads_consistent").find_map(|v| v.violation.clone());
-    if old_views.is_some() {
-        return old_views;
-    }
-    let clients: Vec<Event> = events.iter().filter(|e| !matches!(&e.what, What::Complete { op: ClientOp::Read, id, .. } if id.client == 0)).cloned().collect();
-    if let Err(e) = check::reads_consistent::check(&clients, stored, None) {
-        return Some(e.message);
-    }
-    let mut count: BTreeMap<&partmap::ids::Key, u64> = BTreeMap::new();
-    let mut probed = std::collections::BTreeSet::new();
-    for e in events {
-        if let What::Invoke { op: ClientOp::Append, id, key, .. } = &e.what {
-            if id.client == 0 {
-                probed.insert(key);
-            } else {
-                *count.entry(key).or_default() += 1;
-            }
-        }
-    }
-    let mut busiest: Vec<(u64, &partmap::ids::Key)> = count.into_iter().map(|(k, c)| (c, k)).collect();
-    busiest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let empty = Vec::new();
-    for key in busiest.into_iter().take(16).map(|(_, k)| k).chain(probed) {
-        let Some(read) = served.get(key) else { continue };
-        if read != stored.get(key).unwrap_or(&empty) {
-            return Some(format!("key {}: the final read differs from the streams", partmap::ids::show_key(key)));
-        }
-    }
-    None
-}
-
-/// Every view of every safety property (issue 12): the history, what the live system serves
-/// (`served`, the final strong reads, judged on the keys they answered), what the store's
-/// streams hold (`stored`), and the authority's durable log (`durable`). When the served and
-/// stored views of the final content disagree on a key that was read, `no_lost_append` fails on
-/// the disagreement.
-pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
-    // Each view's CPU time goes to `checker_cpu_by_view` (the harness's bench reads it).
-    let timed = |property: &'static str, view: &'static str, finding: &mut dyn FnMut() -> Result<(), check::Violation>| {
-        checker_timed(property, view, || View::of(property, view, finding()))
-    };
-    // The clients' operations and each key's final content, indexed once for both checkers
-    // and both views (every key numbered once).
-    let (clients, finals) = checker_timed("index", "clients and final contents", || {
-        let mut clients = check::index::Clients::of(events);
-        let finals = check::index::Finals::of(&[served, stored], &mut clients);
-        (clients, finals)
-    });
-    // The announced maps, each diffed against the one before once, for both map checkers.
-    let maps = checker_timed("index", "map diffs", || check::index::Maps::of(events));
-    // The keys the final reads answered; one they could not read fails liveness, not this.
-    let read = |k: check::index::KeyNo| finals.view(0).contains(k);
-    // A key the served view judged sound, on the same bytes as the stored view, would pass the
-    // stored view too: that view judges the other keys only.
-    let same = |k: check::index::KeyNo| finals.same_in(0, 1, k);
-    let none = |_: check::index::KeyNo| false;
-    let nla_served = timed("no_lost_append", "served", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(0), "served", Some(&read), &none));
-    let settled: &dyn Fn(check::index::KeyNo) -> bool = if nla_served.violation.is_none() { &same } else { &none };
-    let nla_stored = timed("no_lost_append", "stored", &mut || check::no_lost_append::check_indexed(&clients, &finals.view(1), "stored", None, settled));
-    let rc_served = timed("reads_consistent", "served", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(0), Some(&read), &none));
-    let settled: &dyn Fn(check::index::KeyNo) -> bool = if rc_served.violation.is_none() { &same } else { &none };
-    let rc_stored = timed("reads_consistent", "stored", &mut || check::reads_consistent::check_indexed(&clients, &finals.view(1), None, settled));
-    let mut views = vec![
-        timed("single_writer", "history", &mut || check::single_writer::check_indexed(events, &maps, &clients.keys, &clients.served, finals.order())),
-        // Acknowledged => durable, judged at each acknowledgement: the earliest evidence of a
-        // lost append, so it comes before the final contents' views.
-        timed("no_lost_append", "synced", &mut || check::acked_durable::check(events)),
-        nla_served,
-        nla_stored,
-        rc_served,
-        rc_stored,
-        timed("map_tiles", "durable", &mut || check::map_tiles::check_durable_indexed(durable, events, &maps)),
-        timed("map_tiles", "announced", &mut || check::map_tiles::check_announced_indexed(&maps)),
-        timed("manager_exclusive", "durable", &mut || check::manager_exclusive::check_durable(durable)),
-        timed("manager_exclusive", "announced", &mut || check::manager_exclusive::check(events)),
-    ];
-    let disagreement = checker_timed("no_lost_append", "agreement", || check::no_lost_append::disagreement_indexed(&finals, &clients.keys));
-    let disagreement = disagreement.map(|d| format!("the served and stored views disagree: {d}"));
-    views.push(View { property: "no_lost_append", view: "agreement", violation: disagreement, evidence: Default::default() });
-    views
 }
 
 /// Splits and merges that ended, counted from the maps the authority committed or restored: a

@@ -283,7 +283,7 @@ impl Search<'_> {
         for i in 0..self.best.faults.schedule.len() {
             // The fault without its timing: the steps below change the timing, and each step's
             // line gives the value before and after it.
-            let what = crate::nemesis::Fault::from_spec(&self.best.faults.schedule[i].fault).to_string();
+            let what = crate::fault::Fault::from_spec(&self.best.faults.schedule[i].fault).to_string();
             if self.best.faults.schedule[i].fault.instant_request().is_none() {
                 moved |= self.number(&format!("fault {} ({what}) duration", i + 1), " ms", 100, 1, |s| s.faults.schedule[i].lasts_ms(), |s, v| s.faults.schedule[i].duration_ms = Some(v));
             }
@@ -321,7 +321,7 @@ impl Search<'_> {
 
 /// `crash server-2 at 20500 ms for 5000 ms`.
 pub fn describe(f: &crate::scenario::TimedFault) -> String {
-    let fault = crate::nemesis::Fault::from_spec(&f.fault);
+    let fault = crate::fault::Fault::from_spec(&f.fault);
     match f.duration_ms {
         None => format!("{fault} at {} ms", f.at_ms),
         Some(ms) => format!("{fault} at {} ms for {ms} ms", f.at_ms),

@@ -140,7 +140,7 @@ pub struct SeedRecord {
     pub ops: OpCounts,
     /// Simulated time of the run, ms.
     pub sim_ms: u64,
-    /// Client-visible unavailability, ms ([`crate::run::unavailable_ms`]).
+    /// Client-visible unavailability, ms ([`crate::availability::unavailable_ms`]).
     pub unavailable_ms: u64,
     /// Every availability figure ([`crate::availability::Availability`]).
     #[serde(default)]
@@ -377,7 +377,7 @@ pub struct Totals {
     pub ops: OpCounts,
     /// Mean simulated seconds per seed.
     pub sim_s_per_seed: f64,
-    /// Client-visible unavailability per seed ([`crate::run::unavailable_ms`]), ms: p50 and
+    /// Client-visible unavailability per seed ([`crate::availability::unavailable_ms`]), ms: p50 and
     /// max over the seeds.
     pub unavailable_ms_p50_max: (u64, u64),
     /// Write-pause figures of the committed planned moves, per strategy and range size.

@@ -24,7 +24,7 @@
 
 use crate::check::Evidence;
 use crate::events::{Event, Outcome, Sys, What};
-use crate::nemesis::Fault;
+use crate::fault::Fault;
 use crate::run::{RunOptions, RunReport};
 use partmap::event::ClientOp;
 use partmap::ids::{show_key, Key, OpId};
@@ -510,7 +510,7 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         let (start, end) = bounds.get(id).cloned().unwrap_or_default();
         let label = format!("r{id} [{}, {})", show_key(&start), end.as_ref().map_or("~".to_string(), |e| show_key(e)));
         let label: String = if label.chars().count() > 28 { format!("{}…", label.chars().take(27).collect::<String>()) } else { label };
-        let holds_key = evidence.keys.iter().any(|k| crate::check::single_writer::contains(&(start.clone(), end.clone()), k));
+        let holds_key = evidence.keys.iter().any(|k| partmap::ids::in_range(k, &start, end.as_ref()));
         let cited = evidence.ranges.contains(id) || holds_key;
         let why = if evidence.ranges.contains(id) { "named by the violation" } else if holds_key { "holds a key the violation names" } else { "" };
         svg.label(y, &label, if cited { "lane cited" } else { "lane" }, why);

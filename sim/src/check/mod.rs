@@ -18,6 +18,7 @@
 pub mod acked_durable;
 pub mod clauses;
 pub mod index;
+pub mod judge;
 pub mod manager_exclusive;
 pub mod map_tiles;
 pub mod no_lost_append;
@@ -26,6 +27,8 @@ pub mod reads_consistent;
 pub mod single_writer;
 
 use partmap::ids::{Key, OpId};
+
+pub use judge::{checker_cpu_by_view, checker_cpu_ns, judge, legacy_violation, LEGACY_VIEWS};
 
 
 /// Whether a property must hold at every step or eventually.

@@ -127,11 +127,6 @@ impl Lengths {
     }
 }
 
-/// Whether `key` falls in `[start, end)` (`end` `None` = unbounded).
-pub(crate) fn contains(bounds: &(Key, Option<Key>), key: &[u8]) -> bool {
-    partmap::ids::in_range(key, &bounds.0, bounds.1.as_ref())
-}
-
 /// Keys by their place in key order, so that whether a range's bounds hold a key is two integer
 /// comparisons: bounds `[start, end)` hold the keys ranked from the number of keys below
 /// `start` up to (not including) the number of keys below `end`.

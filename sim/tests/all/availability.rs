@@ -8,7 +8,8 @@ use partmap::event::ClientOp;
 use partmap::ids::OpId;
 use partmap_sim::events::{Event, Outcome, What};
 use partmap_sim::fault::Fault;
-use partmap_sim::run::{run_seed, unavailable_ms, RunOptions, RunOutcome};
+use partmap_sim::availability::unavailable_ms;
+use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
 use partmap_sim::scenario::Scenario;
 
 fn append(t_us: u64, seq: u64, outcome: Option<Outcome>) -> Event {

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod aimed_faults;
 mod availability;
 mod cli;
 mod competing;

@@ -102,7 +102,7 @@ fn a_leader_term_durable_but_never_announced_is_recovered_and_its_commits_pass()
         let disk: Disk<LockRecord> = Disk::new(50);
         let answered = Arc::new(AtomicBool::new(false));
         let committed = Arc::new(AtomicBool::new(false));
-        events::start(false);
+        events::start(false, |_| {});
         let mut rt = madsim::runtime::Runtime::with_seed_and_config(seed, Default::default());
         rt.set_time_limit(std::time::Duration::from_secs(60));
         let (d, first, done) = (disk.clone(), answered.clone(), committed.clone());
