@@ -1,5 +1,5 @@
 //! Records the git commit the binary is built from (`PARTMAP_COMMIT`), for the build identity
-//! a sweep summary carries (`partmap_sim::summary::Build`). `-dirty` is appended when tracked
+//! a sweep summary carries (`partmap_sim::sweep::summary::Build`). `-dirty` is appended when tracked
 //! files that go into the build differ from the commit. Outside a git checkout (a source
 //! tarball) the commit is unknown unless `PARTMAP_COMMIT` is set in the environment.
 

@@ -7,11 +7,11 @@ use clap::{Parser, Subcommand};
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions};
 use partmap_sim::scenario::Scenario;
-use partmap_sim::seeds::{read_seeds_file, SeedSelection, Shard, Source};
-use partmap_sim::summary::{self, Summary};
+use partmap_sim::sweep::seeds::{read_seeds_file, SeedSelection, Shard, Source};
+use partmap_sim::sweep::summary::{self, Summary};
 use partmap_sim::sweep::{self, Stop, SweepConfig};
-use partmap_sim::mutants;
-use partmap_sim::shrink::{self, ShrinkOptions};
+use partmap_sim::search::mutants;
+use partmap_sim::search::shrink::{self, ShrinkOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -368,7 +368,7 @@ enum Command {
 }
 
 fn parse_seeds(s: &str) -> Result<(u64, u64), String> {
-    partmap_sim::seeds::parse_range(s)
+    partmap_sim::sweep::seeds::parse_range(s)
 }
 
 fn parse_budget(s: &str) -> Result<Duration, String> {
@@ -505,7 +505,7 @@ fn main() -> ExitCode {
                 println!("checkers without the durable log and the served final reads: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
             }
             if let Some(path) = &history {
-                match partmap_sim::history_edn::write(path, &report.events, &report.served) {
+                match partmap_sim::report::history_edn::write(path, &report.events, &report.served) {
                     Ok(n) => println!("history: {} ({n} operation lines, Jepsen EDN)", path.display()),
                     Err(e) => {
                         eprintln!("error: --history: cannot write {e}");
@@ -514,9 +514,9 @@ fn main() -> ExitCode {
                 }
             }
             if let Some(path) = &emit_schedule {
-                let s = partmap_sim::schedule::from_run(&report, &opts);
-                let (faults, requests) = partmap_sim::schedule::counts(&s);
-                if let Err(e) = partmap_sim::schedule::write(path, &s) {
+                let s = partmap_sim::search::schedule::from_run(&report, &opts);
+                let (faults, requests) = partmap_sim::search::schedule::counts(&s);
+                if let Err(e) = partmap_sim::search::schedule::write(path, &s) {
                     eprintln!("error: --emit-schedule: cannot write {e}");
                     return ExitCode::from(3);
                 }
@@ -566,7 +566,7 @@ fn main() -> ExitCode {
             };
             let path = shrink::output_path(&report_dir, &opts.scenario_label, mutation, seed);
             let described = shrink::describe_result(&shrunk, &opts, &path);
-            if let Err(e) = partmap_sim::schedule::write(&path, &described) {
+            if let Err(e) = partmap_sim::search::schedule::write(&path, &described) {
                 eprintln!("error: cannot write the shrunk scenario: {e}");
                 return ExitCode::from(3);
             }
@@ -603,7 +603,7 @@ fn main() -> ExitCode {
                 }
             };
             let path = out.unwrap_or_else(|| report_dir.join("timelines").join(format!("{}.html", sweep::seed_stem(&opts, seed))));
-            let html = partmap_sim::timeline::render(&report, &opts);
+            let html = partmap_sim::report::timeline::render(&report, &opts);
             if let Err(e) = path.parent().filter(|d| !d.as_os_str().is_empty()).map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, html)) {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return ExitCode::from(3);
@@ -620,7 +620,7 @@ fn main() -> ExitCode {
                 eprintln!("error: {e}");
                 return ExitCode::from(64);
             }
-            if let Some(bad) = require_goal.iter().find(|g| !partmap_sim::goals::is_goal(g)) {
+            if let Some(bad) = require_goal.iter().find(|g| !partmap_sim::measure::goals::is_goal(g)) {
                 eprintln!("error: --require-goal: unknown goal `{bad}`; `partmap-sim goals` lists them");
                 return ExitCode::from(64);
             }
@@ -728,7 +728,7 @@ fn main() -> ExitCode {
             }
             merged.json_path = Some(out);
             if let Some(junit) = junit {
-                match partmap_sim::junit::write(&merged, &junit) {
+                match partmap_sim::sweep::junit::write(&merged, &junit) {
                     Ok(()) => merged.junit_path = Some(junit),
                     Err(e) => merged.report_errors.push(e),
                 }
@@ -737,7 +737,7 @@ fn main() -> ExitCode {
             ExitCode::from(merged.exit_code() as u8)
         }
         Command::Report { which, seeds, jobs, quick, out, cell, predict, verify, threshold, max_rounds, tick_ms, latency_ms, budget_ms, from_csv } => {
-            use partmap_sim::pause_report;
+            use partmap_sim::report::pause;
             if which == "pause" && seeds > 100 && predict.is_none() && from_csv.is_none() {
                 eprintln!("error: --seeds {seeds}: report pause runs at most 100 seeds a cell");
                 return ExitCode::from(64);
@@ -745,7 +745,7 @@ fn main() -> ExitCode {
             if which == "questions" {
                 let commit = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().filter(|o| o.status.success()).map_or("an unknown commit".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
                 let provenance = format!("Generated by `partmap-sim report questions --seeds {seeds}` at commit {commit}.");
-                let doc = match partmap_sim::questions::rolling_upgrade(std::path::Path::new("scenarios/rolling-upgrade.json"), seeds, &provenance) {
+                let doc = match partmap_sim::report::questions::rolling_upgrade(std::path::Path::new("scenarios/rolling-upgrade.json"), seeds, &provenance) {
                     Ok(d) => d,
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -761,7 +761,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             if let Some(text) = predict {
-                use pause_report::predict as pr;
+                use pause::predict as pr;
                 let query = match pr::parse_query(&text) {
                     Ok(q) => q,
                     Err(e) => {
@@ -795,7 +795,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             if let Some(text) = cell {
-                return match pause_report::Cell::parse(&text) {
+                return match pause::Cell::parse(&text) {
                     Ok(c) => {
                         println!("{}", serde_json::to_string_pretty(&c.scenario_json()).expect("a JSON value prints"));
                         ExitCode::SUCCESS
@@ -807,9 +807,9 @@ fn main() -> ExitCode {
                 };
             }
             let commit = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().filter(|o| o.status.success()).map_or("an unknown commit".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-            let cells = pause_report::grid(quick);
+            let cells = pause::grid(quick);
             let data = match &from_csv {
-                Some(path) => match std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display())).and_then(|t| pause_report::read_csv(&t, &cells)) {
+                Some(path) => match std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display())).and_then(|t| pause::read_csv(&t, &cells)) {
                     Ok(r) => Some(r),
                     Err(e) => {
                         eprintln!("error: --from-csv: {e}");
@@ -819,8 +819,8 @@ fn main() -> ExitCode {
                 None => None,
             };
             let mut cal = Vec::new();
-            for bw in pause_report::BANDWIDTHS {
-                match pause_report::calibrate(bw) {
+            for bw in pause::BANDWIDTHS {
+                match pause::calibrate(bw) {
                     Ok(c) => cal.push(c),
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -842,24 +842,24 @@ fn main() -> ExitCode {
                     (results, text)
                 }
                 None => {
-                    eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs (up to {} seeds for a fault-free cell whose mean pause is still noisy)", cells.len(), seeds * pause_report::MAX_SEED_FACTOR);
+                    eprintln!("report pause: {} cells x {seeds} seeds with {jobs} jobs (up to {} seeds for a fault-free cell whose mean pause is still noisy)", cells.len(), seeds * pause::MAX_SEED_FACTOR);
                     let progress = |done: usize, of: usize| {
                         if done.is_multiple_of(20) || done == of {
                             eprintln!("{done}/{of} runs");
                         }
                     };
-                    let results = pause_report::run_grid(&cells, seeds, jobs as usize, &progress);
+                    let results = pause::run_grid(&cells, seeds, jobs as usize, &progress);
                     let command = format!("partmap-sim report pause --seeds {seeds} --jobs {jobs}{}{}", if quick { " --quick" } else { "" }, if out != std::path::Path::new("reports/pause") { format!(" --out {}", out.display()) } else { String::new() });
-                    let text = format!("Generated by `{command}` at commit {commit} ({seeds} seeds per cell; a fault-free cell runs further batches of {seeds}, up to {} in all, until the standard error of its mean server pause is at most {:.1}% of the mean).", seeds * pause_report::MAX_SEED_FACTOR, pause_report::TARGET_REL_SE * 100.0);
+                    let text = format!("Generated by `{command}` at commit {commit} ({seeds} seeds per cell; a fault-free cell runs further batches of {seeds}, up to {} in all, until the standard error of its mean server pause is at most {:.1}% of the mean).", seeds * pause::MAX_SEED_FACTOR, pause::TARGET_REL_SE * 100.0);
                     (results, text)
                 }
             };
-            let doc = pause_report::markdown(&results, &cal, &provenance);
+            let doc = pause::markdown(&results, &cal, &provenance);
             let written = std::fs::create_dir_all(&out)
                 .and_then(|_| std::fs::write(out.join("README.md"), &doc))
-                .and_then(|_| if from_csv.is_none() { std::fs::write(out.join("grid.csv"), pause_report::csv(&results)) } else { Ok(()) })
+                .and_then(|_| if from_csv.is_none() { std::fs::write(out.join("grid.csv"), pause::csv(&results)) } else { Ok(()) })
                 .map_err(|e| e.to_string())
-                .and_then(|_| pause_report::plots(&results, &cal, &out));
+                .and_then(|_| pause::plots(&results, &cal, &out));
             if let Err(e) = written {
                 eprintln!("error: cannot write the report to {}: {e}", out.display());
                 return ExitCode::from(3);
@@ -918,12 +918,12 @@ fn main() -> ExitCode {
             }
         }
         Command::Explore { scenario, seed, runs, time_budget, jobs, mutation, keep_going, shrink, corpus, report_dir } => {
-            let cfg = partmap_sim::explore::ExploreConfig { seed, runs, time_budget, jobs: jobs as usize, keep_going, shrink, corpus, report_dir: Some(report_dir), progress_every: 100 };
+            let cfg = partmap_sim::search::explore::ExploreConfig { seed, runs, time_budget, jobs: jobs as usize, keep_going, shrink, corpus, report_dir: Some(report_dir), progress_every: 100 };
             cmd_explore(scenario, mutation, &cfg)
         }
         Command::Hunt { runs, only, seed, jobs, write_table, report_dir } => cmd_hunt(runs, only, seed, jobs as usize, write_table.then_some(report_dir)),
         Command::Goals => {
-            for (name, what) in partmap_sim::goals::registry() {
+            for (name, what) in partmap_sim::measure::goals::registry() {
                 println!("{name:<34} {what}");
             }
             ExitCode::SUCCESS
@@ -980,7 +980,7 @@ fn main() -> ExitCode {
 }
 
 /// `explore`: load the scenario, search, print the findings and the goals never reached.
-fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &partmap_sim::explore::ExploreConfig) -> ExitCode {
+fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &partmap_sim::search::explore::ExploreConfig) -> ExitCode {
     if let Some(dir) = &cfg.report_dir {
         if let Err(e) = sweep::check_report_dir(dir) {
             eprintln!("error: {e}");
@@ -996,7 +996,7 @@ fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &part
     };
     let base = RunOptions { seed: 0, scenario, scenario_label, mutation, trace: false, echo_header: false };
     println!("explore: scenario={} mutation={} seed={} runs={} jobs={}", base.scenario_label, mutation.map_or("none", |m| m.name()), cfg.seed, cfg.runs, cfg.jobs);
-    let out = match partmap_sim::explore::explore(&base, cfg, &mut |l| println!("{l}")) {
+    let out = match partmap_sim::search::explore::explore(&base, cfg, &mut |l| println!("{l}")) {
         Ok(out) => out,
         Err(e) => {
             eprintln!("error: {e}");
@@ -1005,7 +1005,7 @@ fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &part
     };
     let origins: Vec<String> = out.by_origin.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("explore: {} runs ({}), corpus {} entries, {} features, {} goals reached, {:.1} s CPU, {} violation(s)", out.runs, origins.join(" "), out.corpus, out.features, out.goals.len(), out.cpu_s, out.findings.len());
-    let never: Vec<&str> = partmap_sim::goals::registry().into_iter().map(|(n, _)| n).filter(|n| !out.goals.contains(*n)).collect();
+    let never: Vec<&str> = partmap_sim::measure::goals::registry().into_iter().map(|(n, _)| n).filter(|n| !out.goals.contains(*n)).collect();
     if !never.is_empty() {
         println!("goals never reached: {}", never.join(", "));
     }
@@ -1028,7 +1028,7 @@ fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Op
     let base = RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default_swarm(), scenario_label: format!("scenarios/swarm.json{}", partmap_sim::run::BUILTIN_SUFFIX), mutation: None, trace: false, echo_header: false };
     println!("hunt: {} mutation(s), {runs} runs each per search, explorer seed {seed}, jobs {jobs}", mutations.len());
     println!("| mutation | random caught | random CPU s to first | random per 1000 | explore caught | explore CPU s to first | explore per 1000 | ratio |");
-    let hunts = match partmap_sim::hunt::hunt(&base, &mutations, runs, seed, jobs, &|l| println!("{l}")) {
+    let hunts = match partmap_sim::search::hunt::hunt(&base, &mutations, runs, seed, jobs, &|l| println!("{l}")) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
@@ -1037,7 +1037,7 @@ fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Op
     };
     let only_flags: String = only.iter().map(|m| format!(" --only {}", m.name())).collect();
     let command = format!("partmap-sim hunt --runs {runs} --seed {seed}{only_flags} --write-table");
-    let table = partmap_sim::hunt::render(&hunts, &command);
+    let table = partmap_sim::search::hunt::render(&hunts, &command);
     if let Some(dir) = write_to {
         let path = dir.join("hunt.md");
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, &table)) {

@@ -1,9 +1,11 @@
 //! `raw-madsim RUNS PAIRS ROUND_TRIPS`: the raw madsim request/response loop of
-//! `sim/src/bench_raw.rs`, built against madsim 0.2.34 as published (see `Cargo.toml`).
+//! `sim/src/bench/raw.rs`, built against madsim 0.2.34 as published (see `Cargo.toml`).
 //! Prints one line, `messages=N cpu_ns=NS madsim=0.2.34-published`, read by `partmap-sim bench`.
 //! Exits 64 with a message naming the argument when one is missing or not a positive integer.
 
-#[path = "../../../sim/src/bench_raw.rs"]
+#[path = "../../../sim/src/cpu.rs"]
+mod cpu;
+#[path = "../../../sim/src/bench/raw.rs"]
 #[allow(dead_code)] // `Cost::us_per_message` is for partmap-sim; this binary prints the raw counts.
 mod bench_raw;
 

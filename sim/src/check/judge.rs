@@ -28,9 +28,9 @@ thread_local! {
 
 /// Run `f` and add its thread CPU time to `(property, view)`'s total ([`checker_cpu_by_view`]).
 fn checker_timed<T>(property: &'static str, view: &'static str, f: impl FnOnce() -> T) -> T {
-    let from = crate::bench_raw::thread_cpu_ns();
+    let from = crate::cpu::thread_cpu_ns();
     let out = f();
-    let ns = crate::bench_raw::thread_cpu_ns() - from;
+    let ns = crate::cpu::thread_cpu_ns() - from;
     CHECKER_CPU_BY_VIEW.with(|m| *m.borrow_mut().entry((property, view)).or_default() += ns);
     out
 }
@@ -91,9 +91,9 @@ pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stor
 /// stored views of the final content disagree on a key that was read, `no_lost_append` fails on
 /// the disagreement.
 pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
-    let from = crate::bench_raw::thread_cpu_ns();
+    let from = crate::cpu::thread_cpu_ns();
     let views = judge_views(events, served, stored, durable);
-    CHECKER_CPU_NS.with(|n| n.set(n.get() + crate::bench_raw::thread_cpu_ns() - from));
+    CHECKER_CPU_NS.with(|n| n.set(n.get() + crate::cpu::thread_cpu_ns() - from));
     views
 }
 

@@ -16,6 +16,7 @@
 //! in [`clauses::CLAUSES`]; the README's definitions are written from it ([`clauses::markdown`]).
 
 pub mod acked_durable;
+pub mod availability;
 pub mod clauses;
 pub mod index;
 pub mod judge;

@@ -8,7 +8,7 @@ use partmap::event::ClientOp;
 use partmap::ids::OpId;
 use partmap_sim::events::{Event, Outcome, What};
 use partmap_sim::fault::Fault;
-use partmap_sim::availability::unavailable_ms;
+use partmap_sim::check::availability::unavailable_ms;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
 use partmap_sim::scenario::Scenario;
 

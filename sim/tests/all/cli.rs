@@ -191,7 +191,7 @@ fn cli_sweep_interrupted_by_sigint_writes_a_summary_marked_interrupted() {
     assert!(out.contains("seeds run: interrupted by SIGINT"), "{out}");
 
     let path = dir.join("sweep-failover.json");
-    let summary = partmap_sim::summary::Summary::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    let summary = partmap_sim::sweep::summary::Summary::read(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(summary.stopped.interrupted.as_deref(), Some("SIGINT"));
     assert!(summary.stopped.abandoned.is_empty(), "one signal abandons nothing");
     assert_eq!(summary.selection.planned, 50);
@@ -211,7 +211,7 @@ fn cli_sweep_time_budget_runs_a_prefix_of_the_range() {
     let (code, out, err) = sim(&["sweep", "--seeds", "100..100000", "--time-budget", "1s", "--scenario", scenario, "--report-dir", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("time_budget=1s (") && out.contains("seeds run: time budget spent"), "{out}");
-    let summary = partmap_sim::summary::Summary::read(&dir.join("sweep-failover.json")).unwrap_or_else(|e| panic!("{e}"));
+    let summary = partmap_sim::sweep::summary::Summary::read(&dir.join("sweep-failover.json")).unwrap_or_else(|e| panic!("{e}"));
     assert!(summary.stopped.time_budget_spent);
     let seeds: Vec<u64> = summary.records.iter().map(|r| r.seed).collect();
     assert!(!seeds.is_empty() && seeds.len() < 1000, "{} seeds", seeds.len());
@@ -287,7 +287,7 @@ fn cli_sweep_quotes_a_scenario_path_with_spaces_in_the_repro_command() {
     assert_eq!(code, 1, "{out}{err}");
     let repro = out.lines().find_map(|l| l.trim().strip_prefix("repro: ")).unwrap_or_else(|| panic!("no repro line: {out}"));
     assert!(repro.contains(&format!("--scenario '{}'", scenario.display())), "{repro}");
-    let summary = partmap_sim::summary::Summary::read(&reports.join("sweep-stale_write-store-ignores-fence.json")).unwrap_or_else(|e| panic!("{e}"));
+    let summary = partmap_sim::sweep::summary::Summary::read(&reports.join("sweep-stale_write-store-ignores-fence.json")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(std::fs::read_to_string(reports.join("sweep-stale_write-store-ignores-fence.failing-seeds.txt")).unwrap(), "0\n");
     let bin = env!("CARGO_BIN_EXE_partmap-sim");
     let pasted = repro.replace("cargo run --release -p partmap-sim --", &shlex::try_quote(bin).unwrap());

@@ -183,7 +183,7 @@ fn golden_rolling_upgrade_pauses_only_for_planned_moves() {
         let assigned: usize = maps(&report).filter(|(t, _)| *t > 5_000_000).map(|(_, map)| map.rows.values().filter(|row| row.state == RangeState::Preparing).count()).sum();
         assert_eq!(assigned, 0, "seed {seed}: a range was assigned (failover or rollback) during the upgrade");
         for s in 1..=3u64 {
-            let away: Vec<&partmap_sim::handoff::Handoff> = report.handoffs.iter().filter(|h| h.from == s).collect();
+            let away: Vec<&partmap_sim::measure::handoff::Handoff> = report.handoffs.iter().filter(|h| h.from == s).collect();
             assert!(!away.is_empty(), "seed {seed}: nothing moved off server-{s}");
             let back = report.handoffs.iter().filter(|h| h.to == s && h.paused_at_us > (10_000 + 15_000 * (s - 1)) * 1000).count();
             assert!(back > 0, "seed {seed}: nothing moved back to server-{s}");

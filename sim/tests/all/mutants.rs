@@ -3,7 +3,7 @@
 //! hunt `partmap-sim mutants` runs.
 
 use partmap::config::Mutation;
-use partmap_sim::mutants::{builtin_scenario, hunt_all, render, DEFENCE_IN_DEPTH, TARGETS};
+use partmap_sim::search::mutants::{builtin_scenario, hunt_all, render, DEFENCE_IN_DEPTH, TARGETS};
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
 
 #[test]

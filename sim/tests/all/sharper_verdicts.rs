@@ -8,7 +8,7 @@
 //!   fence raised 20 s after the write).
 
 use partmap::config::Mutation;
-use partmap_sim::mutants::builtin_scenario;
+use partmap_sim::search::mutants::builtin_scenario;
 use partmap_sim::run::{run_seed, RunOptions, RunReport};
 
 fn run(seed: u64, mutation: Option<Mutation>) -> RunReport {

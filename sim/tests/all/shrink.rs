@@ -9,7 +9,7 @@ use crate::common;
 use partmap::config::Mutation;
 use partmap_sim::run::{run_seed, RunOptions, RunOutcome};
 use partmap_sim::scenario::Scenario;
-use partmap_sim::shrink::{describe_result, output_path, shrink, ShrinkOptions};
+use partmap_sim::search::shrink::{describe_result, output_path, shrink, ShrinkOptions};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("partmap-shrink-{name}-{}", std::process::id()));
@@ -26,13 +26,13 @@ fn first_violation(opts: &RunOptions) -> Option<(String, String)> {
 fn schedule_of_a_swarm_seed_replays_it_bit_for_bit() {
     let opts = RunOptions { seed: 3, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
-    let emitted = partmap_sim::schedule::from_run(&report, &opts);
+    let emitted = partmap_sim::search::schedule::from_run(&report, &opts);
     assert!(emitted.swarm.is_none() && emitted.faults.random.is_none(), "the schedule is explicit");
     assert!(!emitted.faults.schedule.is_empty(), "seed 3 injects faults");
     assert_eq!(emitted.faults.schedule.len(), report.plan.len());
     assert!(emitted.description.contains("Seed 3 of scenarios/swarm.json"), "{}", emitted.description);
     let path = temp_dir("replay").join("swarm-seed-3.json");
-    partmap_sim::schedule::write(&path, &emitted).expect("written");
+    partmap_sim::search::schedule::write(&path, &emitted).expect("written");
     let loaded = Scenario::load(&path).expect("the written schedule parses and validates");
     assert_eq!(loaded, emitted, "the file reads back to the same scenario");
     let replay = run_seed(&RunOptions { scenario: loaded, scenario_label: path.display().to_string(), ..opts.clone() });
@@ -62,7 +62,7 @@ fn shrink_fence_lease_and_split_mutations_to_at_most_five_faults_that_fail_the_s
         let path = output_path(&dir, &base.scenario_label, Some(mutation), seed);
         let described = describe_result(&shrunk, &opts, &path);
         assert!(described.description.contains(&format!("seed {seed} of scenarios/{scenario}")), "{}", described.description);
-        partmap_sim::schedule::write(&path, &described).expect("written");
+        partmap_sim::search::schedule::write(&path, &described).expect("written");
         let loaded = Scenario::load(&path).expect("the shrunk file parses and validates");
         let rerun = RunOptions { seed, scenario: loaded, scenario_label: path.display().to_string(), mutation: Some(mutation), trace: false, echo_header: false };
         let (again, evidence) = first_violation(&rerun).unwrap_or_else(|| panic!("{}: the written file passes\n{steps}", mutation.name()));
@@ -78,7 +78,7 @@ fn shrink_of_a_passing_seed_is_an_error_that_says_so() {
     let base = common::scenario("paused-owner.json");
     let opts = ShrinkOptions { seed: 1, scenario: base.scenario, scenario_label: base.scenario_label, mutation: None, jobs: 1, max_runs: 10, faults_only: true, echo: false };
     let err = shrink(&opts).expect_err("nothing to shrink");
-    assert!(matches!(err, partmap_sim::shrink::ShrinkError::Passes(_)), "{err}");
+    assert!(matches!(err, partmap_sim::search::shrink::ShrinkError::Passes(_)), "{err}");
     assert!(err.to_string().contains("passes every property") && err.to_string().contains("seed 1"), "{err}");
 }
 
@@ -88,7 +88,7 @@ fn timeline_of_a_failing_seed_is_self_contained_and_marks_the_evidence() {
     let report = run_seed(&opts);
     let verdict = report.verdicts.iter().find(|v| v.violation.is_some()).expect("the mutation is caught");
     assert!(!verdict.evidence.times_us.is_empty() && !verdict.evidence.keys.is_empty(), "{:?}", verdict.evidence);
-    let html = partmap_sim::timeline::render(&report, &opts);
+    let html = partmap_sim::report::timeline::render(&report, &opts);
     // Self-contained: no fetch of anything (the SVG namespace is a name, not a request).
     for bad in ["<script src", "<link", "@import", "url(http", "src=\"http"] {
         assert!(!html.contains(bad), "the page loads `{bad}`");

@@ -21,7 +21,7 @@ fn timeline_browser_page_runs_without_console_messages_and_opens_on_the_evidence
     let dir = std::env::temp_dir().join(format!("partmap-timeline-browser-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let page = dir.join("page.html");
-    std::fs::write(&page, partmap_sim::timeline::render(&report, &opts)).unwrap();
+    std::fs::write(&page, partmap_sim::report::timeline::render(&report, &opts)).unwrap();
 
     let browser = ["chromium", "chromium-browser"]
         .into_iter()

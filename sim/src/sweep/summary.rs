@@ -8,7 +8,7 @@
 //! the summary one sweep of the range writes, apart from the wall-clock measurements
 //! ([`Measured`]).
 
-use crate::handoff::{percentile, Handoff};
+use crate::measure::handoff::{percentile, Handoff};
 use crate::run::{OpCounts, RunOptions, RunOutcome, RunReport};
 use crate::scenario::ExpectedOutcome;
 use serde::{Deserialize, Serialize};
@@ -123,9 +123,9 @@ pub struct SeedRecord {
     pub trace_hash: String,
     /// Faults injected, by kind.
     pub faults: BTreeMap<String, u64>,
-    /// Coverage situations hit ([`crate::coverage::SITUATIONS`]), with how often.
+    /// Coverage situations hit ([`crate::measure::coverage::SITUATIONS`]), with how often.
     pub coverage: BTreeMap<String, u64>,
-    /// Goals reached ([`crate::goals::registry`]), with how often.
+    /// Goals reached ([`crate::measure::goals::registry`]), with how often.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub goals: BTreeMap<String, u64>,
     /// Fault kinds injected while each flow was in flight, as `(fault kind, flow)`.
@@ -140,11 +140,11 @@ pub struct SeedRecord {
     pub ops: OpCounts,
     /// Simulated time of the run, ms.
     pub sim_ms: u64,
-    /// Client-visible unavailability, ms ([`crate::availability::unavailable_ms`]).
+    /// Client-visible unavailability, ms ([`crate::check::availability::unavailable_ms`]).
     pub unavailable_ms: u64,
-    /// Every availability figure ([`crate::availability::Availability`]).
+    /// Every availability figure ([`crate::check::availability::Availability`]).
     #[serde(default)]
-    pub availability: crate::availability::Availability,
+    pub availability: crate::check::availability::Availability,
     /// The `expect` bounds exceeded, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bounds_exceeded: Vec<String>,
@@ -369,7 +369,7 @@ pub struct Totals {
     pub seeds_with_server_crash_and_partition: u64,
     /// Seeds that hit each coverage situation (every situation listed, zeros included).
     pub coverage_seeds: BTreeMap<String, u64>,
-    /// Each goal of [`crate::goals::registry`] reached: on how many seeds, and the first seed
+    /// Each goal of [`crate::measure::goals::registry`] reached: on how many seeds, and the first seed
     /// (in seed order) that reached it. Goals never reached are absent.
     #[serde(default)]
     pub goal_seeds: BTreeMap<String, (u64, u64)>,
@@ -377,7 +377,7 @@ pub struct Totals {
     pub ops: OpCounts,
     /// Mean simulated seconds per seed.
     pub sim_s_per_seed: f64,
-    /// Client-visible unavailability per seed ([`crate::availability::unavailable_ms`]), ms: p50 and
+    /// Client-visible unavailability per seed ([`crate::check::availability::unavailable_ms`]), ms: p50 and
     /// max over the seeds.
     pub unavailable_ms_p50_max: (u64, u64),
     /// Write-pause figures of the committed planned moves, per strategy and range size.
@@ -441,7 +441,7 @@ impl TotalsBuilder {
             faults: BTreeMap::new(),
             seeds_with_fault: BTreeMap::new(),
             seeds_with_server_crash_and_partition: 0,
-            coverage_seeds: crate::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
+            coverage_seeds: crate::measure::coverage::SITUATIONS.iter().map(|(k, _)| (k.to_string(), 0)).collect(),
             goal_seeds: BTreeMap::new(),
             ops: OpCounts::default(),
             sim_s_per_seed: 0.0,
@@ -848,7 +848,7 @@ impl ShardCheck {
 pub fn check_shards(inputs: &[(String, Summary)]) -> ShardCheck {
     let mut groups: BTreeMap<(&str, u64), BTreeMap<u64, Vec<&str>>> = BTreeMap::new();
     for (path, s) in inputs {
-        let Some(shard) = s.selection.shard.as_deref().and_then(|k| crate::seeds::Shard::parse(k).ok()) else { continue };
+        let Some(shard) = s.selection.shard.as_deref().and_then(|k| crate::sweep::seeds::Shard::parse(k).ok()) else { continue };
         groups.entry((s.selection.seeds.as_str(), shard.count)).or_default().entry(shard.index).or_default().push(path);
     }
     let several = groups.keys().map(|(seeds, _)| *seeds).collect::<BTreeSet<_>>().len() > 1;
@@ -897,7 +897,7 @@ pub fn merge(inputs: Vec<(String, Summary)>) -> Result<Summary, String> {
     let same_seeds = sels.iter().all(|s| s.seeds == first.selection.seeds);
     let shards: Vec<&str> = sels.iter().filter_map(|s| s.shard.as_deref()).collect();
     let complete = same_seeds && shards.len() == sels.len() && {
-        let parsed: Option<Vec<crate::seeds::Shard>> = shards.iter().map(|s| crate::seeds::Shard::parse(s).ok()).collect();
+        let parsed: Option<Vec<crate::sweep::seeds::Shard>> = shards.iter().map(|s| crate::sweep::seeds::Shard::parse(s).ok()).collect();
         parsed.is_some_and(|p| {
             let n = p[0].count;
             let indexes: BTreeSet<u64> = p.iter().map(|s| s.index).collect();
@@ -973,16 +973,16 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(out, "{:<16} {:>8} {:>10.2} {:>7} ({:.0}%)", k, v, *v as f64 / n as f64, seeds, 100.0 * seeds as f64 / n as f64);
     }
     let _ = writeln!(out, "\n{:<30} {:>12}  situation", "coverage", "seeds with");
-    for (k, what) in crate::coverage::SITUATIONS {
+    for (k, what) in crate::measure::coverage::SITUATIONS {
         let seeds = t.coverage_seeds.get(k).copied().unwrap_or(0);
         let _ = writeln!(out, "{:<30} {:>6} ({:>3.0}%)  {}", k, seeds, 100.0 * seeds as f64 / n as f64, what);
     }
-    let never: Vec<&str> = crate::coverage::SITUATIONS.iter().map(|(k, _)| *k).filter(|k| t.coverage_seeds.get(*k).copied().unwrap_or(0) == 0).collect();
+    let never: Vec<&str> = crate::measure::coverage::SITUATIONS.iter().map(|(k, _)| *k).filter(|k| t.coverage_seeds.get(*k).copied().unwrap_or(0) == 0).collect();
     if !never.is_empty() {
         let _ = writeln!(out, "never hit: {}", never.join(", "));
     }
     let _ = writeln!(out, "\n{}", goals_table(&t.goal_seeds, n));
-    let flows: Vec<&str> = crate::coverage::FLOWS.iter().copied().filter(|f| t.fault_flow_seeds.values().any(|m| m.contains_key(*f))).collect();
+    let flows: Vec<&str> = crate::measure::coverage::FLOWS.iter().copied().filter(|f| t.fault_flow_seeds.values().any(|m| m.contains_key(*f))).collect();
     if !flows.is_empty() {
         let _ = write!(out, "\n{:<30}", "fault kind x flow in flight");
         for f in &flows {
@@ -1087,16 +1087,16 @@ pub fn render(s: &Summary) -> String {
 }
 
 
-/// The goals table of a sweep: every goal of [`crate::goals::registry`] that is not a coverage
+/// The goals table of a sweep: every goal of [`crate::measure::goals::registry`] that is not a coverage
 /// situation (those have their own table), on how many of `n` seeds and the first seed, then
 /// the goals never reached.
 pub fn goals_table(goal_seeds: &BTreeMap<String, (u64, u64)>, n: u64) -> String {
     let mut out = format!("{:<34} {:>12} {:>11}  goal", "goal", "seeds with", "first seed");
     let mut never = Vec::new();
-    for (k, what) in crate::goals::registry() {
+    for (k, what) in crate::measure::goals::registry() {
         match goal_seeds.get(k) {
             Some((seeds, first)) => {
-                if !crate::coverage::SITUATIONS.iter().any(|(s, _)| *s == k) {
+                if !crate::measure::coverage::SITUATIONS.iter().any(|(s, _)| *s == k) {
                     out.push_str(&format!("\n{:<34} {:>6} ({:>3.0}%) {:>11}  {}", k, seeds, 100.0 * *seeds as f64 / n.max(1) as f64, first, what));
                 }
             }

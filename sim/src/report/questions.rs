@@ -4,7 +4,7 @@
 //! handoff of `scenarios/rolling-upgrade.json`, over N seeds, with the worst seeds' repro
 //! commands. The document says plainly which questions it does not answer yet.
 
-use crate::handoff::percentile;
+use crate::measure::handoff::percentile;
 use crate::run::{run_seed, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
 use std::fmt::Write as _;

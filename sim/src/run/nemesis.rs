@@ -6,7 +6,7 @@
 //! other at one fixed mix get their turn at another.
 
 use crate::scenario::{FaultSpec, NodeKind, Scenario};
-use crate::world::{Role, World};
+use crate::run::world::{Role, World};
 use madsim::rand::Rng;
 use partmap::seam::{sleep_ms, LinkFault};
 use std::cell::RefCell;
@@ -300,7 +300,7 @@ fn below(rng: &mut impl Rng, n: u64) -> u64 {
     if n > 1 { rng.gen_range(0..n) } else { 0 }
 }
 
-/// One fault aimed at a protocol role ([`crate::aim`]): who it hits is resolved when it
+/// One fault aimed at a protocol role ([`crate::fault::aim`]): who it hits is resolved when it
 /// starts. Three in five wait for a protocol event (a pause, a drain, a pre-copy round, a
 /// handoff, a fence, a map commit, a lease expiry, an admission or a renewal, from the node
 /// that takes that step) and start up to a lease margin after it; the rest start at `at_ms`.
@@ -567,10 +567,10 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
             let mut emitter = None;
             if let Some(on) = &p.on {
                 let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-                let node = if crate::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
+                let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
                 let what = trigger_text(&p);
-                let by = crate::trigger::fired(crate::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
-                let by = crate::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
+                let by = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+                let by = crate::fault::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
                 record(What::Triggered { event, node: by.clone(), count: on.count, delay_ms: on.delay_ms });
                 emitter = Some(by);
                 if on.delay_ms > 0 {
@@ -578,7 +578,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 }
             }
             // Roles resolve now, to whoever holds them at this moment.
-            let p = match crate::aim::resolve_fault(&p.fault, emitter.as_deref()) {
+            let p = match crate::fault::aim::resolve_fault(&p.fault, emitter.as_deref()) {
                 Ok(fault) => Planned { fault, ..p },
                 Err(reason) => {
                     record(What::FaultSkipped { fault: Box::new(p.fault.clone()), reason });

@@ -360,7 +360,7 @@ mod tests {
             {"on": {"event": "paused", "node": {"role": "move-source", "range": 3}, "range": 3}, "duration_ms": 5,
              "fault": {"kind": "delay_next", "from": "lock-1", "to": {"role": "owner", "key": "k000001"}, "message": "session_renewed"}}]}}"#;
         let s = crate::scenario::Scenario::parse(text, "rt.json").expect("parses");
-        let json = crate::schedule::to_json(&s);
+        let json = crate::search::schedule::to_json(&s);
         assert!(json.contains(r#""role": "owner""#) && json.contains(r#""key": "k000001""#), "{json}");
         assert_eq!(crate::scenario::Scenario::parse(&json, "again.json").expect("parses again"), s);
     }

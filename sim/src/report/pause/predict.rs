@@ -7,11 +7,11 @@
 //! then runs N seeds of each strategy on that cell and prints measured against predicted.
 //!
 //! The model is [`super::predict`] (see [`super::Model`]); the convergence limit is
-//! `pause_report::model::convergence_limit_w`.
+//! `pause::model::convergence_limit_w`.
 
 use super::model::{convergence_limit_w, predict, request_to_pause_s};
 use super::{bw_name, bytes, knobs_of, measure_in, ms, Calibration, Cell, Measured, Model, Strategy, GIB, KIB, MIB};
-use crate::handoff::percentile;
+use crate::measure::handoff::percentile;
 use crate::scenario::Scenario;
 use std::fmt::Write as _;
 

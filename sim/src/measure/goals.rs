@@ -3,7 +3,7 @@
 //! list ([`registry`]): the protocol-step goals the control plane declares where the step
 //! happens ([`partmap::goal::Goal`], reported through a sink, outside the history), goals read
 //! off the history here ([`DERIVED`]), and the coverage situations
-//! ([`crate::coverage::SITUATIONS`]). Each is reported per run with how often and when first
+//! ([`crate::measure::coverage::SITUATIONS`]). Each is reported per run with how often and when first
 //! reached, per sweep with on how many seeds and the first seed; a sweep can require goals
 //! (`sweep --require-goal NAME`), and `explore` steers toward the rare ones.
 
@@ -29,7 +29,7 @@ pub const DERIVED: [(&str, &str); 7] = [
 /// situations, in report order.
 pub fn registry() -> Vec<(&'static str, &'static str)> {
     let declared = partmap::goal::Goal::ALL.iter().map(|(_, n, d)| (*n, *d));
-    declared.chain(DERIVED.iter().copied()).chain(crate::coverage::SITUATIONS.iter().copied()).collect()
+    declared.chain(DERIVED.iter().copied()).chain(crate::measure::coverage::SITUATIONS.iter().copied()).collect()
 }
 
 /// Whether `name` is a registered goal.
@@ -37,7 +37,7 @@ pub fn is_goal(name: &str) -> bool {
     registry().iter().any(|(n, _)| *n == name)
 }
 
-pub use crate::coverage::Reached;
+pub use crate::measure::coverage::Reached;
 
 thread_local! {
     static DECLARED: RefCell<Vec<(&'static str, u64)>> = const { RefCell::new(Vec::new()) };
@@ -64,14 +64,14 @@ fn bump(out: &mut BTreeMap<&'static str, Reached>, name: &'static str, t_us: u64
 }
 
 /// Every goal a run reached: `declared` (from [`finish`]), the derived ones read off
-/// `events`, and `coverage` (with first times from [`crate::coverage::situations_timed`]).
+/// `events`, and `coverage` (with first times from [`crate::measure::coverage::situations_timed`]).
 /// `lease_ms` is the run's lease.
 pub fn reached(events: &[Event], declared: &[(&'static str, u64)], lease_ms: u64) -> BTreeMap<&'static str, Reached> {
     let mut out = BTreeMap::new();
     for (name, t) in declared {
         bump(&mut out, name, *t);
     }
-    for (name, r) in crate::coverage::situations_timed(events) {
+    for (name, r) in crate::measure::coverage::situations_timed(events) {
         out.insert(name, r);
     }
     let mut map: Option<&partmap::map::PartitionMap> = None;
@@ -119,11 +119,11 @@ pub fn reached(events: &[Event], declared: &[(&'static str, u64)], lease_ms: u64
     out
 }
 
-/// Mark `aimed_fault_injected` in `goals` when the plan had an aimed fault and the history
+/// Mark `aimed_fault_injected` in `goals` when the plan (its faults, in order) had an aimed fault and the history
 /// shows it injected (a `fault` event right after a plan entry with a role): counted from the
 /// plan's aimed entries less the skipped ones.
-pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, plan: &[crate::nemesis::Planned], events: &[Event]) {
-    let aimed = plan.iter().filter(|p| p.fault.nodes().iter().any(|n| crate::aim::is_aimed(n))).count() as u64;
+pub fn count_aimed<'a>(goals: &mut BTreeMap<&'static str, Reached>, plan: impl IntoIterator<Item = &'a Fault>, events: &[Event]) {
+    let aimed = plan.into_iter().filter(|f| f.nodes().iter().any(|n| crate::fault::aim::is_aimed(n))).count() as u64;
     let skipped = events.iter().filter(|e| matches!(e.what, What::FaultSkipped { .. })).count() as u64;
     let injected = aimed.saturating_sub(skipped);
     if injected > 0 {

@@ -14,7 +14,7 @@
 //! (iterative pre-copy as rounds that converge while the write rate stays below the copy
 //! bandwidth), adapted to an append-only stream and to this leader's round structure.
 
-use crate::handoff::percentile;
+use crate::measure::handoff::percentile;
 use crate::run::{run_seed, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
 use partmap::event::Event as Sys;

@@ -2,14 +2,16 @@
 //! runs the workload under the nemesis, heals, probes liveness, reads the final content, and
 //! checks every property.
 
+pub mod nemesis;
+pub mod world;
+
 use crate::check::{self, Kind, Verdict};
 use crate::check::no_lost_append::Content;
 use crate::check::View;
 use crate::events::{trace_hash, Event, Outcome, What};
-use crate::nemesis;
 use crate::scenario::{ExpectedOutcome, Scenario};
 use crate::workload::{self, ProbeReport};
-use crate::world::{Role, World};
+use crate::run::world::{Role, World};
 use madsim::runtime::{Handle, Runtime};
 use partmap::config::{client_addr, Knobs, Mutation};
 use partmap::event::ClientOp;
@@ -124,7 +126,7 @@ pub struct RunReport {
     pub legacy_violation: Option<String>,
     /// Handoffs a target reported whose move the map never published (superseded by a
     /// failover or a rollback); kept out of `handoffs` and the pause figures.
-    pub superseded_handoffs: Vec<crate::handoff::Handoff>,
+    pub superseded_handoffs: Vec<crate::measure::handoff::Handoff>,
     /// Faults injected, by kind.
     pub faults: BTreeMap<&'static str, u64>,
     /// Triggers (`on`) that were armed and never fired, readable, in arming order: their
@@ -138,24 +140,24 @@ pub struct RunReport {
     pub recovery_ms: u64,
     /// Client-visible unavailability, ms: the longest stretch of the workload phase (from the
     /// first acknowledged append to the workload's end; the whole phase if none was) in which
-    /// no client append was acknowledged. See [`crate::availability::unavailable_ms`].
+    /// no client append was acknowledged. See [`crate::check::availability::unavailable_ms`].
     pub unavailable_ms: u64,
-    /// Every availability figure ([`crate::availability`]).
-    pub availability: crate::availability::Availability,
+    /// Every availability figure ([`crate::check::availability`]).
+    pub availability: crate::check::availability::Availability,
     /// The `expect` bounds the run exceeded, one line each (`expect.<bound> = <limit>,
     /// measured <value>`); judged only when every property held.
     pub bounds_exceeded: Vec<String>,
     /// Hash of the event trace.
     pub trace_hash: u64,
-    /// The run's near misses ([`crate::goals::near_misses`]): the smallest gap, µs, per race.
+    /// The run's near misses ([`crate::measure::goals::near_misses`]): the smallest gap, µs, per race.
     pub near_misses: BTreeMap<&'static str, u64>,
-    /// Every goal of [`crate::goals::registry`] the run reached, with how often and when first.
-    pub goals: BTreeMap<&'static str, crate::goals::Reached>,
-    /// Coverage: how often each situation of [`crate::coverage::SITUATIONS`] happened.
+    /// Every goal of [`crate::measure::goals::registry`] the run reached, with how often and when first.
+    pub goals: BTreeMap<&'static str, crate::measure::goals::Reached>,
+    /// Coverage: how often each situation of [`crate::measure::coverage::SITUATIONS`] happened.
     pub coverage: BTreeMap<&'static str, u64>,
     /// Every planned move whose target the map published, with its write pause and bytes
     /// copied.
-    pub handoffs: Vec<crate::handoff::Handoff>,
+    pub handoffs: Vec<crate::measure::handoff::Handoff>,
     /// Fault kinds injected while each flow was in flight, as `(fault kind, flow)`.
     pub fault_flows: std::collections::BTreeSet<(String, &'static str)>,
     /// Splits and merges that ended, as `split_committed`, `split_aborted`, `merge_committed`,
@@ -353,12 +355,12 @@ impl Drop for ForgetReshapes {
 /// Run one seed to the end and check it. Panics inside the simulation propagate (the sweep
 /// catches them as harness crashes).
 pub fn run_seed(opts: &RunOptions) -> RunReport {
-    crate::trigger::reset();
+    crate::fault::trigger::reset();
     crate::events::start(opts.trace, |e| {
-        crate::aim::observe(e);
-        crate::trigger::observe(e);
+        crate::fault::aim::observe(e);
+        crate::fault::trigger::observe(e);
     });
-    crate::goals::start();
+    crate::measure::goals::start();
     let rt = Runtime::with_seed_and_config(opts.seed, madsim_config(&opts.scenario));
     let sim = {
         // Mutation `map-forgets-reshapes` lives in the map's code: on for the nodes, off
@@ -368,9 +370,9 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     };
     drop(rt);
     let events = crate::events::finish();
-    let declared = crate::goals::finish();
+    let declared = crate::measure::goals::finish();
     // Triggers that never fired: their tasks are gone with the runtime once their wakers are.
-    crate::trigger::reset();
+    crate::fault::trigger::reset();
     let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
@@ -414,16 +416,16 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
             Kind::Eventually => Verdict { property, kind, violation: liveness.take(), evidence: Default::default() },
         })
         .collect();
-    let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
+    let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::measure::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
     let end_us = opts.scenario.workload.duration_s * 1_000_000;
     let start_us = opts.scenario.workload.start_s * 1_000_000;
-    let unavailable_ms = crate::availability::unavailable_ms(&events, start_us, end_us);
+    let unavailable_ms = crate::check::availability::unavailable_ms(&events, start_us, end_us);
     let write_pause_ms = handoffs.iter().map(|h| h.server_pause_ms).fold(0.0, f64::max);
-    let availability = crate::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
-    let bounds_exceeded = opts.scenario.expect.exceeded(&availability);
-    let mut goals = crate::goals::reached(&events, &declared, scenario_run.knobs.lease_ms);
-    crate::goals::count_aimed(&mut goals, &plan, &events);
+    let availability = crate::check::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
+    let bounds_exceeded = crate::check::availability::exceeded(&opts.scenario.expect, &availability);
+    let mut goals = crate::measure::goals::reached(&events, &declared, scenario_run.knobs.lease_ms);
+    crate::measure::goals::count_aimed(&mut goals, plan.iter().map(|p| &p.fault), &events);
     RunReport {
         seed: opts.seed,
         header,
@@ -440,10 +442,10 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
         availability,
         bounds_exceeded,
         trace_hash: trace_hash(&events),
-        coverage: goals.iter().filter(|(k, _)| crate::coverage::SITUATIONS.iter().any(|(s, _)| s == *k)).map(|(k, r)| (*k, r.count)).collect(),
+        coverage: goals.iter().filter(|(k, _)| crate::measure::coverage::SITUATIONS.iter().any(|(s, _)| s == *k)).map(|(k, r)| (*k, r.count)).collect(),
         goals,
-        near_misses: crate::goals::near_misses(&events),
-        fault_flows: crate::coverage::fault_flows(&events),
+        near_misses: crate::measure::goals::near_misses(&events),
+        fault_flows: crate::measure::coverage::fault_flows(&events),
         handoffs,
         superseded_handoffs,
         reshapes,
@@ -510,8 +512,8 @@ async fn simulate(opts: RunOptions) -> Simulated {
         }
     }
     let world = World::build(&s, &knobs).await;
-    crate::trigger::set_names(world.nodes.values().map(|n| (n.id, n.name.clone())).collect());
-    crate::aim::reset(s.topology.managers);
+    crate::fault::trigger::set_names(world.nodes.values().map(|n| (n.id, n.name.clone())).collect());
+    crate::fault::aim::reset(s.topology.managers);
     let mut by_role: BTreeMap<Role, Vec<String>> = BTreeMap::new();
     for node in world.nodes.values() {
         by_role.entry(node.role).or_default().push(node.name.clone());
@@ -601,7 +603,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let stored = final_content(&world.borrow().store_disk);
     let durable_map = world.borrow().lock_disk.read_durable();
     let faults = counts.borrow().clone();
-    let unfired_triggers = crate::trigger::unfired();
+    let unfired_triggers = crate::fault::trigger::unfired();
     let sim_ms = partmap::seam::now_ms();
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).

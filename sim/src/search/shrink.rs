@@ -1,7 +1,7 @@
 //! `partmap-sim shrink`: from a failing seed to a smallest schedule that still fails the same
 //! way.
 //!
-//! The seed's run is written out as an explicit schedule ([`crate::schedule::from_run`]), which
+//! The seed's run is written out as an explicit schedule ([`crate::search::schedule::from_run`]), which
 //! replays it exactly; then the schedule and the scenario around it are made smaller, one
 //! candidate at a time, keeping a candidate only if a full deterministic run of it (same seed,
 //! same mutation) still violates the same property first:
@@ -24,7 +24,7 @@
 
 use crate::run::{run_seed, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
-use crate::schedule::count;
+use crate::search::schedule::count;
 use partmap::config::Mutation;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -385,8 +385,8 @@ pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, ShrinkError> {
     let Some((property, evidence)) = report.verdicts.iter().find_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))) else {
         return Err(ShrinkError::Passes(format!("seed {} of {}{mutation} passes every property: nothing to shrink", opts.seed, opts.scenario_label)));
     };
-    let emitted = crate::schedule::from_run(&report, &run_opts);
-    let before = crate::schedule::counts(&emitted);
+    let emitted = crate::search::schedule::from_run(&report, &run_opts);
+    let before = crate::search::schedule::counts(&emitted);
     let oracle = Oracle { seed: opts.seed, mutation: opts.mutation, label: opts.scenario_label.clone(), property: property.clone(), jobs: opts.jobs, max_runs: opts.max_runs, runs: AtomicUsize::new(1) };
     let mut search = Search { oracle: &oracle, best: emitted.clone(), evidence: evidence.clone(), steps: Vec::new(), started, echo: opts.echo };
     search.step(format!("seed {} of {}{mutation} violates {property}: {evidence}", opts.seed, opts.scenario_label));
@@ -424,7 +424,7 @@ pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, ShrinkError> {
     if oracle.spent() {
         search.step(format!("run budget of {} spent; keeping the smallest schedule found", opts.max_runs));
     }
-    let after = crate::schedule::counts(&search.best);
+    let after = crate::search::schedule::counts(&search.best);
     Ok(Shrunk {
         scenario: search.best,
         property,

@@ -19,7 +19,7 @@ use std::task::{Poll, Waker};
 enum Emitter {
     /// This node.
     Node(NodeId),
-    /// Whichever node holds the role (`@...`, [`crate::aim`]) when the event comes.
+    /// Whichever node holds the role (`@...`, [`crate::fault::aim`]) when the event comes.
     Role(String),
 }
 
@@ -46,7 +46,7 @@ struct State {
 thread_local! {
     static WATCHES: RefCell<Vec<Watch>> = const { RefCell::new(Vec::new()) };
     /// The run's node names by id (set by the world builder), for roles and emitters.
-    static NAMES: RefCell<crate::aim::NodeNames> = const { RefCell::new(std::collections::BTreeMap::new()) };
+    static NAMES: RefCell<crate::fault::aim::NodeNames> = const { RefCell::new(std::collections::BTreeMap::new()) };
 }
 
 /// Events with a range and a range epoch, as a trigger's `range` / `epoch` filter reads them
@@ -95,7 +95,7 @@ pub fn reset() {
 }
 
 /// The run's nodes by id, for roles and for naming a trigger's emitter.
-pub fn set_names(names: crate::aim::NodeNames) {
+pub fn set_names(names: crate::fault::aim::NodeNames) {
     NAMES.with(|n| *n.borrow_mut() = names);
 }
 
@@ -120,7 +120,7 @@ pub fn observe(e: &Event) {
         for watch in watches.iter_mut().filter(|x| x.event == name) {
             let by_node = match &watch.node {
                 Emitter::Node(id) => *id == node,
-                Emitter::Role(role) => crate::aim::resolve(role, None).ok().zip(name_of(node)).is_some_and(|(a, b)| a == b),
+                Emitter::Role(role) => crate::fault::aim::resolve(role, None).ok().zip(name_of(node)).is_some_and(|(a, b)| a == b),
             };
             if !by_node || watch.range.is_some_and(|r| range != Some(r)) || watch.epoch.is_some_and(|x| epoch != Some(x)) {
                 continue;

@@ -1,5 +1,5 @@
 //! Many seeds of one scenario, run in parallel (one madsim runtime per seed per worker thread),
-//! with a progress bar, a JSON summary ([`crate::summary`]) and optionally a JUnit report, the
+//! with a progress bar, a JSON summary ([`crate::sweep::summary`]) and optionally a JUnit report, the
 //! log of every failing seed, and the exact command that reproduces each failure.
 //!
 //! A sweep runs a [`SeedSelection`] (a range or a seeds file, optionally one shard of it) in
@@ -12,9 +12,13 @@
 //!
 //! Reports are checked writable before any seed runs.
 
+pub mod junit;
+pub mod seeds;
+pub mod summary;
+
 use crate::run::{run_seed, RunOptions};
-use crate::seeds::SeedSelection;
-use crate::summary::{Build, Measured, SeedRecord, Selection, Stopped, Summary};
+use crate::sweep::seeds::SeedSelection;
+use crate::sweep::summary::{Build, Measured, SeedRecord, Selection, Stopped, Summary};
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -343,7 +347,7 @@ fn finish_spool(mut spool: Spool, build: Build, selection: Selection, stopped: S
             }
         }
     };
-    let mut totals = crate::summary::TotalsBuilder::new();
+    let mut totals = crate::sweep::summary::TotalsBuilder::new();
     let mut unread = 0;
     for (seed, _, at) in &spool.index {
         match line(at).and_then(|l| serde_json::from_str::<SeedRecord>(&l).map_err(std::io::Error::other)) {
@@ -421,7 +425,7 @@ impl Shared {
                     let written = std::fs::create_dir_all(&self.failing_dir)
                         .and_then(|_| write_failing_log(&path, &report, &record, opts.scenario.expect.outcome, &timeline))
                         .map_err(|e| format!("{}: {e}", path.display()))
-                        .and_then(|_| std::fs::write(&timeline, crate::timeline::render(&report, &opts)).map_err(|e| format!("{}: {e}", timeline.display())));
+                        .and_then(|_| std::fs::write(&timeline, crate::report::timeline::render(&report, &opts)).map_err(|e| format!("{}: {e}", timeline.display())));
                     if let Err(e) = written {
                         self.report_errors.lock().expect("report errors").push(e);
                     }
@@ -548,7 +552,7 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
     s.logs_dir = Some(failing_dir);
     s.json_path = Some(json_path);
     if let Some(junit) = &cfg.junit {
-        match crate::junit::write(&s, junit) {
+        match crate::sweep::junit::write(&s, junit) {
             Ok(()) => s.junit_path = Some(junit.clone()),
             Err(e) => s.report_errors.push(e),
         }
@@ -566,9 +570,9 @@ pub fn sweep(base: &RunOptions, first: u64, end: u64, jobs: usize, report_dir: &
     run_sweep(base, &SeedSelection::range(first, end), &cfg, &Stop::new()).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The human summary of a sweep ([`crate::summary::render`]).
+/// The human summary of a sweep ([`crate::sweep::summary::render`]).
 pub fn render(s: &Summary) -> String {
-    crate::summary::render(s)
+    crate::sweep::summary::render(s)
 }
 
 #[cfg(test)]
@@ -620,7 +624,7 @@ mod tests {
     /// the failing records.
     #[test]
     fn spooled_summary_is_the_summary_of_every_record() {
-        use crate::summary::tests::{record, summary};
+        use crate::sweep::summary::tests::{record, summary};
         let dir = std::env::temp_dir().join(format!("partmap-spool-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut records: Vec<SeedRecord> = [5, 1, 3, 8, 2].into_iter().map(record).collect();
@@ -649,7 +653,7 @@ mod tests {
         assert_eq!(s.totals, whole.totals);
         assert_eq!(s.records.iter().map(|r| r.seed).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!(s.held_out, vec![1, 5, 8]);
-        assert_eq!(crate::junit::render(&s), crate::junit::render(&whole));
+        assert_eq!(crate::sweep::junit::render(&s), crate::sweep::junit::render(&whole));
         assert_eq!(s.exit_code(), whole.exit_code());
         assert!(!spool_path.exists(), "the spool is removed");
         assert!(s.write(&path).is_err(), "a summary holding records out cannot write itself");

@@ -1,12 +1,12 @@
 //! `partmap-sim hunt`: the benchmark of the search. For each named mutation (or `--only`), on
 //! the default scenario and in one process, a plain random sweep (seeds 0..N) and a guided
-//! search ([`crate::explore`], `--keep-going`) each get the same run budget; the table gives,
+//! search ([`crate::search::explore`], `--keep-going`) each get the same run budget; the table gives,
 //! for each, the runs that caught the mutation, the CPU seconds to the first catch, the catches
 //! per 1,000 runs, and the ratio of random's CPU to first catch over explore's. CPU is each
 //! run's thread CPU time, summed in run order, so the figures do not depend on what else the
 //! machine does. Both searches see the mutation only through the runs.
 
-use crate::explore::{explore, ExploreConfig};
+use crate::search::explore::{explore, ExploreConfig};
 use crate::run::{run_seed, RunOptions, RunOutcome};
 use partmap::config::Mutation;
 use std::fmt::Write as _;
@@ -49,12 +49,12 @@ pub fn random_search(base: &RunOptions, runs: u64) -> Search {
     let mut s = Search::default();
     for seed in 0..runs {
         let opts = RunOptions { seed, ..base.clone() };
-        let from = crate::bench_raw::thread_cpu_ns();
+        let from = crate::cpu::thread_cpu_ns();
         let caught = match std::panic::catch_unwind(|| run_seed(&opts)) {
             Ok(r) => matches!(r.outcome(), RunOutcome::SafetyViolation | RunOutcome::LivenessFailure),
             Err(_) => true,
         };
-        s.cpu_s += (crate::bench_raw::thread_cpu_ns() - from) as f64 / 1e9;
+        s.cpu_s += (crate::cpu::thread_cpu_ns() - from) as f64 / 1e9;
         s.runs += 1;
         if caught {
             s.catches += 1;
@@ -79,7 +79,7 @@ pub fn guided_search(base: &RunOptions, runs: u64, seed: u64) -> Result<Search, 
 /// Hunt every mutation of `mutations` on `base`'s scenario, `jobs` mutations at a time (each
 /// on one thread); results in `mutations` order. `echo` gets a line per finished mutation.
 pub fn hunt(base: &RunOptions, mutations: &[Mutation], runs: u64, seed: u64, jobs: usize, echo: &(dyn Fn(&str) + Sync)) -> Result<Vec<Hunted>, String> {
-    let hunts = crate::workers::in_order(mutations, jobs, |_, &m| {
+    let hunts = crate::search::workers::in_order(mutations, jobs, |_, &m| {
         let opts = RunOptions { mutation: Some(m), ..base.clone() };
         let random = random_search(&opts, runs);
         let result = guided_search(&opts, runs, seed).map(|explore| Hunted { mutation: m, random, explore });

@@ -2,6 +2,9 @@
 //! history records (`What::Fault`), what coverage and the timeline read. Its own room so that the
 //! history (`events`), the world and the nemesis can all name it without importing each other.
 
+pub mod aim;
+pub mod trigger;
+
 /// One fault to inject.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Fault {

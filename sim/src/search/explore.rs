@@ -6,10 +6,10 @@
 //! schedule and seed, so a run can be re-executed up to an interesting moment and given a new
 //! future (checkpoint-and-branch by re-execution), or have its schedule changed a little.
 //!
-//! - **Features of a run**: every goal it reached ([`crate::goals`]: the control plane's
+//! - **Features of a run**: every goal it reached ([`crate::measure::goals`]: the control plane's
 //!   declared goals, the derived ones, the coverage situations), a goal's count in log2
 //!   buckets, every fault × flow cell, every pair of rare goals reached in one run, and each
-//!   near miss ([`crate::goals::near_misses`]: how close a race the protocol must win came to
+//!   near miss ([`crate::measure::goals::near_misses`]: how close a race the protocol must win came to
 //!   flipping) in log2 ms buckets, so that a run that comes closer than any before is kept. A run
 //!   that adds a feature no corpus entry has joins the corpus.
 //! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario);
@@ -30,10 +30,10 @@
 //! A failing run is written as an explicit scenario file under the report directory, checked to
 //! fail again on a plain run of that file, drawn as a timeline, and optionally shrunk.
 
-use crate::nemesis::{self, Planned};
+use crate::run::nemesis::{self, Planned};
 use crate::run::{run_seed, RunOptions, RunOutcome, RunReport};
 use crate::scenario::{Scenario, TimedFault};
-use crate::world::Role;
+use crate::run::world::Role;
 use madsim::rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ pub struct ExploreConfig {
 pub struct Entry {
     /// [`CORPUS_FORMAT`].
     pub format: u32,
-    /// The hash of the explored scenario ([`crate::summary::Build::scenario_hash`]).
+    /// The hash of the explored scenario ([`crate::sweep::summary::Build::scenario_hash`]).
     pub scenario_hash: String,
     /// The run's seed.
     pub seed: u64,
@@ -172,7 +172,7 @@ impl Candidate {
     /// The explicit schedule that replays `report`, this candidate's run: a swarm candidate's
     /// drawn faults written out, any other candidate's own schedule.
     fn schedule(&self, base: &RunOptions, report: &RunReport) -> Scenario {
-        if self.origin == "swarm" { crate::schedule::from_run(report, &self.opts(base)) } else { self.scenario.clone() }
+        if self.origin == "swarm" { crate::search::schedule::from_run(report, &self.opts(base)) } else { self.scenario.clone() }
     }
 }
 
@@ -438,7 +438,7 @@ pub fn load_corpus(dir: &Path, scenario_hash: &str) -> Result<Vec<Entry>, String
 
 fn entry_name(e: &Entry) -> String {
     let text = serde_json::to_string(&e.scenario).expect("serializes");
-    format!("entry-{:016x}-seed-{}.json", crate::summary::fnv1a(text.as_bytes()), e.seed)
+    format!("entry-{:016x}-seed-{}.json", crate::sweep::summary::fnv1a(text.as_bytes()), e.seed)
 }
 
 fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
@@ -454,11 +454,11 @@ fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
 /// Run `c` on this thread: the report (or the panic message) and the run's thread CPU seconds.
 fn run_candidate(base: &RunOptions, c: &Candidate) -> Ran {
     let opts = c.opts(base);
-    let from = crate::bench_raw::thread_cpu_ns();
+    let from = crate::cpu::thread_cpu_ns();
     let r = std::panic::catch_unwind(|| run_seed(&opts)).map_err(|p| {
         p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into())
     });
-    let cpu = (crate::bench_raw::thread_cpu_ns() - from) as f64 / 1e9;
+    let cpu = (crate::cpu::thread_cpu_ns() - from) as f64 / 1e9;
     (r, cpu)
 }
 
@@ -467,7 +467,7 @@ type Ran = (Result<RunReport, String>, f64);
 
 /// Run a batch on `jobs` threads; results in candidate order.
 fn run_batch(base: &RunOptions, batch: &[Candidate], jobs: usize) -> Vec<Ran> {
-    crate::workers::in_order(batch, jobs, |_, c| run_candidate(base, c))
+    crate::search::workers::in_order(batch, jobs, |_, c| run_candidate(base, c))
 }
 
 /// The first violated property of `report` with its evidence, if any (safety or liveness).
@@ -484,7 +484,7 @@ fn violation(report: &RunReport) -> Option<(String, String)> {
 /// Errors: a corpus that cannot be read or written ([`load_corpus`]), or a finding's file that
 /// cannot be written.
 pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
-    let scenario_hash = crate::summary::Build::of(base).scenario_hash;
+    let scenario_hash = crate::sweep::summary::Build::of(base).scenario_hash;
     let mut loaded = Vec::new();
     for dir in &cfg.corpus {
         loaded.extend(load_corpus(dir, &scenario_hash)?);
@@ -533,7 +533,7 @@ pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str
                 }
             };
             if cfg.progress_every > 0 && x.runs.is_multiple_of(cfg.progress_every) {
-                echo(&format!("explore: runs={} corpus={} goals={}/{} features={} findings={} cpu={:.1}s", x.runs, x.corpus.len(), x.goal_runs.len(), crate::goals::registry().len(), x.seen.len(), out.findings.len(), out.cpu_s));
+                echo(&format!("explore: runs={} corpus={} goals={}/{} features={} findings={} cpu={:.1}s", x.runs, x.corpus.len(), x.goal_runs.len(), crate::measure::goals::registry().len(), x.seen.len(), out.findings.len(), out.cpu_s));
             }
             if let Some((property, evidence, report)) = found {
                 let scenario = report.map_or_else(|| c.scenario.clone(), |r| c.schedule(base, r));
@@ -574,7 +574,7 @@ fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: 
         base.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name())),
     );
     s.expect.outcome = crate::scenario::ExpectedOutcome::Pass;
-    crate::schedule::write(&path, &s)?;
+    crate::search::schedule::write(&path, &s)?;
     f.path = Some(path.clone());
     let flag = base.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
     // The file must fail on a plain run, the way the search saw it.
@@ -583,7 +583,7 @@ fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: 
         Ok(r) => {
             let again = violation(&r).map(|(p, _)| p);
             echo(&format!("explore: replayed {}: {}", path.display(), again.as_deref().map_or("PASSES (not reproduced)".to_string(), |p| format!("fails again ({p})"))));
-            let html = crate::timeline::render(&r, &replay);
+            let html = crate::report::timeline::render(&r, &replay);
             let tl = dir.join(format!("find-{}-seed-{}.html", f.run, f.seed));
             std::fs::write(&tl, html).map_err(|e| format!("{}: {e}", tl.display()))?;
             echo(&format!("timeline: {}", tl.display()));
@@ -592,12 +592,12 @@ fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: 
     }
     echo(&format!("repro: partmap-sim run --seed {} --scenario {}{flag}", f.seed, path.display()));
     if cfg.shrink {
-        let opts = crate::shrink::ShrinkOptions { seed: f.seed, scenario: s, scenario_label: path.display().to_string(), mutation: base.mutation, jobs: cfg.jobs, max_runs: 400, faults_only: false, echo: false };
-        match crate::shrink::shrink(&opts) {
+        let opts = crate::search::shrink::ShrinkOptions { seed: f.seed, scenario: s, scenario_label: path.display().to_string(), mutation: base.mutation, jobs: cfg.jobs, max_runs: 400, faults_only: false, echo: false };
+        match crate::search::shrink::shrink(&opts) {
             Ok(shrunk) => {
                 let out = dir.join(format!("find-{}-seed-{}-shrunk.json", f.run, f.seed));
-                let described = crate::shrink::describe_result(&shrunk, &opts, &out);
-                crate::schedule::write(&out, &described)?;
+                let described = crate::search::shrink::describe_result(&shrunk, &opts, &out);
+                crate::search::schedule::write(&out, &described)?;
                 echo(&format!("shrunk: faults {} -> {}, operator requests {} -> {}; repro: partmap-sim run --seed {} --scenario {}{flag}", shrunk.before.0, shrunk.after.0, shrunk.before.1, shrunk.after.1, f.seed, out.display()));
             }
             Err(e) => echo(&format!("shrink: {e:?}")),
@@ -624,7 +624,7 @@ mod tests {
     fn explore_corpus_of_another_build_or_scenario_is_refused() {
         let dir = std::env::temp_dir().join(format!("partmap-corpus-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let hash = crate::summary::Build::of(&base()).scenario_hash;
+        let hash = crate::sweep::summary::Build::of(&base()).scenario_hash;
         assert!(load_corpus(&dir, &hash).expect("missing is empty").is_empty());
         save_entry(&dir, &entry(CORPUS_FORMAT, &hash)).expect("writes");
         assert_eq!(load_corpus(&dir, &hash).expect("reads").len(), 1);

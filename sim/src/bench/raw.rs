@@ -13,14 +13,7 @@ use madsim::net::Endpoint;
 use madsim::runtime::{Handle, Runtime};
 use std::net::SocketAddr;
 
-/// CPU time of the calling thread, in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec we own; the clock id is a constant.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use crate::cpu::thread_cpu_ns;
 
 /// Messages moved and the CPU time it took.
 #[derive(Clone, Copy, Debug, Default)]

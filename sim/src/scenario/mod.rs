@@ -345,7 +345,7 @@ pub struct RandomFaults {
     /// How long a targeted hold keeps its message, ms. `1 <= a <= b <= 3600000`, default
     /// `[1000, 8000]`.
     pub hold_ms: [u64; 2],
-    /// Range of the rate of aimed faults per minute ([`crate::nemesis::draw_aimed`]): faults
+    /// Range of the rate of aimed faults per minute ([`crate::run::nemesis::draw_aimed`]): faults
     /// aimed at protocol roles (the leader, a move's source or target, a key's owner, a
     /// split's parent owner, the emitter of a protocol event), most of them fired by a protocol
     /// event, lasting around the protocol's own margins (the lease margin, the request timeout,
@@ -406,7 +406,7 @@ pub struct Trigger {
     /// The event's name, one of [`partmap::event::Event::NAMES`].
     pub event: String,
     /// The node that emits it, by name.
-    #[serde(with = "crate::aim::node_field")]
+    #[serde(with = "crate::fault::aim::node_field")]
     pub node: String,
     /// Only events that concern this range id count (an event without a range: an error).
     /// Default any.
@@ -457,13 +457,13 @@ pub enum FaultSpec {
     /// The node stops (losing its memory, keeping its disk) and later restarts.
     Crash {
         /// The node to crash, by name (`server-2`, `lock-1`, ...).
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         node: String,
     },
     /// Every message to and from the node is dropped.
     Isolate {
         /// The node to cut off, by name.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         node: String,
     },
     /// The cluster is cut between the nodes of `side` and all other nodes. `side` is non-empty,
@@ -475,37 +475,37 @@ pub enum FaultSpec {
     /// Messages from `from` to `to` are dropped; the reverse direction still works.
     OneWay {
         /// The sending node whose messages are dropped.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         from: String,
         /// The receiving node.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
     },
     /// Messages from `from` to `to` are held, not dropped, until the fault ends; then they are
     /// delivered: a write that reaches the store after a cutover.
     Delay {
         /// The sending node whose messages are held.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         from: String,
         /// The receiving node.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
     },
     /// Every message from `from` to `to` is delivered twice (the copy up to 10 ms later) until
     /// the fault ends.
     Duplicate {
         /// The sending node whose messages are duplicated.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         from: String,
         /// The receiving node.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
     },
     /// Every fsync on the node's disk (`lock-1` or `store-1`) takes `extra_ms` longer until the
     /// fault ends: a slow disk.
     SlowDisk {
         /// The node whose disk is slow: `lock-1` or `store-1`.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         node: String,
         /// Extra time each fsync takes, ms. 1..=60000.
         extra_ms: u64,
@@ -514,7 +514,7 @@ pub enum FaultSpec {
     /// where it stopped, with its memory: HBASE-2231's region server paused past its lease.
     Pause {
         /// The node to freeze, by name.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         node: String,
     },
     /// One bit of every pre-copy chunk sent from `from` (the store) to `to` (a move target) is
@@ -522,21 +522,21 @@ pub enum FaultSpec {
     Corrupt {
         /// The sending node; only stream reads (`stream_read` answers) are corrupted, so in
         /// effect `store-1`.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         from: String,
         /// The receiving node: a move target, whose pre-copy chunks (reads flagged `precopy`)
         /// are corrupted; its loads and lineage reads are not.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
     },
     /// Messages from `from` to `to` each wait a random extra 0 to 50 ms until the fault ends, so
     /// they overtake each other.
     Reorder {
         /// The sending node whose messages are reordered.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         from: String,
         /// The receiving node.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
     },
     /// The next message of kind `message` (`store_append`, `fence`, `append`, `cas_map`, ...:
@@ -544,10 +544,10 @@ pub enum FaultSpec {
     /// `duration_ms`, then delivered: "delay the next store append from server-1 by 8 s".
     DelayNext {
         /// The sending node.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         from: String,
         /// The receiving node.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
         /// The message kind to hold, one of [`partmap::msg::Msg::KIND_NAMES`].
         message: String,
@@ -558,14 +558,14 @@ pub enum FaultSpec {
         /// A key of the range to move (the range holding it when the request is sent).
         key: String,
         /// The target server's name, `server-N`.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         to: String,
     },
     /// An operator drains server `node` (moves its ranges away, assigns it nothing) for the
     /// duration.
     Drain {
         /// The server to drain, by name, `server-N`.
-        #[serde(with = "crate::aim::node_field")]
+        #[serde(with = "crate::fault::aim::node_field")]
         node: String,
     },
     /// An operator asks the leader to split the range holding key `at` at `at` (the right
@@ -594,7 +594,7 @@ fn no_rate(r: &[f64; 2]) -> bool {
 
 /// `Err` naming `path` when `node` is a role where `kind` needs a node name (`why`).
 fn named_only(path: &str, node: &str, kind: &str, why: &str) -> Result<(), String> {
-    if crate::aim::is_aimed(node) {
+    if crate::fault::aim::is_aimed(node) {
         return Err(format!("{path}: a `{kind}` cannot be aimed at a role ({why}); name a node"));
     }
     Ok(())
@@ -618,7 +618,7 @@ pub struct Expect {
     pub outcome: ExpectedOutcome,
     /// Availability bounds (each optional): checked when the properties hold; a run over one
     /// fails with outcome `bound_exceeded` (exit code 4). The figures are those of
-    /// [`crate::availability::Availability`]. Longest write pause at the servers of a published
+    /// `Availability` (the harness's `check::availability`). Longest write pause at the servers of a published
     /// planned move, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_write_pause_ms: Option<u64>,
@@ -634,29 +634,6 @@ pub struct Expect {
     /// Most leader terms started (after the first) with no fault near a manager or `lock-1`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_leader_terms_without_manager_fault: Option<u64>,
-}
-
-impl Expect {
-    /// One line per bound `measured` exceeds: `expect.<bound> = <limit>, measured <value>`.
-    pub fn exceeded(&self, measured: &crate::availability::Availability) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut check = |name: &str, limit: Option<u64>, value: f64, detail: String| {
-            if let Some(limit) = limit {
-                if value > limit as f64 {
-                    out.push(format!("expect.{name} = {limit}, measured {value}{detail}"));
-                }
-            }
-        };
-        let m = measured;
-        check("max_write_pause_ms", self.max_write_pause_ms, m.write_pause_ms, String::new());
-        check("max_unavailable_ms", self.max_unavailable_ms, m.unavailable_ms as f64, String::new());
-        let range = m.range_unavailable_range.map_or(String::new(), |r| format!(" (range r{r})"));
-        check("max_range_unavailable_ms", self.max_range_unavailable_ms, m.range_unavailable_ms as f64, range);
-        check("max_recovery_after_fault_ms", self.max_recovery_after_fault_ms, m.recovery_after_fault_ms as f64, String::new());
-        let terms = format!(" (of {} terms)", m.leader_terms);
-        check("max_leader_terms_without_manager_fault", self.max_leader_terms_without_manager_fault, m.leader_terms_without_manager_fault as f64, terms);
-        out
-    }
 }
 
 /// How a run ends.
@@ -1150,7 +1127,7 @@ impl Scenario {
                 }
             }
             self.validate_fault(&format!("{path}.fault"), &timed.fault, &names)?;
-            if timed.on.is_none() && crate::fault::Fault::from_spec(&timed.fault).nodes().iter().any(|n| crate::aim::Aim::decode(n).is_some_and(|a| a.role == crate::aim::Role::TriggerNode)) {
+            if timed.on.is_none() && crate::fault::Fault::from_spec(&timed.fault).nodes().iter().any(|n| crate::fault::aim::Aim::decode(n).is_some_and(|a| a.role == crate::fault::aim::Role::TriggerNode)) {
                 return Err(format!("{path}.fault: role `trigger-node` needs a trigger (`on`) whose event names the node"));
             }
             if matches!(timed.fault, FaultSpec::Move { .. }) && self.moves.max_concurrent == 0 {
@@ -1168,15 +1145,15 @@ impl Scenario {
                     ));
                 }
                 self.known_node(&format!("{path}.on.node"), &on.node, &names)?;
-                if crate::aim::Aim::decode(&on.node).is_some_and(|a| a.role == crate::aim::Role::TriggerNode) {
+                if crate::fault::aim::Aim::decode(&on.node).is_some_and(|a| a.role == crate::fault::aim::Role::TriggerNode) {
                     return Err(format!("{path}.on.node: role `trigger-node` names the emitter of this very trigger; name a node or another role"));
                 }
                 let (has_range, has_epoch) = Self::trigger_fields(&on.event);
                 if on.range.is_some() && !has_range {
-                    return Err(format!("{path}.on.range: event `{}` has no range field; events with one: {}", on.event, crate::trigger::range_events().join(", ")));
+                    return Err(format!("{path}.on.range: event `{}` has no range field; events with one: {}", on.event, crate::fault::trigger::range_events().join(", ")));
                 }
                 if on.epoch.is_some() && !has_epoch {
-                    return Err(format!("{path}.on.epoch: event `{}` has no range epoch field; events with one: {}", on.event, crate::trigger::RANGE_EPOCH_EVENTS.join(", ")));
+                    return Err(format!("{path}.on.epoch: event `{}` has no range epoch field; events with one: {}", on.event, crate::fault::trigger::RANGE_EPOCH_EVENTS.join(", ")));
                 }
                 in_range(&format!("{path}.on.count"), on.count, 1, 1_000_000)?;
                 in_range(&format!("{path}.on.delay_ms"), on.delay_ms, 0, FAULT_MS_MAX)?;
@@ -1264,7 +1241,7 @@ impl Scenario {
                 Ok(())
             }
             FaultSpec::OneWay { from, to } | FaultSpec::Delay { from, to } | FaultSpec::Duplicate { from, to } | FaultSpec::Corrupt { from, to } | FaultSpec::Reorder { from, to } => {
-                if let (FaultSpec::Corrupt { .. }, Some(aim)) = (fault, crate::aim::Aim::decode(to)) {
+                if let (FaultSpec::Corrupt { .. }, Some(aim)) = (fault, crate::fault::aim::Aim::decode(to)) {
                     if !aim.role.is_server() {
                         return Err(format!("{path}.to: role `{}` cannot receive a corrupted copy; corrupt applies to pre-copy chunks a server reads (e.g. role move-target)", aim.role.name()));
                     }
@@ -1281,8 +1258,8 @@ impl Scenario {
 
     /// The fields an `on` filter may name for `event`: `(range, epoch)`.
     fn trigger_fields(event: &str) -> (bool, bool) {
-        let with_both = crate::trigger::RANGE_EPOCH_EVENTS.contains(&event);
-        let range_only = crate::trigger::RANGE_ONLY_EVENTS.contains(&event);
+        let with_both = crate::fault::trigger::RANGE_EPOCH_EVENTS.contains(&event);
+        let range_only = crate::fault::trigger::RANGE_ONLY_EVENTS.contains(&event);
         (with_both || range_only, with_both)
     }
 
@@ -1299,7 +1276,7 @@ impl Scenario {
     }
 
     fn known_node(&self, path: &str, node: &str, names: &[String]) -> Result<(), String> {
-        if let Some(aim) = crate::aim::Aim::decode(node) {
+        if let Some(aim) = crate::fault::aim::Aim::decode(node) {
             return aim.validate(path);
         }
         if names.iter().any(|n| n == node) {
@@ -1332,14 +1309,14 @@ impl Scenario {
     /// fault kind, topology and rates drawn per seed. Panics only if the shipped file is broken,
     /// which `sim/tests/all/scenario_errors.rs` guards against.
     pub fn default_swarm() -> Scenario {
-        Scenario::parse(include_str!("../../scenarios/swarm.json"), "scenarios/swarm.json")
+        Scenario::parse(include_str!("../../../scenarios/swarm.json"), "scenarios/swarm.json")
             .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))
     }
 
     /// `scenarios/failover.json` compiled in (the failover flow alone, every field written out). Panics only if the
     /// shipped file is broken, which `sim/tests/all/scenario_errors.rs` guards against.
     pub fn default_failover() -> Scenario {
-        Scenario::parse(include_str!("../../scenarios/failover.json"), "scenarios/failover.json")
+        Scenario::parse(include_str!("../../../scenarios/failover.json"), "scenarios/failover.json")
             .unwrap_or_else(|e| panic!("the built-in scenario is broken: {e}"))
     }
 

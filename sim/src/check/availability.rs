@@ -5,7 +5,7 @@
 //!
 //! | figure | what |
 //! |---|---|
-//! | `write_pause_ms` | the longest write pause at the servers of any planned move the map published ([`crate::handoff`]) |
+//! | `write_pause_ms` | the longest write pause at the servers of any planned move the map published ([`crate::measure::handoff`]) |
 //! | `unavailable_ms` | client-visible unavailability of the whole service ([`unavailable_ms`]) |
 //! | `range_unavailable_ms` | the longest time any single range took no append while clients tried |
 //! | `recovery_after_fault_ms` | the longest time from a fault's end to a range that clients were waiting on serving again |
@@ -13,6 +13,7 @@
 
 use crate::events::{Event, Outcome, Sys, What};
 use crate::fault::Fault;
+use crate::scenario::Expect;
 use partmap::event::ClientOp;
 use partmap::ids::{OpId, RangeId};
 use partmap::map::{PartitionMap, RangeRow, RangeState};
@@ -49,6 +50,27 @@ pub fn measure(events: &[Event], start_us: u64, end_us: u64, lease_ms: u64, writ
     let (range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms) = ranges(events, end_us);
     let (leader_terms, leader_terms_without_manager_fault) = leader_terms(events, lease_ms);
     Availability { write_pause_ms, unavailable_ms, range_unavailable_ms, range_unavailable_range, recovery_after_fault_ms, leader_terms_without_manager_fault, leader_terms }
+}
+
+/// One line per bound of `expect` that `measured` exceeds: `expect.<bound> = <limit>, measured <value>`.
+pub fn exceeded(expect: &Expect, measured: &Availability) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |name: &str, limit: Option<u64>, value: f64, detail: String| {
+        if let Some(limit) = limit {
+            if value > limit as f64 {
+                out.push(format!("expect.{name} = {limit}, measured {value}{detail}"));
+            }
+        }
+    };
+    let m = measured;
+    check("max_write_pause_ms", expect.max_write_pause_ms, m.write_pause_ms, String::new());
+    check("max_unavailable_ms", expect.max_unavailable_ms, m.unavailable_ms as f64, String::new());
+    let range = m.range_unavailable_range.map_or(String::new(), |r| format!(" (range r{r})"));
+    check("max_range_unavailable_ms", expect.max_range_unavailable_ms, m.range_unavailable_ms as f64, range);
+    check("max_recovery_after_fault_ms", expect.max_recovery_after_fault_ms, m.recovery_after_fault_ms as f64, String::new());
+    let terms = format!(" (of {} terms)", m.leader_terms);
+    check("max_leader_terms_without_manager_fault", expect.max_leader_terms_without_manager_fault, m.leader_terms_without_manager_fault as f64, terms);
+    out
 }
 
 /// The longest stretch, ms, between consecutive acknowledgements of client appends (the probe

@@ -93,20 +93,20 @@ pub fn with_default_scenario(targets: &[Target]) -> Vec<Target> {
 /// Errors: a name no target uses.
 pub fn builtin_scenario(name: &str) -> Result<Scenario, String> {
     let text = match name {
-        "stale-write-after-failover.json" => include_str!("../../scenarios/stale-write-after-failover.json"),
-        "stale-pause.json" => include_str!("../../scenarios/stale-pause.json"),
-        "paused-owner.json" => include_str!("../../scenarios/paused-owner.json"),
-        "moves.json" => include_str!("../../scenarios/moves.json"),
-        "transfer-divergence.json" => include_str!("../../scenarios/transfer-divergence.json"),
-        "unfenced-new-owner.json" => include_str!("../../scenarios/unfenced-new-owner.json"),
-        "split-merge.json" => include_str!("../../scenarios/split-merge.json"),
-        "failover.json" => include_str!("../../scenarios/failover.json"),
-        "clock-drift-long-lease.json" => include_str!("../../scenarios/clock-drift-long-lease.json"),
-        "merge-manager-crash.json" => include_str!("../../scenarios/merge-manager-crash.json"),
-        "cut-off-owner.json" => include_str!("../../scenarios/cut-off-owner.json"),
-        "dueling-managers.json" => include_str!("../../scenarios/dueling-managers.json"),
-        "move-during-merge.json" => include_str!("../../scenarios/move-during-merge.json"),
-        "swarm.json" => include_str!("../../scenarios/swarm.json"),
+        "stale-write-after-failover.json" => include_str!("../../../scenarios/stale-write-after-failover.json"),
+        "stale-pause.json" => include_str!("../../../scenarios/stale-pause.json"),
+        "paused-owner.json" => include_str!("../../../scenarios/paused-owner.json"),
+        "moves.json" => include_str!("../../../scenarios/moves.json"),
+        "transfer-divergence.json" => include_str!("../../../scenarios/transfer-divergence.json"),
+        "unfenced-new-owner.json" => include_str!("../../../scenarios/unfenced-new-owner.json"),
+        "split-merge.json" => include_str!("../../../scenarios/split-merge.json"),
+        "failover.json" => include_str!("../../../scenarios/failover.json"),
+        "clock-drift-long-lease.json" => include_str!("../../../scenarios/clock-drift-long-lease.json"),
+        "merge-manager-crash.json" => include_str!("../../../scenarios/merge-manager-crash.json"),
+        "cut-off-owner.json" => include_str!("../../../scenarios/cut-off-owner.json"),
+        "dueling-managers.json" => include_str!("../../../scenarios/dueling-managers.json"),
+        "move-during-merge.json" => include_str!("../../../scenarios/move-during-merge.json"),
+        "swarm.json" => include_str!("../../../scenarios/swarm.json"),
         other => return Err(format!("no built-in scenario `{other}`")),
     };
     Scenario::parse(text, &format!("scenarios/{name}"))
@@ -283,7 +283,7 @@ pub fn hunt_all(
 ) -> Result<Vec<Hunt>, String> {
     let ended = AtomicUsize::new(0);
     let baseline = Mutex::new(BTreeMap::new());
-    let hunts = crate::workers::in_order(targets, jobs, |_, t| {
+    let hunts = crate::search::workers::in_order(targets, jobs, |_, t| {
         let h = hunt(t, budget.unwrap_or(t.budget), rate, check_unmutated, &baseline);
         on_done(ended.fetch_add(1, Ordering::SeqCst) + 1, targets.len(), &h);
         h

@@ -4,7 +4,7 @@
 //! The figures, each as CPU time of the measuring thread (`CLOCK_THREAD_CPUTIME_ID`; wall
 //! time is not used, the machines this runs on are shared):
 //! - **raw**: madsim alone moving small request/response messages between pairs of nodes (no
-//!   partmap code in the way): CPU per message ([`crate::bench_raw`]), on the madsim we run and,
+//!   partmap code in the way): CPU per message ([`crate::bench::raw`]), on the madsim we run and,
 //!   in a child process, on madsim 0.2.34 as published ([`published_madsim`]).
 //! - **seam**: the same exchange through partmap's seam ([`partmap::seam::Rpc`]: `call` and
 //!   `serve` with a handler that answers at once): CPU per message, so the seam's own overhead
@@ -19,9 +19,11 @@
 //! Measuring costs is harness work, outside any run: the clocks read here never reach a
 //! simulation, so runs stay a pure function of (scenario, seed, build).
 
+pub mod raw;
+
 use crate::run::{run_seed, RunOptions};
 use crate::scenario::Scenario;
-pub use crate::bench_raw::{raw_madsim, thread_cpu_ns, Cost};
+pub use crate::bench::raw::{raw_madsim, thread_cpu_ns, Cost};
 use madsim::runtime::{Handle, Runtime};
 use std::collections::BTreeMap;
 
@@ -52,7 +54,7 @@ pub fn seam_rpc(runs: u64, pairs: u64, round_trips: u64) -> Cost {
             let net = Net { bandwidth_bytes_per_s: 1 << 40, faults: LinkFaults::default() };
             let done = Arc::new(AtomicU64::new(0));
             for p in 0..pairs {
-                let (server, client) = crate::bench_raw::pair_addrs(p);
+                let (server, client) = crate::bench::raw::pair_addrs(p);
                 let server_net = net.clone();
                 h.create_node()
                     .ip(server.ip())

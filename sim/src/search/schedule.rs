@@ -2,7 +2,7 @@
 //! strategy) with every fault and operator request the nemesis injected written out as an
 //! explicit `faults.schedule`, and random faults off. Run with the same seed, the file replays
 //! the run bit for bit (same trace hash): the nemesis draws from its own stream
-//! ([`crate::nemesis::plan_rng`]), so writing its draws out leaves the run's generator, which
+//! ([`crate::run::nemesis::plan_rng`]), so writing its draws out leaves the run's generator, which
 //! the workload, the network and the nodes draw from, exactly as it was. `shrink` starts from
 //! this file and removes what the failure does not need.
 

@@ -4,7 +4,7 @@
 //! (with each violation's evidence and the repro command), an `<error>` for a harness crash,
 //! and a skipped case for each seed abandoned on a second signal.
 
-use crate::summary::Summary;
+use crate::sweep::summary::Summary;
 use quick_xml::events::BytesText;
 use quick_xml::Writer;
 use std::io;
