@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use super::*;
 
-/// `bench`.
+/// `bench`: what a seed costs, against madsim alone.
 pub fn bench(args: BenchArgs) -> ExitCode {
     let BenchArgs { seeds, scenario, round_trips, scaled_seeds, published_madsim } = args;
     let (scenario, label) = match load(scenario) {

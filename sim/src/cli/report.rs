@@ -1,10 +1,9 @@
 //! `report pause` and `report questions`: the design review.
 
-use clap::Parser;
 use std::process::ExitCode;
 use super::*;
 
-/// `report`.
+/// `report pause` and `report questions`: the design review.
 pub fn report(args: ReportArgs) -> ExitCode {
     let ReportArgs { which, seeds, jobs, quick, out, cell, predict, verify, threshold, max_rounds, tick_ms, latency_ms, budget_ms, from_csv } = args;
     use partmap_sim::report::pause;

@@ -1,12 +1,12 @@
 //! `run`, `shrink` and `timeline`: one seed, its smallest failing schedule, its timeline.
 
 use partmap_sim::run::{run_seed, RunOptions};
-use partmap_sim::sweep::{self};
+use partmap_sim::sweep;
 use partmap_sim::search::shrink::{self, ShrinkOptions};
 use std::process::ExitCode;
 use super::*;
 
-/// `run`.
+/// `run`: one seed with its verdicts, figures and trace hash; optionally the trace, the schedule it drew and its history as EDN.
 pub fn run(args: RunArgs) -> ExitCode {
     let RunArgs { seed, scenario, trace, mutation, emit_schedule, history } = args;
     let (scenario, scenario_label) = match load(scenario) {
@@ -120,7 +120,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-/// `shrink`.
+/// `shrink`: from a failing seed to a smallest explicit schedule that still fails the same way.
 pub fn shrink(args: ShrinkArgs) -> ExitCode {
     let ShrinkArgs { seed, scenario, mutation, jobs, max_runs, faults_only, report_dir } = args;
     if let Err(e) = sweep::check_report_dir(&report_dir) {
@@ -164,7 +164,7 @@ pub fn shrink(args: ShrinkArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `timeline`.
+/// `timeline`: one seed drawn as a self-contained HTML page.
 pub fn timeline(args: TimelineArgs) -> ExitCode {
     let TimelineArgs { seed, scenario, mutation, out, report_dir } = args;
     if let Err(e) = if out.is_none() { sweep::check_report_dir(&report_dir) } else { Ok(()) } {

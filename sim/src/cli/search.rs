@@ -2,26 +2,26 @@
 
 use partmap::config::Mutation;
 use partmap_sim::run::RunOptions;
-use partmap_sim::sweep::{self};
+use partmap_sim::sweep;
 use partmap_sim::search::mutants;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use super::*;
 
-/// `explore`.
+/// `explore`: the feedback-guided search of the scenario.
 pub fn explore(args: ExploreArgs) -> ExitCode {
     let ExploreArgs { scenario, seed, runs, time_budget, jobs, mutation, keep_going, shrink, corpus, report_dir } = args;
     let cfg = partmap_sim::search::explore::ExploreConfig { seed, runs, time_budget, jobs: jobs as usize, keep_going, shrink, corpus, report_dir: Some(report_dir), progress_every: 100 };
     cmd_explore(scenario, mutation, &cfg)
 }
 
-/// `hunt`.
+/// `hunt`: random sweep against explore, per named mutation, CPU to first catch.
 pub fn hunt(args: HuntArgs) -> ExitCode {
     let HuntArgs { runs, only, seed, jobs, write_table, report_dir } = args;
     cmd_hunt(runs, only, seed, jobs as usize, write_table.then_some(report_dir))
 }
 
-/// `goals`.
+/// `goals`: the goals registry, one line each.
 pub fn goals() -> ExitCode {
     for (name, what) in partmap_sim::measure::goals::registry() {
         println!("{name:<34} {what}");
@@ -29,7 +29,7 @@ pub fn goals() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `mutants`.
+/// `mutants`: every named mutation on its scenario; each must be caught.
 pub fn mutants(args: MutantsArgs) -> ExitCode {
     let MutantsArgs { seeds, rate, only, jobs, write_table, report_dir } = args;
     if let Err(e) = if write_table { sweep::check_report_dir(&report_dir) } else { Ok(()) } {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use super::*;
 
-/// `sweep`.
+/// `sweep`: many seeds of one scenario on worker threads; the summary, the table, the failing seeds' logs.
 pub fn sweep(args: SweepArgs) -> ExitCode {
     let SweepArgs { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir, require_goal } = args;
     if let Err(e) = sweep::check_report_dir(&report_dir) {
@@ -67,7 +67,7 @@ pub fn sweep(args: SweepArgs) -> ExitCode {
     }
 }
 
-/// `merge`.
+/// `merge`: the summaries of several sweeps (the shards of one) joined into one.
 pub fn merge(args: MergeArgs) -> ExitCode {
     let MergeArgs { summaries, out, junit, allow_partial } = args;
     // The report files first, before any summary is read (exit 64 for a folder, 3 for
