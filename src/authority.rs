@@ -161,6 +161,10 @@ pub struct AuthorityCore {
     /// The leader term that committed `map` (0: operator, or none yet).
     map_leader_epoch: u64,
     leader: Option<Lease>,
+    /// The term a leader transfer was asked of ([`Msg::TransferLeader`]): its holder is told
+    /// to step down at each renewal until it releases the lease. Memory only: after a restart
+    /// nobody is asked.
+    transfer: Option<u64>,
     last_leader_epoch: u64,
     sessions: BTreeMap<ServerId, Session>,
     last_session: u64,
@@ -180,6 +184,7 @@ impl AuthorityCore {
             map: SharedMap::default(),
             map_leader_epoch: 0,
             leader: None,
+            transfer: None,
             last_leader_epoch: 0,
             sessions: BTreeMap::new(),
             last_session: 0,
@@ -284,12 +289,21 @@ impl AuthorityCore {
                 match self.leader {
                     Some(l) if l.holder == *candidate || self.mutated(Mutation::AuthoritySharesLeaderTerm) => {
                         self.leader = Some(Lease { expires_us: now_us + self.lease_us, ..l });
+                        if self.transfer == Some(l.epoch) && l.holder == *candidate {
+                            return reply(Msg::StepDown { leader_epoch: l.epoch });
+                        }
                         reply(Msg::LeaderLease { epoch: Some(l.epoch), holder: Some(*candidate) })
                     }
                     Some(l) => reply(Msg::LeaderLease { epoch: None, holder: Some(l.holder) }),
                     None => Action::NeedLock,
                 }
             }
+            Msg::TransferLeader => {
+                self.expire(now_us);
+                self.transfer = self.leader.map(|l| l.epoch);
+                reply(Msg::TransferAsked { holder: self.leader.map(|l| l.holder) })
+            }
+            Msg::ReleaseLeader { candidate, leader_epoch } => self.release_leader(*candidate, *leader_epoch),
             _ if !locked => Action::NeedLock,
             Msg::AcquireLeader { candidate } => {
                 self.expire(now_us);
@@ -392,6 +406,19 @@ impl AuthorityCore {
             return Action::Reply { msg: Msg::State { map: self.map.clone(), sessions: self.session_views() }, events };
         }
         Action::Persist { records: expired.clone(), after: Pending::Expired { records: expired, answer: None }, events }
+    }
+
+    /// [`Msg::ReleaseLeader`]: the holder of term `leader_epoch` gives its lease up, so the
+    /// next candidate to ask is granted a new term at once; from anyone else, or for an older
+    /// term, nothing changes. Answered with a lease held by whoever holds it now.
+    fn release_leader(&mut self, candidate: u32, leader_epoch: u64) -> Action {
+        let mut events = Vec::new();
+        if self.leader.is_some_and(|l| l.holder == candidate && l.epoch == leader_epoch) {
+            self.leader = None;
+            self.transfer = None;
+            events.push(Event::LeaderReleased { manager: candidate, leader_epoch });
+        }
+        Action::Reply { msg: Msg::LeaderLease { epoch: None, holder: self.leader.map(|l| l.holder) }, events }
     }
 
     /// `after`'s records are durable: make its change current (at `now_us`) and say what next.
@@ -727,6 +754,31 @@ mod tests {
         let Action::Reply { msg, .. } = core.handle(&Msg::AcquireLeader { candidate: 3 }, 1_600_000, true) else { panic!() };
         assert!(matches!(msg, Msg::LeaderLease { epoch: None, holder: Some(1) }), "{msg:?}");
         assert_eq!(disk.len(), 1, "one term written");
+    }
+
+    /// A leader transfer, as a transcript: the operator asks; the holder's renewals are still
+    /// granted but answered `StepDown`; its release ends the lease at once (announced as
+    /// `leader_released`), so the standby's next try gets the next term; a release from a
+    /// manager that does not hold the term changes nothing.
+    #[test]
+    fn authority_leader_transfer_renews_asks_to_step_down_then_releases() {
+        let (mut core, mut disk) = fresh();
+        let (reply, _) = run(&mut core, &mut disk, Msg::TransferLeader, 0);
+        assert!(matches!(reply, Msg::TransferAsked { holder: None }), "nobody leads yet: {reply:?}");
+        assert_eq!(leader(&mut core, &mut disk, 1, 10), Some(1));
+        let (reply, _) = run(&mut core, &mut disk, Msg::TransferLeader, 20);
+        assert!(matches!(reply, Msg::TransferAsked { holder: Some(1) }), "{reply:?}");
+        let (reply, _) = run(&mut core, &mut disk, Msg::AcquireLeader { candidate: 1 }, 900_000);
+        assert!(matches!(reply, Msg::StepDown { leader_epoch: 1 }), "{reply:?}");
+        assert_eq!(leader(&mut core, &mut disk, 2, 1_500_000), None, "the renewal still held the lease");
+        let (reply, events) = run(&mut core, &mut disk, Msg::ReleaseLeader { candidate: 2, leader_epoch: 1 }, 1_600_000);
+        assert!(matches!(reply, Msg::LeaderLease { epoch: None, holder: Some(1) }) && events.is_empty(), "not the holder: {reply:?} {events:?}");
+        let (reply, events) = run(&mut core, &mut disk, Msg::ReleaseLeader { candidate: 1, leader_epoch: 1 }, 1_700_000);
+        assert!(matches!(reply, Msg::LeaderLease { epoch: None, holder: None }), "{reply:?}");
+        assert!(matches!(&events[..], [Event::LeaderReleased { manager: 1, leader_epoch: 1 }]), "{events:?}");
+        assert_eq!(leader(&mut core, &mut disk, 2, 1_700_001), Some(2), "the standby leads at once, long before the old lease's end at 2.9 s");
+        let (reply, _) = run(&mut core, &mut disk, Msg::AcquireLeader { candidate: 2 }, 1_800_000);
+        assert!(matches!(reply, Msg::LeaderLease { epoch: Some(2), .. }), "the new term is not asked to step down: {reply:?}");
     }
 
     #[test]

@@ -417,6 +417,14 @@ pub enum Event {
         /// The store's digest of as many records (fewer if its stream is shorter).
         store: StreamDigest,
     },
+    /// The leader gave up its lease of term `leader_epoch` (a leader transfer): no manager
+    /// leads until a candidate is granted the next term.
+    LeaderReleased {
+        /// The manager that led.
+        manager: u32,
+        /// The term it gave up.
+        leader_epoch: u64,
+    },
 }
 
 /// Where [`emit`] sends events: the harness's collector.
@@ -486,7 +494,7 @@ fn render_map(f: &mut fmt::Formatter<'_>, map: &PartitionMap) -> fmt::Result {
 impl Event {
     /// Every name [`Event::name`] returns, in declaration order: what a scenario's event
     /// trigger may name (`faults.schedule[i].on.event`).
-    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged"];
+    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged", "leader_released"];
 
     /// The event's name in the trace (`effect`, `admit`, `map_commit`, ...).
     pub fn name(&self) -> &'static str {
@@ -521,6 +529,7 @@ impl Event {
             Event::LeaseExpired { .. } => "lease_expired",
             Event::HeldDelivered { .. } => "held_delivered",
             Event::PrefixDiverged { .. } => "prefix_diverged",
+            Event::LeaderReleased { .. } => "leader_released",
         }
     }
 }
@@ -548,7 +557,7 @@ impl fmt::Display for Event {
                 write!(f, " reshape={} outcome={} paused={paused} parents={} children={} error={error}", kind.name(),
                     if *committed { "committed" } else { "aborted" }, ids(parents), ids(children))
             }
-            Event::Leader { manager, leader_epoch } | Event::LeaderRecovered { manager, leader_epoch } => write!(f, " manager={manager} leader_epoch={leader_epoch}"),
+            Event::Leader { manager, leader_epoch } | Event::LeaderRecovered { manager, leader_epoch } | Event::LeaderReleased { manager, leader_epoch } => write!(f, " manager={manager} leader_epoch={leader_epoch}"),
             Event::Restored { node, index, record } => {
                 write!(f, " node={node} index={index} ")?;
                 match record {

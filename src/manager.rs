@@ -312,6 +312,13 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
             Ok(Msg::LeaderLease { epoch: None, .. }) if last_term > 0 && knobs.mutated(Mutation::AuthoritySkipsLeaderEpoch) => {
                 lead_once(&rpc, &knobs, n, last_term, u64::MAX, &mut inherited, &mut paused_seen).await;
             }
+            // A leader transfer: this is a clean point between rounds (nothing of the last one
+            // is in flight), so give the lease up and stand aside for a lease, so that a
+            // standby wins the next term.
+            Ok(Msg::StepDown { leader_epoch }) => {
+                let _ = rpc.call(lock_addr(), Msg::ReleaseLeader { candidate: n, leader_epoch }, knobs.rpc_timeout_ms).await;
+                sleep_ms(knobs.lease_ms).await;
+            }
             _ => {}
         }
         sleep_ms(knobs.manager_tick_ms).await;
@@ -342,7 +349,8 @@ impl Renewer {
                 sleep_ms(knobs.renew_interval_ms).await;
                 let sent = now_us();
                 match rpc.call(lock_addr(), Msg::AcquireLeader { candidate }, knobs.rpc_timeout_ms).await {
-                    Ok(Msg::LeaderLease { epoch: Some(e), .. }) if e == leader_epoch => {
+                    // Asked to step down: still renewed; the round ends as it would.
+                    Ok(Msg::LeaderLease { epoch: Some(e), .. } | Msg::StepDown { leader_epoch: e }) if e == leader_epoch => {
                         let renewed = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
                         valid_until_us.set(valid_until_us.get().max(renewed));
                     }

@@ -603,6 +603,30 @@ pub enum Msg {
         /// empty otherwise.
         value: Bytes,
     },
+    /// Operator → authority: ask the current leader to hand over (a leader transfer, as
+    /// TiKV's leader eviction before a node's upgrade). Kept in the authority's memory only.
+    TransferLeader,
+    /// Authority → operator: the transfer was asked of manager `holder`; `None`: no manager
+    /// holds the lease, so nothing was asked.
+    TransferAsked {
+        /// The manager that leads and will step down.
+        holder: Option<u32>,
+    },
+    /// Authority → the leader, in place of [`Msg::LeaderLease`] while a transfer is asked:
+    /// the lease of term `leader_epoch` is renewed as usual, and the leader should step down
+    /// at its next clean point between rounds ([`Msg::ReleaseLeader`]).
+    StepDown {
+        /// The term renewed.
+        leader_epoch: u64,
+    },
+    /// Leader → authority: give up the lease of term `leader_epoch` now, so that a standby
+    /// gets it at its next try; answered with a [`Msg::LeaderLease`] held by nobody.
+    ReleaseLeader {
+        /// The releasing candidate's number N (`manager-N`).
+        candidate: u32,
+        /// The term it gives up.
+        leader_epoch: u64,
+    },
 }
 
 impl Msg {
@@ -650,11 +674,15 @@ impl Msg {
             Msg::ClientAppend { .. } => "client_append",
             Msg::ClientRead { .. } => "client_read",
             Msg::ClientResult { .. } => "client_result",
+            Msg::TransferLeader => "transfer_leader",
+            Msg::TransferAsked { .. } => "transfer_asked",
+            Msg::StepDown { .. } => "step_down",
+            Msg::ReleaseLeader { .. } => "release_leader",
         }
     }
 
     /// Every kind name [`Msg::kind_name`] can return.
-    pub const KIND_NAMES: [&'static str; 40] = ["register_server", "registered", "renew_session", "session_renewed", "acquire_leader", "leader_lease", "get_map", "map", "get_state", "state", "cas_map", "cas_result", "admin", "fence", "fence_result", "read_stream", "stream_read", "seal", "sealed", "store_append", "store_appended", "open", "get_load", "load", "opened", "pre_copy", "pre_copied", "pause", "paused_at", "finish_move", "move_finished", "release", "released", "append", "read", "served", "served_unknown", "client_append", "client_read", "client_result"];
+    pub const KIND_NAMES: [&'static str; 44] = ["register_server", "registered", "renew_session", "session_renewed", "acquire_leader", "leader_lease", "get_map", "map", "get_state", "state", "cas_map", "cas_result", "admin", "fence", "fence_result", "read_stream", "stream_read", "seal", "sealed", "store_append", "store_appended", "open", "get_load", "load", "opened", "pre_copy", "pre_copied", "pause", "paused_at", "finish_move", "move_finished", "release", "released", "append", "read", "served", "served_unknown", "client_append", "client_read", "client_result", "transfer_leader", "transfer_asked", "step_down", "release_leader"];
 
     /// Payload size in bytes, for the bandwidth charge.
     pub fn wire_bytes(&self) -> u64 {

@@ -12,7 +12,7 @@
 //! | `leader_terms_without_manager_fault` | leader terms started (after the first) with no fault near a manager or the authority |
 
 use crate::events::{Event, Outcome, Sys, What};
-use crate::fault::Fault;
+use crate::fault::{Fault, Request};
 use crate::scenario::Expect;
 use partmap::event::ClientOp;
 use partmap::ids::{OpId, RangeId};
@@ -192,14 +192,17 @@ impl<'m> LiveRows<'m> {
 /// The nodes a fault touches (its target, or both ends of a link, or one side of a cut).
 fn touches(fault: &Fault) -> Vec<&str> {
     match fault {
-        Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) | Fault::Drain(n) => vec![n.as_str()],
+        Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) => vec![n.as_str()],
         Fault::Split(side) => side.iter().map(String::as_str).collect(),
         Fault::OneWay(a, b) | Fault::Delay(a, b) | Fault::Duplicate(a, b) | Fault::Corrupt(a, b) | Fault::Reorder(a, b) | Fault::DelayNext(a, b, _) => vec![a.as_str(), b.as_str()],
-        Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) => Vec::new(),
+        // A drain touches its server; a move's target is not broken by being asked to take a range.
+        Fault::Request(Request::Drain(n)) => vec![n.as_str()],
+        Fault::Request(_) => Vec::new(),
     }
 }
 
-/// `(terms, terms after the first with no manager or authority fault within 2 leases before)`.
+/// `(terms, terms after the first with no manager or authority fault, nor a leader's release
+/// of its lease, within 2 leases before)`.
 fn leader_terms(events: &[Event], lease_ms: u64) -> (u64, u64) {
     let window_us = 2 * lease_ms * 1000;
     // Faults touching a manager or the authority, as [start, end] in µs.
@@ -213,6 +216,9 @@ fn leader_terms(events: &[Event], lease_ms: u64) -> (u64, u64) {
             What::Fault { fault, duration_ms, .. } if touches(fault).iter().any(|n| n.starts_with("manager-") || *n == "lock-1") => {
                 manager_faults.push((ev.t_us, ev.t_us + duration_ms * 1000));
             }
+            // A leader that released its lease (an operator's leader transfer) provoked the
+            // next term as a fault would.
+            What::Sys(Sys::LeaderReleased { .. }) => manager_faults.push((ev.t_us, ev.t_us)),
             What::Sys(Sys::Leader { .. }) => {
                 terms += 1;
                 if terms == 1 {

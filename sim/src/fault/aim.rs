@@ -153,6 +153,7 @@ pub fn observe(e: &Event) {
     match e {
         Event::MapCommit { map, .. } | Event::MapRestored { map, .. } => VIEW.with(|v| v.borrow_mut().map = Some(map.clone())),
         Event::Leader { manager, .. } | Event::LeaderRecovered { manager, .. } if *manager > 0 => VIEW.with(|v| v.borrow_mut().leader = Some(*manager)),
+        Event::LeaderReleased { .. } => VIEW.with(|v| v.borrow_mut().leader = None),
         _ => {}
     }
 }

@@ -3,7 +3,10 @@
 //! history (`events`), the world and the nemesis can all name it without importing each other.
 
 pub mod aim;
+pub mod request;
 pub mod trigger;
+
+pub use request::Request;
 
 /// One fault to inject.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,15 +33,8 @@ pub enum Fault {
     Reorder(String, String),
     /// Hold the next message of the kind from the first node to the second for the duration.
     DelayNext(String, String, &'static str),
-    /// Operator request: move the range holding the key to the server (no duration).
-    MoveRequest(String, String),
-    /// Operator request: drain the server for the duration.
-    Drain(String),
-    /// Operator request: split the range holding the key at the key (no duration).
-    SplitRequest(String),
-    /// Operator request: merge the range holding the first key with the one holding the second
-    /// (no duration).
-    MergeRequest(String, String),
+    /// An operator request ([`Request`]): nothing breaks.
+    Request(Request),
 }
 
 impl std::fmt::Display for Fault {
@@ -56,10 +52,7 @@ impl std::fmt::Display for Fault {
             Fault::Corrupt(a, b) => write!(f, "corrupt {a}->{b}"),
             Fault::Reorder(a, b) => write!(f, "reorder {a}->{b}"),
             Fault::DelayNext(a, b, m) => write!(f, "delay_next {a}->{b} {m}"),
-            Fault::MoveRequest(k, to) => write!(f, "move {k} to {to}"),
-            Fault::Drain(n) => write!(f, "drain {n}"),
-            Fault::SplitRequest(k) => write!(f, "split_range at {k}"),
-            Fault::MergeRequest(l, r) => write!(f, "merge_ranges {l} {r}"),
+            Fault::Request(r) => r.fmt(f),
         }
     }
 }
@@ -87,10 +80,7 @@ impl Fault {
             Fault::Corrupt(..) => "corrupt",
             Fault::Reorder(..) => "reorder",
             Fault::DelayNext(..) => "delay_next",
-            Fault::MoveRequest(..) => "move_request",
-            Fault::Drain(_) => "drain",
-            Fault::SplitRequest(_) => "split_request",
-            Fault::MergeRequest(..) => "merge_request",
+            Fault::Request(r) => r.kind(),
         }
     }
 }

@@ -56,11 +56,10 @@ impl Fault {
     /// Every node the fault names (a directed fault names its sender and receiver), in order.
     pub fn nodes(&self) -> Vec<&str> {
         match self {
-            Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) | Fault::Drain(n) => vec![n],
+            Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) => vec![n],
             Fault::Split(side) => side.iter().map(|s| s.as_str()).collect(),
             Fault::OneWay(a, b) | Fault::Delay(a, b) | Fault::Duplicate(a, b) | Fault::Corrupt(a, b) | Fault::Reorder(a, b) | Fault::DelayNext(a, b, _) => vec![a, b],
-            Fault::MoveRequest(_, to) => vec![to],
-            Fault::SplitRequest(_) | Fault::MergeRequest(..) => Vec::new(),
+            Fault::Request(r) => r.nodes(),
         }
     }
 

@@ -24,7 +24,7 @@
 
 use crate::check::Evidence;
 use crate::events::{Event, Outcome, Sys, What};
-use crate::fault::Fault;
+use crate::fault::{Fault, Request};
 use crate::run::{RunOptions, RunReport};
 use partmap::event::ClientOp;
 use partmap::ids::{show_key, Key, OpId};
@@ -83,7 +83,7 @@ fn fault_colour(f: &Fault) -> &'static str {
         Fault::Delay(..) | Fault::DelayNext(..) | Fault::Reorder(..) | Fault::Duplicate(..) => "#1f77b4",
         Fault::SlowDisk(..) => "#8c564b",
         Fault::Corrupt(..) => "#e377c2",
-        Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => "#2ca02c",
+        Fault::Request(_) => "#2ca02c",
     }
 }
 
@@ -155,7 +155,7 @@ fn spans(events: &[Event], heal_us: u64) -> Vec<Span> {
             What::Fault { fault, duration_ms, .. } => {
                 let fault: &Fault = fault;
                 let end = ev.t_us + duration_ms * 1000;
-                let end = if matches!(fault, Fault::Drain(_) | Fault::MoveRequest(..)) { end } else { end.min(heal_us.max(ev.t_us)) };
+                let end = if matches!(fault, Fault::Request(Request::Drain(_) | Request::Move(..))) { end } else { end.min(heal_us.max(ev.t_us)) };
                 out.push(Span { fault: fault.clone(), start_us: ev.t_us, end_us: end, duration_ms: *duration_ms });
                 open.push(out.len() - 1);
             }
@@ -451,7 +451,7 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
     for (s, row) in spans.iter().zip(&rows) {
         let y = base + *row as f64 * LANE_H;
         let title = format!("{} at {} for {} ms (to {})", s.fault, secs(s.start_us), s.duration_ms, secs(s.end_us));
-        if matches!(s.fault, Fault::MoveRequest(..)) {
+        if matches!(s.fault, Fault::Request(Request::Move(..))) {
             svg.mark(s.start_us, y + 2.0, fault_colour(&s.fault), &title, false);
             svg.span_label(s.start_us, s.start_us + end_us / 25, y, &format!("  {}", s.fault), "flabel");
             continue;

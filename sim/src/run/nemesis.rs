@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use crate::events::{record, What};
 
-use crate::fault::Fault;
+use crate::fault::{Fault, Request};
 
 impl Fault {
     /// The fault a schedule entry names. `spec` must be validated ([`Scenario::validate`]):
@@ -35,10 +35,11 @@ impl Fault {
                 let kind = partmap::msg::Msg::KIND_NAMES.iter().find(|k| **k == message.as_str()).expect("validated");
                 Fault::DelayNext(from.clone(), to.clone(), kind)
             }
-            FaultSpec::Move { key, to } => Fault::MoveRequest(key.clone(), to.clone()),
-            FaultSpec::Drain { node } => Fault::Drain(node.clone()),
-            FaultSpec::SplitRange { at } => Fault::SplitRequest(at.clone()),
-            FaultSpec::MergeRanges { left, right } => Fault::MergeRequest(left.clone(), right.clone()),
+            FaultSpec::Move { key, to } => Fault::Request(Request::Move(key.clone(), to.clone())),
+            FaultSpec::Drain { node } => Fault::Request(Request::Drain(node.clone())),
+            FaultSpec::SplitRange { at } => Fault::Request(Request::Split(at.clone())),
+            FaultSpec::MergeRanges { left, right } => Fault::Request(Request::Merge(left.clone(), right.clone())),
+            FaultSpec::LeaderTransfer {} => Fault::Request(Request::LeaderTransfer),
         }
     }
 
@@ -57,10 +58,11 @@ impl Fault {
             Fault::Corrupt(from, to) => FaultSpec::Corrupt { from: from.clone(), to: to.clone() },
             Fault::Reorder(from, to) => FaultSpec::Reorder { from: from.clone(), to: to.clone() },
             Fault::DelayNext(from, to, kind) => FaultSpec::DelayNext { from: from.clone(), to: to.clone(), message: kind.to_string() },
-            Fault::MoveRequest(key, to) => FaultSpec::Move { key: key.clone(), to: to.clone() },
-            Fault::Drain(node) => FaultSpec::Drain { node: node.clone() },
-            Fault::SplitRequest(at) => FaultSpec::SplitRange { at: at.clone() },
-            Fault::MergeRequest(left, right) => FaultSpec::MergeRanges { left: left.clone(), right: right.clone() },
+            Fault::Request(Request::Move(key, to)) => FaultSpec::Move { key: key.clone(), to: to.clone() },
+            Fault::Request(Request::Drain(node)) => FaultSpec::Drain { node: node.clone() },
+            Fault::Request(Request::Split(at)) => FaultSpec::SplitRange { at: at.clone() },
+            Fault::Request(Request::Merge(left, right)) => FaultSpec::MergeRanges { left: left.clone(), right: right.clone() },
+            Fault::Request(Request::LeaderTransfer) => FaultSpec::LeaderTransfer {},
         }
     }
 }
@@ -252,14 +254,14 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         for at_ms in poisson_times(rng, plan.move_requests_per_min, duration_ms) {
             let key = crate::scenario::key_name(rng.gen_range(0..scenario.workload.keys));
             let to = servers[rng.gen_range(0..servers.len())].clone();
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: 0, fault: Fault::MoveRequest(String::from_utf8(key).expect("ascii"), to) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: 0, fault: Fault::Request(Request::Move(String::from_utf8(key).expect("ascii"), to)) });
         }
     }
     if m.drains_per_min[1] > 0.0 && !servers.is_empty() {
         plan.drains_per_min = uniform_f(rng, m.drains_per_min);
         for at_ms in poisson_times(rng, plan.drains_per_min, duration_ms) {
             let node = servers[rng.gen_range(0..servers.len())].clone();
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Drain(node) });
+            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Request(Request::Drain(node)) });
         }
     }
     if let Some(random) = scenario.faults.random.as_ref().filter(|r| r.aimed_per_min[1] > 0.0) {
@@ -415,6 +417,8 @@ pub enum OperatorAction {
         /// `true`: start draining it; `false`: stop.
         on: bool,
     },
+    /// Ask the leader to step down and hand over to a standby.
+    LeaderTransfer,
 }
 
 impl FaultPlan {
@@ -425,10 +429,11 @@ impl FaultPlan {
         let mut out = Vec::new();
         for p in &self.faults {
             match &p.fault {
-                Fault::MoveRequest(key, to) => out.push((p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) }, p.fault.clone())),
-                Fault::SplitRequest(at) => out.push((p.at_ms, OperatorAction::Split { at: at.clone().into_bytes() }, p.fault.clone())),
-                Fault::MergeRequest(left, right) => out.push((p.at_ms, OperatorAction::Merge { left: left.clone().into_bytes(), right: right.clone().into_bytes() }, p.fault.clone())),
-                Fault::Drain(node) => {
+                Fault::Request(Request::Move(key, to)) => out.push((p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) }, p.fault.clone())),
+                Fault::Request(Request::Split(at)) => out.push((p.at_ms, OperatorAction::Split { at: at.clone().into_bytes() }, p.fault.clone())),
+                Fault::Request(Request::Merge(left, right)) => out.push((p.at_ms, OperatorAction::Merge { left: left.clone().into_bytes(), right: right.clone().into_bytes() }, p.fault.clone())),
+                Fault::Request(Request::LeaderTransfer) => out.push((p.at_ms, OperatorAction::LeaderTransfer, p.fault.clone())),
+                Fault::Request(Request::Drain(node)) => {
                     out.push((p.at_ms, OperatorAction::Drain { server: server(node), on: true }, p.fault.clone()));
                     out.push((p.at_ms + p.duration_ms, OperatorAction::Drain { server: server(node), on: false }, p.fault.clone()));
                 }
@@ -442,7 +447,7 @@ impl FaultPlan {
 
 fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
     match fault {
-        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::Reorder(..) | Fault::DelayNext(..) | Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => Vec::new(),
+        Fault::Crash(_) | Fault::Pause(_) | Fault::Delay(..) | Fault::Duplicate(..) | Fault::SlowDisk(..) | Fault::Corrupt(..) | Fault::Reorder(..) | Fault::DelayNext(..) | Fault::Request(_) => Vec::new(),
         Fault::Isolate(n) => world.links_across(std::slice::from_ref(n)),
         Fault::Split(side) => world.links_across(side),
         Fault::OneWay(a, b) => vec![(a.clone(), b.clone())],
@@ -484,6 +489,17 @@ async fn operator_request(rpc: &partmap::seam::Rpc, knobs: &partmap::config::Kno
             sleep_ms(500).await;
         }
         let op = match action {
+            OperatorAction::LeaderTransfer => match rpc.call(lock, Msg::TransferLeader, knobs.rpc_timeout_ms).await {
+                Ok(Msg::TransferAsked { holder: Some(m) }) => return (attempt, Ok(format!("leader transfer asked of manager-{m}"))),
+                Ok(Msg::TransferAsked { holder: None }) => {
+                    refused = String::from("no manager holds the leader lease");
+                    continue;
+                }
+                _ => {
+                    refused = String::from("the authority did not answer");
+                    continue;
+                }
+            },
             OperatorAction::Drain { server, on } => MapOp::Drain { server: ServerId(*server), on: *on },
             OperatorAction::Move { .. } | OperatorAction::Split { .. } | OperatorAction::Merge { .. } => {
                 let Ok(Msg::Map { map }) = rpc.call(lock, Msg::GetMap, knobs.rpc_timeout_ms).await else {
@@ -494,7 +510,7 @@ async fn operator_request(rpc: &partmap::seam::Rpc, knobs: &partmap::config::Kno
                 let (a, b) = match action {
                     OperatorAction::Move { key, .. } | OperatorAction::Split { at: key } => (range(key), None),
                     OperatorAction::Merge { left, right } => (range(left), range(right)),
-                    OperatorAction::Drain { .. } => unreachable!("matched above"),
+                    OperatorAction::Drain { .. } | OperatorAction::LeaderTransfer => unreachable!("matched above"),
                 };
                 let Some(a) = a else {
                     refused = String::from("no range holds the key (the map has no rows yet)");
@@ -595,7 +611,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
                 }
-                Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => {
+                Fault::Request(_) => {
                     // Sent by the operator node (see `operator`); only logged and counted here.
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     *counts.borrow_mut().entry(counter).or_default() += 1;

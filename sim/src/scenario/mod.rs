@@ -384,7 +384,7 @@ pub struct TimedFault {
     pub on: Option<Trigger>,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
     /// 1..=3600000; required (a missing one is reported as missing) for every kind but the
-    /// instantaneous requests `move`, `split_range` and `merge_ranges`, which must leave it out
+    /// instantaneous requests `move`, `split_range`, `merge_ranges` and `leader_transfer`, which must leave it out
     /// (`None`). See [`TimedFault::lasts_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
@@ -435,7 +435,7 @@ impl TimedFault {
 impl FaultSpec {
     /// An operator request: sent by the operator node at `at_ms`, never on a trigger.
     pub fn is_operator_request(&self) -> bool {
-        matches!(self, FaultSpec::Move { .. } | FaultSpec::Drain { .. } | FaultSpec::SplitRange { .. } | FaultSpec::MergeRanges { .. })
+        matches!(self, FaultSpec::Move { .. } | FaultSpec::Drain { .. } | FaultSpec::SplitRange { .. } | FaultSpec::MergeRanges { .. } | FaultSpec::LeaderTransfer {})
     }
 
     /// For an instantaneous operator request (no `duration_ms`), its kind as the file names
@@ -445,6 +445,7 @@ impl FaultSpec {
             FaultSpec::Move { .. } => Some("move"),
             FaultSpec::SplitRange { .. } => Some("split_range"),
             FaultSpec::MergeRanges { .. } => Some("merge_ranges"),
+            FaultSpec::LeaderTransfer {} => Some("leader_transfer"),
             _ => None,
         }
     }
@@ -585,6 +586,10 @@ pub enum FaultSpec {
         /// A key of the right range (a workload key after `left`).
         right: String,
     },
+    /// An operator asks the leader to hand over: it steps down at its next clean point between
+    /// rounds and releases its lease, so that a standby takes over at once (no `duration_ms`).
+    /// Refused when no manager holds the lease.
+    LeaderTransfer {},
 }
 
 /// A rate range that draws nothing (`[0, 0]`): left out of the written file.
@@ -1121,7 +1126,7 @@ impl Scenario {
                 (None, Some(ms)) => in_range(&format!("{path}.duration_ms"), ms, 1, FAULT_MS_MAX)?,
                 (None, None) => {
                     return Err(format!(
-                        "{path}.duration_ms: missing; a `{}` fault lasts duration_ms (1..={FAULT_MS_MAX}); only move, split_range and merge_ranges requests leave it out",
+                        "{path}.duration_ms: missing; a `{}` fault lasts duration_ms (1..={FAULT_MS_MAX}); only move, split_range, merge_ranges and leader_transfer requests leave it out",
                         fault_kind_name(&timed.fault)
                     ));
                 }
@@ -1201,6 +1206,7 @@ impl Scenario {
                 }
                 Ok(())
             }
+            FaultSpec::LeaderTransfer {} => Ok(()),
             FaultSpec::MergeRanges { left, right } => {
                 let l = self.workload_key(&format!("{path}.left"), left)?;
                 let r = self.workload_key(&format!("{path}.right"), right)?;

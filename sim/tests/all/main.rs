@@ -10,6 +10,7 @@ mod availability;
 mod cli;
 mod competing;
 mod golden;
+mod leader_transfer;
 mod load;
 mod moves;
 mod mutants;
