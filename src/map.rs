@@ -381,9 +381,17 @@ pub enum MapError {
     /// An operator's split or merge request names a range already in a move, split or merge.
     Busy(RangeId),
     /// An operator request before the leader bootstrapped the map: committing it would make a
-    /// map version with no rows, which tiles nothing (found by seeds 622 and 1415 of
-    /// `swarm.json`, a drain sent 10 ms after the start).
+    /// map version with no rows, which tiles nothing (a drain sent 10 ms after the start).
     NotBootstrapped,
+}
+
+impl MapError {
+    /// Whether the refusal is of a state that passes, so the same op is worth sending again
+    /// later: no map yet, a range busy in a move, split or merge, or not yet active or idle. A
+    /// bad key, a pair that is not adjacent or an unknown range stays so.
+    pub fn may_pass(&self) -> bool {
+        matches!(self, MapError::NotBootstrapped | MapError::Busy(_) | MapError::WrongState(..) | MapError::WrongPhase(_))
+    }
 }
 
 impl fmt::Display for MapError {
@@ -393,7 +401,7 @@ impl fmt::Display for MapError {
 }
 
 /// The rows of a map, by range id: the live rows (any state but [`RangeState::Retired`]) and the
-/// retired ones (the lineage of splits and merges), kept apart (issue 13).
+/// retired ones (the lineage of splits and merges), kept apart.
 ///
 /// A retired row never changes again, and retired rows pile up as a run splits and merges, while
 /// the live rows stay about as many as the ranges. So the retired rows are one copy shared by
@@ -572,7 +580,7 @@ pub struct PartitionMap {
     pub reshape_requests: BTreeMap<RangeId, ReshapeRequest>,
 }
 
-/// One map version shared by everything that holds it (issue 13): the authority's current map,
+/// One map version shared by everything that holds it: the authority's current map,
 /// its durable record, the commit event and every `Map`, `State` and `CasResult` answer of that
 /// version point at one copy. A new version is a copy of the current one with a batch applied
 /// (copy on write).
@@ -948,6 +956,20 @@ mod tests {
         map
     }
 
+    /// Which refusals are of a state that passes (the operator sends those again): no map yet,
+    /// busy, wrong state or phase; a bad key, a pair not adjacent or an unknown range do not.
+    #[test]
+    fn map_error_may_pass_only_for_states_that_pass() {
+        let r = RangeId(1);
+        for e in [MapError::NotBootstrapped, MapError::Busy(r), MapError::WrongState(r, RangeState::Preparing), MapError::WrongPhase(r)] {
+            assert!(e.may_pass(), "{e}");
+        }
+        let stale = MapError::StaleEpoch { range: r, row: Epoch(2), asked: Epoch(1) };
+        for e in [MapError::NotEmpty, MapError::BadSplitPoints, MapError::UnknownRange(r), stale, MapError::BadSplitKey(r), MapError::NotAdjacent(r, RangeId(2)), MapError::NoTransfer(r)] {
+            assert!(!e.may_pass(), "{e}");
+        }
+    }
+
     #[test]
     fn map_bootstrap_tiles_and_lookup_finds_owner() {
         let map = boot(&["g", "p"]);
@@ -959,8 +981,8 @@ mod tests {
         assert_eq!(map.version, 1);
     }
 
-    /// Seeds 622 and 1415 of swarm.json: an operator's drain reached the authority before the
-    /// leader's bootstrap and committed version 1 with no rows. It must be refused instead.
+    /// An operator's drain that reaches the authority before the leader's bootstrap would commit
+    /// version 1 with no rows. It must be refused instead.
     #[test]
     fn map_refuses_an_operator_request_before_the_bootstrap() {
         let mut map = PartitionMap::default();
@@ -1053,7 +1075,7 @@ mod tests {
         s.finish()
     }
 
-    /// Issue 13: the retired rows are kept apart from the live ones and shared by every version
+    /// The retired rows are kept apart from the live ones and shared by every version
     /// that retired nothing; the table still reads as one, in id order.
     #[test]
     fn map_keeps_retired_rows_apart_and_shares_them_between_versions() {
