@@ -17,8 +17,7 @@
 //!   OSDI 2006).
 //! - Expiry is sticky and durable before anyone learns of it, the manager (the state request)
 //!   or the server itself (a refused renewal): a restarted authority does not bring an expired
-//!   session back after its ranges went to other servers (found by seed 41 of the default
-//!   scenario), nor after its server dropped them (seed 5398).
+//!   session back after its ranges went to other servers, nor after its server dropped them.
 //! - A map write carries the leader epoch of the term current at the write, and the version it
 //!   expects (compare-and-set); each durable map record carries that term.
 
@@ -26,7 +25,7 @@ use crate::config::{Knobs, Mutation};
 use crate::event::{reshape_outcomes, Event, Restored};
 use crate::ids::ServerId;
 use crate::map::{MapOp, PartitionMap, SharedMap};
-use crate::msg::{Msg, SessionView};
+use crate::msg::{CasRefusal, Msg, SessionView};
 use std::collections::BTreeMap;
 
 /// A durable record of the authority.
@@ -214,8 +213,8 @@ impl AuthorityCore {
             }
         }
         // A leader term, or a map version, can be durable without ever having been announced
-        // (torn writes: the record reached the disk, the answer never left). Found by seed 741
-        // of swarm.json (a term) and issue 12 (a split's commit).
+        // (torn writes: the record reached the disk, the answer never left): a term, or a split's
+        // commit.
         if let Some(l) = a.leader {
             events.push(Event::LeaderRecovered { manager: l.holder, leader_epoch: l.epoch });
         }
@@ -269,8 +268,8 @@ impl AuthorityCore {
                     // learns of. Told before it was, a server dropped its ranges, the authority
                     // crashed, recovered the session live, and handed it back to the server's next
                     // registration; the map kept ranges on an owner that no longer held them, and
-                    // nothing reassigns the ranges of a live session (seed 5398 of the default
-                    // scenario: seven ranges refused every append for the last 36 s of the run).
+                    // nothing reassigns the ranges of a live session (its ranges refuse every append
+                    // for the rest of the run).
                     _ if self.unpersisted.iter().any(|r| matches!(r, LockRecord::SessionExpired { server: s, session: n } if s == server && n == session)) => {
                         if !locked {
                             return Action::NeedLock;
@@ -326,10 +325,9 @@ impl AuthorityCore {
                 if let Some(live) = live {
                     // The holder's own retry grants the lease anew, like a renewal: the server
                     // counts its lease from this request's sending, so the session must last
-                    // from its handling (found by a sweep, seed 2272 of the default scenario:
-                    // the first registration's answer was held by a slow disk, the retry got
-                    // the same session, and the server admitted appends 500 ms after the
-                    // authority had expired it).
+                    // from its handling (else: the first registration's answer held by a slow disk,
+                    // the retry gets the same session, and the server admits appends after the
+                    // authority expired it).
                     if *incarnation == live.incarnation {
                         live.expires_us = now_us + lease_us;
                     }
@@ -345,16 +343,16 @@ impl AuthorityCore {
                 self.expire(now_us);
                 let current = self.leader.map(|l| l.epoch);
                 let refusal = if current != Some(*leader_epoch) && !self.mutated(Mutation::AuthoritySkipsLeaderEpoch) {
-                    Some(format!("stale leader epoch {leader_epoch} (current {current:?})"))
+                    Some(CasRefusal::StaleLeaderEpoch { asked: *leader_epoch, current })
                 } else if self.map.version != *expected_version {
-                    Some(format!("version {} expected, map is at {}", expected_version, self.map.version))
+                    Some(CasRefusal::VersionMismatch { expected: *expected_version, actual: self.map.version })
                 } else {
                     None
                 };
                 let mut next = PartitionMap::clone(&self.map);
-                let refusal = refusal.or_else(|| next.apply_batch(ops).err().map(|e| e.to_string()));
+                let refusal = refusal.or_else(|| next.apply_batch(ops).err().map(CasRefusal::Map));
                 if let Some(error) = refusal {
-                    let events = vec![Event::CasRefused { leader_epoch: *leader_epoch, expected_version: *expected_version, version: self.map.version, reason: error.clone() }];
+                    let events = vec![Event::CasRefused { leader_epoch: *leader_epoch, expected_version: *expected_version, version: self.map.version, reason: error.to_string() }];
                     let answer = Msg::CasResult { map: self.map.clone(), error: Some(error) };
                     if self.mutated(Mutation::AuthorityLogsRefusedCas) {
                         // The mutation: the refused batch is written ahead of its validation and
@@ -376,11 +374,11 @@ impl AuthorityCore {
             Msg::Admin { ops } => {
                 let mut next = PartitionMap::clone(&self.map);
                 let refusal = match ops.iter().find(|op| !op.is_operator_request()) {
-                    Some(op) => Some(format!("not an operator request: {op:?}")),
-                    None => next.apply_batch(ops).err().map(|e| e.to_string()),
+                    Some(op) => Some(CasRefusal::NotOperatorRequest(Box::new(op.clone()))),
+                    None => next.apply_batch(ops).err().map(CasRefusal::Map),
                 };
                 if let Some(error) = refusal {
-                    let events = vec![Event::CasRefused { leader_epoch: 0, expected_version: self.map.version, version: self.map.version, reason: error.clone() }];
+                    let events = vec![Event::CasRefused { leader_epoch: 0, expected_version: self.map.version, version: self.map.version, reason: error.to_string() }];
                     return Action::Reply { msg: Msg::CasResult { map: self.map.clone(), error: Some(error) }, events };
                 }
                 self.commit(SharedMap::new(next), ops.clone(), (0, 0), Vec::new())
@@ -494,6 +492,7 @@ mod tests {
     //! core asks to persist are "synced" by appending them to a vector that stands for the disk.
     use super::*;
     use crate::ids::{Epoch, RangeId};
+    use crate::map::MapError;
 
     const LEASE_MS: u64 = 1000;
 
@@ -529,7 +528,7 @@ mod tests {
         (AuthorityCore::recover(&knobs(), &[], 0).0, Vec::new())
     }
 
-    /// Issue 18: a registration held in the network arrived after the server had registered
+    /// A registration held in the network arrived after the server had registered
     /// again, replaced its live session, and the manager reassigned ranges that incarnation
     /// still served. The incarnation that holds the live session (or an older one) gets it
     /// back; only a newer incarnation (a restart) replaces it.
@@ -557,8 +556,7 @@ mod tests {
         assert!(after_expiry > restarted);
     }
 
-    /// Found by seed 2272 of the default scenario (a 3,000-seed sweep, issue 13): the server
-    /// counts its lease from the sending of the registration it got an answer to; a retry of
+    /// The server counts its lease from the sending of the registration it got an answer to; a retry of
     /// the live incarnation gets the same session, so it must grant the lease from its own
     /// handling, or the authority expires the session while the server still trusts it.
     #[test]
@@ -577,8 +575,7 @@ mod tests {
         assert!(!sessions[0].live, "and it ends a lease after the retry");
     }
 
-    /// Found by seed 5398 of the default scenario (issue 13's 10,000-seed sweep): a renewal
-    /// after a partition was refused from an expiry still only in memory; the servers dropped
+    /// A renewal after a partition was refused from an expiry still only in memory; the servers dropped
     /// their ranges, lock-1 crashed before anything wrote the expiry, recovered the sessions
     /// live, and gave each server's next registration (same incarnation) its old session back.
     /// The map kept seven ranges on owners that no longer held them, for good. A refusal that
@@ -619,7 +616,7 @@ mod tests {
         epoch
     }
 
-    /// Found by seed 41 of the default scenario: the authority expired server-1's session (the
+    /// The authority expired server-1's session (the
     /// manager gave its ranges away), then crashed; on restart it must not give the session a
     /// fresh lease.
     #[test]
@@ -669,11 +666,13 @@ mod tests {
         let second = leader(&mut core, &mut disk, 2, 1_500_000).unwrap();
         let ops = vec![MapOp::Bootstrap { split_points: vec![] }];
         let (Msg::CasResult { error: Some(e), map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: first, candidate: 1, ops: ops.clone() }, 1_600_000) else { panic!() };
-        assert!(e.contains("stale leader"), "{e}");
+        assert_eq!(e, CasRefusal::StaleLeaderEpoch { asked: first, current: Some(second) });
+        assert_eq!(e.to_string(), format!("stale leader epoch {first} (current Some({second}))"), "the traced reason's text");
         assert_eq!(map.version, 0);
         assert!(matches!(&events[..], [Event::CasRefused { reason, .. }] if reason.contains("stale leader")), "the refusal is traced with its reason");
         let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 3, leader_epoch: second, candidate: 1, ops: ops.clone() }, 1_600_000) else { panic!() };
-        assert!(e.contains("version 3 expected"), "{e}");
+        assert_eq!(e, CasRefusal::VersionMismatch { expected: 3, actual: 0 });
+        assert_eq!(e.to_string(), "version 3 expected, map is at 0");
         assert!(!disk.iter().any(|r| matches!(r, LockRecord::Map { .. })), "nothing refused is written");
         let (Msg::CasResult { error: None, map }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: second, candidate: 1, ops }, 1_600_000) else { panic!() };
         assert_eq!(map.version, 1);
@@ -698,7 +697,8 @@ mod tests {
     fn authority_operator_requests_only_take_operator_ops() {
         let (mut core, mut disk) = fresh();
         let (Msg::CasResult { error: Some(e), .. }, _) = run(&mut core, &mut disk, Msg::Admin { ops: vec![MapOp::Bootstrap { split_points: vec![] }] }, 0) else { panic!() };
-        assert!(e.contains("not an operator request"), "{e}");
+        assert!(matches!(&e, CasRefusal::NotOperatorRequest(op) if matches!(**op, MapOp::Bootstrap { .. })), "{e}");
+        assert_eq!(e.to_string(), "not an operator request: Bootstrap { split_points: [] }");
     }
 
     /// Leases and sessions expire strictly after their end (µs), and not a microsecond later.
@@ -815,7 +815,8 @@ mod tests {
         let term = leader(&mut core, &mut disk, 1, 0).unwrap();
         let bad = vec![MapOp::Bootstrap { split_points: vec![b"b".to_vec(), b"a".to_vec()] }];
         let (Msg::CasResult { error: Some(e), .. }, events) = run(&mut core, &mut disk, Msg::CasMap { expected_version: 0, leader_epoch: term, candidate: 1, ops: bad }, 1) else { panic!() };
-        assert!(e.contains("BadSplitPoints"), "{e}");
+        assert_eq!(e, CasRefusal::Map(MapError::BadSplitPoints));
+        assert_eq!(e.to_string(), "BadSplitPoints");
         assert!(matches!(&events[..], [Event::CasRefused { .. }]));
         assert_eq!(disk.len(), 1);
         let boot = vec![MapOp::Bootstrap { split_points: vec![b"m".to_vec()] }];
@@ -830,7 +831,7 @@ mod tests {
         assert_eq!(map.version, 2);
         // An operator request the map refuses.
         let (Msg::CasResult { error: Some(e), .. }, events) = run(&mut core, &mut disk, Msg::Admin { ops: vec![MapOp::RequestMove { range: RangeId(9), to: ServerId(1) }] }, 5) else { panic!() };
-        assert!(e.contains("UnknownRange"), "{e}");
+        assert_eq!(e, CasRefusal::Map(MapError::UnknownRange(RangeId(9))));
         assert!(matches!(&events[..], [Event::CasRefused { leader_epoch: 0, .. }]));
         assert_eq!(core.map().version, 2);
     }

@@ -13,12 +13,12 @@
 //! | [`server`] | partition servers: authority check + admission, open by fence-and-load |
 //! | [`handoff`] | the move and split/merge flows as step machines: next step or abort from the state and the last reply |
 //! | [`manager`] | partition manager: leader-only planner (bootstrap, assign, failover) |
-//! | [`frontend`] | routing with a cached map, refresh and retry with the same idempotency id |
+//! | [`frontend`] | routing with a cached map, refresh and retry with the same idempotency id: a pure core ([`frontend::FrontendCore`]) under its node task |
 //! | [`seam`] | the only door to network, clock and disk |
 //! | [`event`] | the structured events the harness checks |
 //!
 //! Protocol decisions are plain functions and structs ([`map::PartitionMap::apply_batch`],
-//! [`manager::plan`], [`server::ServerCore`], [`frontend::route`]); node tasks are thin loops.
+//! [`manager::plan`], [`server::ServerCore`], [`frontend::FrontendCore`]); node tasks are thin loops.
 
 #![deny(missing_docs)]
 pub mod authority;

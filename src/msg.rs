@@ -4,7 +4,7 @@
 //! charges against bandwidth (payload bytes; framing is added by the seam).
 
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::{MapOp, PartitionMap, RangeRow, SharedMap, Strategy};
+use crate::map::{MapError, MapOp, PartitionMap, RangeRow, SharedMap, Strategy};
 use bytes::Bytes;
 
 /// One appended record in a stream at the store.
@@ -22,7 +22,7 @@ pub struct Record {
     pub bytes: Bytes,
     /// Simulated bulk payload carried on top of `bytes`: a size, not a buffer. It costs
     /// transmission time on every link and counts in digests and load reports, so ranges of
-    /// gigabytes can be moved and reopened without allocating them (issue 15, the pause review).
+    /// gigabytes can be moved and reopened without allocating them.
     /// 0 for ordinary records.
     pub bulk: u64,
 }
@@ -146,7 +146,7 @@ pub enum FinishError {
     NotNow(String),
     /// The target is still fencing and copying (a large tail or lineage): the leader asks
     /// again on a later round. A live target always answers within a short, fixed time, so no
-    /// answer at all means the target is gone (issue 15).
+    /// answer at all means the target is gone.
     InProgress,
 }
 
@@ -242,9 +242,44 @@ pub enum ReadLevel {
     },
 }
 
+/// Why the authority refused a `CasMap` or an `Admin` batch (the map is unchanged). Its
+/// [`Display`](std::fmt::Display) is the reason the authority traces in its `CasRefused` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CasRefusal {
+    /// The sender's leader epoch is not the current, unexpired leader lease's.
+    StaleLeaderEpoch {
+        /// The leader epoch the batch carried.
+        asked: u64,
+        /// The current lease's epoch (`None`: no leader holds one).
+        current: Option<u64>,
+    },
+    /// The map is no longer at the version the batch was planned against.
+    VersionMismatch {
+        /// The version the batch expected.
+        expected: u64,
+        /// The map's version.
+        actual: u64,
+    },
+    /// An `Admin` batch holds an op that is not an operator request (boxed: rare and large).
+    NotOperatorRequest(Box<MapOp>),
+    /// The map refused an op of the batch.
+    Map(MapError),
+}
+
+impl std::fmt::Display for CasRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CasRefusal::StaleLeaderEpoch { asked, current } => write!(f, "stale leader epoch {asked} (current {current:?})"),
+            CasRefusal::VersionMismatch { expected, actual } => write!(f, "version {expected} expected, map is at {actual}"),
+            CasRefusal::NotOperatorRequest(op) => write!(f, "not an operator request: {op:?}"),
+            CasRefusal::Map(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// The most bytes a [`Msg`] may take by value. Every hop moves messages, and every future that
 /// holds one (a request's task, a call) grows with it, so the rare large variants box their
-/// bulk (a [`RangeRow`]) and a test pins the bound (issue 13: `Msg` was 192 bytes).
+/// bulk (a [`RangeRow`]) and a test pins the bound.
 pub const MSG_BYTES_MAX: usize = 104;
 
 /// All messages. Requests and their responses are listed together per service.
@@ -258,7 +293,7 @@ pub enum Msg {
         /// The registering incarnation: the server process's start time, µs by its clock, so
         /// a restart has a larger one. A registration from the incarnation that holds the live
         /// session (a retry, or one held in the network) gets that session back instead of
-        /// replacing it (issue 18).
+        /// replacing it.
         incarnation: u64,
     },
     /// Authority → server: the new session.
@@ -318,7 +353,7 @@ pub enum Msg {
         /// The sending manager's leader epoch (term), as `LeaderLease` granted it.
         leader_epoch: u64,
         /// The sending manager's number: named in the commit's event, so a checker can see two
-        /// managers writing at one term (issue 19).
+        /// managers writing at one term.
         candidate: u32,
         /// The mutations, applied as one batch (all or none).
         ops: Vec<MapOp>,
@@ -327,9 +362,8 @@ pub enum Msg {
     CasResult {
         /// The authority's map after the attempt (unchanged when refused).
         map: SharedMap,
-        /// Why the batch was refused (stale leader epoch, version mismatch, a
-        /// [`MapError`](crate::map::MapError), or not an operator request); `None`: committed.
-        error: Option<String>,
+        /// Why the batch was refused; `None`: committed.
+        error: Option<CasRefusal>,
     },
     /// Operator → authority: apply operator requests (see [`MapOp::is_operator_request`]);
     /// answered with `CasResult`.
@@ -351,7 +385,7 @@ pub enum Msg {
         from: u64,
         /// Appends of the caller whose outcome at the store is unknown (a reload after a store
         /// timeout, at the same epoch): each one not in the stream yet is barred from it for
-        /// good, so a copy still held in the network cannot land behind the reload (seed 5954).
+        /// good, so a copy still held in the network cannot land behind the reload.
         /// Empty for a new owner's fence (its epoch refuses older writes already).
         bar: Vec<OpId>,
     },
@@ -391,7 +425,7 @@ pub enum Msg {
         /// The durable records from `from` on, below `upto` and below the durable end, but at
         /// most one chunk: the store sizes each answer so it leaves its link within half the
         /// store timeout (at least one record), so a caller's timeout per chunk holds whatever
-        /// the stream's size (issue 15).
+        /// the stream's size.
         records: Vec<Record>,
         /// Where the read stops when every chunk is read: `upto` or the durable end, whichever
         /// is first (records).
@@ -710,7 +744,7 @@ impl Msg {
 mod tests {
     use super::*;
 
-    /// Issue 13: a larger variant would grow every message and every future holding one; box
+    /// A larger variant would grow every message and every future holding one; box
     /// its bulk instead (as `Open`, `PreCopy` and `FinishMove` box their row).
     #[test]
     fn msg_stays_within_its_size_bound() {

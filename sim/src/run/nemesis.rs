@@ -481,7 +481,7 @@ pub async fn operator(actions: Vec<(u64, OperatorAction, Fault)>, knobs: partmap
 async fn operator_request(rpc: &partmap::seam::Rpc, knobs: &partmap::config::Knobs, action: &OperatorAction) -> (u32, Result<String, String>) {
     use partmap::ids::ServerId;
     use partmap::map::MapOp;
-    use partmap::msg::Msg;
+    use partmap::msg::{CasRefusal, Msg};
     let lock = partmap::config::lock_addr();
     let mut refused = String::from("the authority did not answer");
     for attempt in 1..=OPERATOR_ATTEMPTS {
@@ -529,7 +529,7 @@ async fn operator_request(rpc: &partmap::seam::Rpc, knobs: &partmap::config::Kno
                 refused = format!("{e} (sent as {})", op_text(&op));
                 // Only a state that passes (no map yet, a range busy or not yet active) is
                 // worth asking again; a bad key or a pair that is not adjacent stays so.
-                if !["NotBootstrapped", "Busy", "WrongState", "WrongPhase"].iter().any(|p| e.starts_with(p)) {
+                if !matches!(&e, CasRefusal::Map(m) if m.may_pass()) {
                     return (attempt, Err(refused));
                 }
             }

@@ -1,302 +1,105 @@
-//! Frontends (`frontend-N`): cache the map, route each request straight to the owning server,
-//! refresh and retry on stale routes (or follow the new owner a refusal names).
-//!
-//! [`route`] and [`next_step`] are the decisions, pure; the node task does the I/O. A retry of
-//! an append reuses its idempotency id, so an append applies at most once whatever happens to
-//! the attempts. The number of attempts is bounded; when they run out the client is told the
-//! append definitely failed only if no attempt can have taken effect, and unknown otherwise.
-//! The cache is a routing hint: a stale one costs a retry, never correctness.
-//!
-//! The frontend re-reads the map every `renew_interval_ms` in the background and remembers
-//! when a read last succeeded. Once that is longer ago than `map_staleness_ms` (the authority
-//! is down, or cut off from this frontend), it stops routing on the cache and fails every
-//! operation at once with `MapUnavailable`, until a read of the map succeeds again.
+//! The frontend node (a driver): performs what [`FrontendCore`] returns and feeds the answers
+//! back. One task per client request (as the seam's `serve` spawns it) and one background
+//! refresher; each performs the outputs of its own ticket in order: goals are reached, a send
+//! or a map read is a call through the seam, a wait or a backoff is a sleep (the backoff's
+//! random half drawn from the seeded RNG when it starts), and a reply is the answer to the
+//! client. No rule lives here: see [`super::core`].
 
-use crate::config::{frontend_addr, lock_addr, server_addr, Knobs, Mutation};
-use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
-use crate::map::{PartitionMap, RangeState, SharedMap};
-use crate::msg::{Msg, Outcome, ReadLevel, Refusal};
+use super::core::{FrontendCore, Input, Output};
+use crate::config::{frontend_addr, lock_addr, server_addr, Knobs};
+use crate::msg::Msg;
 use crate::seam::{now_us, sleep_ms, Rpc};
 use madsim::rand::Rng;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Where to send a request for a key, from the cached map.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
-    /// The range holding the key.
-    pub range: RangeId,
-    /// Its owner.
-    pub owner: ServerId,
-    /// The owner's epoch.
-    pub epoch: Epoch,
-}
-
-/// The route for `key` in `map`, if the range holding it has an active owner.
-pub fn route(map: &PartitionMap, key: &[u8]) -> Option<Route> {
-    let row = map.lookup(key)?;
-    if row.state != RangeState::Active {
-        return None;
-    }
-    Some(Route { range: row.id, owner: row.owner?, epoch: row.epoch })
-}
-
-/// What to do after one attempt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// Refresh the cached map, then retry.
-    Refresh,
-    /// Wait (backoff), then retry.
-    Backoff,
-    /// Retry at once at the server and epoch the refusal named (the range moved there).
-    Follow(Route),
-}
-
-/// The reaction to a refusal. A refused attempt never took effect itself (a refusal comes
-/// before admission, or from the store's fence); `InFlight` says another attempt with the same
-/// id is admitted, which may.
-pub fn next_step(route: Route, refusal: &Refusal) -> Step {
-    match refusal {
-        Refusal::Moved { owner, epoch } if *epoch > route.epoch => Step::Follow(Route { owner: *owner, epoch: *epoch, ..route }),
-        Refusal::Moved { .. } => Step::Refresh,
-        Refusal::NotOwner | Refusal::StaleEpoch { .. } | Refusal::KeyOutOfRange | Refusal::Fenced { .. } | Refusal::LeaseExpired | Refusal::TooStale { .. } => Step::Refresh,
-        Refusal::NotReady | Refusal::InFlight => Step::Backoff,
-    }
-}
-
-/// Whether `refusal` of an append sent along `route` is the store's bar of its id, which
-/// settles the append as definitely failed, earlier attempts with an unknown outcome included.
-///
-/// The store refuses a record when the stream's fence is above the record's epoch or its id
-/// is barred. A `Fenced` refusal naming a fence at or below the epoch the attempt was sent at
-/// (the epoch the record carries) is therefore the bar. An owner bars an id when it reloads the
-/// range after an attempt of its own ended unknown, and only if the id is not in the stream
-/// then; the bar is durable and in the same step as the fence, so no attempt's record, however
-/// late, can land in the stream. The owner answers `Ok` without a new record for an id already
-/// in its content (the stream and the sealed prefixes of the range's ancestors, which is where
-/// any earlier attempt to an ancestor landed, if it did: an ancestor is sealed before its
-/// children serve), so the refusal also says the id is in neither. No attempt took effect and
-/// none can: a definite failure, and retrying is pointless. A `Fenced` refusal naming a newer
-/// fence only says this attempt went to a deposed owner; the map is refreshed and the append
-/// retried as before.
-pub fn settled_by_bar(route: Route, refusal: &Refusal) -> bool {
-    matches!(refusal, Refusal::Fenced { fence } if *fence <= route.epoch)
-}
-
-/// Frontend state: the cached map.
-struct Frontend {
-    map: SharedMap,
-    /// When a refresh was last started (µs, local clock).
-    last_refresh_us: u64,
-    /// When a read of the map last succeeded (µs, local clock; boot time until the first).
-    last_map_us: u64,
-}
-
-/// Why an operation failed without succeeding.
-struct Failure {
-    reason: String,
-    /// Some attempt may have taken effect.
-    maybe_applied: bool,
-    /// The map was too stale to route on (`MapUnavailable`).
-    unavailable: bool,
-}
-
 /// Run frontend `n` forever.
 pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
     let rpc = Rpc::bind(frontend_addr(n), &net).await;
-    // Staleness counts from boot until the first read of the map: a frontend that never read
-    // it fails fast too.
-    let fe = Rc::new(RefCell::new(Frontend { map: SharedMap::default(), last_refresh_us: 0, last_map_us: now_us() }));
-    let knobs = Rc::new(knobs);
+    let core = Rc::new(RefCell::new(FrontendCore::new(knobs, now_us())));
     {
         // Keep the cache fresh, and know whether the map can still be read at all.
-        let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc.clone());
+        let (core, rpc) = (core.clone(), rpc.clone());
         crate::seam::spawn(async move {
+            let mut input = Input::Boot;
             loop {
-                fetch_map(&fe, &knobs, &rpc).await;
-                sleep_ms(knobs.renew_interval_ms).await;
+                let outputs = core.borrow_mut().handle(input, now_us());
+                input = perform(&rpc, outputs).await.expect("the refresher answers no client");
             }
         });
     }
     let rpc2 = rpc.clone();
     rpc.serve(move |msg, _from| {
-        let (fe, knobs, rpc) = (fe.clone(), knobs.clone(), rpc2.clone());
+        let (core, rpc) = (core.clone(), rpc2.clone());
         async move {
-            match msg {
-                Msg::ClientAppend { key, id, bytes, bulk } => Some(append(&fe, &knobs, &rpc, key, id, bytes, bulk).await),
-                Msg::ClientRead { key, level } => Some(read(&fe, &knobs, &rpc, key, level).await),
+            let mut input = match msg {
+                Msg::ClientAppend { key, id, bytes, bulk } => Input::Append { key, id, bytes, bulk },
+                Msg::ClientRead { key, level } => Input::Read { key, level },
                 other => panic!("frontend-{n}: unexpected message {other:?}"),
+            };
+            loop {
+                let outputs = core.borrow_mut().handle(input, now_us());
+                match perform(&rpc, outputs).await {
+                    Ok(next) => input = next,
+                    Err(reply) => return Some(reply),
+                }
             }
         }
     });
     std::future::pending::<()>().await;
 }
 
-/// Fetch the map unless another request refreshed it in the last 10 ms.
-async fn refresh(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
-    if !refresh_due(fe.borrow().last_refresh_us, now_us()) {
-        return;
-    }
-    fetch_map(fe, knobs, rpc).await;
+/// A backoff's wait, ms: uniform in `[base_ms / 2, base_ms]`, from the seeded RNG.
+fn backoff_ms(base_ms: u64) -> u64 {
+    let jitter = madsim::rand::thread_rng().gen_range(0..=base_ms / 2);
+    base_ms / 2 + jitter
 }
 
-/// Whether an on-demand read of the map is due at `now_us`, the last one having started at
-/// `last_refresh_us` (0: never): at most one per 10 ms, so a burst of refusals costs the
-/// authority one read.
-fn refresh_due(last_refresh_us: u64, now_us: u64) -> bool {
-    !(last_refresh_us + 10_000 > now_us && last_refresh_us > 0)
-}
-
-/// Fetch the map from the authority and keep it if it is not older than the cached one;
-/// remember when the fetch started and, if it succeeded, when it ended.
-async fn fetch_map(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc) {
-    fe.borrow_mut().last_refresh_us = now_us();
-    if let Ok(Msg::Map { map }) = rpc.call(lock_addr(), Msg::GetMap, knobs.rpc_timeout_ms).await {
-        let mut f = fe.borrow_mut();
-        f.last_map_us = now_us();
-        if map.version >= f.map.version + 2 && f.map.version > 0 {
-            crate::goal::reach(crate::goal::Goal::RoutedOnStaleMap);
-        }
-        if map.version >= f.map.version {
-            f.map = map;
-        }
-    }
-}
-
-async fn backoff(knobs: &Knobs, attempt: u32) {
-    sleep_ms(backoff_ms(knobs, attempt)).await;
-}
-
-/// How long a retry after `attempt` (from 0) waits, ms: a base that doubles per attempt from
-/// `frontend_backoff_ms` up to `frontend_backoff_ms_max`, of which a random half (uniform in
-/// [base / 2, base], from the seeded RNG), so the retries of clients refused together spread
-/// out.
-fn backoff_ms(knobs: &Knobs, attempt: u32) -> u64 {
-    let base = (knobs.frontend_backoff_ms << attempt.min(16)).min(knobs.frontend_backoff_ms_max);
-    let jitter = madsim::rand::thread_rng().gen_range(0..=base / 2);
-    base / 2 + jitter
-}
-
-/// Whether a map last read `age_ms` ago (whole ms) is too stale to route on: older than
-/// `map_staleness_ms` (0: no bound).
-fn too_stale(age_ms: u64, map_staleness_ms: u64) -> bool {
-    map_staleness_ms > 0 && age_ms > map_staleness_ms
-}
-
-/// Send one client operation to the owner of `key`, refreshing the map and retrying up to
-/// `frontend_attempts` times. `request` builds the server request for a route and attempt
-/// number (from 0); `timeout_ms` bounds each attempt. Returns the server's answer (`Ok`), or
-/// the last reason, whether any attempt may have taken effect (no answer, or the store's
-/// outcome unknown), and whether it gave up because the map was too stale to route on.
-async fn forward(
-    fe: &RefCell<Frontend>,
-    knobs: &Knobs,
-    rpc: &Rpc,
-    key: &[u8],
-    timeout_ms: u64,
-    request: impl Fn(Route, u32) -> Msg,
-) -> Result<bytes::Bytes, Failure> {
-    let mut maybe_applied = false;
-    let mut last = String::from("no attempt");
-    let mut hint: Option<Route> = None;
-    for attempt in 0..knobs.frontend_attempts {
-        let last_map_us = fe.borrow().last_map_us;
-        let age_ms = now_us().saturating_sub(last_map_us) / 1000;
-        if too_stale(age_ms, knobs.map_staleness_ms) {
-            let reason = format!("MapUnavailable: the map was last read {age_ms} ms ago, beyond map_staleness_ms={}", knobs.map_staleness_ms);
-            return Err(Failure { reason, maybe_applied, unavailable: true });
-        }
-        let cached = route(&fe.borrow().map, key);
-        // A refusal's hint wins over a cache that does not know the move yet.
-        let route = match (hint.take(), cached) {
-            (Some(h), Some(c)) if c.range == h.range && c.epoch >= h.epoch => Some(c),
-            (Some(h), _) => Some(h),
-            (None, c) => c,
+/// Perform one call's `outputs` in order: `Ok(the input they end with)` (a call's answer, a map
+/// read's answer, a wait's end), or `Err(the reply to the client)`.
+async fn perform(rpc: &Rpc, outputs: Vec<Output>) -> Result<Input, Msg> {
+    let mut outputs = outputs.into_iter();
+    for output in outputs.by_ref() {
+        let next = match output {
+            Output::Goal(goal) => {
+                crate::goal::reach(goal);
+                continue;
+            }
+            Output::Reply { msg, .. } => Err(msg),
+            Output::Send { ticket, to, msg, timeout_ms } => Ok(Input::Answer { ticket, answer: rpc.call(server_addr(to), msg, timeout_ms).await.ok() }),
+            Output::ReadMap { ticket, timeout_ms } => {
+                let map = match rpc.call(lock_addr(), Msg::GetMap, timeout_ms).await {
+                    Ok(Msg::Map { map }) => Some(map),
+                    _ => None,
+                };
+                Ok(Input::MapRead { ticket, map })
+            }
+            Output::Wait { ticket, ms } => {
+                sleep_ms(ms).await;
+                Ok(Input::Woke { ticket })
+            }
+            Output::Backoff { ticket, base_ms } => {
+                sleep_ms(backoff_ms(base_ms)).await;
+                Ok(Input::Woke { ticket })
+            }
         };
-        let Some(r) = route else {
-            last = "no active owner in the map".into();
-            refresh(fe, knobs, rpc).await;
-            if attempt > 0 {
-                backoff(knobs, attempt).await;
-            }
-            continue;
-        };
-        match rpc.call(server_addr(r.owner), request(r, attempt), timeout_ms).await {
-            Ok(Msg::Served { result: Ok(value) }) => return Ok(value),
-            Ok(Msg::Served { result: Err(refusal) }) => {
-                last = format!("{} refused: {refusal:?}", r.owner);
-                // The same id is admitted there already (a duplicate of this request got in
-                // first): it may take effect. Found in review.
-                maybe_applied |= refusal == Refusal::InFlight;
-                if settled_by_bar(r, &refusal) {
-                    let reason = format!("{} refused: {refusal:?}: the id is barred from r{}'s stream at epoch {} (no attempt took effect, none can)", r.owner, r.range.0, r.epoch.0);
-                    return Err(Failure { reason, maybe_applied: false, unavailable: false });
-                }
-                match next_step(r, &refusal) {
-                    Step::Refresh => refresh(fe, knobs, rpc).await,
-                    Step::Backoff => {
-                        backoff(knobs, attempt).await;
-                        // A range paused for a move that is committed by now: the map says
-                        // where it went even if the old owner never heard.
-                        if refusal == Refusal::NotReady {
-                            refresh(fe, knobs, rpc).await;
-                        }
-                    }
-                    Step::Follow(to) => {
-                        hint = Some(to);
-                        refresh(fe, knobs, rpc).await; // so later requests go there directly
-                    }
-                }
-            }
-            Ok(Msg::ServedUnknown) => {
-                maybe_applied = true;
-                last = format!("{}: store outcome unknown", r.owner);
-                backoff(knobs, attempt).await;
-            }
-            _ => {
-                maybe_applied = true;
-                last = format!("{}: no answer", r.owner);
-                refresh(fe, knobs, rpc).await;
-            }
-        }
+        assert!(outputs.next().is_none(), "the frontend's core returns one output that waits or replies, last");
+        return next;
     }
-    Err(Failure { reason: format!("{} attempts; last: {last}", knobs.frontend_attempts), maybe_applied, unavailable: false })
-}
-
-async fn append(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, id: OpId, bytes: bytes::Bytes, bulk: u64) -> Msg {
-    let fresh = knobs.mutated(Mutation::FreshIdOnRetry);
-    // Mutation `fresh-id-on-retry`: every retry a new id (the attempt number in the top bits).
-    let request = |r: Route, attempt: u32| {
-        let id = if fresh { OpId { seq: id.seq | (attempt as u64) << 48, ..id } } else { id };
-        Msg::Append { range: r.range, epoch: r.epoch, key: key.clone(), id, bytes: bytes.clone(), bulk }
-    };
-    let outcome = match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms + knobs.store_timeout_ms, request).await {
-        Ok(_) => Outcome::Ok,
-        Err(Failure { reason, maybe_applied: true, .. }) => Outcome::Unknown(reason),
-        Err(Failure { reason, unavailable: true, .. }) => Outcome::MapUnavailable(reason),
-        Err(Failure { reason, .. }) => Outcome::Failed(reason),
-    };
-    Msg::ClientResult { outcome, value: bytes::Bytes::new() }
-}
-
-/// A read has no effect, so when the attempts run out it simply failed.
-async fn read(fe: &RefCell<Frontend>, knobs: &Knobs, rpc: &Rpc, key: Key, level: ReadLevel) -> Msg {
-    let request = |r: Route, _| Msg::Read { range: r.range, epoch: r.epoch, key: key.clone(), level };
-    match forward(fe, knobs, rpc, &key, knobs.rpc_timeout_ms, request).await {
-        Ok(value) => Msg::ClientResult { outcome: Outcome::Ok, value },
-        Err(Failure { reason, unavailable: true, .. }) => Msg::ClientResult { outcome: Outcome::MapUnavailable(reason), value: bytes::Bytes::new() },
-        Err(Failure { reason, .. }) => Msg::ClientResult { outcome: Outcome::Failed(reason), value: bytes::Bytes::new() },
-    }
+    panic!("the frontend's core returned no output that waits or replies")
 }
 
 #[cfg(test)]
 mod tests {
-    //! [`route`] and [`next_step`] as tables, then the node's retry loop and outcomes end to end
-    //! on a madsim runtime, against a scripted authority (answers the map or is silent) and
-    //! scripted servers (each answers its queue of replies in order, then `Ok`).
+    //! The node's retry loop and outcomes end to end on a madsim runtime, against a scripted
+    //! authority (answers the map or is silent) and scripted servers (each answers its queue of
+    //! replies in order, then `Ok`): the driver performs the core's outputs as the seam's calls
+    //! and sleeps.
     use super::*;
-    use crate::config::client_addr;
-    use crate::map::MapOp;
+    use crate::config::{client_addr, Mutation};
+    use crate::ids::{Epoch, OpId, RangeId, ServerId};
+    use crate::map::{MapOp, PartitionMap};
+    use crate::msg::{Outcome, ReadLevel, Refusal};
     use crate::seam::Net;
     use crate::testkit::block_on;
     use std::collections::{BTreeMap, VecDeque};
@@ -315,30 +118,6 @@ mod tests {
             map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
         }
         map
-    }
-
-    #[test]
-    fn frontend_route_needs_an_active_owner() {
-        let m = map(true);
-        assert_eq!(route(&m, b"a"), None, "r1 is preparing");
-        assert_eq!(route(&m, b"x"), Some(Route { range: RangeId(2), owner: ServerId(2), epoch: Epoch(2) }));
-        assert_eq!(route(&PartitionMap::default(), b"x"), None);
-        let m = map(false);
-        assert_eq!(route(&m, b""), Some(Route { range: RangeId(1), owner: ServerId(1), epoch: Epoch(1) }));
-    }
-
-    #[test]
-    fn frontend_next_step_for_each_refusal() {
-        let r = Route { range: RangeId(1), owner: ServerId(1), epoch: Epoch(3) };
-        let moved = |epoch| Refusal::Moved { owner: ServerId(2), epoch: Epoch(epoch) };
-        assert_eq!(next_step(r, &moved(4)), Step::Follow(Route { owner: ServerId(2), epoch: Epoch(4), ..r }));
-        assert_eq!(next_step(r, &moved(3)), Step::Refresh, "a hint no newer than the route is no hint");
-        assert_eq!(next_step(r, &moved(2)), Step::Refresh);
-        for refusal in [Refusal::NotOwner, Refusal::StaleEpoch { current: Epoch(4) }, Refusal::KeyOutOfRange, Refusal::Fenced { fence: Epoch(4) }, Refusal::LeaseExpired, Refusal::TooStale { age_ms: 9 }] {
-            assert_eq!(next_step(r, &refusal), Step::Refresh, "{refusal:?}");
-        }
-        assert_eq!(next_step(r, &Refusal::NotReady), Step::Backoff);
-        assert_eq!(next_step(r, &Refusal::InFlight), Step::Backoff);
     }
 
     /// What the scripted peers do and saw.
@@ -605,33 +384,6 @@ mod tests {
         assert!(at_ms - 100 < 100, "answered {} ms after the request", at_ms - 100);
     }
 
-    /// The rules of the retry loop as tables: a map read on demand at most once per 10 ms
-    /// (always when the map was never read); a map too stale to route on only when older than
-    /// `map_staleness_ms` (at most that old is fine; 0 is no bound); a backoff whose base
-    /// doubles per attempt up to the cap, of which it waits a random half, spread over
-    /// [base / 2, base] (seeded: 200 draws per attempt).
-    #[test]
-    fn frontend_refresh_staleness_and_backoff_rules() {
-        assert!(refresh_due(0, 5_000), "never read");
-        assert!(!refresh_due(1_000, 1_000), "a read just started");
-        assert!(!refresh_due(1_000, 10_999));
-        assert!(refresh_due(1_000, 11_000), "10 ms after the last one started");
-        assert!(refresh_due(1_000, 60_000));
-        assert!(!too_stale(1_000, 1_000), "at most map_staleness_ms old");
-        assert!(too_stale(1_001, 1_000));
-        assert!(!too_stale(0, 1_000));
-        assert!(!too_stale(u64::MAX, 0), "0: no bound");
-        let knobs = Knobs { frontend_backoff_ms: 100, frontend_backoff_ms_max: 800, ..Knobs::default() };
-        block_on(async move {
-            for (attempt, base) in [(0, 100), (1, 200), (2, 400), (3, 800), (4, 800), (40, 800)] {
-                let waits: Vec<u64> = (0..200).map(|_| backoff_ms(&knobs, attempt)).collect();
-                let (lo, hi) = (*waits.iter().min().unwrap(), *waits.iter().max().unwrap());
-                assert!(lo >= base / 2 && hi <= base, "attempt {attempt}: {lo}..{hi} ms, base {base}");
-                assert!(lo < base / 2 + base / 10 && hi > base - base / 10, "attempt {attempt}: spread {lo}..{hi} ms, base {base}");
-            }
-        });
-    }
-
     /// Backoff grows with the attempt and is bounded: two `NotReady` refusals cost at least
     /// 10 + 20 ms and well under the cap.
     #[test]
@@ -645,5 +397,19 @@ mod tests {
         let (_, _, s) = exchange(knobs, script(&[(1, refused(Refusal::NotReady)), (1, refused(Refusal::NotReady))]), append_req());
         let times: Vec<u64> = s.seen.iter().map(|(_, _, t)| *t).collect();
         assert!(times[2] - times[1] >= 200 && times[2] - times[1] <= 450, "capped at 400: {times:?}");
+    }
+
+    /// A backoff waits a random half of its base, spread over [base / 2, base] (seeded: 200
+    /// draws per base).
+    #[test]
+    fn frontend_backoff_waits_a_random_half_of_its_base() {
+        block_on(async move {
+            for base in [100u64, 200, 400, 800] {
+                let waits: Vec<u64> = (0..200).map(|_| backoff_ms(base)).collect();
+                let (lo, hi) = (*waits.iter().min().unwrap(), *waits.iter().max().unwrap());
+                assert!(lo >= base / 2 && hi <= base, "{lo}..{hi} ms, base {base}");
+                assert!(lo < base / 2 + base / 10 && hi > base - base / 10, "spread {lo}..{hi} ms, base {base}");
+            }
+        });
     }
 }

@@ -1,30 +1,24 @@
-//! The one seam between the control plane and the world: network, clock and disk.
+//! The seam's network (a driver: runs on madsim's network and clock): request/response
+//! messaging between nodes over madsim's network ([`Rpc`]), with a bandwidth-limited outgoing
+//! link per node, the link faults the harness sets applied on the way out, and the wire node
+//! that carries messages held in the network.
 //!
-//! Every node reaches the network only through [`Rpc`], time only through [`now_us`] and
-//! [`sleep_ms`], and its disk only through [`Disk`]. Under `--cfg madsim` these run on madsim's
-//! seeded network and clock; the harness (`partmap-sim`) drives crashes of the [`Disk`]s.
-//!
-//! madsim charges no time for message size, and its file system is durable at once. So the seam
-//! adds what the design needs on top: a per-node outgoing link that charges `bytes / bandwidth`
-//! (a transfer of a large range shows up in pause lengths), and a disk whose writes are lost on
-//! crash unless synced.
+//! madsim charges no time for message size; the link here charges `bytes / bandwidth` (a
+//! transfer of a large range shows up in pause lengths).
 
+use super::clock::{local_us, sleep_ms, spawn, to_global, Clocked, CLOCK_RATE};
+use super::fault::{LinkFault, LinkFaults};
 use crate::msg::Msg;
 use madsim::net::Endpoint;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::rc::{Rc, Weak};
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Wake, Waker};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 thread_local! {
-    /// The clock rate of the node whose task is being polled (1.0 outside any node).
-    static CLOCK_RATE: Cell<f64> = const { Cell::new(1.0) };
     /// Messages put on the wire by this thread's runs, for the harness's cost figures.
     static MESSAGES_SENT: Cell<u64> = const { Cell::new(0) };
 }
@@ -35,31 +29,6 @@ thread_local! {
 pub fn messages_sent() -> u64 {
     MESSAGES_SENT.with(|n| n.get())
 }
-
-/// A future that runs with its node's clock rate: every [`now_us`], [`sleep_ms`] and timeout
-/// inside it reads the node's local, drifting clock.
-struct Clocked<F> {
-    rate: f64,
-    inner: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for Clocked<F> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
-        let prev = CLOCK_RATE.with(|r| r.replace(self.rate));
-        let out = self.inner.as_mut().poll(cx);
-        CLOCK_RATE.with(|r| r.set(prev));
-        out
-    }
-}
-
-/// Run `future` (a node's task) on a local clock that runs at `rate` times simulated time
-/// (`1.0 + drift_ppm / 1e6`). Tasks it spawns through [`spawn`] inherit the rate.
-pub fn clocked<F: Future>(rate: f64, future: F) -> impl Future<Output = F::Output> {
-    assert!(rate > 0.5 && rate < 2.0, "clock rate {rate} out of bounds");
-    Clocked { rate, inner: Box::pin(future) }
-}
-
 thread_local! {
     /// The harness's node that carries messages in flight ([`set_wire`]); `None` outside the
     /// harness.
@@ -86,139 +55,6 @@ fn spawn_in_flight<F: Future + 'static>(future: F) {
     }
 }
 
-/// Spawn a task of the current node; it keeps the node's clock rate.
-pub fn spawn<F: Future + 'static>(future: F) -> madsim::task::JoinHandle<F::Output> {
-    let rate = CLOCK_RATE.with(|r| r.get());
-    madsim::task::spawn_local(Clocked { rate, inner: Box::pin(future) })
-}
-
-fn rate() -> f64 {
-    CLOCK_RATE.with(|r| r.get())
-}
-
-/// Microseconds since the run started, by the current node's local clock (simulated time
-/// scaled by its drift; exact simulated time for a node without drift).
-pub fn now_us() -> u64 {
-    scaled_us(madsim::time::TimeHandle::current_elapsed())
-}
-
-/// [`now_us`] read from `time`, the current runtime's clock (a node's seam keeps its own handle:
-/// looking the handle up costs a thread-local access and two reference counts per read).
-fn local_us(time: &madsim::time::TimeHandle) -> u64 {
-    scaled_us(time.elapsed())
-}
-
-/// `elapsed` simulated time as µs of the current node's local clock.
-fn scaled_us(elapsed: Duration) -> u64 {
-    let global = elapsed.as_micros() as u64;
-    let r = rate();
-    if r == 1.0 { global } else { (global as f64 * r) as u64 }
-}
-
-/// Milliseconds since the run started, by the current node's local clock.
-pub fn now_ms() -> u64 {
-    now_us() / 1000
-}
-
-/// `local_us` of the current node's clock in simulated time.
-fn to_global(local_us: u64) -> Duration {
-    let r = rate();
-    Duration::from_micros(if r == 1.0 { local_us } else { (local_us as f64 / r) as u64 })
-}
-
-/// Sleep for `ms` milliseconds of the node's local clock (madsim rounds anything below 1 ms up
-/// to 1 ms). Its timer is registered once, however often the sleep is polled (see
-/// `OnceSleep`), so it can be raced against another future in a `select`.
-pub async fn sleep_ms(ms: u64) {
-    OnceSleep::new(madsim::time::sleep(to_global(ms * 1000))).await;
-}
-
-/// Sleep for `us` microseconds of the node's local clock (at least 1 ms, as madsim rounds up).
-/// Its timer is registered once, however often the sleep is polled (see `OnceSleep`).
-pub async fn sleep_us(us: u64) {
-    OnceSleep::new(madsim::time::sleep(to_global(us))).await;
-}
-
-/// Run `future` for at most `ms` milliseconds of the node's local clock; `None` on timeout.
-///
-/// The deadline's timer is registered once, however often `future` wakes the task (madsim's
-/// own `timeout` registers another timer every time its sleep is polled again).
-pub async fn timeout_ms<F: Future>(ms: u64, future: F) -> Option<F::Output> {
-    let mut future = std::pin::pin!(future);
-    let mut deadline = std::pin::pin!(OnceSleep::new(madsim::time::sleep(to_global(ms * 1000))));
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(out) = future.as_mut().poll(cx) {
-            return Poll::Ready(Some(out));
-        }
-        deadline.as_mut().poll(cx).map(|()| None)
-    })
-    .await
-}
-
-/// Whether a timer fired, and whom to wake when it does.
-#[derive(Default)]
-struct Alarm {
-    fired: std::sync::atomic::AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Wake for Alarm {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.fired.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(w) = self.waker.lock().expect("alarm").take() {
-            w.wake();
-        }
-    }
-}
-
-/// A madsim sleep that registers its timer once: madsim's `Sleep` adds a timer to the heap on
-/// every pending poll, so a sleep raced against another future (a timeout) registers one
-/// for every wake of that future. This polls the inner sleep once with a waker of its own,
-/// and again only after that timer fired.
-///
-/// The sleep is held in place, not boxed: madsim's `Sleep` (a time handle and a deadline) is
-/// `Unpin` and small, and a box per sleep was one allocation of every timeout (issue 13).
-struct OnceSleep {
-    sleep: madsim::time::Sleep,
-    alarm: Option<Arc<Alarm>>,
-}
-
-impl OnceSleep {
-    fn new(sleep: madsim::time::Sleep) -> Self {
-        OnceSleep { sleep, alarm: None }
-    }
-}
-
-impl Future for OnceSleep {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
-        let alarm = match &self.alarm {
-            Some(a) if !a.fired.load(std::sync::atomic::Ordering::Relaxed) => {
-                *a.waker.lock().expect("alarm") = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            Some(_) => None,
-            None => {
-                let a = Arc::new(Alarm::default());
-                *a.waker.lock().expect("alarm") = Some(cx.waker().clone());
-                Some(a)
-            }
-        };
-        let waker = match &alarm {
-            Some(a) => Waker::from(a.clone()),
-            None => cx.waker().clone(),
-        };
-        let out = Pin::new(&mut self.sleep).poll(&mut std::task::Context::from_waker(&waker));
-        if alarm.is_some() {
-            self.alarm = alarm;
-        }
-        out
-    }
-}
-
 /// Every this many messages sent on a thread, finished tasks' records are pruned from madsim's
 /// nodes (see [`Rpc::put_on_wire`]).
 const PRUNE_EVERY: u64 = 4096;
@@ -238,7 +74,7 @@ pub const HEADER_BYTES: u64 = 64;
 /// pre-copy chunks) queues first in, first out.
 ///
 /// Why: with one FIFO queue, a server writing at 95% of its link held its lease renewals
-/// behind seconds of appends and lost its session while alive (issue 15's r = 0.95 cells).
+/// behind seconds of appends and lost its session while alive.
 /// 64 KiB is a TCP segment offload's largest unit: below it, a message is a few packets.
 pub const CONTROL_BYTES: u64 = 64 * 1024;
 
@@ -427,7 +263,7 @@ impl Rpc {
             // madsim keeps a weak reference to every task a node ever spawned (and with it the
             // task's info) until the node is killed; counting the tasks drops the finished
             // ones. A request is a task, so a node that lives for the whole run otherwise
-            // grows by every request it answered (issue 13: flat memory). Reads no random
+            // grows by every request it answered (memory stays flat). Reads no random
             // number and polls nothing: the run is unchanged.
             madsim::runtime::Handle::current().metrics().num_tasks();
         }
@@ -441,7 +277,7 @@ impl Rpc {
     /// The link faults in force on the way to `dst`: a copy sent later (duplicate), a flipped
     /// bit (corrupt), or the message itself held, reordered or stuck in a task of its own.
     /// Returns the message when it goes on the wire now. A plain function, so that
-    /// [`Rpc::put_on_wire`]'s future, held by every send, stays small (issue 13).
+    /// [`Rpc::put_on_wire`]'s future, held by every send, stays small.
     fn divert(&self, dst: SocketAddr, tag: u64, mut envelope: Envelope) -> Option<Envelope> {
         let link = (self.ip, dst.ip());
         if let Msg::StreamRead { records, precopy: true, .. } = &mut envelope.1 {
@@ -495,14 +331,14 @@ impl Rpc {
     /// Send `msg` to `dst` and wait up to `timeout_ms` for the answer, counted from the moment
     /// the request has left this node's outgoing link: the wait behind our own queued transfers
     /// is known to the sender and bounded by the backlog, and a deadline that spent itself
-    /// there would time out requests the peer never saw (issue 15: a server writing at 95% of
-    /// its link timed out its own appends and reloaded its range).
+    /// there would time out requests the peer never saw (a server writing at 95% of its link
+    /// would time out its own appends and reload its range).
     ///
     /// Errors: [`RpcError::Timeout`] when nothing came back in time (lost, partitioned, crashed or
     /// slow peer); the request may still take effect later.
     pub fn call(&self, dst: SocketAddr, msg: Msg, timeout_ms: u64) -> impl Future<Output = Result<Msg, RpcError>> + '_ {
         // Boxed before the first await: the call's future holds a pointer, not the message, and
-        // the box is what goes on the wire (issue 13: every await moves the futures it holds).
+        // the box is what goes on the wire (every await moves the futures it holds).
         self.call_boxed(dst, Box::new((0, msg)), timeout_ms)
     }
 
@@ -579,7 +415,7 @@ impl Rpc {
                 let Ok((payload, from)) = me.ep.recv_from_raw(TAG_REQ).await else { return };
                 let mut envelope = payload.downcast::<(u64, Msg)>().expect("request payload");
                 // The request's box carries the answer back (same id): one allocation per
-                // request instead of two (issue 13). `GetMap` holds its place meanwhile.
+                // request instead of two. `GetMap` holds its place meanwhile.
                 let msg = std::mem::replace(&mut envelope.1, Msg::GetMap);
                 let (me2, handler) = (me.clone(), handler.clone());
                 spawn(async move {
@@ -593,287 +429,15 @@ impl Rpc {
     }
 }
 
-/// A fault on a directed link between two nodes, set by the harness.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LinkFault {
-    /// Messages are held (delayed, not dropped) until the fault is removed: e.g. a write that
-    /// reaches the store only after a cutover.
-    Hold,
-    /// Every message is delivered twice, the copy a little later.
-    Duplicate,
-    /// One bit of every pre-copy chunk (`StreamRead`) is flipped in transit: the copies diverge,
-    /// and the move's final checksum must catch it.
-    Corrupt,
-    /// Every message waits a random extra 0 to 50 ms, so messages overtake each other.
-    Reorder,
-}
-
-type Link = (std::net::IpAddr, std::net::IpAddr);
-
-/// The link faults in force, shared by every node of a run. Each is counted, so overlapping
-/// faults each need their removal.
-#[derive(Clone, Debug, Default)]
-pub struct LinkFaults(Arc<FaultState>);
-
-#[derive(Debug, Default)]
-struct FaultState {
-    faults: Mutex<FaultCounts>,
-    holds: Mutex<Holds>,
-    /// Entries of `faults` plus entries of `holds`: 0 when no link has a fault or a hold, the
-    /// common case, which [`LinkFaults::any`] tells without a lock.
-    in_force: AtomicUsize,
-}
-
-/// How many faults of each kind are on each link.
-type FaultCounts = BTreeMap<(Link, LinkFault), u32>;
-/// Per link and message kind, the holds (ms) waiting for the next message of that kind.
-type Holds = BTreeMap<(Link, &'static str), Vec<u64>>;
-
-impl PartialEq for LinkFaults {
-    /// Equal when the same faults are in force now.
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || *self.faults() == *other.faults()
-    }
-}
-
-impl LinkFaults {
-    fn faults(&self) -> std::sync::MutexGuard<'_, FaultCounts> {
-        self.0.faults.lock().expect("link faults")
-    }
-
-    fn holds(&self) -> std::sync::MutexGuard<'_, Holds> {
-        self.0.holds.lock().expect("link faults")
-    }
-
-    /// Whether any link has a fault or a hold waiting.
-    fn any(&self) -> bool {
-        self.0.in_force.load(std::sync::atomic::Ordering::Relaxed) > 0
-    }
-
-    /// Hold the next message of kind `kind` ([`Msg::kind_name`]) sent on `link` for `hold_ms`,
-    /// then deliver it (a targeted delay: "the next store append from server-1, by 8 s").
-    pub fn hold_next(&self, link: Link, kind: &'static str, hold_ms: u64) {
-        let mut holds = self.holds();
-        let waiting = holds.entry((link, kind)).or_default();
-        if waiting.is_empty() {
-            self.0.in_force.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        waiting.push(hold_ms);
-    }
-
-    /// The hold waiting for the next message of `kind` on `link`, if any (consumed).
-    fn take_hold(&self, link: Link, kind: &'static str) -> Option<u64> {
-        if !self.any() {
-            return None;
-        }
-        let mut holds = self.holds();
-        let waiting = holds.get_mut(&(link, kind))?;
-        let hold = waiting.remove(0);
-        if waiting.is_empty() {
-            holds.remove(&(link, kind));
-            self.0.in_force.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        Some(hold)
-    }
-
-    /// Whether `fault` is in force on `link` (`from`, `to`).
-    pub fn has(&self, link: Link, fault: LinkFault) -> bool {
-        self.any() && self.faults().contains_key(&(link, fault))
-    }
-
-    /// Put `fault` in force on `link` (counted).
-    pub fn add(&self, link: Link, fault: LinkFault) {
-        let mut faults = self.faults();
-        let n = faults.entry((link, fault)).or_insert(0);
-        if *n == 0 {
-            self.0.in_force.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        *n += 1;
-    }
-
-    /// Undo one [`LinkFaults::add`]; held messages go on their way once no hold is left.
-    pub fn remove(&self, link: Link, fault: LinkFault) {
-        let mut faults = self.faults();
-        if let Some(n) = faults.get_mut(&(link, fault)) {
-            *n -= 1;
-            if *n == 0 {
-                faults.remove(&(link, fault));
-                self.0.in_force.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Remove every fault (targeted holds not yet used included).
-    pub fn clear(&self) {
-        let (mut faults, mut holds) = (self.faults(), self.holds());
-        faults.clear();
-        holds.clear();
-        self.0.in_force.store(0, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-struct DiskInner<R> {
-    synced: Vec<R>,
-    pending: Vec<R>,
-    /// Records ever appended (synced + pending + lost in crashes), for sync marks.
-    appended_total: u64,
-    /// Records ever made durable or lost: `appended_total - pending.len()`.
-    settled_total: u64,
-    /// Bumped by every crash, so a sync that straddles a crash makes nothing durable.
-    generation: u64,
-    sync_ms: u64,
-    /// The owning node's name, for `synced` events ("" reports none).
-    name: &'static str,
-    /// Extra time every sync takes while the harness slows this disk down (0: healthy).
-    slow_extra_ms: u64,
-}
-
-/// What a crash did to a disk's unsynced records.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CrashReport {
-    /// Unsynced records lost.
-    pub lost: usize,
-    /// Unsynced records that reached the platter anyway and survive (torn writes only).
-    pub survived: usize,
-    /// Whether the record after the survivors was torn (and dropped by recovery).
-    pub torn: bool,
-}
-
-/// A node's disk: an append-only log of records with fsync semantics.
-///
-/// [`Disk::append`] buffers a record (the running process sees it at once); [`Disk::sync`] takes
-/// `sync_ms` of simulated time and then makes every record appended before the call durable.
-/// [`Disk::crash`] (called by the harness when it kills the node) drops everything not yet
-/// synced, so a restarted node's [`Disk::read_all`] sees only synced records.
-///
-/// Records are typed values rather than bytes: the model is about what survives a crash, and
-/// skipping serialization keeps sweeps fast.
-pub struct Disk<R> {
-    inner: Arc<Mutex<DiskInner<R>>>,
-}
-
-impl<R> Clone for Disk<R> {
-    fn clone(&self) -> Self {
-        Disk { inner: self.inner.clone() }
-    }
-}
-
-impl<R: Clone> Disk<R> {
-    /// An empty disk whose fsync takes `sync_ms` milliseconds.
-    pub fn new(sync_ms: u64) -> Self {
-        Self::named("", sync_ms)
-    }
-
-    /// An empty disk of node `name` (`lock-1`, `store-1`): every sync that makes records
-    /// durable emits a `synced` event naming it.
-    pub fn named(name: &'static str, sync_ms: u64) -> Self {
-        let inner = DiskInner { synced: Vec::new(), pending: Vec::new(), appended_total: 0, settled_total: 0, generation: 0, sync_ms, name, slow_extra_ms: 0 };
-        Disk { inner: Arc::new(Mutex::new(inner)) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, DiskInner<R>> {
-        self.inner.lock().expect("disk lock poisoned")
-    }
-
-    /// Records already durable before the owning node first starts: the harness's initial
-    /// content (a preloaded store). Only on a disk nothing was written to yet.
-    ///
-    /// Panics if the disk is not empty (a harness bug, not an input error).
-    pub fn preload(&self, recs: Vec<R>) {
-        let mut d = self.lock();
-        assert!(d.synced.is_empty() && d.pending.is_empty(), "preload on a used disk");
-        d.synced = recs;
-    }
-
-    /// Buffer one record (not durable until a later [`Disk::sync`] completes).
-    pub fn append(&self, rec: R) {
-        let mut d = self.lock();
-        d.pending.push(rec);
-        d.appended_total += 1;
-    }
-
-    /// Make every record appended before this call durable; takes `sync_ms` of simulated time.
-    pub async fn sync(&self) {
-        // The mark is absolute: concurrent syncs that finish first must not make this one
-        // cover records appended after it began.
-        let (mark, generation, sync_ms) = {
-            let d = self.lock();
-            (d.appended_total, d.generation, d.sync_ms + d.slow_extra_ms)
-        };
-        if sync_ms > 0 {
-            sleep_ms(sync_ms).await;
-        }
-        let mut d = self.lock();
-        if d.generation != generation {
-            return; // crashed meanwhile: our records are gone, and the process with them
-        }
-        let n = (mark.saturating_sub(d.settled_total) as usize).min(d.pending.len());
-        let DiskInner { synced, pending, .. } = &mut *d;
-        synced.extend(pending.drain(..n));
-        d.settled_total += n as u64;
-        let name = d.name;
-        drop(d);
-        if n > 0 && !name.is_empty() {
-            crate::event::emit(crate::event::Event::Synced { node: name, records: n });
-        }
-    }
-
-    /// Every record the running process wrote, synced or not, in append order.
-    pub fn read_all(&self) -> Vec<R> {
-        let d = self.lock();
-        d.synced.iter().chain(d.pending.iter()).cloned().collect()
-    }
-
-    /// Only the synced records: what a restart would see.
-    pub fn read_durable(&self) -> Vec<R> {
-        self.lock().synced.clone()
-    }
-
-    /// `f` of the synced records, read in place: [`Disk::read_durable`] without a copy of every
-    /// record (the harness reads the whole store's disk for its final view).
-    pub fn with_durable<T>(&self, f: impl FnOnce(&[R]) -> T) -> T {
-        f(&self.lock().synced)
-    }
-
-    /// Drop every unsynced record: the harness calls this when it kills the owning node.
-    /// Returns how many records were lost.
-    pub fn crash(&self) -> usize {
-        let mut d = self.lock();
-        d.generation += 1;
-        let lost = d.pending.len();
-        d.pending.clear();
-        d.settled_total += lost as u64;
-        lost
-    }
-
-    /// Crash in the middle of writing: the first `keep` unsynced records had reached the platter
-    /// anyway (an fsync in progress, or the OS writing back on its own) and survive, and the
-    /// record after them was torn (half written); recovery finds it by its checksum and drops
-    /// it, as it drops everything after. Returns what the crash did.
-    pub fn crash_torn(&self, keep: usize) -> CrashReport {
-        let mut d = self.lock();
-        let keep = keep.min(d.pending.len());
-        let survived: Vec<R> = d.pending.drain(..keep).collect();
-        d.synced.extend(survived);
-        let torn = keep > 0 && !d.pending.is_empty();
-        d.settled_total += keep as u64;
-        drop(d);
-        CrashReport { lost: self.crash(), survived: keep, torn }
-    }
-
-    /// Make every sync take `extra_ms` longer (the harness's slow-disk fault); 0 restores it.
-    pub fn set_slow(&self, extra_ms: u64) {
-        self.lock().slow_extra_ms = extra_ms;
-    }
-
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::seam::now_us;
+    use std::sync::{Arc, Mutex};
 
-    /// Issue 15: a server writing at 95% of its link held its lease renewal behind seconds of
-    /// appends. A control message leaves ahead of a queued bulk transfer; the bulk transfer
+    /// A server writing at 95% of its link must not hold its lease renewal behind seconds of
+    /// appends: a control message leaves ahead of a queued bulk transfer; the bulk transfer
     /// behind it is pushed back by the control message's own transmission time.
     #[test]
     fn link_sends_control_messages_ahead_of_queued_bulk() {
@@ -1126,75 +690,5 @@ mod tests {
                 assert_eq!(slow, 0, "buggify off: no call waits a second: {took:?}");
             }
         }
-    }
-
-    /// The fifth madsim patch (PATCHES.md): [`now_us`] reads the runtime's clock in place
-    /// (`TimeHandle::current_elapsed`): the same reading as through a cloned handle, on a node
-    /// without drift and on one whose clock runs 1.5 times fast.
-    #[test]
-    fn now_us_reads_the_runtime_clock_in_place() {
-        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
-        rt.block_on(async {
-            for ms in [0u64, 3, 1_501] {
-                madsim::time::sleep(Duration::from_millis(ms)).await;
-                let handle = madsim::time::TimeHandle::current();
-                let us = handle.elapsed().as_micros() as u64;
-                assert_eq!(madsim::time::TimeHandle::current_elapsed(), handle.elapsed());
-                assert_eq!(now_us(), us);
-                assert_eq!(clocked(1.5, async { now_us() }).await, us * 3 / 2, "a fast clock at {us} us");
-            }
-        });
-    }
-
-    #[test]
-    fn disk_crash_loses_only_unsynced_records() {
-        let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
-        rt.block_on(async {
-            let disk: Disk<u32> = Disk::new(2);
-            disk.append(1);
-            disk.sync().await;
-            disk.append(2);
-            assert_eq!(disk.read_all(), vec![1, 2], "the process sees its own unsynced write");
-            assert_eq!(disk.crash(), 1);
-            assert_eq!(disk.read_all(), vec![1]);
-        });
-    }
-
-    /// Found in review: with concurrent syncs, a sync that finished second made a record
-    /// appended after it began durable.
-    #[test]
-    fn disk_concurrent_syncs_cover_only_what_was_appended_before_each() {
-        let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
-        rt.block_on(async {
-            let disk: Disk<u32> = Disk::new(4);
-            disk.append(1);
-            let d1 = disk.clone();
-            let s1 = madsim::task::spawn(async move { d1.sync().await });
-            sleep_ms(1).await;
-            disk.append(2);
-            let d2 = disk.clone();
-            let s2 = madsim::task::spawn(async move { d2.sync().await });
-            sleep_ms(1).await;
-            disk.append(3); // after both syncs began
-            s1.await.unwrap();
-            s2.await.unwrap();
-            disk.crash();
-            assert_eq!(disk.read_all(), vec![1, 2]);
-        });
-    }
-
-    #[test]
-    fn disk_sync_straddling_a_crash_makes_nothing_durable() {
-        let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
-        rt.block_on(async {
-            let disk: Disk<u32> = Disk::new(5);
-            disk.append(7);
-            let d2 = disk.clone();
-            let h = madsim::task::spawn(async move { d2.sync().await });
-            sleep_ms(1).await;
-            disk.crash();
-            h.await.unwrap();
-            assert!(disk.read_all().is_empty());
-        });
     }
 }
