@@ -34,11 +34,14 @@ pub mod map;
 pub mod msg;
 pub mod mutation;
 pub mod seam;
+#[path = "server/core.rs"]
 pub mod server;
 pub mod store;
 #[cfg(test)]
+#[path = "server/node_tests.rs"]
 mod server_node_tests;
 #[cfg(test)]
+#[path = "server/tests.rs"]
 mod server_tests;
 #[cfg(test)]
 mod testkit;
