@@ -10,7 +10,7 @@
 //! | [`authority`] | the coordination authority's rules as a pure state machine: leader lease, session leases, map compare-and-set |
 //! | [`lock`] | the authority node: drives [`authority::AuthorityCore`] with the network and its disk |
 //! | [`store`] | durable stream store with fencing |
-//! | [`server`] | partition servers: authority check + admission, open by fence-and-load |
+//! | [`server`] | partition servers: authority check + admission, open by fence-and-load (a pure core, its flows, and the node task that performs them) |
 //! | [`handoff`] | the move and split/merge flows as step machines: next step or abort from the state and the last reply |
 //! | [`manager`] | partition manager: leader-only planner (bootstrap, assign, failover) |
 //! | [`frontend`] | routing with a cached map, refresh and retry with the same idempotency id |
@@ -34,14 +34,7 @@ pub mod map;
 pub mod msg;
 pub mod mutation;
 pub mod seam;
-#[path = "server/core.rs"]
 pub mod server;
 pub mod store;
-#[cfg(test)]
-#[path = "server/node_tests.rs"]
-mod server_node_tests;
-#[cfg(test)]
-#[path = "server/tests.rs"]
-mod server_tests;
 #[cfg(test)]
 mod testkit;

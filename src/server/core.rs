@@ -1,9 +1,10 @@
-//! Partition servers (`server-N`): serve their ranges, and enforce the epoch where it matters.
-//!
-//! [`ServerCore`] is the protocol state (no I/O, time passed in): which ranges this server holds,
-//! at which epoch and state, their content, and the session lease. The node task around it
-//! renews the session, opens ranges on the manager's command (fence at the store, load, serve)
-//! and answers appends and reads.
+//! Core (pure: no runtime, no I/O, no await; time passed in): a partition server's protocol
+//! state and the steps that change it. [`ServerCore`] holds which ranges this server holds, at
+//! which epoch and state, their content, and the session lease; each step method changes that
+//! state and queues its outputs ([`Effect`]: events, goals, progress of a range for the waits
+//! on it) in the core, in order. The request flows that string the steps together with the
+//! store's and the authority's answers are in [`super::flow`] ([`ServerCore::handle`]); the
+//! driver that performs them is `node` ([`super::run`]).
 //!
 //! The authority check (epoch, lease, state, key in range) and the admission of an append's
 //! effect happen in one synchronous step ([`ServerCore::admit`]), with no await between them;
@@ -11,15 +12,63 @@
 //! meantime. Idea: the "check then act" race of MongoDB SERVER-26885 is closed by admitting in
 //! the same step as the check and fencing where the write takes effect.
 
-use crate::config::{server_addr, store_addr, Knobs, Mutation};
-use crate::event::{emit, ClientOp, Event};
+use super::content::{build_content, extend_object, object_bytes, Object};
+use crate::config::{Knobs, Mutation};
+use crate::event::{ClientOp, Event};
+use crate::goal::Goal;
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{RangeRow, Strategy};
-use crate::msg::{CopyProgress, FinishError, Msg, RangeLoad, ReadLevel, Record, Refusal, Source, StreamDigest};
-use crate::seam::{now_us, sleep_ms, Rpc};
-use std::cell::RefCell;
+use crate::msg::{CopyProgress, FinishError, RangeLoad, ReadLevel, Record, Refusal, StreamDigest};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+
+/// One output of the server core, performed by the driver in the order the core queued it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Emit this event to the history.
+    Event(Event),
+    /// Report this goal reached ([`crate::goal::reach`]).
+    Goal(Goal),
+    /// Records were applied to a range or an admitted effect finished: wake the waits on this
+    /// held range ([`super::flow::Wait`]), so they look at the core again.
+    Progress(Notifier),
+    /// Start this flow as a task of its own: feed [`super::flow::Input::Resume`] with it to the
+    /// core when the task first runs (a reload in the background, an unawaited fence).
+    Spawn(super::flow::Then),
+}
+
+/// The waits on one held range: the range and the serial of the [`Held`] (a range dropped
+/// and opened again is another one; its old waits are not woken by the new one's progress).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Notifier {
+    /// The range.
+    pub range: RangeId,
+    /// Which [`Held`] of it (counted by the core from 1).
+    pub serial: u64,
+}
+
+/// The outputs a core's steps queued, in order, until the caller takes them.
+#[derive(Debug, Default)]
+pub struct Out(Vec<Effect>);
+
+impl Out {
+    /// Queue `event`.
+    pub fn event(&mut self, event: Event) {
+        self.0.push(Effect::Event(event));
+    }
+    /// Queue `goal`.
+    pub fn goal(&mut self, goal: Goal) {
+        self.0.push(Effect::Goal(goal));
+    }
+    /// Queue any effect.
+    pub fn push(&mut self, effect: Effect) {
+        self.0.push(effect);
+    }
+    /// Take what was queued.
+    pub fn take(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.0)
+    }
+}
 
 /// Whether a held range is being loaded or serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,9 +99,10 @@ pub struct Held {
     /// Records the store acknowledged beyond a gap (acks can overtake each other on the
     /// network); applied as soon as the gap fills, so the content keeps the stream's order.
     pub acked: BTreeMap<u64, Record>,
-    /// Woken whenever records are applied or an admitted effect finishes, for appends waiting
-    /// to be visible before answering and for a pause waiting for the drain.
-    pub progress: Rc<tokio::sync::Notify>,
+    /// Whom to wake ([`Effect::Progress`]) whenever records are applied or an admitted effect
+    /// finishes: appends waiting to be visible before answering, a pause waiting for the drain,
+    /// a repeated finish waiting for the running one.
+    pub progress: Notifier,
     /// Paused for a planned move: admits nothing and answers no reads (the range may be
     /// serving elsewhere soon), until released or reopened at a newer epoch.
     pub paused: bool,
@@ -77,73 +127,8 @@ pub struct Held {
     pub load_from: u64,
     /// Appends admitted at this epoch whose outcome at the store is unknown here (its answer
     /// never came): the next reload's fence bars those not in the stream, so a copy still held
-    /// in the network cannot land behind the reload unseen (seed 5954). Emptied by that fence.
+    /// in the network cannot land behind the reload unseen. Emptied by that fence.
     pub doubtful: BTreeSet<OpId>,
-}
-
-/// An object's content, shared with the read answers that carry it.
-pub type Object = std::sync::Arc<Vec<u8>>;
-
-/// Append `bytes` to the object of `key`: in place, or on a copy while a read answer holds it.
-fn extend_object(objects: &mut BTreeMap<Key, Object>, key: &[u8], bytes: &[u8]) {
-    // One search of the map for a key it holds (most appends), two for a new key.
-    if let Some(object) = objects.get_mut(key) {
-        std::sync::Arc::make_mut(object).extend_from_slice(bytes);
-        return;
-    }
-    objects.insert(key.to_vec(), Object::new(bytes.to_vec()));
-}
-
-/// A range's content from its records in stream order (`base`, then the stream): the ids
-/// applied and every object, counting the records in `row` and, of several with the same id,
-/// the first. The same as applying the records one by one (an id set insert and an object
-/// extend per record), but each object is built once at its final size and the objects' map is
-/// bulk-built from sorted entries (issue 13: the one-by-one build was the server's costliest
-/// step in a sweep).
-///
-/// Only integers are sorted: each first copy of an id (a hash set insert per record) gives a
-/// (key number, stream position) pair, a number per distinct key from a hash lookup; the pairs
-/// sorted group each object's records in stream order, and only the distinct keys are sorted,
-/// by the map's collect. Sorting record indices by their keys instead compared keys through two
-/// pointers per comparison, most of the build's time (issue 13).
-fn build_content<'a>(row: &RangeRow, records: impl Iterator<Item = &'a Record>) -> (rustc_hash::FxHashSet<OpId>, BTreeMap<Key, Object>) {
-    let records: Vec<&Record> = records.filter(|r| row.contains(&r.key)).collect();
-    let mut applied = rustc_hash::FxHashSet::with_capacity_and_hasher(records.len(), Default::default());
-    // FxHash over the short keys (the map is never iterated, so its order cannot leak). Positions
-    // are u32 (a load's scratch stays small next to its records).
-    let mut number: rustc_hash::FxHashMap<&[u8], u32> = rustc_hash::FxHashMap::default();
-    let mut grouped: Vec<(u32, u32)> = Vec::with_capacity(records.len());
-    for (i, r) in records.iter().enumerate() {
-        if applied.insert(r.id) {
-            let next = number.len() as u32;
-            grouped.push((*number.entry(&r.key).or_insert(next), i as u32));
-        }
-    }
-    grouped.sort_unstable();
-    let mut objects = Vec::with_capacity(number.len());
-    for group in grouped.chunk_by(|a, b| a.0 == b.0) {
-        let mut object = Vec::with_capacity(group.iter().map(|&(_, i)| records[i as usize].bytes.len()).sum());
-        for &(_, i) in group {
-            object.extend_from_slice(&records[i as usize].bytes);
-        }
-        objects.push((records[group[0].1 as usize].key.clone(), Object::new(object)));
-    }
-    (applied, objects.into_iter().collect())
-}
-
-/// An object as a read answer's payload, without copying it.
-fn object_bytes(object: &Object) -> bytes::Bytes {
-    /// The owner [`bytes::Bytes::from_owner`] needs (`Arc<Vec<u8>>` is not `AsRef<[u8]>`).
-    struct Shared(Object);
-    impl AsRef<[u8]> for Shared {
-        fn as_ref(&self) -> &[u8] {
-            &self.0
-        }
-    }
-    if object.is_empty() {
-        return bytes::Bytes::new();
-    }
-    bytes::Bytes::from_owner(Shared(object.clone()))
 }
 
 /// How many recent operations and keys a range remembers for its load report.
@@ -171,8 +156,8 @@ impl Held {
         RangeLoad { range: self.row.id, epoch: self.row.epoch, ops_per_s: ops as f64 * 1e6 / LOAD_WINDOW_US as f64, bytes, records: self.next_offset, keys: self.recent_keys.iter().cloned().collect() }
     }
 
-    /// Apply acknowledged records from `next_offset` on, as far as they are contiguous, and wake
-    /// the appends waiting to become visible.
+    /// Apply acknowledged records from `next_offset` on, as far as they are contiguous; the
+    /// caller wakes the appends waiting to become visible ([`Effect::Progress`]).
     fn apply_acked(&mut self) {
         while let Some(rec) = self.acked.remove(&self.next_offset) {
             self.digest.add(&rec);
@@ -181,7 +166,6 @@ impl Held {
             }
             self.next_offset += 1;
         }
-        self.progress.notify_waiters();
     }
 }
 
@@ -233,15 +217,38 @@ pub struct ServerCore {
     /// The drift between two clocks the lease margin is sized for, in parts per 10^6
     /// (`lease_margin_ms / (2 * lease_ms)`): the allowance of bounded reads.
     pub drift_ppm: u64,
+    /// The timing knobs the flows use (timeouts, lease, renew interval).
+    pub knobs: Knobs,
+    /// This incarnation's start time (µs, local clock), set by [`super::flow::Input::Start`]: a
+    /// restart registers with a larger one.
+    pub incarnation: u64,
+    /// The serial of the last [`Held`] made ([`Notifier::serial`]).
+    pub held_serial: u64,
+    /// Outputs queued by the steps, taken by [`ServerCore::take_effects`].
+    pub out: Out,
 }
 
 impl ServerCore {
     /// A fresh incarnation holding nothing.
     pub fn new(id: ServerId) -> Self {
-        ServerCore { id, session: None, lease_valid_until_us: 0, ranges: BTreeMap::new(), mutation: None, copies: BTreeMap::new(), moved: BTreeMap::new(), leader_epoch_seen: 0, drift_ppm: 50_000 }
+        ServerCore::with_knobs(id, Knobs::default())
     }
 
-    fn mutated(&self, m: Mutation) -> bool {
+    /// A fresh incarnation holding nothing, run by `knobs` (its mutation and the drift its lease
+    /// margin is sized for come from them).
+    pub fn with_knobs(id: ServerId, knobs: Knobs) -> Self {
+        let drift_ppm = knobs.lease_margin_ms * 1_000_000 / (2 * knobs.lease_ms.max(1));
+        let mutation = knobs.mutation;
+        let (ranges, copies, moved) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        ServerCore { id, session: None, lease_valid_until_us: 0, ranges, mutation, copies, moved, leader_epoch_seen: 0, drift_ppm, knobs, incarnation: 0, held_serial: 0, out: Out::default() }
+    }
+
+    /// Take the outputs the steps queued since the last call, in order.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        self.out.take()
+    }
+
+    pub(super) fn mutated(&self, m: Mutation) -> bool {
         self.mutation == Some(m)
     }
 
@@ -249,11 +256,11 @@ impl ServerCore {
         self.session.is_some() && now_us < self.lease_valid_until_us
     }
 
-    /// The authority check shared by appends and reads. Returns the held range.
+    /// The authority check shared by appends and reads. Returns the held range. A refusal
+    /// `Moved` is traced by the caller ([`ServerCore::redirected`]).
     fn authorize(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<&Held, Refusal> {
         let Some(held) = self.ranges.get(&range) else {
             let Some(&(owner, moved_to)) = self.moved.get(&range) else { return Err(Refusal::NotOwner) };
-            emit(Event::Redirected { server: self.id, range, epoch, key: key.to_vec(), to: owner, new_epoch: moved_to });
             return Err(Refusal::Moved { owner, epoch: moved_to });
         };
         if self.mutated(Mutation::ServerSkipsAuthorityCheck) {
@@ -285,14 +292,19 @@ impl ServerCore {
     /// must send the effect to the store and then call [`ServerCore::finish_append`]),
     /// `Ok(None)` when `id` is already applied (answer ok without a new effect), or the refusal.
     pub fn admit(&mut self, range: RangeId, epoch: Epoch, key: &[u8], id: OpId, now_us: u64) -> Result<Option<Epoch>, Refusal> {
-        let checked = if self.mutated(Mutation::CheckThenAwaitThenAdmit) { self.ranges.get(&range).ok_or(Refusal::NotOwner) } else { self.authorize(range, epoch, key, now_us) };
-        let held = checked.inspect_err(|r| emit(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Append, reason: r.clone() }))?;
+        let checked = if self.mutated(Mutation::CheckThenAwaitThenAdmit) { self.ranges.get(&range).map(|_| ()).ok_or(Refusal::NotOwner) } else { self.authorize(range, epoch, key, now_us).map(|_| ()) };
+        if let Err(reason) = checked {
+            self.redirected(range, epoch, key, &reason);
+            self.out.event(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Append, reason: reason.clone() });
+            return Err(reason);
+        }
+        let held = &self.ranges[&range];
         let write_at = if self.mutated(Mutation::ServerSkipsEpochCheck) { held.row.epoch } else { epoch };
         if held.applied.contains(&id) {
             return Ok(None);
         }
         if self.lease_valid_until_us.saturating_sub(now_us) < 100_000 {
-            crate::goal::reach(crate::goal::Goal::AdmitNearLeaseEnd);
+            self.out.goal(Goal::AdmitNearLeaseEnd);
         }
         if held.inflight.contains(&id) {
             return Err(Refusal::InFlight);
@@ -301,13 +313,24 @@ impl ServerCore {
         held.inflight.insert(id);
         held.note_op(key, now_us);
         let (server, session, epoch) = (self.id, self.session.unwrap_or(0), held.row.epoch);
-        emit(Event::Admit { server, session, range, epoch, key: key.to_vec(), id });
+        self.out.event(Event::Admit { server, session, range, epoch, key: key.to_vec(), id });
         Ok(Some(write_at))
     }
 
     /// The authority check alone, for the handler of mutation `check-then-await-then-admit`.
-    pub fn check(&self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<(), Refusal> {
-        self.authorize(range, epoch, key, now_us).map(|_| ())
+    pub fn check(&mut self, range: RangeId, epoch: Epoch, key: &[u8], now_us: u64) -> Result<(), Refusal> {
+        let checked = self.authorize(range, epoch, key, now_us).map(|_| ());
+        if let Err(reason) = &checked {
+            self.redirected(range, epoch, key, reason);
+        }
+        checked
+    }
+
+    /// Trace a request for `range` refused with `Moved` (the range went to another server).
+    fn redirected(&mut self, range: RangeId, epoch: Epoch, key: &[u8], reason: &Refusal) {
+        if let Refusal::Moved { owner, epoch: new_epoch } = *reason {
+            self.out.event(Event::Redirected { server: self.id, range, epoch, key: key.to_vec(), to: owner, new_epoch });
+        }
     }
 
     /// The store answered an admitted append (`Some(result)`) or did not (`None`).
@@ -327,7 +350,7 @@ impl ServerCore {
             return None;
         }
         held.inflight.remove(&record.id);
-        held.progress.notify_waiters();
+        self.out.push(Effect::Progress(held.progress));
         match result {
             Some(Ok(offset)) => {
                 if offset >= held.next_offset {
@@ -336,11 +359,12 @@ impl ServerCore {
                 // While reloading, the reload decides where the content starts.
                 if held.state == HeldState::Active {
                     held.apply_acked();
+                    self.out.push(Effect::Progress(held.progress));
                 }
                 None
             }
             Some(Err(fence)) if fence > held.row.epoch && !keeps_fenced => {
-                emit(Event::Dropped { server: me, range, epoch: held.row.epoch, reason: "fenced".into() });
+                self.out.event(Event::Dropped { server: me, range, epoch: held.row.epoch, reason: "fenced".into() });
                 self.ranges.remove(&range);
                 None
             }
@@ -415,7 +439,7 @@ impl ServerCore {
         if from == 0 || (store.records == from && store == held.digest) {
             return from;
         }
-        emit(Event::PrefixDiverged { server: me, range: row.id, epoch: row.epoch, held: held.digest, store });
+        self.out.event(Event::PrefixDiverged { server: me, range: row.id, epoch: row.epoch, held: held.digest, store });
         held.load_from = 0;
         0
     }
@@ -425,7 +449,7 @@ impl ServerCore {
     pub fn command(&mut self, leader_epoch: u64, kind: &'static str) -> Result<(), String> {
         let obeys_all = self.mutated(Mutation::ServerSkipsEpochCheck) || self.mutated(Mutation::ServerObeysDeposedLeader);
         if leader_epoch < self.leader_epoch_seen && !obeys_all {
-            emit(Event::StaleCommand { server: self.id, command: kind, leader_epoch, seen: self.leader_epoch_seen });
+            self.out.event(Event::StaleCommand { server: self.id, command: kind, leader_epoch, seen: self.leader_epoch_seen });
             return Err(format!("{}: stale leader epoch {leader_epoch} (seen {})", self.id, self.leader_epoch_seen));
         }
         self.leader_epoch_seen = self.leader_epoch_seen.max(leader_epoch);
@@ -462,10 +486,15 @@ impl ServerCore {
             ReadLevel::Strong => self.authorize(range, epoch, key, now_us),
             ReadLevel::Bounded { ms } => self.authorize_bounded(range, key, ms, now_us),
         };
-        let held = checked.inspect_err(|r| emit(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Read, reason: r.clone() }))?;
-        emit(Event::ReadServed { server: self.id, range, epoch: held.row.epoch, key: key.to_vec(), bounded: level != ReadLevel::Strong });
+        if let Err(reason) = checked.map(|_| ()) {
+            self.redirected(range, epoch, key, &reason);
+            self.out.event(Event::Refused { server: self.id, range, epoch, key: key.to_vec(), op: ClientOp::Read, reason: reason.clone() });
+            return Err(reason);
+        }
+        let held = self.ranges.get_mut(&range).expect("authorized");
+        self.out.event(Event::ReadServed { server: self.id, range, epoch: held.row.epoch, key: key.to_vec(), bounded: level != ReadLevel::Strong });
         let value = held.objects.get(key).map_or_else(bytes::Bytes::new, object_bytes);
-        self.ranges.get_mut(&range).expect("authorized").note_op(key, now_us);
+        held.note_op(key, now_us);
         Ok(value)
     }
 
@@ -480,7 +509,7 @@ impl ServerCore {
     /// A range this server still holds at an older epoch, drained (active, nothing in flight,
     /// no acknowledgement waiting for a gap), keeps its content and loads only what the stream
     /// holds past it (`from` > 0): a move rolled back to its paused source reopens in the time
-    /// of a fence and the records a target may have added, not of the whole range (issue 15).
+    /// of a fence and the records a target may have added, not of the whole range.
     ///
     /// Errors: the row was assigned to another session of this server (an earlier incarnation,
     /// or a registration whose answer never arrived); a newer epoch is already held or loading.
@@ -504,7 +533,7 @@ impl ServerCore {
             }
             let drained = held.state == HeldState::Active && held.inflight.is_empty() && held.acked.is_empty();
             if reuse && drained && held.row.owner_session == row.owner_session {
-                emit(Event::Dropped { server: self.id, range: row.id, epoch: held.row.epoch, reason: format!("reopened at {} from offset {}", row.epoch, held.next_offset) });
+                self.out.event(Event::Dropped { server: self.id, range: row.id, epoch: held.row.epoch, reason: format!("reopened at {} from offset {}", row.epoch, held.next_offset) });
                 held.row = row.clone();
                 held.state = HeldState::Loading;
                 held.paused = false;
@@ -516,6 +545,7 @@ impl ServerCore {
                 return Ok(Some(held.next_offset));
             }
         }
+        self.held_serial += 1;
         let held = Held {
             row: row.clone(),
             state: HeldState::Loading,
@@ -524,7 +554,7 @@ impl ServerCore {
             inflight: BTreeSet::new(),
             next_offset: 0,
             acked: BTreeMap::new(),
-            progress: Rc::new(tokio::sync::Notify::new()),
+            progress: Notifier { range: row.id, serial: self.held_serial },
             paused: false,
             paused_at_us: 0,
             digest: StreamDigest::default(),
@@ -536,7 +566,7 @@ impl ServerCore {
             doubtful: BTreeSet::new(),
         };
         if let Some(old) = self.ranges.insert(row.id, held) {
-            emit(Event::Dropped { server: self.id, range: row.id, epoch: old.row.epoch, reason: format!("reopened at {}", row.epoch) });
+            self.out.event(Event::Dropped { server: self.id, range: row.id, epoch: old.row.epoch, reason: format!("reopened at {}", row.epoch) });
         }
         self.moved.remove(&row.id);
         Ok(Some(0))
@@ -562,10 +592,10 @@ impl ServerCore {
             Ok(records) => records,
             Err(e) => {
                 if let Some(held) = self.ranges.remove(&row.id) {
-                    // Wake a repeated finish waiting for this attempt (`await_running_finish`).
-                    held.progress.notify_waiters();
+                    // Wake a repeated finish waiting for this attempt ([`super::flow::Wait::Finish`]).
+                    self.out.push(Effect::Progress(held.progress));
                 }
-                emit(Event::Dropped { server: self.id, range: row.id, epoch: row.epoch, reason: format!("load_refused: {e}") });
+                self.out.event(Event::Dropped { server: self.id, range: row.id, epoch: row.epoch, reason: format!("load_refused: {e}") });
                 return Err(e);
             }
         };
@@ -597,7 +627,8 @@ impl ServerCore {
         held.acked.retain(|offset, _| *offset >= next);
         held.state = HeldState::Active;
         held.apply_acked();
-        emit(Event::Activated { server: self.id, range: row.id, epoch: row.epoch, records: held.base.len() + next as usize, stream: next as usize });
+        self.out.push(Effect::Progress(held.progress));
+        self.out.event(Event::Activated { server: self.id, range: row.id, epoch: row.epoch, records: held.base.len() + next as usize, stream: next as usize });
         Ok(())
     }
 
@@ -617,7 +648,7 @@ impl ServerCore {
         records.extend(tail);
         let copied = StreamDigest::of(&records);
         if copied != digest {
-            crate::goal::reach(crate::goal::Goal::FinishWithDivergedCopy);
+            self.out.goal(Goal::FinishWithDivergedCopy);
         }
         if copied != digest && !self.mutated(Mutation::TargetSkipsVerify) {
             let why = format!(
@@ -625,11 +656,11 @@ impl ServerCore {
                 row.id, copied.records, copied.bytes, copied.checksum, digest.records, digest.bytes, digest.checksum
             );
             let _ = self.finish_open(row, None, Err(why.clone()));
-            emit(Event::Diverged { server: self.id, range: row.id, epoch: row.epoch, error: why.clone() });
+            self.out.event(Event::Diverged { server: self.id, range: row.id, epoch: row.epoch, error: why.clone() });
             return Err(FinishError::Diverged(why));
         }
         self.finish_load(row, Some(base), Ok(records), Some(copied)).map_err(FinishError::NotNow)?;
-        emit(Event::Handoff { server: self.id, range: row.id, epoch: row.epoch, strategy, precopy_bytes, tail_bytes, bytes: digest.bytes });
+        self.out.event(Event::Handoff { server: self.id, range: row.id, epoch: row.epoch, strategy, precopy_bytes, tail_bytes, bytes: digest.bytes });
         Ok(())
     }
 
@@ -643,7 +674,7 @@ impl ServerCore {
         if !held.paused {
             held.paused = true;
             held.paused_at_us = now_us;
-            emit(Event::Paused { server: me, range, epoch: held.row.epoch });
+            self.out.event(Event::Paused { server: me, range, epoch: held.row.epoch });
         }
         Ok(())
     }
@@ -661,7 +692,7 @@ impl ServerCore {
     /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
         if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.mutated(Mutation::ServerSkipsEpochCheck)) {
-            emit(Event::Dropped { server: self.id, range, epoch: held.row.epoch, reason: "moved".into() });
+            self.out.event(Event::Dropped { server: self.id, range, epoch: held.row.epoch, reason: "moved".into() });
             self.ranges.remove(&range);
         }
         // `new_epoch` 0: the range was split or merged away; no single new owner to name.
@@ -703,7 +734,7 @@ impl ServerCore {
             copy.records.extend(records);
             copy.rounds += 1;
             copy.last_round_bytes = round;
-            emit(Event::Precopied { server: me, range: row.id, epoch: row.epoch, round: copy.rounds, bytes: round });
+            self.out.event(Event::Precopied { server: me, range: row.id, epoch: row.epoch, round: copy.rounds, bytes: round });
         }
         CopyProgress { rounds: copy.rounds, bytes: copy.bytes(), last_round_bytes: copy.last_round_bytes, ready: false }
     }
@@ -733,7 +764,7 @@ impl ServerCore {
     /// A finish attempt failed short of a verdict on the copy (the store did not answer the
     /// fence or a chunk of the tail): the range is no longer held, and the pre-copied
     /// `records` go back to the copy, so the next attempt copies only the tail again, not the
-    /// whole range (issue 15: a lagging target lost three rounds of pre-copy to one timeout).
+    /// whole range (a lagging target would lose every round of pre-copy to one timeout).
     pub fn abandon_finish(&mut self, row: &RangeRow, records: Vec<Record>, reason: &str) {
         let _ = self.finish_open(row, None, Err(reason.to_string()));
         if let Some(copy) = self.copies.get_mut(&row.id).filter(|c| c.row.epoch == row.epoch) {
@@ -746,573 +777,10 @@ impl ServerCore {
     pub fn lose_session(&mut self, reason: &str) {
         self.copies.clear();
         for (id, held) in std::mem::take(&mut self.ranges) {
-            emit(Event::Dropped { server: self.id, range: id, epoch: held.row.epoch, reason: reason.to_string() });
+            self.out.event(Event::Dropped { server: self.id, range: id, epoch: held.row.epoch, reason: reason.to_string() });
         }
         self.session = None;
         self.lease_valid_until_us = 0;
     }
 }
 
-/// Run server `id` forever: session upkeep plus request handling.
-pub async fn run(id: ServerId, knobs: Knobs, net: crate::seam::Net) {
-    let rpc = Rpc::bind(server_addr(id), &net).await;
-    let mut core = ServerCore::new(id);
-    core.drift_ppm = knobs.lease_margin_ms * 1_000_000 / (2 * knobs.lease_ms.max(1));
-    core.mutation = knobs.mutation;
-    let core = Rc::new(RefCell::new(core));
-    let knobs = Rc::new(knobs);
-    {
-        let (core, knobs, rpc2) = (core.clone(), knobs.clone(), rpc.clone());
-        rpc.serve(move |msg, _from| {
-            let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc2.clone());
-            async move { handle(&core, &knobs, &rpc, msg).await }
-        });
-    }
-    // This process's incarnation: its start time, so a restart has a larger one.
-    let incarnation = now_us();
-    session_loop(&core, &knobs, &rpc, incarnation).await;
-}
-
-/// Register, then renew every `renew_interval_ms`; on expiry drop everything and register anew.
-async fn session_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, incarnation: u64) {
-    let id = core.borrow().id;
-    loop {
-        let session = core.borrow().session;
-        match session {
-            None => {
-                let sent = now_us();
-                if let Ok(Msg::Registered { session }) = rpc.call(crate::config::lock_addr(), Msg::RegisterServer { server: id, incarnation }, knobs.rpc_timeout_ms).await {
-                    let mut c = core.borrow_mut();
-                    c.session = Some(session);
-                    c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
-                    emit(Event::Renewed { server: id, session, ok: true, valid_until_ms: c.lease_valid_until_us / 1000 });
-                    continue;
-                }
-            }
-            Some(session) => {
-                let sent = now_us();
-                let renew = Msg::RenewSession { server: id, session };
-                match rpc.call(crate::config::lock_addr(), renew, knobs.rpc_timeout_ms).await {
-                    Ok(Msg::SessionRenewed { ok: true }) => {
-                        let mut c = core.borrow_mut();
-                        if c.session == Some(session) {
-                            c.lease_valid_until_us = sent + (knobs.lease_ms - knobs.lease_margin()) * 1000;
-                            emit(Event::Renewed { server: id, session, ok: true, valid_until_ms: c.lease_valid_until_us / 1000 });
-                        }
-                    }
-                    Ok(Msg::SessionRenewed { ok: false }) => {
-                        emit(Event::SessionExpired { server: id, session });
-                        core.borrow_mut().lose_session("session_expired");
-                        continue;
-                    }
-                    _ => {} // no answer: the lease runs out by itself
-                }
-            }
-        }
-        sleep_ms(knobs.renew_interval_ms).await;
-    }
-}
-
-async fn handle(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, msg: Msg) -> Option<Msg> {
-    let id = core.borrow().id;
-    match msg {
-        Msg::Append { range, epoch, key, id: op, bytes, bulk } => {
-            if knobs.mutated(Mutation::CheckThenAwaitThenAdmit) {
-                let checked = core.borrow().check(range, epoch, &key, now_us());
-                if let Err(refusal) = checked {
-                    return Some(Msg::Served { result: Err(refusal) });
-                }
-                sleep_ms(10).await;
-            }
-            let admitted = core.borrow_mut().admit(range, epoch, &key, op, now_us());
-            match admitted {
-                Err(refusal) => Some(Msg::Served { result: Err(refusal) }),
-                Ok(None) => Some(Msg::Served { result: Ok(bytes::Bytes::new()) }),
-                Ok(Some(epoch)) => {
-                    let record = Record { epoch, id: op, key, bytes, bulk };
-                    let req = Msg::StoreAppend { stream: range, server: id, record: record.clone() };
-                    let result = match rpc.call(store_addr(), req, knobs.store_timeout_ms).await {
-                        Ok(Msg::StoreAppended { result }) => Some(result),
-                        _ => None,
-                    };
-                    let resync = core.borrow_mut().finish_append(range, &record, result);
-                    spawn_resync(core, knobs, rpc, resync);
-                    match result {
-                        Some(Ok(_)) => {
-                            // Answer only once the append is visible to reads here (earlier
-                            // offsets may still be on their way back from the store).
-                            if wait_applied(core, knobs, range, epoch, op).await {
-                                Some(Msg::Served { result: Ok(bytes::Bytes::new()) })
-                            } else {
-                                let resync = core.borrow_mut().suspect(range, epoch);
-                                spawn_resync(core, knobs, rpc, resync);
-                                Some(Msg::ServedUnknown)
-                            }
-                        }
-                        Some(Err(fence)) => Some(Msg::Served { result: Err(Refusal::Fenced { fence }) }),
-                        None => Some(Msg::ServedUnknown),
-                    }
-                }
-            }
-        }
-        Msg::Read { range, epoch, key, level } => Some(Msg::Served { result: core.borrow_mut().read(range, epoch, &key, level, now_us()) }),
-        Msg::GetLoad { leader_epoch } => {
-            let mut c = core.borrow_mut();
-            let ranges = if c.command(leader_epoch, "get_load").is_ok() { c.load(now_us()) } else { Vec::new() };
-            Some(Msg::Load { ranges })
-        }
-        // The manager's commands are rare and their futures large: each runs boxed, so the
-        // future of every request (this one) stays about the size of the append path (issue 13).
-        Msg::Open { row, leader_epoch, lineage } => Some(Box::pin(open(core, knobs, rpc, &row, leader_epoch, &lineage)).await),
-        Msg::PreCopy { row, threshold_bytes, max_rounds, leader_epoch } => Some(Box::pin(pre_copy(core, knobs, rpc, &row, threshold_bytes, max_rounds, leader_epoch)).await),
-        Msg::Pause { range, epoch, leader_epoch } => Some(Box::pin(pause(core, knobs, rpc, range, epoch, leader_epoch)).await),
-        Msg::FinishMove { row, digest, strategy, lineage, leader_epoch } => {
-            if let Err(e) = core.borrow_mut().command(leader_epoch, "finish_move") {
-                return Some(Msg::MoveFinished { result: Err(FinishError::NotNow(e)) });
-            }
-            // The cutover runs in a task of its own (its future is not part of this one).
-            let (c, k, r) = (core.clone(), knobs.clone(), rpc.clone());
-            let finish = crate::seam::spawn(async move { finish_move(&c, &k, &r, &row, digest, strategy, &lineage).await });
-            let result = match crate::seam::timeout_ms(crate::msg::finish_patience_ms(knobs.rpc_timeout_ms), finish).await {
-                Some(Ok(result)) => result,
-                _ => Err(FinishError::InProgress),
-            };
-            Some(Msg::MoveFinished { result })
-        }
-        Msg::Release { range, epoch, to, new_epoch, leader_epoch } => {
-            let mut c = core.borrow_mut();
-            if c.command(leader_epoch, "release").is_ok() {
-                c.release(range, epoch, to, new_epoch);
-            }
-            Some(Msg::Released)
-        }
-        other => panic!("{id}: unexpected message {other:?}"),
-    }
-}
-
-/// `Open`: fence the row's stream, load its lineage and content, and serve.
-async fn open(core: &RefCell<ServerCore>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, row: &RangeRow, leader_epoch: u64, lineage: &[Source]) -> Msg {
-    let begin = {
-        let mut c = core.borrow_mut();
-        c.command(leader_epoch, "open").and_then(|_| c.begin_open(row))
-    };
-    match begin {
-        Err(e) => Msg::Opened { result: Err(e) },
-        Ok(None) => Msg::Opened { result: Ok(()) },
-        Ok(Some(from)) => {
-            // Content kept from an older epoch (from > 0) keeps its lineage too.
-            let wanted = || core.borrow().loading(row);
-            let base = if from > 0 { Ok(None) } else { load_lineage(rpc, knobs, lineage, &wanted).await.map(Some) };
-            let load = async {
-                if knobs.mutated(Mutation::PublishBeforeFence) {
-                    load_then_fence(rpc, knobs, row, from, &wanted).await
-                } else {
-                    fence_and_reload(core, rpc, knobs, row).await
-                }
-            };
-            let loaded = match base {
-                Ok(_) => load.await.map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            let result = core.borrow_mut().finish_open(row, base.ok().flatten().map(Rc::new), loaded);
-            Msg::Opened { result }
-        }
-    }
-}
-
-/// `PreCopy`: run one pre-copy round of a move's target unless pre-copy is done.
-async fn pre_copy(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, threshold_bytes: u64, max_rounds: u32, leader_epoch: u64) -> Msg {
-    let begin = {
-        let mut c = core.borrow_mut();
-        c.command(leader_epoch, "pre_copy").and_then(|_| c.begin_copy_round(row, threshold_bytes, max_rounds))
-    };
-    let result = match begin {
-        Err(e) => Err(e),
-        Ok(Err(progress)) => Ok(progress),
-        Ok(Ok(from)) => {
-            let wanted = || core.borrow().copying(row);
-            let records = read_chunks(rpc, knobs, row.id, from, None, &wanted, true).await.ok();
-            Ok(core.borrow_mut().finish_copy_round(row, from, records))
-        }
-    };
-    Msg::PreCopied { result }
-}
-
-/// `Pause`: stop admitting to a move's source and answer its digest once drained.
-async fn pause(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, range: RangeId, epoch: Epoch, leader_epoch: u64) -> Msg {
-    let paused = {
-        let mut c = core.borrow_mut();
-        c.command(leader_epoch, "pause").and_then(|_| c.pause(range, epoch, now_us()))
-    };
-    if let Err(e) = paused {
-        return Msg::PausedAt { result: Err(e) };
-    }
-    Msg::PausedAt { result: drain(core, knobs, rpc, range, epoch).await }
-}
-
-/// Wait until the paused `range` at `epoch` has no admitted effect left and its content
-/// matches the stream (reloading first if an outcome was unknown), for at most twice the store
-/// timeout plus the transfers queued on this server's link when the drain begins (the admitted
-/// appends still to leave it: a bound that grows with the write rate, issue 15). Returns its
-/// digest: the final length and checksum of the source of a move.
-///
-/// Errors: the range was dropped or reopened meanwhile, or the drain did not finish in time.
-async fn drain(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, range: RangeId, epoch: Epoch) -> Result<StreamDigest, String> {
-    let id = core.borrow().id;
-    let queued_ms = rpc.link_backlog_us().div_ceil(1000);
-    let wait = async {
-        loop {
-            let progress = {
-                let c = core.borrow();
-                if let Some(digest) = c.drained(range, epoch)? {
-                    return Ok(digest);
-                }
-                c.ranges[&range].progress.clone()
-            };
-            progress.notified().await;
-        }
-    };
-    let digest = crate::seam::timeout_ms(2 * knobs.store_timeout_ms + queued_ms, wait).await.unwrap_or_else(|| Err(format!("{id}: {range} did not drain in time")))?;
-    emit(Event::Drained { server: id, range, epoch, digest });
-    Ok(digest)
-}
-
-/// The target's side of a move's cutover: fence the stream at the transfer's epoch (so nothing
-/// more from the source can land), copy the tail past what pre-copy brought, check the whole
-/// copy against the source's digest, and serve.
-///
-/// A repeated request while an earlier one is still fencing and copying waits for that attempt
-/// (up to the caller's patience) instead of answering `InProgress` at once: `Ok` if the range
-/// now serves here, `NotNow` if that attempt failed. Found by the 10,000-seed sweep (issue 13,
-/// seed 4189): the leader's repeated asks ([`crate::handoff::FINISH_POLLS_PER_ROUND`]) were all
-/// answered at once within a few ms, the round left the move 5 ms before the copy was done,
-/// and the paused range waited 1.5 s for the leader's next round.
-async fn finish_move(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: &RangeRow, digest: StreamDigest, strategy: Strategy, lineage: &[Source]) -> Result<(), FinishError> {
-    let begun = core.borrow_mut().begin_finish(row);
-    let records = match begun {
-        Err(FinishError::InProgress) => return await_running_finish(core, row).await,
-        begun => begun?,
-    };
-    let Some(records) = records else { return Ok(()) };
-    let wanted = || core.borrow().loading(row);
-    let base = match load_lineage(rpc, knobs, lineage, &wanted).await {
-        Ok(base) => Rc::new(base),
-        Err(e) => {
-            core.borrow_mut().abandon_finish(row, records, &e.to_string());
-            return Err(FinishError::NotNow(e.to_string()));
-        }
-    };
-    let tail = match fence_and_load(rpc, knobs, row, records.len() as u64, &wanted).await {
-        Ok(tail) => tail,
-        Err(e) => {
-            core.borrow_mut().abandon_finish(row, records, &e.to_string());
-            return Err(FinishError::NotNow(e.to_string()));
-        }
-    };
-    core.borrow_mut().complete_move(row, base, records, tail, digest, strategy)
-}
-
-/// Wait until the finish already running for `row` ends (the range leaves `Loading` at
-/// `row.epoch`): `Ok` if the range serves here at that epoch, `NotNow` if the attempt failed
-/// (the copy did not match, or the store did not answer: the leader asks again).
-async fn await_running_finish(core: &RefCell<ServerCore>, row: &RangeRow) -> Result<(), FinishError> {
-    loop {
-        let progress = {
-            let c = core.borrow();
-            match c.ranges.get(&row.id).filter(|h| h.row.epoch == row.epoch) {
-                Some(held) if held.state == HeldState::Loading => held.progress.clone(),
-                Some(held) if held.state == HeldState::Active => return Ok(()),
-                _ => return Err(FinishError::NotNow(format!("{}: the finish of {} at {} failed", c.id, row.id, row.epoch))),
-            }
-        };
-        let notified = progress.notified();
-        notified.await;
-    }
-}
-
-/// Wait until `op` is applied to the content of `range` at `epoch`, for at most the store
-/// timeout. Returns false if that did not happen (range dropped, reloading, or timed out).
-async fn wait_applied(core: &RefCell<ServerCore>, knobs: &Knobs, range: RangeId, epoch: Epoch, op: OpId) -> bool {
-    let wait = async {
-        loop {
-            let progress = {
-                let c = core.borrow();
-                let Some(held) = c.ranges.get(&range).filter(|h| h.row.epoch == epoch) else { return false };
-                if held.applied.contains(&op) {
-                    return true;
-                }
-                held.progress.clone()
-            };
-            let notified = progress.notified();
-            notified.await;
-        }
-    };
-    crate::seam::timeout_ms(knobs.store_timeout_ms, wait).await.unwrap_or(false)
-}
-
-/// Why a stream could not be fenced and loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LoadError {
-    /// The fence is already above our epoch: a newer owner exists.
-    Fenced(Epoch),
-    /// The store did not answer in time.
-    NoAnswer,
-    /// The transfer is no longer wanted here (the range was dropped or reopened at a newer
-    /// epoch, the session was lost, the pre-copy was dropped): it stopped reading.
-    Abandoned,
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Fenced(e) => write!(f, "fence already at {e}"),
-            LoadError::NoAnswer => write!(f, "store did not answer the fence"),
-            LoadError::Abandoned => write!(f, "no longer loading here"),
-        }
-    }
-}
-
-/// A fence's answer: the first chunk of records from the offset asked, the sealed length, and
-/// the store's digest of the stream's records before that offset.
-struct FenceAnswer {
-    records: Vec<Record>,
-    length: u64,
-    prefix: StreamDigest,
-}
-
-/// Raise the stream's fence to the row's epoch (or find it there), asking for its content from
-/// offset `from`.
-async fn fence(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64, bar: Vec<OpId>) -> Result<FenceAnswer, LoadError> {
-    let fence = Msg::Fence { stream: row.id, epoch: row.epoch, from, bar };
-    match rpc.call(store_addr(), fence, knobs.store_timeout_ms).await {
-        Ok(Msg::FenceResult { result: Ok(records), length, prefix }) => Ok(FenceAnswer { records, length, prefix }),
-        Ok(Msg::FenceResult { result: Err(fence), .. }) => Err(LoadError::Fenced(fence)),
-        _ => Err(LoadError::NoAnswer),
-    }
-}
-
-/// `records` were read from offset `from` on; read the rest up to the sealed `length`, a chunk
-/// at a time (see [`read_chunks`]).
-async fn read_rest(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, mut records: Vec<Record>, length: u64, wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
-    let got = from + records.len() as u64;
-    if got < length {
-        records.extend(read_chunks(rpc, knobs, stream, got, Some(length), wanted, false).await?);
-    }
-    Ok(records)
-}
-
-/// Raise the stream's fence to the row's epoch (or find it there) and fetch its content from
-/// offset `from` up to the sealed length, a chunk at a time while `wanted` (see [`read_chunks`]).
-async fn fence_and_load(rpc: &Rpc, knobs: &Knobs, row: &RangeRow, from: u64, wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
-    let answer = fence(rpc, knobs, row, from, Vec::new()).await?;
-    read_rest(rpc, knobs, row.id, from, answer.records, answer.length, wanted).await
-}
-
-/// Fence `row`'s stream and load what this server does not hold yet: from the prefix it keeps
-/// ([`ServerCore::load_from`]) when the store's digest of that prefix matches the content
-/// applied here ([`ServerCore::keep_prefix`]), else the whole stream from offset 0. The fence
-/// comes first either way: only records below its sealed length (durable, and final for every
-/// writer at an older epoch) are compared or loaded. Stops reading once `row` is no longer
-/// loading here ([`ServerCore::loading`]).
-async fn fence_and_reload(core: &RefCell<ServerCore>, rpc: &Rpc, knobs: &Knobs, row: &RangeRow) -> Result<Vec<Record>, LoadError> {
-    let (from, bar) = {
-        let c = core.borrow();
-        (c.load_from(row), c.doubtful(row))
-    };
-    let answer = fence(rpc, knobs, row, from, bar.clone()).await?;
-    core.borrow_mut().settled(row, &bar);
-    let kept = core.borrow_mut().keep_prefix(row, from, answer.prefix);
-    let records = if kept == from { answer.records } else { Vec::new() };
-    read_rest(rpc, knobs, row.id, kept, records, answer.length, &|| core.borrow().loading(row)).await
-}
-
-/// Consecutive unanswered chunk reads after which a transfer gives up.
-const CHUNK_ATTEMPTS: u32 = 3;
-
-/// Read `stream` from offset `from` up to `upto` (`None`: the durable end when the first chunk
-/// is answered), one chunk per call. Each call waits the store timeout: the store sizes every
-/// answer to leave its link within half of it, so the bound holds for a range of any size and
-/// the transfer as a whole takes as long as its bytes need (issue 15). A chunk left unanswered
-/// is asked again, up to [`CHUNK_ATTEMPTS`] times in a row.
-///
-/// `wanted` is asked before each chunk: a transfer whose purpose is gone (the range dropped or
-/// reopened at a newer epoch, the session lost, the pre-copy dropped) stops at once instead of
-/// reading the rest of the stream. Found by the pause review (stop-and-copy of 16 GiB at
-/// r = 0.25 of 100 MiB/s with faults, seed 0): loads of epochs the server had already dropped
-/// went on reading 17 GiB each, up to four at a time on the store's link, and the one load that
-/// mattered took over 550 s instead of about 180 s; the range was still preparing 540 s after
-/// the heal.
-///
-/// Errors: `NoAnswer` when a chunk went unanswered that many times, or the stream ended short
-/// of `upto`; `Abandoned` when `wanted` says no.
-async fn read_chunks(rpc: &Rpc, knobs: &Knobs, stream: RangeId, from: u64, upto: Option<u64>, wanted: &dyn Fn() -> bool, precopy: bool) -> Result<Vec<Record>, LoadError> {
-    let mut out: Vec<Record> = Vec::new();
-    let mut end = upto;
-    let mut misses = 0;
-    loop {
-        let at = from + out.len() as u64;
-        if end.is_some_and(|e| at >= e) {
-            return Ok(out);
-        }
-        if !wanted() {
-            return Err(LoadError::Abandoned);
-        }
-        let read = Msg::ReadStream { stream, from: at, upto: end, precopy };
-        match rpc.call(store_addr(), read, knobs.store_timeout_ms).await {
-            Ok(Msg::StreamRead { records, length, .. }) => {
-                misses = 0;
-                let end = *end.get_or_insert(length);
-                if records.is_empty() {
-                    return if at >= end { Ok(out) } else { Err(LoadError::NoAnswer) };
-                }
-                out.extend(records);
-            }
-            _ => {
-                misses += 1;
-                if misses >= CHUNK_ATTEMPTS {
-                    return Err(LoadError::NoAnswer);
-                }
-            }
-        }
-    }
-}
-
-/// Mutation `publish-before-fence`: read the stream without fencing it, and send the fence
-/// without waiting for it, so the range serves (and the manager publishes it) before its fence
-/// is raised.
-async fn load_then_fence(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, row: &RangeRow, from: u64, wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
-    let records = read_chunks(rpc, knobs, row.id, from, None, wanted, false).await?;
-    let (rpc, knobs, row) = (rpc.clone(), knobs.clone(), row.clone());
-    crate::seam::spawn(async move {
-        let _ = fence(&rpc, &knobs, &row, 0, Vec::new()).await;
-    });
-    Ok(records)
-}
-
-/// Read the sealed ancestors of a range (`lineage`, oldest first) and keep the records that
-/// fall in each source's key range, in order.
-///
-/// Errors: the store did not answer, or returned fewer records than a source's sealed length;
-/// the load is no longer `wanted` ([`read_chunks`]).
-async fn load_lineage(rpc: &Rpc, knobs: &Knobs, lineage: &[Source], wanted: &dyn Fn() -> bool) -> Result<Vec<Record>, LoadError> {
-    let mut out = Vec::new();
-    for src in lineage {
-        let records = read_chunks(rpc, knobs, src.stream, 0, Some(src.upto), wanted, false).await?;
-        if records.len() as u64 != src.upto {
-            return Err(LoadError::NoAnswer);
-        }
-        out.extend(records.into_iter().filter(|r| src.contains(&r.key)));
-    }
-    Ok(out)
-}
-
-/// Start reloading `row` in the background, if there is one to reload.
-fn spawn_resync(core: &Rc<RefCell<ServerCore>>, knobs: &Rc<Knobs>, rpc: &Rc<Rpc>, row: Option<RangeRow>) {
-    if let Some(row) = row {
-        let (core, knobs, rpc) = (core.clone(), knobs.clone(), rpc.clone());
-        crate::seam::spawn(async move { resync_loop(&core, &knobs, &rpc, row).await });
-    }
-}
-
-/// Reload a range whose content may have diverged from its stream (an append's outcome at the
-/// store is unknown), retrying while the store does not answer, for as long as the range is
-/// still ours at that epoch.
-async fn resync_loop(core: &RefCell<ServerCore>, knobs: &Knobs, rpc: &Rpc, row: RangeRow) {
-    loop {
-        let loaded = fence_and_reload(core, rpc, knobs, &row).await;
-        let still_loading = core.borrow().ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading);
-        if !still_loading {
-            return;
-        }
-        if loaded == Err(LoadError::NoAnswer) {
-            sleep_ms(knobs.renew_interval_ms).await;
-            continue;
-        }
-        let _ = core.borrow_mut().finish_open(&row, None, loaded.map_err(|e| e.to_string()));
-        return;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::map::RangeState;
-    use proptest::prelude::{any, prop_assert_eq, proptest};
-    use proptest::strategy::Strategy as _;
-
-    /// [`build_content`] against the one-by-one application it replaced: records in range, the
-    /// first copy of each id, each object its records' bytes in stream order (keys of one or two
-    /// letters from a small alphabet so objects get several records and keys share prefixes,
-    /// ids from a small set so duplicates occur, and some keys out of `[b, e)`).
-    #[test]
-    fn build_content_matches_applying_records_one_by_one() {
-        let row = RangeRow { id: RangeId(1), start: b"b".to_vec(), end: Some(b"e".to_vec()), owner: None, owner_session: 0, epoch: Epoch(1), state: RangeState::Preparing, sources: vec![], sealed: 0, born_ms: 0 };
-        let key = proptest::collection::vec(b'a'..b'g', 1..3);
-        let record = (1u32..3, 0u64..8, key, proptest::collection::vec(any::<u8>(), 0..4)).prop_map(|(client, seq, key, bytes)| Record { epoch: Epoch(1), id: OpId { client, seq }, key, bytes: bytes.into(), bulk: 0 });
-        proptest!(|(records in proptest::collection::vec(record, 0..40))| {
-            let mut applied = rustc_hash::FxHashSet::default();
-            let mut objects = BTreeMap::new();
-            for rec in &records {
-                if row.contains(&rec.key) && applied.insert(rec.id) {
-                    extend_object(&mut objects, &rec.key, &rec.bytes);
-                }
-            }
-            let (built_applied, built_objects) = build_content(&row, records.iter());
-            prop_assert_eq!(built_applied, applied);
-            prop_assert_eq!(built_objects, objects);
-        });
-    }
-
-    /// A move target asked to finish again while its first finish still fences and copies:
-    /// the repeated ask waits for that attempt (within the patience the handler gives it) and
-    /// answers with its outcome, `Ok` once the range serves, `NotNow` once it failed, instead
-    /// of `InProgress` at once (seed 4189 of the default scenario: the leader's repeated asks
-    /// were all spent within a few ms and the round left the move just before the copy was
-    /// done). Returns, per case, the repeated ask's answer and when it came (ms after the ask).
-    fn repeated_finish(first_succeeds: bool) -> (Result<(), FinishError>, u64) {
-        let out = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let (o, waiting) = (out.clone(), out.clone());
-        crate::testkit::block_on(async move {
-            let h = madsim::runtime::Handle::current();
-            h.create_node().name("server-1").ip(server_addr(ServerId(1)).ip()).init(move || {
-                let o = o.clone();
-                async move {
-                    let net = crate::seam::Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() };
-                    let rpc = Rpc::bind(server_addr(ServerId(1)), &net).await;
-                    let knobs = Knobs::default();
-                    let row = RangeRow { id: RangeId(1), start: vec![], end: None, owner: Some(ServerId(1)), owner_session: 7, epoch: Epoch(3), state: RangeState::Preparing, sources: vec![], sealed: 0, born_ms: 0 };
-                    let core = Rc::new(RefCell::new(ServerCore::new(ServerId(1))));
-                    core.borrow_mut().session = Some(7);
-                    // The first finish is running: the range is held, loading.
-                    assert_eq!(core.borrow_mut().begin_finish(&row).map_err(|e| format!("{e:?}")), Ok(Some(vec![])));
-                    let (c, r) = (core.clone(), row.clone());
-                    crate::seam::spawn(async move {
-                        sleep_ms(100).await;
-                        let loaded = if first_succeeds { Ok(vec![]) } else { Err("the store did not answer".to_string()) };
-                        let _ = c.borrow_mut().finish_open(&r, None, loaded);
-                    });
-                    let start = now_us();
-                    let digest = StreamDigest::of(&[]);
-                    let repeated = finish_move(&core, &knobs, &rpc, &row, digest, Strategy::StopAndCopy, &[]);
-                    let answer = crate::seam::timeout_ms(crate::msg::finish_patience_ms(knobs.rpc_timeout_ms), repeated).await.unwrap_or(Err(FinishError::InProgress));
-                    *o.lock().unwrap() = Some((answer, (now_us() - start) / 1000));
-                }
-            }).build();
-            while waiting.lock().unwrap().is_none() {
-                sleep_ms(10).await;
-            }
-        });
-        let answer = out.lock().unwrap().take().expect("answered");
-        answer
-    }
-
-    #[test]
-    fn server_repeated_finish_waits_for_the_running_one() {
-        let (answer, after_ms) = repeated_finish(true);
-        assert_eq!(answer, Ok(()), "the copy finished within the patience: the repeated ask says so");
-        assert!((100..150).contains(&after_ms), "answered when the first attempt ended, not at once: {after_ms} ms");
-        let (answer, after_ms) = repeated_finish(false);
-        assert!(matches!(answer, Err(FinishError::NotNow(_))), "the first attempt failed: {answer:?}");
-        assert!((100..150).contains(&after_ms), "woken by the failure, not by the patience: {after_ms} ms");
-    }
-}
