@@ -35,6 +35,7 @@ pub mod msg;
 pub mod mutation;
 pub mod seam;
 pub mod server;
+#[path = "store/core.rs"]
 pub mod store;
 #[cfg(test)]
 mod testkit;
