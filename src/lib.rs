@@ -9,7 +9,7 @@
 //! | [`map`] | the partition map table: rows, ops, tiling (pure) |
 //! | [`authority`] | the coordination authority's rules as a pure state machine: leader lease, session leases, map compare-and-set |
 //! | [`lock`] | the authority node: drives [`authority::AuthorityCore`] with the network and its disk |
-//! | [`store`] | durable stream store with fencing |
+//! | [`store`] | durable stream store with fencing (a pure core and the node task that performs it) |
 //! | [`server`] | partition servers: authority check + admission, open by fence-and-load (a pure core, its flows, and the node task that performs them) |
 //! | [`handoff`] | the move and split/merge flows as step machines: next step or abort from the state and the last reply |
 //! | [`manager`] | partition manager: leader-only planner (bootstrap, assign, failover) |
@@ -35,7 +35,6 @@ pub mod msg;
 pub mod mutation;
 pub mod seam;
 pub mod server;
-#[path = "store/core.rs"]
 pub mod store;
 #[cfg(test)]
 mod testkit;
