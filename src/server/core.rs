@@ -414,7 +414,7 @@ impl ServerCore {
     }
 
     /// Whether `row` is still loading here at its epoch: a load (an open, a move's finish, a
-    /// reload) that finds it no longer is stops reading the stream (`read_chunks`).
+    /// reload) that finds it no longer is stops reading the stream ([`super::flow::Want`]).
     pub fn loading(&self, row: &RangeRow) -> bool {
         self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading)
     }

@@ -223,3 +223,84 @@ fn server_flow_repeated_finish_waits_for_the_running_one_without_a_bound_of_its_
     let step = core.handle(Input::Waited { wait, timed_out: false }, 13);
     assert!(matches!(step.next, Next::Done(Some(Msg::MoveFinished { result: Err(FinishError::NotNow(_)) }))), "{:?}", step.next);
 }
+
+#[test]
+fn server_flow_open_reads_the_lineage_keeping_the_sources_keys_then_fences() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    let parent = crate::msg::Source { stream: RangeId(7), upto: 2, start: b"k1".to_vec(), end: Some(b"k2".to_vec()) };
+    let open = Msg::Open { row: Box::new(row(2)), leader_epoch: 1, lineage: vec![parent] };
+    let (read, then) = store_call(request(&mut core, open, 10));
+    assert!(matches!(read, Msg::ReadStream { stream: RangeId(7), from: 0, upto: Some(2), precopy: false }), "{read:?}");
+    let answer = Msg::StreamRead { records: vec![rec(1, 1), rec(2, 1)], length: 2, precopy: false };
+    let (fence, then) = store_call(core.handle(Input::Answered { then, answer: Some(answer) }, 20));
+    assert!(matches!(fence, Msg::Fence { stream: R, epoch: Epoch(2), from: 0, .. }), "{fence:?}");
+    let answer = Msg::FenceResult { result: Ok(vec![]), length: 0, prefix: StreamDigest::default() };
+    let step = core.handle(Input::Answered { then, answer: Some(answer) }, 30);
+    assert_eq!(events(&step.effects), vec!["activated server=1 range=1 epoch=2 records=1 stream=0".to_string()], "k1 inherited, k2 outside the source's keys");
+    assert!(matches!(step.next, Next::Done(Some(Msg::Opened { result: Ok(()) }))));
+    assert_eq!(core.ranges[&R].base.as_slice(), &[rec(1, 1)]);
+}
+
+#[test]
+fn server_flow_open_fails_when_a_source_ends_short_of_its_sealed_length() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    let parent = crate::msg::Source { stream: RangeId(7), upto: 3, start: vec![], end: None };
+    let (_, then) = store_call(request(&mut core, Msg::Open { row: Box::new(row(2)), leader_epoch: 1, lineage: vec![parent] }, 10));
+    let answer = Msg::StreamRead { records: vec![rec(1, 1)], length: 1, precopy: false };
+    let (read, then) = store_call(core.handle(Input::Answered { then, answer: Some(answer) }, 20));
+    assert!(matches!(read, Msg::ReadStream { from: 1, upto: Some(3), .. }), "the rest asked for: {read:?}");
+    let answer = Msg::StreamRead { records: vec![], length: 1, precopy: false };
+    let step = core.handle(Input::Answered { then, answer: Some(answer) }, 30);
+    assert!(matches!(step.next, Next::Done(Some(Msg::Opened { result: Err(ref e) })) if e == "store did not answer the fence"), "{:?}", step.next);
+    assert!(core.ranges.is_empty());
+}
+
+#[test]
+fn server_flow_publish_before_fence_serves_after_an_unfenced_read_and_sends_the_fence_unawaited() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    core.mutation = Some(crate::config::Mutation::PublishBeforeFence);
+    let (read, then) = store_call(request(&mut core, Msg::Open { row: Box::new(row(2)), leader_epoch: 1, lineage: vec![] }, 10));
+    assert!(matches!(read, Msg::ReadStream { stream: R, from: 0, upto: None, .. }), "{read:?}");
+    let answer = Msg::StreamRead { records: vec![rec(1, 1)], length: 1, precopy: false };
+    let step = core.handle(Input::Answered { then, answer: Some(answer) }, 20);
+    assert_eq!(step.effects[0], Effect::Spawn(Then::LooseFence(row(2))), "the fence's task is spawned before the range serves");
+    assert_eq!(events(&step.effects), vec!["activated server=1 range=1 epoch=2 records=1 stream=1".to_string()]);
+    assert!(matches!(step.next, Next::Done(Some(Msg::Opened { result: Ok(()) }))));
+    let (fence, then) = store_call(core.handle(Input::Resume(Then::LooseFence(row(2))), 21));
+    assert!(matches!(fence, Msg::Fence { epoch: Epoch(2), from: 0, .. }));
+    assert_eq!(then, Then::Ignore);
+    assert!(matches!(core.handle(Input::Answered { then, answer: None }, 22).next, Next::Done(None)));
+}
+
+#[test]
+fn server_flow_move_target_precopies_then_fences_copies_the_tail_and_serves() {
+    let mut core = ServerCore::new(ServerId(1));
+    core.session = Some(1);
+    let pre_copy = Msg::PreCopy { row: Box::new(row(3)), threshold_bytes: 0, max_rounds: 4, leader_epoch: 1 };
+    let (read, then) = store_call(request(&mut core, pre_copy, 10));
+    assert!(matches!(read, Msg::ReadStream { stream: R, from: 0, upto: None, precopy: true }), "{read:?}");
+    let answer = Msg::StreamRead { records: vec![rec(1, 2)], length: 2, precopy: true };
+    let (read, then) = store_call(core.handle(Input::Answered { then, answer: Some(answer) }, 20));
+    assert!(matches!(read, Msg::ReadStream { from: 1, upto: Some(2), precopy: true, .. }), "to the durable end of the first answer: {read:?}");
+    let answer = Msg::StreamRead { records: vec![rec(2, 2)], length: 2, precopy: true };
+    let step = core.handle(Input::Answered { then, answer: Some(answer) }, 30);
+    assert_eq!(events(&step.effects), vec!["precopied server=1 range=1 epoch=3 round=1 bytes=4".to_string()]);
+    assert!(matches!(step.next, Next::Done(Some(Msg::PreCopied { result: Ok(ref p) })) if p.rounds == 1 && p.bytes == 4 && !p.ready), "{:?}", step.next);
+    // The cutover: fence at the transfer's epoch past the two records copied, then the tail.
+    let all = [rec(1, 2), rec(2, 2), rec(3, 2)];
+    let finish = Msg::FinishMove { row: Box::new(row(3)), digest: StreamDigest::of(&all), strategy: Strategy::PreCopy, lineage: vec![], leader_epoch: 1 };
+    let Next::Detach { flow, .. } = request(&mut core, finish, 40).next else { panic!() };
+    let (fence, then) = store_call(core.handle(Input::Resume(flow), 41));
+    assert!(matches!(fence, Msg::Fence { stream: R, epoch: Epoch(3), from: 2, ref bar } if bar.is_empty()), "{fence:?}");
+    let answer = Msg::FenceResult { result: Ok(vec![rec(3, 2)]), length: 3, prefix: StreamDigest::default() };
+    let step = core.handle(Input::Answered { then, answer: Some(answer) }, 50);
+    let events = events(&step.effects);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(events[0].starts_with("activated server=1 range=1 epoch=3 records=3 stream=3"), "{events:?}");
+    assert!(events[1].starts_with("handoff server=1 range=1 epoch=3"), "{events:?}");
+    assert!(matches!(step.next, Next::Done(Some(Msg::MoveFinished { result: Ok(()) }))));
+    assert!(core.copies.is_empty());
+}

@@ -123,6 +123,8 @@ impl Node {
                             false
                         }
                     };
+                    // Forget the wakeups no one waits on any more (a range dropped meanwhile).
+                    self.waits.borrow_mut().retain(|_, notify| Rc::strong_count(notify) > 1);
                     Input::Waited { wait, timed_out }
                 }
                 Next::Detach { flow, patience_ms, otherwise } => {
