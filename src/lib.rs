@@ -9,8 +9,8 @@
 //! | [`map`] | the partition map table: rows, ops, tiling (pure) |
 //! | [`authority`] | the coordination authority's rules as a pure state machine: leader lease, session leases, map compare-and-set |
 //! | [`lock`] | the authority node: drives [`authority::AuthorityCore`] with the network and its disk |
-//! | [`store`] | durable stream store with fencing |
-//! | [`server`] | partition servers: authority check + admission, open by fence-and-load |
+//! | [`store`] | durable stream store with fencing (a pure core and the node task that performs it) |
+//! | [`server`] | partition servers: authority check + admission, open by fence-and-load (a pure core, its flows, and the node task that performs them) |
 //! | [`handoff`] | the move and split/merge flows as step machines: next step or abort from the state and the last reply |
 //! | [`manager`] | partition manager: leader-only planner (bootstrap, assign, failover) |
 //! | [`frontend`] | routing with a cached map, refresh and retry with the same idempotency id: a pure core ([`frontend::FrontendCore`]) under its node task |
@@ -36,9 +36,5 @@ pub mod mutation;
 pub mod seam;
 pub mod server;
 pub mod store;
-#[cfg(test)]
-mod server_node_tests;
-#[cfg(test)]
-mod server_tests;
 #[cfg(test)]
 mod testkit;

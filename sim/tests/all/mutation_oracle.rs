@@ -1,10 +1,11 @@
-//! The sweep oracle of mutation testing (issue 19): a bounded sweep of the scenarios that
+//! The sweep oracle of mutation testing: a bounded sweep of the scenarios that
 //! exercise one file of the control plane, failing on the first seed whose run violates a
 //! property (safety or liveness) or panics. cargo-mutants runs it on each mutant the library's
 //! tests did not catch (`just mutation-sweep FILE`, README "Mutation testing"); it is ignored
 //! in the ordinary test run.
 //!
-//! `PARTMAP_ORACLE_FILE` names the file (`src/server.rs`; unset: every scenario below once);
+//! `PARTMAP_ORACLE_FILE` names the file (`src/server/core.rs`; a file of a folder, `src/server/` or
+//! `src/store/`, picks the folder's scenarios; unset: every scenario below once);
 //! `PARTMAP_ORACLE_SEEDS` the seeds per scenario (default 20, seeds 0..N); the runs use two
 //! worker threads.
 
@@ -18,10 +19,10 @@ use std::sync::Mutex;
 /// it, plus the default one.
 fn scenarios_for(file: &str) -> Vec<&'static str> {
     let mut s = match file {
-        "src/store.rs" => vec!["stale-write-after-failover.json", "held-store-append.json", "failover.json"],
+        f if f.starts_with("src/store") => vec!["stale-write-after-failover.json", "held-store-append.json", "failover.json"],
         "src/authority.rs" | "src/lock.rs" => vec!["dueling-managers.json", "authority-outage.json", "failover.json"],
         "src/map.rs" => vec!["split-merge.json", "moves.json", "merge-manager-crash.json"],
-        "src/server.rs" => vec!["paused-owner.json", "cut-off-owner.json", "stale-pause.json", "unfenced-new-owner.json", "transfer-divergence.json", "clock-drift-long-lease.json", "moves.json"],
+        f if f.starts_with("src/server") => vec!["paused-owner.json", "cut-off-owner.json", "stale-pause.json", "unfenced-new-owner.json", "transfer-divergence.json", "clock-drift-long-lease.json", "moves.json"],
         "src/frontend.rs" => vec!["failover.json", "authority-outage.json", "moves.json"],
         "src/handoff.rs" => vec!["moves.json", "split-merge.json", "merge-manager-crash.json", "move-source-crash.json", "transfer-divergence.json"],
         _ => vec!["failover.json", "moves.json", "split-merge.json", "dueling-managers.json"],

@@ -1,4 +1,4 @@
-//! The server node task against a real store (issue 19): open by fence-and-load, appends
+//! The server node task against a real store: open by fence-and-load, appends
 //! acknowledged once durable and visible, deduplicated retries, a newer owner's fence, a
 //! planned move between two real servers, lineage loads, session loss and an authority that
 //! goes silent. The authority is scripted (sessions 1, 2, ... in registration order; renewals
@@ -614,10 +614,9 @@ fn server_node_reopen_over_kept_content_goes_on_from_the_streams_end() {
 }
 
 /// A load or pre-copy whose purpose is gone stops reading the stream at its next chunk, so it
-/// does not take the store's link from the transfer that matters (found by the pause review:
-/// stop-and-copy of 16 GiB at r = 0.25 of 100 MiB/s with faults, seed 0, where loads of epochs
-/// already dropped kept reading 17 GiB each and the range was still preparing 540 s after the
-/// heal). The stream is 40 records of 400 kB on 10 MB/s links, a chunk each: one load takes
+/// does not take the store's link from the transfer that matters (loads of epochs already
+/// dropped would otherwise keep reading the whole stream each, ahead of the load that
+/// matters). The stream is 40 records of 400 kB on 10 MB/s links, a chunk each: one load takes
 /// 2.17 s. An open reopened at a newer epoch 300 ms into its load answers within 200 ms (42 ms
 /// measured; 2.77 s without the check), and the newer load takes under 2.5 s (2.17 s; 3.10 s
 /// with the old load still reading); a pre-copy round whose copy a newer transfer's replaced
@@ -677,4 +676,77 @@ fn server_node_abandoned_load_stops_reading_the_stream() {
             assert!(stopped_ms < 700, "the load of e8 went on for {stopped_ms} ms after its session ended");
         }
     });
+}
+
+/// A repeated finish on a real node task, against a first attempt the test ends by hand.
+mod repeated_finish {
+    use crate::config::{server_addr, Knobs};
+    use crate::ids::{Epoch, RangeId, ServerId};
+    use crate::map::{RangeRow, RangeState, Strategy};
+    use crate::msg::{FinishError, Msg, StreamDigest};
+    use crate::seam::{now_us, sleep_ms, Rpc};
+    use crate::server::flow::Input;
+    use crate::server::node::Node;
+    use crate::server::ServerCore;
+
+    /// A move target asked to finish again while its first finish still fences and copies:
+    /// the repeated ask waits for that attempt (within the patience the handler gives it) and
+    /// answers with its outcome, `Ok` once the range serves, `NotNow` once it failed, instead
+    /// of `InProgress` at once (the leader's repeated asks would all be spent within a few ms and
+    /// the round would leave the move just before the copy was done). Returns, per case, the
+    /// repeated ask's answer and when it came (ms after the ask).
+    fn repeated_finish(first_succeeds: bool) -> (Result<(), FinishError>, u64) {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let (o, waiting) = (out.clone(), out.clone());
+        crate::testkit::block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            h.create_node().name("server-1").ip(server_addr(ServerId(1)).ip()).init(move || {
+                let o = o.clone();
+                async move {
+                    let net = crate::seam::Net { bandwidth_bytes_per_s: 1 << 30, faults: Default::default() };
+                    let rpc = Rpc::bind(server_addr(ServerId(1)), &net).await;
+                    let knobs = Knobs::default();
+                    let row = RangeRow { id: RangeId(1), start: vec![], end: None, owner: Some(ServerId(1)), owner_session: 7, epoch: Epoch(3), state: RangeState::Preparing, sources: vec![], sealed: 0, born_ms: 0 };
+                    let node = Node::new(ServerCore::with_knobs(ServerId(1), knobs), rpc);
+                    node.core.borrow_mut().session = Some(7);
+                    // The first finish is running: the range is held, loading.
+                    assert_eq!(node.core.borrow_mut().begin_finish(&row).map_err(|e| format!("{e:?}")), Ok(Some(vec![])));
+                    let (n, r) = (node.clone(), row.clone());
+                    crate::seam::spawn(async move {
+                        sleep_ms(100).await;
+                        let loaded = if first_succeeds { Ok(vec![]) } else { Err("the store did not answer".to_string()) };
+                        let effects = {
+                            let mut core = n.core.borrow_mut();
+                            let _ = core.finish_open(&r, None, loaded);
+                            core.take_effects()
+                        };
+                        n.perform(effects);
+                    });
+                    let start = now_us();
+                    let msg = Msg::FinishMove { row: Box::new(row), digest: StreamDigest::of(&[]), strategy: Strategy::StopAndCopy, lineage: vec![], leader_epoch: 0 };
+                    let step = node.handle(Input::Request { msg, link_backlog_us: 0 });
+                    let answer = match node.drive(step).await {
+                        Some(Msg::MoveFinished { result }) => result,
+                        other => panic!("{other:?}"),
+                    };
+                    *o.lock().unwrap() = Some((answer, (now_us() - start) / 1000));
+                }
+            }).build();
+            while waiting.lock().unwrap().is_none() {
+                sleep_ms(10).await;
+            }
+        });
+        let answer = out.lock().unwrap().take().expect("answered");
+        answer
+    }
+
+    #[test]
+    fn server_repeated_finish_waits_for_the_running_one() {
+        let (answer, after_ms) = repeated_finish(true);
+        assert_eq!(answer, Ok(()), "the copy finished within the patience: the repeated ask says so");
+        assert!((100..150).contains(&after_ms), "answered when the first attempt ended, not at once: {after_ms} ms");
+        let (answer, after_ms) = repeated_finish(false);
+        assert!(matches!(answer, Err(FinishError::NotNow(_))), "the first attempt failed: {answer:?}");
+        assert!((100..150).contains(&after_ms), "woken by the failure, not by the patience: {after_ms} ms");
+    }
 }

@@ -1,14 +1,27 @@
-//! Unit transcripts of [`crate::server::ServerCore`] (issue 19): the authority check and
-//! admission, commands from leaders, the store's answers, bounded reads, the move's steps at
-//! both ends, and pre-copy rounds. Kept apart from `server.rs` so the rules can be read as a
-//! list; the node task's behaviour is tested in `server_node_tests.rs`.
+//! Unit transcripts of [`crate::server::ServerCore`]'s steps, without a runtime: the authority
+//! check and admission, commands from leaders, the store's answers, bounded reads, the move's
+//! steps at both ends, and pre-copy rounds. Kept apart from `core.rs` so the rules can be read
+//! as a list; the flows that string the steps together are tested in `flow_tests.rs`, the node
+//! task in `node_tests.rs`.
 
 use crate::config::Mutation;
 use crate::ids::{Epoch, OpId, RangeId, ServerId};
 use crate::map::{RangeRow, RangeState, Strategy};
 use crate::msg::{FinishError, ReadLevel, Record, Refusal, StreamDigest};
 use crate::server::{HeldState, ServerCore};
-use crate::testkit::{capture, has};
+use crate::testkit::has;
+
+/// Run `f` on `core` and return its result with the events it queued, rendered as the trace
+/// shows them (what was queued before is dropped).
+fn capture<R>(core: &mut ServerCore, f: impl FnOnce(&mut ServerCore) -> R) -> (R, Vec<String>) {
+    core.take_effects();
+    let r = f(core);
+    let events = core.take_effects().into_iter().filter_map(|e| match e {
+        crate::server::Effect::Event(e) => Some(e.to_string()),
+        _ => None,
+    });
+    (r, events.collect())
+}
 use std::rc::Rc;
 
 const R: RangeId = RangeId(1);
@@ -56,12 +69,12 @@ fn bounded(core: &mut ServerCore, ms: u64, now_us: u64) -> Result<Vec<u8>, Refus
     core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms }, now_us).map(|v| v.to_vec())
 }
 
-/// The issue-19 mutant of `authorize`: a request naming a newer epoch than the one held is
+/// Guards `authorize` against admitting a newer epoch (mutation `server-admits-newer-epoch`): a request naming a newer epoch than the one held is
 /// refused (the map knows a newer owner), and never admitted at that epoch.
 #[test]
 fn server_refuses_a_request_naming_a_newer_epoch() {
     let mut core = serving(4, vec![]);
-    let (r, events) = capture(|| core.admit(R, Epoch(5), b"b", id(1), 10));
+    let (r, events) = capture(&mut core, |core| core.admit(R, Epoch(5), b"b", id(1), 10));
     assert_eq!(r, Err(Refusal::NotOwner));
     assert!(has(&events, "refused server=1 range=1 epoch=5"), "{events:?}");
     assert_eq!(strong(&mut core, 5, "b", 10), Err(Refusal::NotOwner));
@@ -111,26 +124,26 @@ fn server_admission_checks_state_pause_lease_and_session() {
 #[test]
 fn server_admission_traces_and_deduplicates() {
     let mut core = serving(3, vec![rec(1, 3, "b", "x;")]);
-    let (r, events) = capture(|| core.admit(R, Epoch(3), b"c", id(2), 10));
+    let (r, events) = capture(&mut core, |core| core.admit(R, Epoch(3), b"c", id(2), 10));
     assert_eq!(r, Ok(Some(Epoch(3))));
     assert_eq!(events, vec!["admit server=1 session=1 range=1 epoch=3 key=c client=1 seq=2".to_string()]);
     assert!(core.ranges[&R].inflight.contains(&id(2)));
-    let (r, events) = capture(|| core.admit(R, Epoch(3), b"b", id(1), 10));
+    let (r, events) = capture(&mut core, |core| core.admit(R, Epoch(3), b"b", id(1), 10));
     assert_eq!(r, Ok(None), "already in the stream: no new effect");
     assert!(events.is_empty(), "{events:?}");
-    let (r, events) = capture(|| core.admit(R, Epoch(2), b"b", id(3), 10));
+    let (r, events) = capture(&mut core, |core| core.admit(R, Epoch(2), b"b", id(3), 10));
     assert_eq!(r, Err(Refusal::StaleEpoch { current: Epoch(3) }));
     assert!(has(&events, "refused server=1 range=1 epoch=2 key=b op=append"), "{events:?}");
 }
 
-/// The issue-19 mutant of `finish_append`: a fence above our epoch means a newer owner; the
+/// Guards `finish_append` (mutation `server-keeps-fenced-range`): a fence above our epoch means a newer owner; the
 /// range is dropped, and nothing more is admitted or read here.
 #[test]
 fn server_fenced_by_a_newer_owner_drops_the_range() {
     let mut core = serving(3, vec![]);
     let r1 = rec(1, 3, "b", "x;");
     core.admit(R, Epoch(3), b"b", r1.id, 10).unwrap();
-    let (resync, events) = capture(|| core.finish_append(R, &r1, Some(Err(Epoch(4)))));
+    let (resync, events) = capture(&mut core, |core| core.finish_append(R, &r1, Some(Err(Epoch(4)))));
     assert_eq!(resync, None);
     assert!(!core.ranges.contains_key(&R));
     assert!(has(&events, "dropped server=1 range=1 epoch=3"), "{events:?}");
@@ -174,7 +187,7 @@ fn server_store_answers_for_another_epoch_or_an_old_offset_change_nothing() {
     assert_eq!(core.ranges[&R].next_offset, 2);
 }
 
-/// The issue-19 mutant of `command`: a deposed leader's command is refused and traced; a newer
+/// Guards `command` (mutation `server-obeys-deposed-leader`): a deposed leader's command is refused and traced; a newer
 /// leader's raises the bar.
 #[test]
 fn server_refuses_a_deposed_leaders_command() {
@@ -182,7 +195,7 @@ fn server_refuses_a_deposed_leaders_command() {
     assert_eq!(core.command(3, "open"), Ok(()));
     assert_eq!(core.leader_epoch_seen, 3);
     assert_eq!(core.command(3, "pause"), Ok(()), "the same term again");
-    let (r, events) = capture(|| core.command(2, "release"));
+    let (r, events) = capture(&mut core, |core| core.command(2, "release"));
     assert_eq!(r, Err("server-1: stale leader epoch 2 (seen 3)".to_string()));
     assert_eq!(events, vec!["stale_command server=1 command=release leader_epoch=2 seen=3".to_string()]);
     assert_eq!(core.command(5, "open"), Ok(()));
@@ -236,12 +249,12 @@ fn server_bounded_read_age_and_drift_arithmetic() {
 #[test]
 fn server_reads_are_traced_with_their_level() {
     let mut core = serving(1, vec![rec(1, 1, "b", "v;")]);
-    let (r, events) = capture(|| core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms: 5 }, 10));
+    let (r, events) = capture(&mut core, |core| core.read(R, Epoch(1), b"b", ReadLevel::Bounded { ms: 5 }, 10));
     assert_eq!(r.map(|v| v.to_vec()), Ok(b"v;".to_vec()));
     assert_eq!(events, vec!["read_served server=1 range=1 epoch=1 key=b level=bounded".to_string()]);
-    let (_, events) = capture(|| core.read(R, Epoch(1), b"c", ReadLevel::Strong, 10));
+    let (_, events) = capture(&mut core, |core| core.read(R, Epoch(1), b"c", ReadLevel::Strong, 10));
     assert_eq!(events, vec!["read_served server=1 range=1 epoch=1 key=c level=strong".to_string()]);
-    let (_, events) = capture(|| core.read(R, Epoch(0), b"c", ReadLevel::Strong, 10));
+    let (_, events) = capture(&mut core, |core| core.read(R, Epoch(0), b"c", ReadLevel::Strong, 10));
     assert!(has(&events, "refused server=1 range=1 epoch=0 key=c op=read"), "{events:?}");
 }
 
@@ -271,13 +284,13 @@ fn server_open_rules_reopen_and_refused_load() {
     let mut core = serving(3, vec![]);
     assert!(core.begin_open(&row(2, 1)).unwrap_err().contains("held at newer"));
     assert_eq!(core.begin_open(&row(3, 1)), Ok(None), "already active at that epoch");
-    let (r, events) = capture(|| core.begin_open(&row(4, 1)));
+    let (r, events) = capture(&mut core, |core| core.begin_open(&row(4, 1)));
     assert_eq!(r, Ok(Some(0)), "drained: the (empty) content is kept, the load starts at offset 0");
     assert!(has(&events, "dropped server=1 range=1 epoch=3"), "{events:?}");
     assert_eq!(core.ranges[&R].state, HeldState::Loading);
     assert!(core.begin_open(&row(4, 1)).unwrap_err().contains("already loading"));
     assert!(core.finish_open(&row(5, 1), None, Ok(vec![])).is_err(), "not the epoch being opened");
-    let (r, events) = capture(|| core.finish_open(&row(4, 1), None, Err("fence already at 6".into())));
+    let (r, events) = capture(&mut core, |core| core.finish_open(&row(4, 1), None, Err("fence already at 6".into())));
     assert_eq!(r, Err("fence already at 6".to_string()));
     assert!(!core.ranges.contains_key(&R));
     assert!(has(&events, "dropped server=1 range=1 epoch=4"), "{events:?}");
@@ -296,7 +309,7 @@ fn server_open_loads_lineage_filtered_to_the_range_and_deduplicated() {
     core.begin_open(&r).unwrap();
     let base = Rc::new(vec![rec(1, 1, "b", "p;"), rec(2, 1, "z", "outside;")]);
     let stream = vec![rec(3, 5, "b", "c;"), rec(1, 1, "b", "p;")];
-    let (_, events) = capture(|| core.finish_open(&r, Some(base), Ok(stream.clone())));
+    let (_, events) = capture(&mut core, |core| core.finish_open(&r, Some(base), Ok(stream.clone())));
     assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;".to_vec()), "base first, a record seen twice applied once");
     assert!(events.contains(&"activated server=1 range=1 epoch=5 records=4 stream=2".to_string()), "{events:?}");
     let h = &core.ranges[&R];
@@ -305,7 +318,7 @@ fn server_open_loads_lineage_filtered_to_the_range_and_deduplicated() {
     assert!(h.applied.contains(&id(1)) && h.applied.contains(&id(3)) && !h.applied.contains(&id(2)));
     // A reload that starts over from offset 0 (the store's prefix differs) keeps the base.
     let again = core.suspect(R, Epoch(5)).unwrap();
-    assert_eq!(capture(|| core.keep_prefix(&again, 2, StreamDigest::default())).0, 0);
+    assert_eq!(capture(&mut core, |core| core.keep_prefix(&again, 2, StreamDigest::default())).0, 0);
     core.finish_open(&again, None, Ok(stream.clone())).unwrap();
     assert_eq!(strong(&mut core, 5, "b", 10), Ok(b"p;c;".to_vec()));
     // Acknowledgements beyond the loaded stream survive the reload and apply in order.
@@ -326,9 +339,9 @@ fn server_pause_drain_and_release() {
     assert!(core.drained(R, Epoch(2)).is_err(), "not paused yet");
     let r2 = rec(2, 2, "c", "yy;");
     core.admit(R, Epoch(2), b"c", r2.id, 5).unwrap();
-    let (_, events) = capture(|| core.pause(R, Epoch(2), 10));
+    let (_, events) = capture(&mut core, |core| core.pause(R, Epoch(2), 10));
     assert_eq!(events, vec!["paused server=1 range=1 epoch=2".to_string()]);
-    let (_, events) = capture(|| core.pause(R, Epoch(2), 20));
+    let (_, events) = capture(&mut core, |core| core.pause(R, Epoch(2), 20));
     assert!(events.is_empty(), "idempotent");
     assert_eq!(core.ranges[&R].paused_at_us, 10);
     assert_eq!(core.drained(R, Epoch(2)), Ok(None), "an admitted append is on its way");
@@ -352,11 +365,11 @@ fn server_pause_drain_and_release() {
     core.release(R, Epoch(1), ServerId(2), Epoch(3));
     assert!(core.ranges.contains_key(&R));
     core.moved.clear();
-    let (_, events) = capture(|| core.release(R, Epoch(2), ServerId(2), Epoch(3)));
+    let (_, events) = capture(&mut core, |core| core.release(R, Epoch(2), ServerId(2), Epoch(3)));
     assert!(!core.ranges.contains_key(&R));
     assert!(has(&events, "dropped server=1 range=1 epoch=2"), "{events:?}");
     assert_eq!(core.moved.get(&R), Some(&(ServerId(2), Epoch(3))));
-    let (r, events) = capture(|| core.admit(R, Epoch(2), b"b", id(9), 10));
+    let (r, events) = capture(&mut core, |core| core.admit(R, Epoch(2), b"b", id(9), 10));
     assert_eq!(r, Err(Refusal::Moved { owner: ServerId(2), epoch: Epoch(3) }));
     assert!(has(&events, "redirected server=1 range=1 epoch=2 key=b to=2 new_epoch=3"), "{events:?}");
     // A split or merge (epoch 0): nobody to name.
@@ -388,7 +401,7 @@ fn server_move_target_verifies_the_copy_and_reports_the_handoff() {
     t.lease_valid_until_us = 1_000_000;
     let r = row(2, 1);
     assert_eq!(t.begin_finish(&r), Ok(Some(vec![])));
-    let (res, events) = capture(|| t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![b.clone()], digest_of(&[a.clone(), b.clone()]), Strategy::PreCopy));
+    let (res, events) = capture(&mut t, |t| t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![b.clone()], digest_of(&[a.clone(), b.clone()]), Strategy::PreCopy));
     assert_eq!(res, Ok(()));
     assert!(events.contains(&"handoff server=1 range=1 epoch=2 strategy=pre-copy precopy_bytes=6 tail_bytes=7 bytes=13".to_string()), "{events:?}");
     assert_eq!(t.begin_finish(&r), Ok(None), "a repeated finish: already serving");
@@ -397,7 +410,7 @@ fn server_move_target_verifies_the_copy_and_reports_the_handoff() {
     t.session = Some(1);
     t.begin_finish(&r).unwrap();
     let forged = rec(2, 1, "c", "secoNd;");
-    let (res, events) = capture(|| t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![forged.clone()], digest_of(&[a.clone(), b.clone()]), Strategy::PreCopy));
+    let (res, events) = capture(&mut t, |t| t.complete_move(&r, Rc::new(vec![]), vec![a.clone()], vec![forged.clone()], digest_of(&[a.clone(), b.clone()]), Strategy::PreCopy));
     assert!(matches!(res, Err(FinishError::Diverged(ref why)) if why.contains("does not match")), "{res:?}");
     assert!(has(&events, "diverged server=1 range=1 epoch=2"), "{events:?}");
     assert!(!t.ranges.contains_key(&R));
@@ -420,7 +433,7 @@ fn server_pre_copy_rounds_until_the_tail_is_small_or_the_rounds_run_out() {
     assert_eq!(t.begin_copy_round(&r, 10, 4), Ok(Ok(0)));
     let busy = t.begin_copy_round(&r, 10, 4).unwrap().unwrap_err();
     assert_eq!((busy.rounds, busy.ready), (0, false), "a round is running");
-    let (p, events) = capture(|| t.finish_copy_round(&r, 0, Some(vec![rec(1, 1, "b", "0123456789ab")])));
+    let (p, events) = capture(&mut t, |t| t.finish_copy_round(&r, 0, Some(vec![rec(1, 1, "b", "0123456789ab")])));
     assert_eq!((p.rounds, p.bytes, p.ready), (1, 12, false));
     assert_eq!(events, vec!["precopied server=1 range=1 epoch=2 round=1 bytes=12".to_string()]);
     assert_eq!(t.begin_copy_round(&r, 10, 4), Ok(Ok(1)), "12 bytes > 10: another round from offset 1");
@@ -455,14 +468,14 @@ fn server_pre_copy_rounds_until_the_tail_is_small_or_the_rounds_run_out() {
 fn server_losing_its_session_drops_everything() {
     let mut core = serving(2, vec![]);
     core.copies.insert(RangeId(5), crate::server::CopyState { row: row(2, 1), records: vec![], rounds: 0, last_round_bytes: 0, busy: false });
-    let (_, events) = capture(|| core.lose_session("session_expired"));
+    let (_, events) = capture(&mut core, |core| core.lose_session("session_expired"));
     assert_eq!(events, vec!["dropped server=1 range=1 epoch=2 reason=session_expired".to_string()]);
     assert!(core.ranges.is_empty() && core.copies.is_empty());
     assert_eq!((core.session, core.lease_valid_until_us), (None, 0));
 }
 
-// The transcripts that lived in `server.rs` before (the worked move at both ends, sessions,
-// reloads, ack order, and issue 15's kept pre-copy and reopening over kept content).
+// Longer exchanges: the worked move at both ends, sessions, reloads, ack order, the kept
+// pre-copy and reopening over kept content.
 
 fn active(core: &mut ServerCore, r: &RangeRow) {
     assert_eq!(core.begin_open(r), Ok(Some(0)));
@@ -513,9 +526,9 @@ fn server_worked_move_both_ends_6_7_and_6_bytes() {
     assert_eq!(bytes, 19);
 }
 
-/// Found by seed 314 of the default scenario: a registration answered late gave the server
-/// session 7 while the manager had assigned ranges to its unanswered session 5; the server
-/// opened them anyway and kept serving after the manager moved them on.
+/// A registration answered late can give the server session 7 while the manager assigned
+/// ranges to its unanswered session 5: the server must not open them (it would keep serving
+/// after the manager moved them on).
 #[test]
 fn server_refuses_to_open_a_range_assigned_to_another_session() {
     let mut core = ServerCore::new(ServerId(1));
@@ -557,8 +570,7 @@ fn server_unknown_store_outcome_forces_a_reload_and_a_retry_is_deduplicated() {
     assert_eq!(core.read(RangeId(1), Epoch(4), b"b", ReadLevel::Strong, 10).map(|v| v.to_vec()), Ok(b"x;".to_vec()));
 }
 
-/// Found by the end-to-end final reads (seeds 2 and 4 of the default scenario): acks that
-/// overtake each other, or arrive during a reload, must not reorder a key's content.
+/// Acks that overtake each other, or arrive during a reload, must not reorder a key's content.
 #[test]
 fn server_content_keeps_stream_order_when_acks_overtake_each_other() {
     let mut core = serving(4, vec![]);
@@ -600,7 +612,7 @@ fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
     let resync = core.finish_append(RangeId(1), &c, None).expect("reload");
     assert_eq!(core.load_from(&resync), 2);
     // The store lost b and holds x at offset 1: same length, another checksum.
-    let (kept, events) = capture(|| core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), x.clone()])));
+    let (kept, events) = capture(&mut core, |core| core.keep_prefix(&resync, 2, StreamDigest::of(&[a.clone(), x.clone()])));
     assert_eq!(kept, 0, "start over");
     assert!(has(&events, "prefix_diverged server=1 range=1 epoch=4 held_records=2"), "{events:?}");
     assert_eq!(core.load_from(&resync), 0);
@@ -611,7 +623,7 @@ fn server_reload_keeps_its_prefix_only_when_the_store_digest_matches() {
     let resync = core.suspect(RangeId(1), Epoch(4)).unwrap();
     assert_eq!(core.load_from(&resync), 3);
     let short = StreamDigest::of(&[a.clone(), x.clone()]);
-    assert_eq!(capture(|| core.keep_prefix(&resync, 3, short)).0, 0);
+    assert_eq!(capture(&mut core, |core| core.keep_prefix(&resync, 3, short)).0, 0);
     // A matching digest keeps the prefix; one for another offset than the load's is ignored.
     let mut core2 = ServerCore::new(ServerId(1));
     core2.session = Some(1);
@@ -637,7 +649,7 @@ fn rec_bulk(seq: u64, epoch: u64, key: &[u8], bytes: &[u8], bulk: u64) -> Record
     Record { epoch: Epoch(epoch), id: OpId { client: 1, seq }, key: key.to_vec(), bytes: bytes.to_vec().into(), bulk }
 }
 
-/// Issue 15: a finish attempt that fails short of a verdict (the store did not answer the
+/// A finish attempt that fails short of a verdict (the store did not answer the
 /// fence or the tail) gives the pre-copied records back, so the retry copies only the
 /// tail; before, the target dropped three rounds of pre-copy and the retry copied
 /// everything during the pause. A repeated finish while one runs is `InProgress`.
@@ -682,7 +694,7 @@ fn server_move_finish_does_not_take_a_busy_or_foreign_copy() {
     assert_eq!(c.copies[&R].records, vec![r1]);
 }
 
-/// Issue 15: a paused source whose move is rolled back keeps its drained content and
+/// A paused source whose move is rolled back keeps its drained content and
 /// loads only what the stream holds past it (a target may have appended at the transfer's
 /// epoch), so rolling back a large range costs a fence, not the whole range again. A range
 /// with an append in flight is loaded in full.
