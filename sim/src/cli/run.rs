@@ -24,6 +24,27 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    print_what_happened(&report);
+    print_handoffs(&report);
+    print_verdicts(&report, opts.mutation.is_some());
+    if let Err(code) = write_outputs(&report, &opts, history.as_deref(), emit_schedule.as_deref()) {
+        return code;
+    }
+    print_availability(&report);
+    let outcome = report.outcome();
+    println!("outcome={outcome:?} expected={:?}", opts.scenario.expect.outcome);
+    println!("trace_hash={:016x}", report.trace_hash);
+    if outcome.matches(opts.scenario.expect.outcome) {
+        ExitCode::SUCCESS
+    } else if outcome == partmap_sim::run::RunOutcome::Pass {
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(outcome.exit_code() as u8)
+    }
+}
+
+/// The faults and requests of the run, what was skipped or never fired, the operations and the coverage.
+fn print_what_happened(report: &partmap_sim::run::RunReport) {
     let o = &report.ops;
     println!("faults injected: {}", if report.faults.is_empty() { "none".to_string() } else { report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") });
     let verdicts = report.operator_verdicts();
@@ -52,6 +73,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         let parts: Vec<String> = report.reshapes.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!("splits and merges: {}", parts.join(" "));
     }
+}
+
+/// Every planned move's write pause and bytes copied, and the handoffs no map published.
+fn print_handoffs(report: &partmap_sim::run::RunReport) {
     for h in &report.handoffs {
         let client = h.client_gap_ms.map_or("no client tried".to_string(), |g| format!("{g:.1} ms"));
         let baseline = h.client_baseline_ms.map_or("none".to_string(), |g| format!("{g:.1} ms"));
@@ -69,6 +94,10 @@ pub fn run(args: RunArgs) -> ExitCode {
     if report.unannounced_versions > 0 {
         println!("map versions durable at lock-1 but never announced by a map_commit: {} (judged from the durable log)", report.unannounced_versions);
     }
+}
+
+/// Each property's verdict and its views; with a mutation on, what the checkers without the durable log and the served final reads say.
+fn print_verdicts(report: &partmap_sim::run::RunReport, mutated: bool) {
     for v in &report.verdicts {
         match &v.violation {
             None => println!("property {}: pass", v.property),
@@ -79,27 +108,37 @@ pub fn run(args: RunArgs) -> ExitCode {
             println!("  views: {}", views.join(" "));
         }
     }
-    if opts.mutation.is_some() {
+    if mutated {
         println!("checkers without the durable log and the served final reads: {}", report.legacy_violation.as_deref().map_or("pass".to_string(), |e| format!("violated: {e}")));
     }
-    if let Some(path) = &history {
+}
+
+/// `--history` and `--emit-schedule`: write the history as EDN and the drawn schedule. `Err`: exit 3, the file could not be written.
+fn write_outputs(report: &partmap_sim::run::RunReport, opts: &RunOptions, history: Option<&std::path::Path>, emit_schedule: Option<&std::path::Path>) -> Result<(), ExitCode> {
+    let seed = opts.seed;
+    if let Some(path) = history {
         match partmap_sim::report::history_edn::write(path, &report.events, &report.served) {
             Ok(n) => println!("history: {} ({n} operation lines, Jepsen EDN)", path.display()),
             Err(e) => {
                 eprintln!("error: --history: cannot write {e}");
-                return ExitCode::from(3);
+                return Err(ExitCode::from(3));
             }
         }
     }
-    if let Some(path) = &emit_schedule {
-        let s = partmap_sim::search::schedule::from_run(&report, &opts);
+    if let Some(path) = emit_schedule {
+        let s = partmap_sim::search::schedule::from_run(report, opts);
         let (faults, requests) = partmap_sim::search::schedule::counts(&s);
         if let Err(e) = partmap_sim::search::schedule::write(path, &s) {
             eprintln!("error: --emit-schedule: cannot write {e}");
-            return ExitCode::from(3);
+            return Err(ExitCode::from(3));
         }
         println!("schedule: {} ({faults} faults, {requests} operator requests; replay with --seed {seed})", path.display());
     }
+    Ok(())
+}
+
+/// The availability figures and the bounds they exceeded.
+fn print_availability(report: &partmap_sim::run::RunReport) {
     let a = &report.availability;
     println!(
         "availability: write_pause_ms={:.1} unavailable_ms={} range_unavailable_ms={}{} recovery_after_fault_ms={} leader_terms={} leader_terms_without_manager_fault={}",
@@ -108,15 +147,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     for line in &report.bounds_exceeded {
         println!("BOUND EXCEEDED: {line}");
     }
-    let outcome = report.outcome();
-    println!("outcome={outcome:?} expected={:?}", opts.scenario.expect.outcome);
-    println!("trace_hash={:016x}", report.trace_hash);
-    if outcome.matches(opts.scenario.expect.outcome) {
-        ExitCode::SUCCESS
-    } else if outcome == partmap_sim::run::RunOutcome::Pass {
-        ExitCode::from(1)
-    } else {
-        ExitCode::from(outcome.exit_code() as u8)
+    for line in &report.bounds_exceeded {
+        println!("BOUND EXCEEDED: {line}");
     }
 }
 
