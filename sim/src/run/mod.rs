@@ -374,48 +374,12 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     // Triggers that never fired: their tasks are gone with the runtime once their wakers are.
     crate::fault::trigger::reset();
     let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run, plan } = sim;
-    let mut ops = OpCounts::default();
-    for ev in &events {
-        if let What::Shed { .. } = &ev.what {
-            ops.shed += 1;
-            continue;
-        }
-        let What::Complete { op, id, outcome, .. } = &ev.what else { continue };
-        if id.client == 0 {
-            continue;
-        }
-        match (op, outcome) {
-            (ClientOp::Append, Outcome::Ok) => ops.appends_ok += 1,
-            (ClientOp::Append, Outcome::Fail) => ops.appends_failed += 1,
-            (ClientOp::Append, Outcome::Unavailable) => {
-                ops.appends_failed += 1;
-                ops.unavailable += 1;
-            }
-            (ClientOp::Read, Outcome::Unavailable) => {
-                ops.reads_failed += 1;
-                ops.unavailable += 1;
-            }
-            (ClientOp::Append, Outcome::Unknown) => ops.appends_unknown += 1,
-            (ClientOp::Read, Outcome::Ok) => ops.reads_ok += 1,
-            (ClientOp::Read, _) => ops.reads_failed += 1,
-        }
-    }
+    let ops = OpCounts::of(&events);
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
     let views = check::judge(&events, served, &stored, &durable_map);
     let legacy = opts.mutation.and_then(|_| check::legacy_violation(&events, &views, served, &stored));
-    let verdict = |property: &'static str| {
-        let first = views.iter().find(|v| v.property == property && v.violation.is_some());
-        Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
-    };
-    let mut liveness = liveness;
-    let verdicts = check::PROPERTIES
-        .iter()
-        .map(|&(property, kind)| match kind {
-            Kind::Always => verdict(property),
-            Kind::Eventually => Verdict { property, kind, violation: liveness.take(), evidence: Default::default() },
-        })
-        .collect();
+    let verdicts = verdicts(&views, liveness);
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::measure::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
     let reshapes = reshape_counts(&events);
     let end_us = opts.scenario.workload.duration_s * 1_000_000;
@@ -456,6 +420,57 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     }
 }
 
+/// Every property's verdict, in [`check::PROPERTIES`] order: a safety property's first
+/// violated view (its message and evidence), and liveness from the probe (`liveness`: why the
+/// system was not live after the heal).
+fn verdicts(views: &[View], liveness: Option<String>) -> Vec<Verdict> {
+    let verdict = |property: &'static str| {
+        let first = views.iter().find(|v| v.property == property && v.violation.is_some());
+        Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
+    };
+    let mut liveness = liveness;
+    check::PROPERTIES
+        .iter()
+        .map(|&(property, kind)| match kind {
+            Kind::Always => verdict(property),
+            Kind::Eventually => Verdict { property, kind, violation: liveness.take(), evidence: Default::default() },
+        })
+        .collect()
+}
+
+impl OpCounts {
+    /// The clients' operations in `events` by outcome (the probe's left out), and the shed ones.
+    pub fn of(events: &[Event]) -> OpCounts {
+        let mut ops = OpCounts::default();
+        for ev in events {
+            if let What::Shed { .. } = &ev.what {
+                ops.shed += 1;
+                continue;
+            }
+            let What::Complete { op, id, outcome, .. } = &ev.what else { continue };
+            if id.client == 0 {
+                continue;
+            }
+            match (op, outcome) {
+                (ClientOp::Append, Outcome::Ok) => ops.appends_ok += 1,
+                (ClientOp::Append, Outcome::Fail) => ops.appends_failed += 1,
+                (ClientOp::Append, Outcome::Unavailable) => {
+                    ops.appends_failed += 1;
+                    ops.unavailable += 1;
+                }
+                (ClientOp::Read, Outcome::Unavailable) => {
+                    ops.reads_failed += 1;
+                    ops.unavailable += 1;
+                }
+                (ClientOp::Append, Outcome::Unknown) => ops.appends_unknown += 1,
+                (ClientOp::Read, Outcome::Ok) => ops.reads_ok += 1,
+                (ClientOp::Read, _) => ops.reads_failed += 1,
+            }
+        }
+        ops
+    }
+}
+
 /// Splits and merges that ended, counted from the maps the authority committed or restored: a
 /// journal entry that leaves the journal with its first parent retired committed; one that
 /// leaves otherwise aborted (counted only if it had paused its parents). Keys:
@@ -478,6 +493,77 @@ pub fn reshape_counts(events: &[Event]) -> BTreeMap<String, u64> {
         journal = map.reshapes.clone();
     }
     counts
+}
+
+/// Start the workload's clients (the random load, and the scripted appends if any) and the
+/// operator node that sends the plan's requests; each client counts itself in `finished` when
+/// done. Returns their node ids, for the kill at the end.
+fn spawn_clients(s: &Scenario, knobs: &Knobs, plan: &nemesis::FaultPlan, finished: &Arc<AtomicU32>) -> Vec<madsim::task::NodeId> {
+    let handle = Handle::current();
+    let mut clients = Vec::new();
+    // Client `n` runs the random load (or, with `script`, the scripted appends), then counts
+    // itself finished.
+    let spawn_client = |n: u32, script: bool| {
+        let (sc, k, fin) = (s.clone(), knobs.clone(), finished.clone());
+        let node = handle
+            .create_node()
+            .name(format!("client-{n}"))
+            .ip(client_addr(n).ip())
+            .init(move || {
+                let (sc, k, fin) = (sc.clone(), k.clone(), fin.clone());
+                async move {
+                    if script {
+                        workload::script(n, sc, k).await;
+                    } else {
+                        workload::client(n, sc, k).await;
+                    }
+                    fin.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .build();
+        node.id()
+    };
+    for n in 1..=s.topology.clients {
+        clients.push(spawn_client(n, false));
+    }
+    if !s.workload.script.is_empty() {
+        clients.push(spawn_client(s.topology.clients + 1, true));
+    }
+    let actions = plan.operator_actions();
+    if !actions.is_empty() {
+        let k = knobs.clone();
+        let node = handle
+            .create_node()
+            .name("operator")
+            .ip(partmap::config::operator_addr().ip())
+            .init(move || nemesis::operator(actions.clone(), k.clone()))
+            .build();
+        clients.push(node.id());
+    }
+    clients
+}
+
+/// After the heal and the clients' last operations: the probe (`client-0`) checks liveness and
+/// reads every appended key. Returns its report and its node id.
+async fn probe_after_heal(s: &Scenario, knobs: &Knobs) -> (ProbeReport, madsim::task::NodeId) {
+    let final_keys = crate::events::appended_keys();
+    let report = Arc::new(Mutex::new(ProbeReport::default()));
+    let probe_node;
+    {
+        let (sc, k, r) = (s.clone(), knobs.clone(), report.clone());
+        let node = Handle::current()
+            .create_node()
+            .name("client-0")
+            .ip(client_addr(0).ip())
+            .init(move || workload::probe(sc.clone(), k.clone(), final_keys.clone(), r.clone()))
+            .build();
+        probe_node = node.id();
+    }
+    while !report.lock().expect("probe report").done {
+        sleep_ms(100).await;
+    }
+    let probe = report.lock().expect("probe report").clone();
+    (probe, probe_node)
 }
 
 /// What the simulation hands back to [`run_seed`].
@@ -534,48 +620,8 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let nemesis_node = Handle::current().create_node().name("nemesis").build();
     nemesis::spawn(&nemesis_node, world.clone(), &plan, counts.clone());
 
-    let handle = Handle::current();
     let finished = Arc::new(AtomicU32::new(0));
-    let mut clients = Vec::new();
-    // Client `n` runs the random load (or, with `script`, the scripted appends), then counts
-    // itself finished.
-    let spawn_client = |n: u32, script: bool| {
-        let (sc, k, fin) = (s.clone(), knobs.clone(), finished.clone());
-        let node = handle
-            .create_node()
-            .name(format!("client-{n}"))
-            .ip(client_addr(n).ip())
-            .init(move || {
-                let (sc, k, fin) = (sc.clone(), k.clone(), fin.clone());
-                async move {
-                    if script {
-                        workload::script(n, sc, k).await;
-                    } else {
-                        workload::client(n, sc, k).await;
-                    }
-                    fin.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-            .build();
-        node.id()
-    };
-    for n in 1..=s.topology.clients {
-        clients.push(spawn_client(n, false));
-    }
-    if !s.workload.script.is_empty() {
-        clients.push(spawn_client(s.topology.clients + 1, true));
-    }
-    let actions = plan.operator_actions();
-    if !actions.is_empty() {
-        let k = knobs.clone();
-        let node = handle
-            .create_node()
-            .name("operator")
-            .ip(partmap::config::operator_addr().ip())
-            .init(move || nemesis::operator(actions.clone(), k.clone()))
-            .build();
-        clients.push(node.id());
-    }
+    let mut clients = spawn_clients(&s, &knobs, &plan, &finished);
     let client_nodes = s.topology.clients + u32::from(!s.workload.script.is_empty());
     sleep_ms(s.workload.duration_s * 1000).await;
     world.borrow_mut().heal_all();
@@ -584,22 +630,8 @@ async fn simulate(opts: RunOptions) -> Simulated {
     while finished.load(Ordering::SeqCst) < client_nodes {
         sleep_ms(100).await;
     }
-    let final_keys = crate::events::appended_keys();
-    let report = Arc::new(Mutex::new(ProbeReport::default()));
-    {
-        let (sc, k, r) = (s.clone(), knobs.clone(), report.clone());
-        let node = handle
-            .create_node()
-            .name("client-0")
-            .ip(client_addr(0).ip())
-            .init(move || workload::probe(sc.clone(), k.clone(), final_keys.clone(), r.clone()))
-            .build();
-        clients.push(node.id());
-    }
-    while !report.lock().expect("probe report").done {
-        sleep_ms(100).await;
-    }
-    let probe = report.lock().expect("probe report").clone();
+    let (probe, probe_node) = probe_after_heal(&s, &knobs).await;
+    clients.push(probe_node);
     let stored = final_content(&world.borrow().store_disk);
     let durable_map = world.borrow().lock_disk.read_durable();
     let faults = counts.borrow().clone();
@@ -608,6 +640,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).
     partmap::seam::set_wire(None);
+    let handle = Handle::current();
     for id in clients.into_iter().chain(world.borrow().nodes.values().map(|n| n.id)).chain([wire.id(), nemesis_node.id()]) {
         handle.kill(id);
     }
