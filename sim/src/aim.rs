@@ -137,15 +137,35 @@ struct View {
     map: Option<SharedMap>,
     leader: Option<u32>,
     managers: u32,
+    /// Aimed faults injected so far, and the simulated time of the first, µs.
+    injected: (u64, u64),
 }
 
 thread_local! {
     static VIEW: RefCell<View> = RefCell::new(View::default());
 }
 
-/// Start a run's view: `managers` managers, no map, no leader yet.
+/// Start a run's view: `managers` managers, no map, no leader yet, no aimed fault injected.
 pub fn reset(managers: u32) {
-    VIEW.with(|v| *v.borrow_mut() = View { map: None, leader: None, managers });
+    VIEW.with(|v| *v.borrow_mut() = View { map: None, leader: None, managers, injected: (0, 0) });
+}
+
+/// Count one aimed fault as injected now (the nemesis calls this once the role resolved and
+/// the fault took effect: not for a skipped one, one whose trigger never fired, or a crash of a
+/// node already down).
+pub fn note_injected(now_us: u64) {
+    VIEW.with(|v| {
+        let mut v = v.borrow_mut();
+        if v.injected.0 == 0 {
+            v.injected.1 = now_us;
+        }
+        v.injected.0 += 1;
+    });
+}
+
+/// The aimed faults injected in this run: how many, and when the first was, µs.
+pub fn injected() -> (u64, u64) {
+    VIEW.with(|v| v.borrow().injected)
 }
 
 /// Fold one control-plane event into the view (the event sink calls this for every event).
@@ -364,6 +384,30 @@ mod tests {
         let skipped = report.events.iter().any(|e| matches!(&e.what, What::FaultSkipped { reason, .. } if reason == "no move in flight"));
         assert!(skipped, "a pause of the move source with no move in flight is skipped, and the history says so");
         assert_eq!(report.unfired_triggers, ["crash server-2 on diverged by server-1 #1, armed at 1000 ms"], "the trigger that never fired is listed");
+    }
+
+    /// `aimed_fault_injected` counts only aimed faults that took effect: not one whose trigger
+    /// never fired, nor one skipped because its role was empty; and its first time is the first
+    /// injection's.
+    #[test]
+    fn aim_goal_counts_only_aimed_faults_that_took_effect() {
+        let run = |schedule: &str| {
+            let text = format!(
+                r#"{{"description": "aimed", "topology": {{"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2}},
+                "workload": {{"duration_s": 8, "ops_per_s": 20}}, "faults": {{"random": null, "schedule": [{schedule}]}}}}"#
+            );
+            let scenario = crate::scenario::Scenario::parse(&text, "aimed.json").expect("parses");
+            let opts = crate::run::RunOptions { seed: 3, scenario, scenario_label: "aimed.json".into(), mutation: None, trace: false, echo_header: false };
+            crate::run::run_seed(&opts).goals.get("aimed_fault_injected").copied()
+        };
+        let never = r#"{"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+            {"at_ms": 2000, "duration_ms": 100, "fault": {"kind": "pause", "node": {"role": "move-source"}}}"#;
+        assert_eq!(run(never), None, "an unfired trigger and a skipped fault are not injections");
+        let once = r#"{"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+            {"at_ms": 3000, "duration_ms": 500, "fault": {"kind": "crash", "node": {"role": "leader"}}}"#;
+        let reached = run(once).expect("the timed crash of the leader was injected");
+        assert_eq!(reached.count, 1);
+        assert!((3_000_000..3_100_000).contains(&reached.first_us), "first injected at {} us", reached.first_us);
     }
 
     /// Bad role input is refused with an error that names the field and the problem.

@@ -119,15 +119,14 @@ pub fn reached(events: &[Event], declared: &[(&'static str, u64)], lease_ms: u64
     out
 }
 
-/// Mark `aimed_fault_injected` in `goals` when the plan had an aimed fault and the history
-/// shows it injected (a `fault` event right after a plan entry with a role): counted from the
-/// plan's aimed entries less the skipped ones.
-pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, plan: &[crate::nemesis::Planned], events: &[Event]) {
-    let aimed = plan.iter().filter(|p| p.fault.nodes().iter().any(|n| crate::aim::is_aimed(n))).count() as u64;
-    let skipped = events.iter().filter(|e| matches!(e.what, What::FaultSkipped { .. })).count() as u64;
-    let injected = aimed.saturating_sub(skipped);
-    if injected > 0 {
-        goals.insert("aimed_fault_injected", Reached { count: injected, first_us: 0 });
+/// Mark `aimed_fault_injected` in `goals` with the run's tally of aimed faults that took
+/// effect (`injected`: how many, first at µs, from [`crate::aim::injected`]): a skipped one (its
+/// role was empty), one whose trigger never fired, and a crash of a node already down are not
+/// counted.
+pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, u64)) {
+    let (count, first_us) = injected;
+    if count > 0 {
+        goals.insert("aimed_fault_injected", Reached { count, first_us });
     }
 }
 

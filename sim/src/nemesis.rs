@@ -550,6 +550,15 @@ fn trigger_text(p: &Planned) -> String {
     format!("{} on {} by {}{filter} #{}, armed at {} ms", p.fault, on.event, on.node, on.count, p.at_ms)
 }
 
+/// Count a fault of kind `counter` that took effect, and note it as an aimed one if its plan
+/// entry named a role.
+fn took_effect(counts: &RefCell<BTreeMap<&'static str, u64>>, counter: &'static str, aimed: bool) {
+    *counts.borrow_mut().entry(counter).or_default() += 1;
+    if aimed {
+        crate::aim::note_injected(partmap::seam::now_us());
+    }
+}
+
 /// How many times the operator sends one request before it records it as refused.
 pub const OPERATOR_ATTEMPTS: u32 = 5;
 
@@ -578,6 +587,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 }
             }
             // Roles resolve now, to whoever holds them at this moment.
+            let aimed = p.fault.nodes().iter().any(|n| crate::aim::is_aimed(n));
             let p = match crate::aim::resolve_fault(&p.fault, emitter.as_deref()) {
                 Ok(fault) => Planned { fault, ..p },
                 Err(reason) => {
@@ -591,19 +601,19 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     if !world.borrow_mut().kill(node, p.duration_ms) {
                         return;
                     }
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
                 }
                 Fault::MoveRequest(..) | Fault::SplitRequest(_) | Fault::MergeRequest(..) | Fault::Drain(_) => {
                     // Sent by the operator node (see `operator`); only logged and counted here.
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                 }
                 Fault::DelayNext(from, to, kind) => {
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                 }
                 Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
                     let kind = match p.fault {
@@ -614,7 +624,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     };
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().fault_link(from, to, kind);
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().unfault_link(from, to, kind);
                     record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
@@ -622,7 +632,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 Fault::SlowDisk(node, extra_ms) => {
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().slow_disk(node, *extra_ms);
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().slow_disk(node, 0);
                     record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
@@ -631,7 +641,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     if !world.borrow_mut().pause(node, p.duration_ms) {
                         return;
                     }
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().resume(node);
                 }
@@ -641,7 +651,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     for (a, b) in &cut {
                         world.borrow_mut().cut(a, b);
                     }
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     for (a, b) in &cut {
                         world.borrow_mut().uncut(a, b);

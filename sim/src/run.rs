@@ -427,7 +427,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let declared = crate::goals::finish();
     // Triggers that never fired: their tasks are gone with the runtime once their wakers are.
     crate::trigger::reset();
-    let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run, plan } = sim;
+    let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, aimed_injected, sim_ms, scenario_run, plan } = sim;
     let mut ops = OpCounts::default();
     for ev in &events {
         if let What::Shed { .. } = &ev.what {
@@ -481,7 +481,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let availability = crate::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
     let bounds_exceeded = opts.scenario.expect.exceeded(&availability);
     let mut goals = crate::goals::reached(&events, &declared, scenario_run.knobs.lease_ms);
-    crate::goals::count_aimed(&mut goals, &plan, &events);
+    crate::goals::count_aimed(&mut goals, aimed_injected);
     RunReport {
         seed: opts.seed,
         header,
@@ -640,6 +640,8 @@ struct Simulated {
     durable_map: Vec<partmap::lock::LockRecord>,
     faults: BTreeMap<&'static str, u64>,
     unfired_triggers: Vec<String>,
+    /// Aimed faults that took effect: how many, and when the first did, µs.
+    aimed_injected: (u64, u64),
     sim_ms: u64,
     scenario_run: Scenario,
     plan: Vec<nemesis::Planned>,
@@ -754,6 +756,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let durable_map = world.borrow().lock_disk.read_durable();
     let faults = counts.borrow().clone();
     let unfired_triggers = crate::trigger::unfired();
+    let aimed_injected = crate::aim::injected();
     let sim_ms = partmap::seam::now_ms();
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).
@@ -762,7 +765,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
         handle.kill(id);
     }
     sleep_ms(1).await;
-    Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run: s, plan: plan.faults }
+    Simulated { header, probe, stored, durable_map, faults, unfired_triggers, aimed_injected, sim_ms, scenario_run: s, plan: plan.faults }
 }
 
 #[cfg(test)]
