@@ -287,7 +287,7 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             w.duration_s, w.ops_per_s, w.read_fraction, w.bounded_read_fraction, w.read_bound_ms, w.keys, w.key_skew, w.record_bytes, w.in_flight_per_client, w.shed_after_ms,
             // Only when set, so the settings line (and the trace hash) of other scenarios stays.
             if w.bulk_bytes + w.preload_bytes + w.start_s > 0 { format!(" bulk_bytes={} preload_bytes={} start_s={}", w.bulk_bytes, w.preload_bytes, w.start_s) } else { String::new() }
-        ),
+        ) + &if w.flux_fraction > 0.0 { format!(" flux_fraction={}", w.flux_fraction) } else { String::new() },
         format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
         format!(
             "moves: strategy={}{} precopy_threshold_bytes={} precopy_max_rounds={} balance={} max_concurrent={}",
