@@ -394,8 +394,8 @@ fn stale_frontend(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
 /// Commands that outlive their flow. Half the time every message from the leader to a role's
 /// holder (a move's source or target, a split's or merge's parent owner, a failover target) is
 /// held, for a length drawn around the protocol's margins. Otherwise one command is held past
-/// the flow that sent it: the next pause to a move's source or a reshape's parent owner, the
-/// next release to a move's source, or the next open to a failover target, for two to two and a
+/// the flow that sent it: the next pause to a move's source (half of these) or a reshape's parent
+/// owner, the next release to a move's source, or the next open to a failover target, for two to two and a
 /// half drain timeouts plus up to two leases (`2 * store_timeout + rpc_timeout` each: longer
 /// than the leader's call, its retry and the flow's next steps), while newer commands pass;
 /// and for a held pause to a move's source, the move's target crashes for a lease or two, a
@@ -410,15 +410,19 @@ fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs,
         let duration_ms = margin_ms(rng, knobs, random.partition_ms);
         return vec![Planned { at_ms, on, duration_ms, fault: Fault::Delay("@leader".into(), role.into()) }];
     }
-    const HELD: [(&str, &str); 4] = [("@move-source", "pause"), ("@reshape-parent-owner", "pause"), ("@move-source", "release"), ("@failover-target", "open")];
-    let (role, kind) = HELD[below(rng, HELD.len() as u64) as usize];
+    // A held pause to a move's source half the time: the move is the flow with most steps after
+    // its pause (drain, finish, commit, release or abort and rollback).
+    const HELD: [(&str, &str); 3] = [("@reshape-parent-owner", "pause"), ("@move-source", "release"), ("@failover-target", "open")];
+    let (role, kind) = if below(rng, 2) == 0 { ("@move-source", "pause") } else { HELD[below(rng, HELD.len() as u64) as usize] };
     // Armed once the flow is under way: a move's target finished a pre-copy round (the pause
     // comes next), a move's source paused (its release follows the commit), a map commit (a
     // reshape journals its pause, or a failover assigns its target, and the command follows);
     // or at `at_ms`.
     let step = match (role, kind) {
-        ("@move-source", "pause") => ("precopied", "@move-target"),
-        ("@move-source", _) => ("paused", "@move-source"),
+        // Pre-copy's round, or (stop-and-copy has none) the next map commit while a move is in
+        // flight: a move commits its pause before it sends it.
+        ("@move-source", "pause") if below(rng, 2) == 0 => ("precopied", "@move-target"),
+        ("@move-source", "release") => ("paused", "@move-source"),
         _ => ("map_commit", "lock-1"),
     };
     let on = (below(rng, 4) > 0).then(|| crate::scenario::Trigger { event: step.0.into(), node: step.1.into(), range: None, epoch: None, count: 1, delay_ms: 0 });
