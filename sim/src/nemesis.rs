@@ -414,15 +414,16 @@ fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs,
     // its pause (drain, finish, commit, release or abort and rollback).
     const HELD: [(&str, &str); 3] = [("@reshape-parent-owner", "pause"), ("@move-source", "release"), ("@failover-target", "open")];
     let (role, kind) = if below(rng, 2) == 0 { ("@move-source", "pause") } else { HELD[below(rng, HELD.len() as u64) as usize] };
-    // Armed once the flow is under way: a move's target finished a pre-copy round (the pause
-    // comes next), a move's source paused (its release follows the commit), a map commit (a
-    // reshape journals its pause, or a failover assigns its target, and the command follows);
-    // or at `at_ms`.
+    // Armed once the flow is under way, before the command: a move's target finished a
+    // pre-copy round, or a move's source (a reshape's parent owner) admitted an append while the
+    // move (the reshape) is in flight, which covers stop-and-copy (the pause comes next); a
+    // move's source paused (its release follows the commit); a map commit (a failover assigns
+    // its target, and the open follows); or at `at_ms`.
     let step = match (role, kind) {
-        // Pre-copy's round, or (stop-and-copy has none) the next map commit while a move is in
-        // flight: a move commits its pause before it sends it.
         ("@move-source", "pause") if below(rng, 2) == 0 => ("precopied", "@move-target"),
-        ("@move-source", "release") => ("paused", "@move-source"),
+        ("@move-source", "pause") => ("admit", "@move-source"),
+        ("@reshape-parent-owner", _) => ("admit", "@reshape-parent-owner"),
+        ("@move-source", _) => ("paused", "@move-source"),
         _ => ("map_commit", "lock-1"),
     };
     let on = (below(rng, 4) > 0).then(|| crate::scenario::Trigger { event: step.0.into(), node: step.1.into(), range: None, epoch: None, count: 1, delay_ms: 0 });

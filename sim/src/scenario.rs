@@ -153,7 +153,8 @@ pub struct Workload {
     pub read_bound_ms: u64,
     /// Fraction of operations (appends and reads alike) aimed at a key of a range in flux: one
     /// a map commit made or changed (owner, epoch, state) in the last two seconds, or one in a
-    /// move, split or merge ([`crate::aim::with_flux`]); the key is uniform over the range's keys.
+    /// move, split or merge ([`crate::aim::with_flux`]); the key is uniform over the range's first
+    /// four keys (so a key written across the handoff is read across it too).
     /// When nothing is in flux the operation takes its usual key. 0..=1, default 0.
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub flux_fraction: f64,

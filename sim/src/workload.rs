@@ -280,9 +280,13 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
     while in_flight.next().await.is_some() {}
 }
 
+/// How many keys of a range in flux the workload aims at: its first ones.
+pub const FLUX_KEYS: u32 = 4;
+
 /// A workload key index (below `keys`) in one of the key spans `spans` (`(start, end)`, end
 /// exclusive, `None` the end of the key space): a span drawn uniformly (the next one on when it
-/// holds no workload key), the key uniform in it; `None` when no span holds a workload key.
+/// holds no workload key), the key uniform among its first [`FLUX_KEYS`] workload keys; `None`
+/// when no span holds a workload key.
 pub fn flux_key(keys: u32, spans: &[(&[u8], Option<&[u8]>)], rng: &mut impl Rng) -> Option<u32> {
     // Key names are zero-padded, so their byte order is their index order.
     let first_at_or_after = |bound: &[u8]| {
@@ -301,7 +305,9 @@ pub fn flux_key(keys: u32, spans: &[(&[u8], Option<&[u8]>)], rng: &mut impl Rng)
         let (start, end) = spans[(first + k) % spans.len()];
         let (a, b) = (first_at_or_after(start), end.map_or(keys, first_at_or_after));
         if a < b {
-            return Some(rng.gen_range(a..b));
+            // A few keys of the range, so that a key written across the handoff is also read
+            // across it (a stale read shows only on a key someone wrote since).
+            return Some(a + rng.gen_range(0..(b - a).min(FLUX_KEYS)));
         }
     }
     None
@@ -504,7 +510,7 @@ mod tests {
         let spans: Vec<(&[u8], Option<&[u8]>)> = vec![(&k250, Some(&k260)), (&k990, None), (&k5000, None)];
         for _ in 0..200 {
             let i = flux_key(1000, &spans, &mut rng).expect("two spans hold keys");
-            assert!((250..260).contains(&i) || (990..1000).contains(&i), "key {i} is in no span");
+            assert!((250..254).contains(&i) || (990..994).contains(&i), "key {i} is not one of the first keys of a span");
         }
         assert_eq!(flux_key(1000, &[], &mut rng), None, "nothing in flux");
         assert_eq!(flux_key(1000, &[(&k5000, None)], &mut rng), None, "a span past the workload's keys");
