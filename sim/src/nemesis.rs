@@ -398,10 +398,10 @@ fn stale_frontend(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
 /// owner, the next release to a move's source, or the next open to a failover target, for two to two and a
 /// half drain timeouts plus up to two leases (`2 * store_timeout + rpc_timeout` each: longer
 /// than the leader's call, its retry and the flow's next steps), while newer commands pass;
-/// and for a held pause to a move's source, the move's target crashes for a lease or two, a
-/// manager round to a drain timeout later (after the pause left, before the finish), so the
-/// move aborts and the range is reopened at the source at a newer epoch before the old pause
-/// arrives there.
+/// and for a held pause to a move's source, the move's target crashes for a lease or two when
+/// the source next pauses (the leader's retry, just before it asks the target to finish), so
+/// the move aborts and the range is reopened at the source at a newer epoch before the old
+/// pause arrives there.
 fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults, owner: &str) -> Vec<Planned> {
     const ROLES: [&str; 4] = ["@move-source", "@move-target", "@reshape-parent-owner", "@failover-target"];
     if below(rng, 2) == 0 {
@@ -431,13 +431,12 @@ fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs,
     let hold_ms = uniform_u(rng, [2 * drain_ms, 2 * drain_ms + drain_ms / 2 + 2 * knobs.lease_ms]);
     let mut out = vec![Planned { at_ms, on: on.clone(), duration_ms: hold_ms, fault: Fault::DelayNext("@leader".into(), role.into(), kind) }];
     if (role, kind) == ("@move-source", "pause") {
-        // Down by the time the leader, its held pause timed out and its next one answered,
-        // asks the target to finish, but only after the first pause was sent: a target lost
-        // before the pause aborts the move with no pause at all.
+        // Down when the leader, its held pause timed out, has paused the source again and asks
+        // the target to finish: on the source's pause (the second one, the first being held),
+        // so not before any pause left (a target lost then aborts the move with none).
         let down_ms = uniform_u(rng, [knobs.lease_ms, 2 * knobs.lease_ms]);
-        let on = on.map(|t| crate::scenario::Trigger { delay_ms: uniform_u(rng, [knobs.manager_tick_ms, drain_ms]), ..t });
-        let at_ms = if on.is_some() { at_ms } else { at_ms + uniform_u(rng, [knobs.manager_tick_ms, drain_ms]) };
-        out.push(Planned { at_ms, on, duration_ms: down_ms, fault: Fault::Crash("@move-target".into()) });
+        let paused = crate::scenario::Trigger { event: "paused".into(), node: "@move-source".into(), range: None, epoch: None, count: 1, delay_ms: 0 };
+        out.push(Planned { at_ms, on: Some(paused), duration_ms: down_ms, fault: Fault::Crash("@move-target".into()) });
     }
     out
 }
@@ -823,10 +822,8 @@ mod tests {
                     assert_eq!((role.as_str(), *kind), ("@move-source", "pause"));
                     assert!(drawn[0].duration_ms >= 5000, "held past the leader's call and its retry: {} ms", drawn[0].duration_ms);
                     assert_eq!(drawn[1].fault, Fault::Crash("@move-target".into()), "the move's target fails, so the move aborts");
-                    if let (Some(a), Some(b)) = (&drawn[0].on, &drawn[1].on) {
-                        assert_eq!((&a.event, &a.node), (&b.event, &b.node), "one trigger");
-                        assert!(b.delay_ms >= knobs.manager_tick_ms, "the target fails after the pause left");
-                    }
+                    let on = drawn[1].on.as_ref().expect("the crash waits for the source's pause");
+                    assert_eq!((on.event.as_str(), on.node.as_str()), ("paused", "@move-source"), "the target fails once the source paused");
                 }
                 _ => assert_eq!(drawn.len(), 1, "{drawn:?}"),
             }
@@ -866,15 +863,15 @@ mod tests {
     #[test]
     fn nemesis_late_pause_outlives_its_aborted_move() {
         let on = |delay: u64| format!(r#""on": {{"event": "precopied", "node": {{"role": "move-target"}}, "delay_ms": {delay}}}"#);
+        // The target crashes when the source pauses: the leader's second pause, the first held.
         let text = format!(
             r#"{{"description": "late pause", "topology": {{"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2}},
             "workload": {{"duration_s": 20, "ops_per_s": 60}}, "moves": {{"strategy": "pre-copy"}},
             "faults": {{"random": null, "schedule": [
                 {{"at_ms": 3000, "fault": {{"kind": "move", "key": "k000001", "to": "server-3"}}}},
                 {{"at_ms": 2900, {}, "duration_ms": 6500, "fault": {{"kind": "delay_next", "from": {{"role": "leader"}}, "to": {{"role": "move-source"}}, "message": "pause"}}}},
-                {{"at_ms": 2900, {}, "duration_ms": 3000, "fault": {{"kind": "crash", "node": {{"role": "move-target"}}}}}}]}}}}"#,
-            on(0),
-            on(1000)
+                {{"at_ms": 2900, "on": {{"event": "paused", "node": {{"role": "move-source"}}}}, "duration_ms": 3000, "fault": {{"kind": "crash", "node": {{"role": "move-target"}}}}}}]}}}}"#,
+            on(0)
         );
         let scenario = crate::scenario::Scenario::parse(&text, "late-pause.json").expect("parses");
         let run = |mutation| crate::run::run_seed(&crate::run::RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "late-pause.json".into(), mutation, trace: false, echo_header: false });
