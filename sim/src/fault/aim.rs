@@ -137,25 +137,97 @@ struct View {
     map: Option<SharedMap>,
     leader: Option<u32>,
     managers: u32,
+    /// Aimed faults injected so far, and the simulated time of the first, µs.
+    injected: (u64, u64),
+    /// Key spans of ranges in flux ([`with_flux`]): `(start, end, until_us)`.
+    flux: Vec<(Vec<u8>, Option<Vec<u8>>, u64)>,
 }
+
+/// How long a range stays "in flux" for the workload after a map commit changed its owner,
+/// epoch or state (or made it), µs: longer than a frontend's background map refresh
+/// (`renew_interval_ms`, 400 ms at the defaults) and the retries around it, so that clients
+/// still reach it while some frontend routes on the old map.
+pub const FLUX_US: u64 = 2_000_000;
 
 thread_local! {
     static VIEW: RefCell<View> = RefCell::new(View::default());
 }
 
-/// Start a run's view: `managers` managers, no map, no leader yet.
+/// Start a run's view: `managers` managers, no map, no leader yet, no aimed fault injected.
 pub fn reset(managers: u32) {
-    VIEW.with(|v| *v.borrow_mut() = View { map: None, leader: None, managers });
+    VIEW.with(|v| *v.borrow_mut() = View { map: None, leader: None, managers, injected: (0, 0), flux: Vec::new() });
+}
+
+/// Count one aimed fault as injected now (the nemesis calls this once the role resolved and
+/// the fault took effect: not for a skipped one, one whose trigger never fired, or a crash of a
+/// node already down).
+pub fn note_injected(now_us: u64) {
+    VIEW.with(|v| {
+        let mut v = v.borrow_mut();
+        if v.injected.0 == 0 {
+            v.injected.1 = now_us;
+        }
+        v.injected.0 += 1;
+    });
+}
+
+/// The aimed faults injected in this run: how many, and when the first was, µs.
+pub fn injected() -> (u64, u64) {
+    VIEW.with(|v| v.borrow().injected)
 }
 
 /// Fold one control-plane event into the view (the event sink calls this for every event).
 pub fn observe(e: &Event) {
     match e {
-        Event::MapCommit { map, .. } | Event::MapRestored { map, .. } => VIEW.with(|v| v.borrow_mut().map = Some(map.clone())),
+        Event::MapCommit { map, .. } | Event::MapRestored { map, .. } => VIEW.with(|v| {
+            let mut v = v.borrow_mut();
+            let now = partmap::seam::now_us();
+            let changed = flux_spans(v.map.as_ref(), map);
+            v.flux.retain(|(.., until)| *until > now);
+            for (a, b) in changed {
+                // One entry a span: a range busy over many commits stays once, until its last.
+                match v.flux.iter_mut().find(|(x, y, _)| *x == a && *y == b) {
+                    Some(entry) => entry.2 = now + FLUX_US,
+                    None => v.flux.push((a, b, now + FLUX_US)),
+                }
+            }
+            v.map = Some(map.clone());
+        }),
         Event::Leader { manager, .. } | Event::LeaderRecovered { manager, .. } if *manager > 0 => VIEW.with(|v| v.borrow_mut().leader = Some(*manager)),
         Event::LeaderReleased { .. } => VIEW.with(|v| v.borrow_mut().leader = None),
         _ => {}
     }
+}
+
+/// The key spans of `map` in flux against `before`, the map the view held: every live row
+/// that is new, or whose owner, epoch or state changed, and every row in a move, split or merge
+/// in flight or not active (preparing, paused, sealed).
+fn flux_spans(before: Option<&SharedMap>, map: &SharedMap) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for row in map.rows.live().values() {
+        let old = before.and_then(|b| b.rows.get(&row.id));
+        let changed = old.is_none_or(|o| o.owner != row.owner || o.epoch != row.epoch || o.state != row.state);
+        let busy = row.state != partmap::map::RangeState::Active || map.transfers.contains_key(&row.id) || map.reshapes.values().any(|x| x.parents.iter().any(|(p, _)| *p == row.id));
+        if changed || busy {
+            out.push((row.start.to_vec(), row.end.as_ref().map(|e| e.to_vec())));
+        }
+    }
+    out
+}
+
+/// The key spans in flux now, handed to `f`: ranges a map commit made or changed (owner,
+/// epoch, state) in the last [`FLUX_US`], and ranges in a move, split or merge then, each span
+/// once, as `(start, end)`. The workload aims a share of its operations at them
+/// (`workload.flux_fraction`), so that a handoff has clients there to see it go wrong. Empty
+/// before the first map. The view is borrowed while `f` runs.
+pub fn with_flux<T>(f: impl FnOnce(&[(&[u8], Option<&[u8]>)]) -> T) -> T {
+    let now = partmap::seam::now_us();
+    VIEW.with(|v| {
+        let mut v = v.borrow_mut();
+        v.flux.retain(|(.., until)| *until > now);
+        let spans: Vec<(&[u8], Option<&[u8]>)> = v.flux.iter().map(|(a, b, _)| (a.as_slice(), b.as_deref())).collect();
+        f(&spans)
+    })
 }
 
 /// The node `node` names now: itself for a plain name, or the role's holder. `trigger_node` is

@@ -12,7 +12,7 @@ use crate::fault::Fault;
 use partmap::map::RangeState;
 use partmap::msg::Refusal;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Goals read off the history, with what each means.
 pub const DERIVED: [(&str, &str); 7] = [
@@ -119,15 +119,14 @@ pub fn reached(events: &[Event], declared: &[(&'static str, u64)], lease_ms: u64
     out
 }
 
-/// Mark `aimed_fault_injected` in `goals` when the plan (its faults, in order) had an aimed fault and the history
-/// shows it injected (a `fault` event right after a plan entry with a role): counted from the
-/// plan's aimed entries less the skipped ones.
-pub fn count_aimed<'a>(goals: &mut BTreeMap<&'static str, Reached>, plan: impl IntoIterator<Item = &'a Fault>, events: &[Event]) {
-    let aimed = plan.into_iter().filter(|f| f.nodes().iter().any(|n| crate::fault::aim::is_aimed(n))).count() as u64;
-    let skipped = events.iter().filter(|e| matches!(e.what, What::FaultSkipped { .. })).count() as u64;
-    let injected = aimed.saturating_sub(skipped);
-    if injected > 0 {
-        goals.insert("aimed_fault_injected", Reached { count: injected, first_us: 0 });
+/// Mark `aimed_fault_injected` in `goals` with the run's tally of aimed faults that took
+/// effect (`injected`: how many, first at µs, from [`crate::fault::aim::injected`]): a skipped one (its
+/// role was empty), one whose trigger never fired, and a crash of a node already down are not
+/// counted.
+pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, u64)) {
+    let (count, first_us) = injected;
+    if count > 0 {
+        goals.insert("aimed_fault_injected", Reached { count, first_us });
     }
 }
 
@@ -138,7 +137,11 @@ pub fn count_aimed<'a>(goals: &mut BTreeMap<&'static str, Reached>, plan: impl I
 /// - `stale_write_after_fence`: a stale write refused at the store, after the fence of its
 ///   stream (a held write that just lost the race to the fence);
 /// - `old_write_before_fence`: a write at an older epoch that landed at the store before the
-///   fence of a newer epoch of its stream (a late write that just won the race);
+///   fence of a newer epoch of its stream, the old owner having drained at that epoch (a
+///   move, split or merge: a late write that just won the race);
+/// - `old_write_before_takeover_fence`: the same where the old owner never drained at that
+///   epoch (a takeover of a lost owner's range: a stale owner's late write that just won the
+///   race against the new owner's fence);
 /// - `admit_before_expiry`: an admission before the authority expired that server's session;
 /// - `read_before_owner_change`: a strong read served on a range before a map commit gave it
 ///   another owner or epoch (a frontend still routing on the old map is close behind).
@@ -154,6 +157,7 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
     let mut last_admit: BTreeMap<u32, u64> = BTreeMap::new(); // server -> t
     let mut last_read: BTreeMap<u64, u64> = BTreeMap::new(); // range -> t
     let mut owners: BTreeMap<u64, (Option<u32>, u64)> = BTreeMap::new(); // range -> (owner, epoch)
+    let mut drained: BTreeSet<(u64, u64)> = BTreeSet::new(); // (range, epoch) drained by a pause
     for ev in events {
         let t = ev.t_us;
         let What::Sys(sys) = &ev.what else { continue };
@@ -161,7 +165,10 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
             Sys::Fence { stream, epoch, .. } => {
                 if let Some((te, e)) = last_effect.get(&stream.0) {
                     if *e < epoch.0 {
-                        note("old_write_before_fence", t - te);
+                        // A handoff the old owner took part in (it drained at that epoch), or a
+                        // takeover of a range whose owner was lost.
+                        let race = if drained.contains(&(stream.0, *e)) { "old_write_before_fence" } else { "old_write_before_takeover_fence" };
+                        note(race, t - te);
                     }
                 }
                 last_fence.insert(stream.0, (t, epoch.0));
@@ -173,6 +180,9 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
             }
             Sys::Effect { stream, epoch, .. } => {
                 last_effect.insert(stream.0, (t, epoch.0));
+            }
+            Sys::Drained { range, epoch, .. } => {
+                drained.insert((range.0, epoch.0));
             }
             Sys::Admit { server, .. } => {
                 last_admit.insert(server.0, t);

@@ -260,7 +260,7 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
             w.duration_s, w.ops_per_s, w.read_fraction, w.bounded_read_fraction, w.read_bound_ms, w.keys, w.key_skew, w.record_bytes, w.in_flight_per_client, w.shed_after_ms,
             // Only when set, so the settings line (and the trace hash) of other scenarios stays.
             if w.bulk_bytes + w.preload_bytes + w.start_s > 0 { format!(" bulk_bytes={} preload_bytes={} start_s={}", w.bulk_bytes, w.preload_bytes, w.start_s) } else { String::new() }
-        ),
+        ) + &if w.flux_fraction > 0.0 { format!(" flux_fraction={}", w.flux_fraction) } else { String::new() },
         format!("heal: liveness_deadline_s={}", s.heal.liveness_deadline_s),
         format!(
             "moves: strategy={}{} precopy_threshold_bytes={} precopy_max_rounds={} balance={} max_concurrent={}",
@@ -373,7 +373,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let declared = crate::measure::goals::finish();
     // Triggers that never fired: their tasks are gone with the runtime once their wakers are.
     crate::fault::trigger::reset();
-    let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run, plan } = sim;
+    let Simulated { header, probe, stored, durable_map, faults, unfired_triggers, aimed_injected, sim_ms, scenario_run, plan } = sim;
     let ops = OpCounts::of(&events);
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
@@ -389,7 +389,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let availability = crate::check::availability::measure(&events, start_us, end_us, scenario_run.knobs.lease_ms, write_pause_ms);
     let bounds_exceeded = crate::check::availability::exceeded(&opts.scenario.expect, &availability);
     let mut goals = crate::measure::goals::reached(&events, &declared, scenario_run.knobs.lease_ms);
-    crate::measure::goals::count_aimed(&mut goals, plan.iter().map(|p| &p.fault), &events);
+    crate::measure::goals::count_aimed(&mut goals, aimed_injected);
     RunReport {
         seed: opts.seed,
         header,
@@ -576,6 +576,8 @@ struct Simulated {
     durable_map: Vec<partmap::lock::LockRecord>,
     faults: BTreeMap<&'static str, u64>,
     unfired_triggers: Vec<String>,
+    /// Aimed faults that took effect: how many, and when the first did, µs.
+    aimed_injected: (u64, u64),
     sim_ms: u64,
     scenario_run: Scenario,
     plan: Vec<nemesis::Planned>,
@@ -636,6 +638,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let durable_map = world.borrow().lock_disk.read_durable();
     let faults = counts.borrow().clone();
     let unfired_triggers = crate::fault::trigger::unfired();
+    let aimed_injected = crate::fault::aim::injected();
     let sim_ms = partmap::seam::now_ms();
     // Kill every node and let the executor drop their tasks: tasks that wait on each other
     // form reference cycles that would otherwise outlive the runtime (a leak per seed).
@@ -645,7 +648,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
         handle.kill(id);
     }
     sleep_ms(1).await;
-    Simulated { header, probe, stored, durable_map, faults, unfired_triggers, sim_ms, scenario_run: s, plan: plan.faults }
+    Simulated { header, probe, stored, durable_map, faults, unfired_triggers, aimed_injected, sim_ms, scenario_run: s, plan: plan.faults }
 }
 
 #[cfg(test)]

@@ -269,7 +269,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         plan.aimed_per_min = uniform_f(rng, random.aimed_per_min);
         let knobs = scenario.node_knobs();
         for at_ms in poisson_times(rng, plan.aimed_per_min, duration_ms) {
-            plan.faults.push(draw_aimed(rng, at_ms, scenario, &knobs, random));
+            plan.faults.extend(draw_aimed(rng, at_ms, scenario, &knobs, random));
         }
     }
     plan.faults.sort_by_key(|p| p.at_ms);
@@ -302,18 +302,31 @@ fn below(rng: &mut impl Rng, n: u64) -> u64 {
     if n > 1 { rng.gen_range(0..n) } else { 0 }
 }
 
-/// One fault aimed at a protocol role ([`crate::fault::aim`]): who it hits is resolved when it
-/// starts. Three in five wait for a protocol event (a pause, a drain, a pre-copy round, a
-/// handoff, a fence, a map commit, a lease expiry, an admission or a renewal, from the node
-/// that takes that step) and start up to a lease margin after it; the rest start at `at_ms`.
-/// The fault crashes, pauses or isolates a role's holder, cuts or holds one direction between
-/// it and the authority or the store, holds its next message of a kind, or corrupts the
-/// pre-copy chunks a move's target reads. A crash of the leader is short enough, half the
-/// time, for the manager to restart within its lease.
-pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults) -> Planned {
-    use crate::scenario::Trigger;
+/// Faults aimed at protocol roles ([`crate::fault::aim`]): who they hit is resolved when they start.
+/// One draw in eight is a stale owner ([`stale_owner`]: several faults on one trigger), one a
+/// frontend left on an old map ([`stale_frontend`]), one the leader's commands to a role held
+/// ([`late_commands`]); the rest are one fault each. Of those, three in five wait for a
+/// protocol event (a pause, a drain, a pre-copy round, a handoff, a fence, a map commit, a
+/// lease expiry, an admission or a renewal, from the node that takes that step) and start up
+/// to a lease margin after it; the rest start at `at_ms`. The fault crashes, pauses or isolates
+/// a role's holder, cuts or holds one direction between it and the authority or the store,
+/// holds its next message of a kind (a release among them), or corrupts the pre-copy chunks a
+/// move's target reads. A crash of the leader is short enough, half the time, for the manager
+/// to restart within its lease.
+pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults) -> Vec<Planned> {
     let key = crate::scenario::key_name(below(rng, scenario.workload.keys as u64) as u32);
     let owner = format!("@owner?key={}", String::from_utf8(key).expect("ascii"));
+    match below(rng, 8) {
+        0 => stale_owner(rng, at_ms, scenario, knobs, &owner),
+        1 => stale_frontend(rng, at_ms, scenario, knobs),
+        2 => late_commands(rng, at_ms, knobs, random, &owner),
+        _ => vec![draw_one_aimed(rng, at_ms, knobs, random, owner)],
+    }
+}
+
+/// The protocol step an aimed fault waits for (three times in five), with the role of the
+/// node that takes it, started up to a lease margin after it; `None`: start at `at_ms`.
+fn aimed_trigger(rng: &mut impl Rng, knobs: &partmap::config::Knobs, owner: &str) -> Option<crate::scenario::Trigger> {
     // The events a step of a flow emits, with the role of the node that emits them.
     const STEPS: [(&str, &str); 12] = [
         ("paused", "@move-source"),
@@ -329,16 +342,109 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
         ("admit", "@owner"),
         ("renewed", "@owner"),
     ];
-    let on = (below(rng, 5) < 3).then(|| {
+    (below(rng, 5) < 3).then(|| {
         let (event, node) = STEPS[below(rng, STEPS.len() as u64) as usize];
-        let node = if node == "@owner" { owner.clone() } else { node.to_string() };
+        let node = if node == "@owner" { owner.to_string() } else { node.to_string() };
         let delay_ms = match below(rng, 3) {
             0 => 0,
             1 => below(rng, 20),
             _ => below(rng, knobs.lease_margin_ms.max(2)),
         };
-        Trigger { event: event.into(), node, range: None, epoch: None, count: 1 + below(rng, 3) as u32, delay_ms }
-    });
+        crate::scenario::Trigger { event: event.into(), node, range: None, epoch: None, count: 1 + below(rng, 3) as u32, delay_ms }
+    })
+}
+
+/// A stale owner, the race every fencing scheme exists for (Chubby's sequencers, the GC-paused
+/// lock holder whose write lands late): once the owner of `owner`'s range admits an append,
+/// it loses the authority (its renewals are cut) while its messages to the store are held, so
+/// the range fails over with the old owner's writes still in the network (the cut and the hold
+/// last a lease up to a leader round and a request timeout more: they end between the session's
+/// expiry and shortly after the new owner could have read the stream); and each server's next
+/// fence is held for a lease up to two leases and a request timeout, so the new owner takes the
+/// range over slowly and the late writes land in the takeover.
+fn stale_owner(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &partmap::config::Knobs, owner: &str) -> Vec<Planned> {
+    let on = Some(crate::scenario::Trigger { event: "admit".into(), node: owner.to_string(), range: None, epoch: None, count: 1, delay_ms: 0 });
+    // The cut and the hold end between the authority's expiry of the session (a lease after the
+    // last renewal it got) and shortly after the leader's next round could have opened the
+    // range elsewhere: the held writes land just after the new owner read the stream, before
+    // the clients' retries (with the same ids) reach it.
+    let cut_ms = uniform_u(rng, [knobs.lease_ms, knobs.lease_ms + knobs.manager_tick_ms + knobs.rpc_timeout_ms]);
+    let mut out = vec![
+        Planned { at_ms, on: on.clone(), duration_ms: cut_ms, fault: Fault::OneWay(owner.to_string(), "lock-1".into()) },
+        Planned { at_ms, on: on.clone(), duration_ms: cut_ms, fault: Fault::Delay(owner.to_string(), "store-1".into()) },
+    ];
+    let fence_ms = uniform_u(rng, [knobs.lease_ms, 2 * knobs.lease_ms + knobs.rpc_timeout_ms]);
+    for n in 1..=scenario.topology.servers {
+        out.push(Planned { at_ms, on: on.clone(), duration_ms: fence_ms, fault: Fault::DelayNext(format!("server-{n}"), "store-1".into(), "fence") });
+    }
+    out
+}
+
+/// A frontend left on an old map across a handoff: every message from the authority to one
+/// frontend (its map answers) is held, from a handoff step on, for a background refresh
+/// (`renew_interval_ms`) up to the staleness limit past which it fails fast
+/// (`map_staleness_ms`), so it routes on the map from before the handoff meanwhile.
+fn stale_frontend(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &partmap::config::Knobs) -> Vec<Planned> {
+    const STEPS: [(&str, &str); 5] = [("paused", "@move-source"), ("paused", "@reshape-parent-owner"), ("drained", "@move-source"), ("map_commit", "lock-1"), ("lease_expired", "lock-1")];
+    let (event, node) = STEPS[below(rng, STEPS.len() as u64) as usize];
+    let on = (below(rng, 4) > 0).then(|| crate::scenario::Trigger { event: event.into(), node: node.into(), range: None, epoch: None, count: 1 + below(rng, 2) as u32, delay_ms: 0 });
+    let frontend = format!("frontend-{}", 1 + below(rng, u64::from(scenario.topology.frontends.max(1))));
+    let duration_ms = uniform_u(rng, [knobs.renew_interval_ms.max(1), knobs.map_staleness_ms.max(knobs.renew_interval_ms + 1)]);
+    vec![Planned { at_ms, on, duration_ms, fault: Fault::Delay("lock-1".into(), frontend) }]
+}
+
+/// Commands that outlive their flow. Half the time every message from the leader to a role's
+/// holder (a move's source or target, a split's or merge's parent owner, a failover target) is
+/// held, for a length drawn around the protocol's margins. Otherwise one command is held past
+/// the flow that sent it: the next pause to a move's source (half of these) or a reshape's parent
+/// owner, the next release to a move's source, or the next open to a failover target, for two to two and a
+/// half drain timeouts plus up to two leases (`2 * store_timeout + rpc_timeout` each: longer
+/// than the leader's call, its retry and the flow's next steps), while newer commands pass;
+/// and for a held pause to a move's source, the move's target crashes for a lease or two when
+/// the source next pauses (the leader's retry, just before it asks the target to finish), so
+/// the move aborts and the range is reopened at the source at a newer epoch before the old
+/// pause arrives there.
+fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults, owner: &str) -> Vec<Planned> {
+    const ROLES: [&str; 4] = ["@move-source", "@move-target", "@reshape-parent-owner", "@failover-target"];
+    if below(rng, 2) == 0 {
+        let role = ROLES[below(rng, ROLES.len() as u64) as usize];
+        let on = aimed_trigger(rng, knobs, owner);
+        let duration_ms = margin_ms(rng, knobs, random.partition_ms);
+        return vec![Planned { at_ms, on, duration_ms, fault: Fault::Delay("@leader".into(), role.into()) }];
+    }
+    // A held pause to a move's source half the time: the move is the flow with most steps after
+    // its pause (drain, finish, commit, release or abort and rollback).
+    const HELD: [(&str, &str); 3] = [("@reshape-parent-owner", "pause"), ("@move-source", "release"), ("@failover-target", "open")];
+    let (role, kind) = if below(rng, 2) == 0 { ("@move-source", "pause") } else { HELD[below(rng, HELD.len() as u64) as usize] };
+    // Armed once the flow is under way, before the command: a move's target finished a
+    // pre-copy round, or a move's source (a reshape's parent owner) admitted an append while the
+    // move (the reshape) is in flight, which covers stop-and-copy (the pause comes next); a
+    // move's source paused (its release follows the commit); a map commit (a failover assigns
+    // its target, and the open follows); or at `at_ms`.
+    let step = match (role, kind) {
+        ("@move-source", "pause") if below(rng, 2) == 0 => ("precopied", "@move-target"),
+        ("@move-source", "pause") => ("admit", "@move-source"),
+        ("@reshape-parent-owner", _) => ("admit", "@reshape-parent-owner"),
+        ("@move-source", _) => ("paused", "@move-source"),
+        _ => ("map_commit", "lock-1"),
+    };
+    let on = (below(rng, 4) > 0).then(|| crate::scenario::Trigger { event: step.0.into(), node: step.1.into(), range: None, epoch: None, count: 1, delay_ms: 0 });
+    let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
+    let hold_ms = uniform_u(rng, [2 * drain_ms, 2 * drain_ms + drain_ms / 2 + 2 * knobs.lease_ms]);
+    let mut out = vec![Planned { at_ms, on: on.clone(), duration_ms: hold_ms, fault: Fault::DelayNext("@leader".into(), role.into(), kind) }];
+    if (role, kind) == ("@move-source", "pause") {
+        // Down when the leader, its held pause timed out, has paused the source again and asks
+        // the target to finish: on the source's pause (the second one, the first being held),
+        // so not before any pause left (a target lost then aborts the move with none).
+        let down_ms = uniform_u(rng, [knobs.lease_ms, 2 * knobs.lease_ms]);
+        let paused = crate::scenario::Trigger { event: "paused".into(), node: "@move-source".into(), range: None, epoch: None, count: 1, delay_ms: 0 };
+        out.push(Planned { at_ms, on: Some(paused), duration_ms: down_ms, fault: Fault::Crash("@move-target".into()) });
+    }
+    out
+}
+
+fn draw_one_aimed(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs, random: &crate::scenario::RandomFaults, owner: String) -> Planned {
+    let on = aimed_trigger(rng, knobs, &owner);
     let triggered = on.is_some();
     const ROLES: [&str; 7] = ["@move-source", "@move-target", "@reshape-parent-owner", "@failover-target", "@leader", "@standby-manager", "@trigger-node"];
     let mut role = ROLES[below(rng, ROLES.len() as u64 - u64::from(!triggered)) as usize].to_string();
@@ -369,7 +475,7 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
         }
         _ => {
             // The next message whose delay matters most for the role's step.
-            const HOLDS: [(&str, &str, &str); 9] = [
+            const HOLDS: [(&str, &str, &str); 11] = [
                 ("@owner", "lock-1", "renew_session"),
                 ("lock-1", "@owner", "session_renewed"),
                 ("@owner", "store-1", "store_append"),
@@ -379,6 +485,8 @@ pub fn draw_aimed(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
                 ("@move-source", "@leader", "paused_at"),
                 ("@leader", "lock-1", "cas_map"),
                 ("@leader", "@reshape-parent-owner", "pause"),
+                ("@leader", "@move-source", "release"),
+                ("@leader", "@reshape-parent-owner", "release"),
             ];
             let (from, to, kind) = HOLDS[below(rng, HOLDS.len() as u64) as usize];
             let name = |n: &str| if n == "@owner" { owner.clone() } else { n.to_string() };
@@ -566,6 +674,15 @@ fn trigger_text(p: &Planned) -> String {
     format!("{} on {} by {}{filter} #{}, armed at {} ms", p.fault, on.event, on.node, on.count, p.at_ms)
 }
 
+/// Count a fault of kind `counter` that took effect, and note it as an aimed one if its plan
+/// entry named a role.
+fn took_effect(counts: &RefCell<BTreeMap<&'static str, u64>>, counter: &'static str, aimed: bool) {
+    *counts.borrow_mut().entry(counter).or_default() += 1;
+    if aimed {
+        crate::fault::aim::note_injected(partmap::seam::now_us());
+    }
+}
+
 /// How many times the operator sends one request before it records it as refused.
 pub const OPERATOR_ATTEMPTS: u32 = 5;
 
@@ -594,6 +711,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 }
             }
             // Roles resolve now, to whoever holds them at this moment.
+            let aimed = p.fault.nodes().iter().any(|n| crate::fault::aim::is_aimed(n));
             let p = match crate::fault::aim::resolve_fault(&p.fault, emitter.as_deref()) {
                 Ok(fault) => Planned { fault, ..p },
                 Err(reason) => {
@@ -607,19 +725,19 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     if !world.borrow_mut().kill(node, p.duration_ms) {
                         return;
                     }
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().restart(node);
                 }
                 Fault::Request(_) => {
                     // Sent by the operator node (see `operator`); only logged and counted here.
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                 }
                 Fault::DelayNext(from, to, kind) => {
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                 }
                 Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
                     let kind = match p.fault {
@@ -630,7 +748,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     };
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().fault_link(from, to, kind);
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().unfault_link(from, to, kind);
                     record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
@@ -638,7 +756,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 Fault::SlowDisk(node, extra_ms) => {
                     record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
                     world.borrow_mut().slow_disk(node, *extra_ms);
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().slow_disk(node, 0);
                     record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
@@ -647,7 +765,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     if !world.borrow_mut().pause(node, p.duration_ms) {
                         return;
                     }
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     world.borrow_mut().resume(node);
                 }
@@ -657,7 +775,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                     for (a, b) in &cut {
                         world.borrow_mut().cut(a, b);
                     }
-                    *counts.borrow_mut().entry(counter).or_default() += 1;
+                    took_effect(&counts, counter, aimed);
                     sleep_ms(p.duration_ms).await;
                     for (a, b) in &cut {
                         world.borrow_mut().uncut(a, b);
@@ -666,5 +784,66 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::events::What;
+
+    /// The default scenario's aimed draws include the three compound shapes: a stale owner
+    /// (its renewals cut and its store link held on one trigger, an admission of its own, for a
+    /// lease up to a round and a request timeout more; every server's next fence held), a
+    /// frontend's map answers held for a refresh up to the staleness limit, the leader's
+    /// messages to a role's holder held, and a pause to a move's source held past the move's
+    /// abort (its target crashed on the same trigger).
+    #[test]
+    fn nemesis_aimed_draws_include_stale_owners_frontends_and_late_commands() {
+        use crate::fault::Fault;
+        use madsim::rand::SeedableRng;
+        let mut scenario = crate::scenario::Scenario::parse(include_str!("../../../scenarios/swarm.json"), "swarm.json").expect("parses");
+        scenario.topology.servers = 4;
+        scenario.topology.frontends = 2;
+        let knobs = scenario.node_knobs();
+        let random = scenario.faults.random.clone().expect("random faults");
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(11);
+        let (mut owners, mut frontends, mut late, mut held_pause) = (0, 0, 0, 0);
+        for _ in 0..400 {
+            let drawn = super::draw_aimed(&mut rng, 1000, &scenario, &knobs, &random);
+            match &drawn[0].fault {
+                Fault::OneWay(o, lock) if drawn.len() == 6 => {
+                    owners += 1;
+                    assert!(o.starts_with("@owner?key=") && lock == "lock-1");
+                    let on = drawn[0].on.clone().expect("on the owner's admission");
+                    assert_eq!((on.event.as_str(), on.node.as_str()), ("admit", o.as_str()));
+                    assert!(matches!(&drawn[1].fault, Fault::Delay(a, b) if a == o && b == "store-1"));
+                    assert_eq!(drawn[0].duration_ms, drawn[1].duration_ms);
+                    assert!((knobs.lease_ms..=knobs.lease_ms + knobs.manager_tick_ms + knobs.rpc_timeout_ms).contains(&drawn[0].duration_ms));
+                    for (i, p) in drawn[2..].iter().enumerate() {
+                        assert_eq!(p.fault, Fault::DelayNext(format!("server-{}", i + 1), "store-1".into(), "fence"));
+                        assert_eq!(p.on, Some(on.clone()), "every part waits for the same admission");
+                    }
+                }
+                Fault::Delay(lock, f) if lock == "lock-1" => {
+                    frontends += 1;
+                    assert!(f == "frontend-1" || f == "frontend-2", "{f}");
+                    assert!((knobs.renew_interval_ms..=knobs.map_staleness_ms).contains(&drawn[0].duration_ms));
+                }
+                Fault::Delay(leader, role) if leader == "@leader" && role.starts_with('@') => {
+                    late += 1;
+                    assert!(["@move-source", "@move-target", "@reshape-parent-owner", "@failover-target"].contains(&role.as_str()), "{role}");
+                }
+                Fault::DelayNext(leader, role, kind) if leader == "@leader" && drawn.len() == 2 => {
+                    held_pause += 1;
+                    assert_eq!((role.as_str(), *kind), ("@move-source", "pause"));
+                    assert!(drawn[0].duration_ms >= 5000, "held past the leader's call and its retry: {} ms", drawn[0].duration_ms);
+                    assert_eq!(drawn[1].fault, Fault::Crash("@move-target".into()), "the move's target fails, so the move aborts");
+                    let on = drawn[1].on.as_ref().expect("the crash waits for the source's pause");
+                    assert_eq!((on.event.as_str(), on.node.as_str()), ("paused", "@move-source"), "the target fails once the source paused");
+                }
+                _ => assert_eq!(drawn.len(), 1, "{drawn:?}"),
+            }
+        }
+        assert!(owners > 20 && frontends > 20 && late > 10 && held_pause > 3, "stale owners {owners}, stale frontends {frontends}, late commands {late} and held pauses {held_pause} of 400");
     }
 }

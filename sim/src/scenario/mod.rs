@@ -151,6 +151,13 @@ pub struct Workload {
     pub bounded_read_fraction: f64,
     /// The staleness bound of bounded reads, ms. 0..=600000, default 1000.
     pub read_bound_ms: u64,
+    /// Fraction of operations (appends and reads alike) aimed at a key of a range in flux: one
+    /// a map commit made or changed (owner, epoch, state) in the last two seconds, or one in a
+    /// move, split or merge ([`crate::fault::aim::with_flux`]); the key is uniform over the range's first
+    /// four keys (so a key written across the handoff is read across it too).
+    /// When nothing is in flux the operation takes its usual key. 0..=1, default 0.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub flux_fraction: f64,
     /// Size of the key space, keys `k000000..`. 1..=1000000, default 1000.
     pub keys: u32,
     /// Key popularity skew: key index = `floor(keys * u^(1 + key_skew))` for uniform `u` in
@@ -210,6 +217,10 @@ fn one() -> u32 {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Planned moves: the copy strategy and its knobs, and what starts moves.
@@ -707,6 +718,7 @@ impl Default for Workload {
             ops_per_s: 100.0,
             read_fraction: 0.3,
             bounded_read_fraction: 0.0,
+            flux_fraction: 0.0,
             read_bound_ms: 1000,
             keys: 1000,
             key_skew: 1.0,
@@ -977,6 +989,7 @@ impl Scenario {
         }
         in_range("workload.read_fraction", w.read_fraction, 0.0, 1.0)?;
         in_range("workload.bounded_read_fraction", w.bounded_read_fraction, 0.0, 1.0)?;
+        in_range("workload.flux_fraction", w.flux_fraction, 0.0, 1.0)?;
         in_range("workload.read_bound_ms", w.read_bound_ms, 0, 600_000)?;
         in_range("workload.key_skew", w.key_skew, 0.0, 5.0)?;
         in_range("workload.record_bytes", w.record_bytes, 16, 1_048_576)?;

@@ -299,8 +299,8 @@ impl<'a> Explorer<'a> {
         let knobs = s.node_knobs();
         let random = self.base.scenario.faults.random.clone().unwrap_or_default();
         let at_ms = at_ms.min(self.end_ms(s).saturating_sub(1));
-        let p = nemesis::draw_aimed(&mut self.rng, at_ms, s, &knobs, &random);
-        s.faults.schedule.push(timed(&p));
+        let drawn = nemesis::draw_aimed(&mut self.rng, at_ms, s, &knobs, &random);
+        s.faults.schedule.extend(drawn.iter().map(timed));
     }
 
     /// One to three small changes to `e`'s schedule.

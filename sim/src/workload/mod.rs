@@ -252,6 +252,12 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
             let offset = (period.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 33) as u32 % w.keys;
             index = (index + offset) % w.keys;
         }
+        // Drawn only when asked for, so scenarios without it draw as before.
+        if w.flux_fraction > 0.0 && madsim::rand::thread_rng().gen_bool(w.flux_fraction) {
+            if let Some(i) = crate::fault::aim::with_flux(|spans| flux_key(w.keys, spans, &mut madsim::rand::thread_rng())) {
+                index = i;
+            }
+        }
         let key = key_name(index);
         seq += 1;
         let (rpc, knobs) = (&rpc, &knobs);
@@ -272,6 +278,39 @@ pub async fn client(n: u32, scenario: Scenario, knobs: Knobs) {
     }
     // The window is over: the operations in flight complete; nothing new starts.
     while in_flight.next().await.is_some() {}
+}
+
+/// How many keys of a range in flux the workload aims at: its first ones.
+pub const FLUX_KEYS: u32 = 4;
+
+/// A workload key index (below `keys`) in one of the key spans `spans` (`(start, end)`, end
+/// exclusive, `None` the end of the key space): a span drawn uniformly (the next one on when it
+/// holds no workload key), the key uniform among its first [`FLUX_KEYS`] workload keys; `None`
+/// when no span holds a workload key.
+pub fn flux_key(keys: u32, spans: &[(&[u8], Option<&[u8]>)], rng: &mut impl Rng) -> Option<u32> {
+    // Key names are zero-padded, so their byte order is their index order.
+    let first_at_or_after = |bound: &[u8]| {
+        let (mut lo, mut hi) = (0u32, keys);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if key_name(mid).as_slice() < bound { lo = mid + 1 } else { hi = mid }
+        }
+        lo
+    };
+    if spans.is_empty() {
+        return None;
+    }
+    let first = rng.gen_range(0..spans.len());
+    for k in 0..spans.len() {
+        let (start, end) = spans[(first + k) % spans.len()];
+        let (a, b) = (first_at_or_after(start), end.map_or(keys, first_at_or_after));
+        if a < b {
+            // A few keys of the range, so that a key written across the handoff is also read
+            // across it (a stale read shows only on a key someone wrote since).
+            return Some(a + rng.gen_range(0..(b - a).min(FLUX_KEYS)));
+        }
+    }
+    None
 }
 
 /// The script client (`client-<clients+1>`): each append of `workload.script` at its time, one
@@ -461,6 +500,22 @@ mod tests {
             longer.push(0);
             prop_assert_ne!(content_hash(&bytes), content_hash(&longer));
         }
+    }
+
+    #[test]
+    fn workload_flux_key_falls_in_a_span_in_flux() {
+        use madsim::rand::SeedableRng;
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let (k250, k260, k990, k5000) = (key_name(250), key_name(260), key_name(990), key_name(5000));
+        let spans: Vec<(&[u8], Option<&[u8]>)> = vec![(&k250, Some(&k260)), (&k990, None), (&k5000, None)];
+        for _ in 0..200 {
+            let i = flux_key(1000, &spans, &mut rng).expect("two spans hold keys");
+            assert!((250..254).contains(&i) || (990..994).contains(&i), "key {i} is not one of the first keys of a span");
+        }
+        assert_eq!(flux_key(1000, &[], &mut rng), None, "nothing in flux");
+        assert_eq!(flux_key(1000, &[(&k5000, None)], &mut rng), None, "a span past the workload's keys");
+        let k1 = key_name(1);
+        assert_eq!(flux_key(1000, &[(b"", Some(&k1))], &mut rng), Some(0), "the first range starts at the empty key");
     }
 
     #[test]

@@ -65,3 +65,76 @@ fn nemesis_held_message_is_delivered_after_its_sender_crashed() {
     assert!(delivered, "the held store append was delivered after its sender crashed");
     assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts);
 }
+
+/// `aimed_fault_injected` counts only aimed faults that took effect: not one whose trigger
+/// never fired, nor one skipped because its role was empty; and its first time is the first
+/// injection's.
+#[test]
+fn aim_goal_counts_only_aimed_faults_that_took_effect() {
+    let run = |schedule: &str| {
+        let text = format!(
+            r#"{{"description": "aimed", "topology": {{"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2}},
+            "workload": {{"duration_s": 8, "ops_per_s": 20}}, "faults": {{"random": null, "schedule": [{schedule}]}}}}"#
+        );
+        let scenario = Scenario::parse(&text, "aimed.json").expect("parses");
+        let opts = RunOptions { seed: 3, scenario, scenario_label: "aimed.json".into(), mutation: None, trace: false, echo_header: false };
+        run_seed(&opts).goals.get("aimed_fault_injected").copied()
+    };
+    let never = r#"{"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+        {"at_ms": 2000, "duration_ms": 100, "fault": {"kind": "pause", "node": {"role": "move-source"}}}"#;
+    assert_eq!(run(never), None, "an unfired trigger and a skipped fault are not injections");
+    let once = r#"{"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+        {"at_ms": 3000, "duration_ms": 500, "fault": {"kind": "crash", "node": {"role": "leader"}}}"#;
+    let reached = run(once).expect("the timed crash of the leader was injected");
+    assert_eq!(reached.count, 1);
+    assert!((3_000_000..3_100_000).contains(&reached.first_us), "first injected at {} us", reached.first_us);
+}
+
+/// A stale owner's writes, held while it loses its lease, land just after the new owner read
+/// the stream, while the new owner's fence is held: the correct system refuses them (the
+/// new owner serves only once its fence is raised), and with `publish-before-fence` the new
+/// owner serves a stream the late writes then extend (a violation).
+#[test]
+fn nemesis_stale_owner_writes_land_in_the_takeover() {
+    let on = r#""on": {"event": "admit", "node": {"role": "owner", "key": "k000001"}}"#;
+    let fence = |n: u32| format!(r#"{{"at_ms": 4000, {on}, "duration_ms": 3000, "fault": {{"kind": "delay_next", "from": "server-{n}", "to": "store-1", "message": "fence"}}}}"#);
+    let text = format!(
+        r#"{{"description": "stale owner", "topology": {{"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2}},
+        "workload": {{"duration_s": 15, "ops_per_s": 60}},
+        "faults": {{"random": null, "schedule": [
+            {{"at_ms": 4000, {on}, "duration_ms": 2200, "fault": {{"kind": "one_way", "from": {{"role": "owner", "key": "k000001"}}, "to": "lock-1"}}}},
+            {{"at_ms": 4000, {on}, "duration_ms": 2200, "fault": {{"kind": "delay", "from": {{"role": "owner", "key": "k000001"}}, "to": "store-1"}}}},
+            {}, {}, {}]}}}}"#,
+        fence(1), fence(2), fence(3)
+    );
+    let scenario = Scenario::parse(&text, "stale-owner.json").expect("parses");
+    let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "stale-owner.json".into(), mutation, trace: false, echo_header: false });
+    assert_eq!(run(None).outcome(), RunOutcome::Pass);
+    let mutated = run(Some(partmap::config::Mutation::PublishBeforeFence));
+    assert_eq!(mutated.outcome(), RunOutcome::SafetyViolation, "{:?}", mutated.verdicts);
+}
+
+/// A pause held past its move: the leader's first pause to the source is held while the
+/// target crashes, so the move aborts and the range is reopened at the source at a newer
+/// epoch; the old pause then arrives. The correct source refuses it (it names the old
+/// epoch); with `server-skips-epoch-check` it pauses the range at the new epoch, and no
+/// flow resumes it (liveness fails).
+#[test]
+fn nemesis_late_pause_outlives_its_aborted_move() {
+    let on = |delay: u64| format!(r#""on": {{"event": "precopied", "node": {{"role": "move-target"}}, "delay_ms": {delay}}}"#);
+    // The target crashes when the source pauses: the leader's second pause, the first held.
+    let text = format!(
+        r#"{{"description": "late pause", "topology": {{"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 2}},
+        "workload": {{"duration_s": 20, "ops_per_s": 60}}, "moves": {{"strategy": "pre-copy"}},
+        "faults": {{"random": null, "schedule": [
+            {{"at_ms": 3000, "fault": {{"kind": "move", "key": "k000001", "to": "server-3"}}}},
+            {{"at_ms": 2900, {}, "duration_ms": 6500, "fault": {{"kind": "delay_next", "from": {{"role": "leader"}}, "to": {{"role": "move-source"}}, "message": "pause"}}}},
+            {{"at_ms": 2900, "on": {{"event": "paused", "node": {{"role": "move-source"}}}}, "duration_ms": 3000, "fault": {{"kind": "crash", "node": {{"role": "move-target"}}}}}}]}}}}"#,
+        on(0)
+    );
+    let scenario = Scenario::parse(&text, "late-pause.json").expect("parses");
+    let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "late-pause.json".into(), mutation, trace: false, echo_header: false });
+    assert_eq!(run(None).outcome(), RunOutcome::Pass);
+    let mutated = run(Some(partmap::config::Mutation::ServerSkipsEpochCheck));
+    assert_eq!(mutated.outcome(), RunOutcome::LivenessFailure, "{:?}", mutated.verdicts);
+}
