@@ -65,7 +65,7 @@ pub fn check_shards(inputs: &[(String, Summary)]) -> ShardCheck {
 /// union of their seeds would write. When they are every shard of one selection (`1/N` to
 /// `N/N`), the merged selection is that selection, unsharded.
 ///
-/// Errors: no summary; summaries of different builds or scenarios ([`Build::mismatch`]); a seed
+/// Errors: no summary; summaries of different builds or scenarios ([`Build::mismatch`](super::Build::mismatch)); a seed
 /// in two summaries.
 pub fn merge(inputs: Vec<(String, Summary)>) -> Result<Summary, String> {
     let Some((first_path, first)) = inputs.first() else { return Err("merge: no summary given".into()) };
