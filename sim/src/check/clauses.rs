@@ -2,7 +2,7 @@
 //! the one list the README's property section is written from ([`markdown`]), so that the
 //! documented definitions and the checkers match clause by clause. A test pins the list against
 //! the checkers: the properties of [`super::PROPERTIES`] in order, `single_writer`'s numbered
-//! clauses in its module doc, and the views [`crate::check::judge`] produces.
+//! clauses in its module doc, and the views [`crate::check::judge()`] produces.
 
 /// One clause of a property.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +103,7 @@ mod tests {
         assert!(doc.contains("after the authority expired its"), "the checker has the expired-session clause");
     }
 
-    /// Every view the list names is one [`crate::check::judge`] produces for that property.
+    /// Every view the list names is one [`crate::check::judge()`] produces for that property.
     #[test]
     fn clauses_name_the_views_the_run_judges() {
         let views = crate::check::judge(&[], &Default::default(), &Default::default(), &[]);

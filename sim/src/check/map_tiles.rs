@@ -124,6 +124,27 @@ pub fn check_durable(durable: &[LockRecord], events: &[Event]) -> Result<(), Vio
 /// that is the very copy a commit announced, after the copy announced before it, takes that
 /// diff instead of diffing again.
 pub fn check_durable_indexed(durable: &[LockRecord], events: &[Event], maps: &Maps<'_>) -> Result<(), Violation> {
+    let by_version = durable_log_grows(durable, maps)?;
+    let (announced, recoveries) = announced_and_restored_in_log(durable, events, &by_version)?;
+    let cut_off: std::collections::BTreeSet<usize> = recoveries.iter().filter_map(|n| last_map_before(durable, *n)).collect();
+    for (i, rec) in durable.iter().enumerate() {
+        let LockRecord::Map { map, .. } = rec else { continue };
+        let was_announced = announced.get(&map.version).is_some_and(|a| a.contains(&map));
+        if !was_announced && !cut_off.contains(&i) {
+            return Err(Violation::new(format!(
+                "durable record {i} of lock-1 holds map version {} that no commit announced, and no crash of lock-1 cut off its announcement (a write the authority refused or never finished)",
+                map.version
+            ))
+            .version(map.version));
+        }
+    }
+    Ok(())
+}
+
+/// Every `Map` record of `durable` tiles and versions and epochs grow along the log. Returns
+/// the records by version. A record that is the very copy a commit announced, after the copy
+/// announced before it, takes that diff from `maps` instead of diffing again.
+fn durable_log_grows<'d>(durable: &'d [LockRecord], maps: &Maps<'_>) -> Result<BTreeMap<u64, &'d SharedMap>, Violation> {
     let mut last = (0, BTreeMap::new());
     let mut by_version: BTreeMap<u64, &SharedMap> = BTreeMap::new();
     let mut prev: Option<&PartitionMap> = None;
@@ -143,10 +164,23 @@ pub fn check_durable_indexed(durable: &[LockRecord], events: &[Event], maps: &Ma
         by_version.insert(map.version, map);
         prev = Some(map);
     }
-    // The last map record before log length `n` (what a recovery that found `n` records restores).
-    let last_map_before = |n: usize| durable[..n.min(durable.len())].iter().rposition(|r| matches!(r, LockRecord::Map { .. }));
-    // The announced maps by version (a version announced twice keeps both). Maps compare as
-    // shared copies: the same copy is equal at once, another one row by row.
+    Ok(by_version)
+}
+
+/// The index of the last map record before log length `n` (what a recovery that found `n`
+/// records restores).
+fn last_map_before(durable: &[LockRecord], n: usize) -> Option<usize> {
+    durable[..n.min(durable.len())].iter().rposition(|r| matches!(r, LockRecord::Map { .. }))
+}
+
+/// The announced maps by version (a version announced twice keeps both), and the log lengths
+/// lock-1's recoveries found, in history order.
+type Announced<'e> = (BTreeMap<u64, Vec<&'e SharedMap>>, Vec<usize>);
+
+/// Every commit `events` announce is the durable record of its version (`by_version`), and
+/// every map a recovery restored is the last map record before the length it found. Maps
+/// compare as shared copies: the same copy is equal at once, another one row by row.
+fn announced_and_restored_in_log<'e>(durable: &[LockRecord], events: &'e [Event], by_version: &BTreeMap<u64, &SharedMap>) -> Result<Announced<'e>, Violation> {
     let mut announced: BTreeMap<u64, Vec<&SharedMap>> = BTreeMap::new();
     let mut recoveries: Vec<usize> = Vec::new();
     let mut found: Option<usize> = None;
@@ -167,7 +201,7 @@ pub fn check_durable_indexed(durable: &[LockRecord], events: &[Event], maps: &Ma
             }
             What::Sys(Sys::MapRestored { map, .. }) => {
                 let n = found.take().unwrap_or(0);
-                let expected = match last_map_before(n) {
+                let expected = match last_map_before(durable, n) {
                     Some(i) => match &durable[i] {
                         LockRecord::Map { map, .. } => map,
                         _ => unreachable!("a map record"),
@@ -181,19 +215,7 @@ pub fn check_durable_indexed(durable: &[LockRecord], events: &[Event], maps: &Ma
             _ => {}
         }
     }
-    let cut_off: std::collections::BTreeSet<usize> = recoveries.iter().filter_map(|n| last_map_before(*n)).collect();
-    for (i, rec) in durable.iter().enumerate() {
-        let LockRecord::Map { map, .. } = rec else { continue };
-        let was_announced = announced.get(&map.version).is_some_and(|a| a.contains(&map));
-        if !was_announced && !cut_off.contains(&i) {
-            return Err(Violation::new(format!(
-                "durable record {i} of lock-1 holds map version {} that no commit announced, and no crash of lock-1 cut off its announcement (a write the authority refused or never finished)",
-                map.version
-            ))
-            .version(map.version));
-        }
-    }
-    Ok(())
+    Ok((announced, recoveries))
 }
 
 /// How many durable map versions no `map_commit` announced (each was judged all the same).

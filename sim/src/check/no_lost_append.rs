@@ -14,7 +14,7 @@
 //!
 //! [`disagreement`] reports a key whose two views differ.
 
-use super::index::{Clients, Finals, KeyNo, Keys, View as FinalView, NONE};
+use super::index::{Clients, Finals, KeyNo, Keys, OpNo, View as FinalView, NONE};
 use super::pool::Pooled;
 use super::{secs, Violation};
 use crate::events::{Event, Outcome};
@@ -44,8 +44,7 @@ pub fn check(events: &[Event], content: &Content, view: &str, only: Option<&std:
 /// on the same bytes (the same parse) and found them sound, so they would pass here too (issue
 /// 13; the caller passes `|_| false` unless that view passed).
 pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &str, only: Option<&dyn Fn(KeyNo) -> bool>, settled: &dyn Fn(KeyNo) -> bool) -> Result<(), Violation> {
-    let judged_key = |k: KeyNo| only.is_none_or(|o| o(k));
-    if let Some((id, _)) = clients.orphans.iter().find(|(_, k)| judged_key(*k)) {
+    if let Some((id, _)) = clients.orphans.iter().find(|(_, k)| judged(only, *k)) {
         return Err(format!("complete without invoke for {id}").into());
     }
     for (k, parsed) in content.iter() {
@@ -54,7 +53,6 @@ pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &
             return Err(Violation::new(format!("{view}: key {}: {e}", show_key(key))).key(key));
         }
     }
-    let name = |o: Option<Outcome>| o.map_or("unknown (never completed)", |o| o.name());
     // Per append number: its position in the key being judged (NONE: not there), reset after
     // each key.
     let mut position: Pooled<Vec<u32>> = Pooled::take();
@@ -63,7 +61,7 @@ pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &
     let mut latest: Pooled<Vec<(usize, OpId)>> = Pooled::take();
     // Every key some append was invoked on (and judged) or the view holds, in key order.
     for &k in content.order() {
-        let on_key: &[u32] = if judged_key(k) { clients.by_key.get(k) } else { &[] };
+        let on_key: &[u32] = if judged(only, k) { clients.by_key.get(k) } else { &[] };
         let records = match content.get(k) {
             Some(parsed) => parsed.expect("parse errors reported above"),
             None if on_key.is_empty() => continue,
@@ -72,91 +70,132 @@ pub fn check_indexed(clients: &Clients<'_>, content: &FinalView<'_, '_>, view: &
         if settled(k) {
             continue;
         }
-        let key = clients.keys.name(k);
-        let (ids, ops) = (records.ids, records.ops);
-        let result = (|| {
-            for (i, (id, &n)) in ids.iter().zip(ops).enumerate() {
-                let op = (n != NONE).then(|| &clients.appends[n as usize]).filter(|op| op.invoked && judged_key(op.key_no));
-                let Some(op) = op else {
-                    return Err(Violation::new(format!("{view}: key {} holds {id}, which no client appended", show_key(key))).key(key).op(*id));
-                };
-                let cite = |v: Violation| {
-                    let v = v.key(key).op(*id).at(op.invoke_us);
-                    match op.complete_us {
-                        Some(t) => v.at(t),
-                        None => v,
-                    }
-                };
-                if op.key_no != k {
-                    return Err(cite(Violation::new(format!("{view}: key {} holds {id}, which was appended to key {}", show_key(key), show_key(clients.keys.name(op.key_no))))).key(clients.keys.name(op.key_no)));
-                }
-                let first = std::mem::replace(&mut position[n as usize], i as u32);
-                if first != NONE {
-                    return Err(cite(Violation::new(format!("{view}: key {}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", show_key(key), name(op.outcome), secs(op.invoke_us)))));
-                }
-                if matches!(op.outcome, Some(Outcome::Fail | Outcome::Unavailable)) {
-                    return Err(cite(Violation::new(format!("{view}: key {}: {id} definitely failed (completed {}) but is in the final content at position {i}", show_key(key), secs(op.complete_us.unwrap_or(0))))));
-                }
-            }
-            for &n in on_key {
-                let op = &clients.appends[n as usize];
-                if op.outcome == Some(Outcome::Ok) && position[n as usize] == NONE {
-                    return Err(Violation::new(format!(
-                        "{view}: key {}: {} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
-                        show_key(key), op.id, secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), ids.len()
-                    ))
-                    .at(op.invoke_us)
-                    .at(op.complete_us.unwrap_or(0))
-                    .key(key)
-                    .op(op.id));
-                }
-            }
-            // Real-time order: every append acknowledged before `b` was invoked precedes `b`. The
-            // acknowledged appends sorted by completion, with a running maximum of their positions,
-            // answer each `b` with one binary search (linear in the history, not quadratic).
-            acked.clear();
-            acked.extend(on_key.iter().map(|&n| (n, &clients.appends[n as usize])).filter(|(_, op)| op.outcome == Some(Outcome::Ok)).map(|(n, op)| (op.complete_us.unwrap_or(0), position[n as usize] as usize, op.id)));
-            acked.sort_unstable();
-            latest.clear();
-            for &(_, pos, id) in acked.iter() {
-                let best = latest.last().copied().filter(|(p, _)| *p >= pos).unwrap_or((pos, id));
-                latest.push(best);
-            }
-            for &n in on_key {
-                let op = &clients.appends[n as usize];
-                let pos_b = position[n as usize];
-                if pos_b == NONE {
-                    continue;
-                }
-                let n = acked.partition_point(|(done, _, _)| *done < op.invoke_us);
-                if n == 0 {
-                    continue;
-                }
-                let (pos_a, a) = latest[n - 1];
-                if pos_a > pos_b as usize {
-                    let done = acked.iter().find(|(_, _, id)| *id == a).map_or(0, |x| x.0);
-                    let b = op.id;
-                    return Err(Violation::new(format!(
-                        "{view}: key {}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
-                        show_key(key), secs(done), secs(op.invoke_us)
-                    ))
-                    .at(done)
-                    .at(op.invoke_us)
-                    .key(key)
-                    .op(a)
-                    .op(b));
-                }
-            }
-            Ok(())
-        })();
-        result?;
-        for &n in ops {
+        let one = OneKey { clients, view, only, k, key: clients.keys.name(k), on_key, ids: records.ids, ops: records.ops };
+        one.check_records(&mut position)?;
+        one.check_acknowledged_present(&position)?;
+        one.check_real_time_order(&position, &mut acked, &mut latest)?;
+        for &n in one.ops {
             if n != NONE {
                 position[n as usize] = NONE;
             }
         }
     }
     Ok(())
+}
+
+/// Whether key number `k` is judged: every key without `only`, else those it holds.
+fn judged(only: Option<&dyn Fn(KeyNo) -> bool>, k: KeyNo) -> bool {
+    only.is_none_or(|o| o(k))
+}
+
+/// An outcome's name, for messages: `ok`, ..., or `unknown (never completed)`.
+fn outcome_name(o: Option<Outcome>) -> &'static str {
+    o.map_or("unknown (never completed)", |o| o.name())
+}
+
+/// One key being judged: its final records (`ids`, and `ops` their append numbers) and the
+/// appends invoked on it (`on_key`, empty when the key is not judged).
+struct OneKey<'c, 'a, 'f> {
+    clients: &'c Clients<'a>,
+    view: &'c str,
+    only: Option<&'c dyn Fn(KeyNo) -> bool>,
+    k: KeyNo,
+    key: &'c [u8],
+    on_key: &'c [u32],
+    ids: &'f [OpId],
+    ops: &'f [OpNo],
+}
+
+impl OneKey<'_, '_, '_> {
+    /// Every record is an append some client invoked on this key, there once, and not one that
+    /// definitely failed. Notes each append's position in `position`.
+    fn check_records(&self, position: &mut [u32]) -> Result<(), Violation> {
+        let (clients, view, key, k) = (self.clients, self.view, self.key, self.k);
+        for (i, (id, &n)) in self.ids.iter().zip(self.ops).enumerate() {
+            let op = (n != NONE).then(|| &clients.appends[n as usize]).filter(|op| op.invoked && judged(self.only, op.key_no));
+            let Some(op) = op else {
+                return Err(Violation::new(format!("{view}: key {} holds {id}, which no client appended", show_key(key))).key(key).op(*id));
+            };
+            let cite = |v: Violation| {
+                let v = v.key(key).op(*id).at(op.invoke_us);
+                match op.complete_us {
+                    Some(t) => v.at(t),
+                    None => v,
+                }
+            };
+            if op.key_no != k {
+                return Err(cite(Violation::new(format!("{view}: key {} holds {id}, which was appended to key {}", show_key(key), show_key(clients.keys.name(op.key_no))))).key(clients.keys.name(op.key_no)));
+            }
+            let first = std::mem::replace(&mut position[n as usize], i as u32);
+            if first != NONE {
+                return Err(cite(Violation::new(format!("{view}: key {}: {id} ({} outcome, invoked {}) is there twice, at positions {first} and {i}", show_key(key), outcome_name(op.outcome), secs(op.invoke_us)))));
+            }
+            if matches!(op.outcome, Some(Outcome::Fail | Outcome::Unavailable)) {
+                return Err(cite(Violation::new(format!("{view}: key {}: {id} definitely failed (completed {}) but is in the final content at position {i}", show_key(key), secs(op.complete_us.unwrap_or(0))))));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every acknowledged append on this key is in its final content.
+    fn check_acknowledged_present(&self, position: &[u32]) -> Result<(), Violation> {
+        for &n in self.on_key {
+            let op = &self.clients.appends[n as usize];
+            if op.outcome == Some(Outcome::Ok) && position[n as usize] == NONE {
+                return Err(Violation::new(format!(
+                    "{}: key {}: {} was acknowledged (invoked {}, completed {}) but is not in the final content ({} records)",
+                    self.view, show_key(self.key), op.id, secs(op.invoke_us), secs(op.complete_us.unwrap_or(0)), self.ids.len()
+                ))
+                .at(op.invoke_us)
+                .at(op.complete_us.unwrap_or(0))
+                .key(self.key)
+                .op(op.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Real-time order: every append acknowledged before `b` was invoked precedes `b`. The
+    /// acknowledged appends sorted by completion, with a running maximum of their positions,
+    /// answer each `b` with one binary search (linear in the history, not quadratic). `acked`
+    /// and `latest` are scratch buffers, refilled here.
+    fn check_real_time_order(&self, position: &[u32], acked: &mut Vec<(u64, usize, OpId)>, latest: &mut Vec<(usize, OpId)>) -> Result<(), Violation> {
+        let appends = &self.clients.appends;
+        acked.clear();
+        acked.extend(self.on_key.iter().map(|&n| (n, &appends[n as usize])).filter(|(_, op)| op.outcome == Some(Outcome::Ok)).map(|(n, op)| (op.complete_us.unwrap_or(0), position[n as usize] as usize, op.id)));
+        acked.sort_unstable();
+        latest.clear();
+        for &(_, pos, id) in acked.iter() {
+            let best = latest.last().copied().filter(|(p, _)| *p >= pos).unwrap_or((pos, id));
+            latest.push(best);
+        }
+        for &n in self.on_key {
+            let op = &appends[n as usize];
+            let pos_b = position[n as usize];
+            if pos_b == NONE {
+                continue;
+            }
+            let n = acked.partition_point(|(done, _, _)| *done < op.invoke_us);
+            if n == 0 {
+                continue;
+            }
+            let (pos_a, a) = latest[n - 1];
+            if pos_a > pos_b as usize {
+                let done = acked.iter().find(|(_, _, id)| *id == a).map_or(0, |x| x.0);
+                let b = op.id;
+                return Err(Violation::new(format!(
+                    "{}: key {}: {a} was acknowledged at {} before {b} was invoked at {}, but comes after it (positions {pos_a} and {pos_b})",
+                    self.view, show_key(self.key), secs(done), secs(op.invoke_us)
+                ))
+                .at(done)
+                .at(op.invoke_us)
+                .key(self.key)
+                .op(a)
+                .op(b));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The first key whose served and stored final contents differ, in words; `None` when they

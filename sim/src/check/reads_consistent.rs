@@ -41,12 +41,24 @@ pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Op
             return Err(Violation::new(format!("key {}: {e}", show_key(key))).key(key));
         }
     }
-    // Per key, over its acknowledgements in completion order: the one ending furthest into
-    // the final content among the first n (the latest of equals), so a read is judged with
-    // one binary search, linear in the history rather than quadratic per key. Laid out as
-    // `clients.acked` is (settled keys' entries are never read).
-    let acked = clients.acked.items();
     let mut furthest: Pooled<Vec<(u64, OpNo, u64)>> = Pooled::take();
+    furthest_acknowledged(clients, finals, settled, &mut furthest);
+    for read in clients.reads.iter() {
+        if only.is_some_and(|o| !o(read.key_no)) || settled(read.key_no) {
+            continue;
+        }
+        check_read(clients, finals, &furthest, read)?;
+    }
+    Ok(())
+}
+
+/// Fill `furthest` (empty, from the pool): per key not `settled`, over its acknowledgements in
+/// completion order, the one ending furthest into the final content among the first n (the
+/// latest of equals) as (completed, append number, end byte; `u64::MAX`: not there), so a read
+/// is judged with one binary search, linear in the history rather than quadratic per key.
+/// Laid out as `clients.acked` is (settled keys' entries are never read).
+fn furthest_acknowledged(clients: &Clients<'_>, finals: &FinalView<'_, '_>, settled: &dyn Fn(KeyNo) -> bool, furthest: &mut Vec<(u64, OpNo, u64)>) {
+    let acked = clients.acked.items();
     furthest.resize(acked.len(), (0, NONE, 0));
     // Per append number: where its record ends in the key being judged (its last occurrence;
     // u64::MAX: not there), reset after each key.
@@ -74,44 +86,49 @@ pub fn check_indexed(clients: &Clients<'_>, finals: &FinalView<'_, '_>, only: Op
             }
         }
     }
-    for read in clients.reads.iter() {
-        let Read { id, key_no, invoke_us: began, bound_us, answered_us, len, hash } = *read;
-        if only.is_some_and(|o| !o(key_no)) || settled(key_no) {
-            continue;
-        }
-        let fin = finals.content_or_empty(key_no);
-        let key = clients.keys.name(key_no);
-        // Everything acknowledged before this instant must be in the answer.
-        let horizon = began.saturating_sub(bound_us);
-        let level = || if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() };
-        if !fin.has_prefix(len, hash) {
+}
+
+/// `bounded(500 ms) ` for a bounded-staleness read of `bound_us`, nothing for a strong one.
+fn level_words(bound_us: u64) -> String {
+    if bound_us > 0 { format!("bounded({} ms) ", bound_us / 1000) } else { String::new() }
+}
+
+/// One read: a prefix of the key's final content at a record boundary, holding every append
+/// acknowledged before its horizon (its invocation, less its bound); `furthest` as
+/// [`furthest_acknowledged`] fills it.
+fn check_read(clients: &Clients<'_>, finals: &FinalView<'_, '_>, furthest: &[(u64, OpNo, u64)], read: &Read) -> Result<(), Violation> {
+    let Read { id, key_no, invoke_us: began, bound_us, answered_us, len, hash } = *read;
+    let fin = finals.content_or_empty(key_no);
+    let key = clients.keys.name(key_no);
+    // Everything acknowledged before this instant must be in the answer.
+    let horizon = began.saturating_sub(bound_us);
+    if !fin.has_prefix(len, hash) {
+        return Err(Violation::new(format!(
+            "key {}: {}read {id} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
+            show_key(key), level_words(bound_us), secs(began), secs(answered_us)
+        ))
+        .at(began)
+        .at(answered_us)
+        .key(key)
+        .op(id));
+    }
+    // Acknowledgements come in time order: only those before the horizon count, and the
+    // one ending furthest into the content decides.
+    let span = clients.acked.span(key_no);
+    let n = clients.acked.items()[span.clone()].partition_point(|(done, _)| *done < horizon);
+    if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[span.start + i]) {
+        if end > len {
+            let missing = clients.appends[missing as usize].id;
             return Err(Violation::new(format!(
-                "key {}: {}read {id} (invoked {}, answered {}) returned {len} bytes that are not a prefix of the final content",
-                show_key(key), level(), secs(began), secs(answered_us)
+                "key {}: {}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
+                show_key(key), level_words(bound_us), secs(began), secs(done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
             ))
             .at(began)
             .at(answered_us)
+            .at(done)
             .key(key)
-            .op(id));
-        }
-        // Acknowledgements come in time order: only those before the horizon count, and the
-        // one ending furthest into the content decides.
-        let span = clients.acked.span(key_no);
-        let n = acked[span.clone()].partition_point(|(done, _)| *done < horizon);
-        if let Some((done, missing, end)) = n.checked_sub(1).map(|i| furthest[span.start + i]) {
-            if end > len {
-                let missing = clients.appends[missing as usize].id;
-                return Err(Violation::new(format!(
-                    "key {}: {}read {id} (invoked {}) returned {len} bytes, missing {missing}, acknowledged at {} (ends at byte {})",
-                    show_key(key), level(), secs(began), secs(done), if end == u64::MAX { "?".to_string() } else { end.to_string() }
-                ))
-                .at(began)
-                .at(answered_us)
-                .at(done)
-                .key(key)
-                .op(id)
-                .op(missing));
-            }
+            .op(id)
+            .op(missing));
         }
     }
     Ok(())

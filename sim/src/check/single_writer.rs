@@ -268,266 +268,379 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
     check_indexed(events, &Maps::of(events), &clients.keys, &clients.served, &clients.keys.sorted())
 }
 
+/// What the checker keeps while it reads the history, clause by clause. Every map here is
+/// keyed by ids and only looked up, never iterated in an order that reaches a finding (FxHash:
+/// deterministic, no order leak); where a finding picks one of several entries it takes the
+/// least key, as an ordered map's first would be. `'e` is the history's lifetime (an effect
+/// borrows its key from it), `'k` that of the key index and `'a` the keys' own.
+struct Writers<'e, 'k, 'a> {
+    keys: &'k Keys<'a>,
+    ranks: Ranks<'k, 'a>,
+    /// The key number of each `admit` and strong `read_served` event, in history order.
+    served: std::slice::Iter<'k, KeyNo>,
+    /// (range, epoch) -> owner, from the map (announced and restored versions).
+    owner_of: FxHashMap<(u64, u64), u32>,
+    bounds: Bounds,
+    /// stream -> (offset, effect), in history order (sorted by offset at the end, the last
+    /// effect at an offset kept, as an offset -> effect map would keep it).
+    streams: FxHashMap<u64, Vec<(u64, Effect<'e>)>>,
+    activations: FxHashMap<u64, Activation>,
+    /// stream -> fences as (sealed length, epoch, time).
+    fences: FxHashMap<u64, Vec<(u64, u64, u64)>>,
+    /// The store's incarnation (a `recovered node=store-1` event starts one) and, per stream,
+    /// the shortest length each incarnation showed: clauses 1 and 4 leave out the effects a
+    /// restart lost.
+    incarnation: u32,
+    lengths: Lengths,
+    /// stream -> the newest activation (epoch, server, time, stream records loaded), for
+    /// clause 5.
+    newest: FxHashMap<u64, (u64, u32, u64, u64)>,
+    /// Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
+    /// (server, epoch, time of admission); and the (stream, client, seq) that landed.
+    open: Pooled<FxHashMap<Pending, (u32, u64, u64)>>,
+    landed: Landed,
+    /// Clause 8: (server, range) -> (epoch, time) of its drain report, until it drops the range.
+    closed: FxHashMap<(u32, u64), (u64, u64)>,
+    /// Clause 7: server -> (session the authority expired, when), until a newer session renews.
+    expired: FxHashMap<u32, (u64, u64)>,
+    /// server -> its newest session (from its renewals and registrations).
+    current_session: FxHashMap<u32, u64>,
+    /// Key number -> the ranges whose bounds hold it (kept up to date from the log of bound
+    /// changes), so an admission looks up its key's few ranges instead of testing every one.
+    covering: Pooled<Vec<Covering>>,
+}
+
+/// `admitted c1.7` for an append, `answered a strong read` / `answered a read` for a read
+/// (`any` is the read's adjective with its article).
+fn served_what(admit_id: Option<OpId>, any: &str) -> String {
+    match admit_id {
+        Some(id) => format!("admitted {id}"),
+        None => format!("answered {any}read"),
+    }
+}
+
+/// `v` citing the append `admit_id` too, if the event was an append.
+fn cite_append(v: Violation, admit_id: Option<OpId>) -> Violation {
+    match admit_id {
+        Some(id) => v.op(id),
+        None => v,
+    }
+}
+
+/// One `admit` or strong `read_served` event, as [`Writers::on_served`] judges it.
+struct Served<'e> {
+    server: u32,
+    range: u64,
+    epoch: u64,
+    key: &'e [u8],
+    /// The append's id (`None` for a read).
+    admit_id: Option<OpId>,
+    t_us: u64,
+}
+
+impl<'e, 'k, 'a> Writers<'e, 'k, 'a> {
+    fn new(events: usize, keys: &'k Keys<'a>, served: &'k [KeyNo], order: &'k [KeyNo]) -> Self {
+        let mut covering: Pooled<Vec<Covering>> = Pooled::take();
+        covering.resize_with(keys.len(), Covering::default);
+        Writers {
+            keys,
+            ranks: Ranks::of(keys, order),
+            served: served.iter(),
+            owner_of: FxHashMap::default(),
+            bounds: Bounds::default(),
+            streams: FxHashMap::default(),
+            activations: FxHashMap::default(),
+            fences: FxHashMap::default(),
+            incarnation: 0,
+            lengths: Lengths::default(),
+            newest: FxHashMap::default(),
+            open: Pooled::take(),
+            landed: Landed::new(events),
+            closed: FxHashMap::default(),
+            expired: FxHashMap::default(),
+            current_session: FxHashMap::default(),
+            covering,
+        }
+    }
+
+    /// Read one event of the history at `t_us`; `steps` yields the map diff of each map event.
+    fn on_event(&mut self, sys: &'e Sys, t_us: u64, steps: &mut std::slice::Iter<'_, MapStep<'_>>) -> Result<(), Violation> {
+        match sys {
+            Sys::MapCommit { .. } | Sys::MapRestored { .. } => {
+                let step = steps.next().expect("one step per map event");
+                note_grants(step, &mut self.owner_of, &mut self.bounds, &self.ranks, &self.activations)?
+            }
+            Sys::Activated { server, range, epoch, stream, .. } => self.on_activated(server.0, range.0, epoch.0, *stream as u64, t_us),
+            Sys::Dropped { server, range, .. } => {
+                self.closed.remove(&(server.0, range.0));
+            }
+            Sys::Drained { server, range, epoch, .. } => self.on_drained(server.0, range.0, epoch.0, t_us)?,
+            // An expiry the authority records after the server moved on to a newer session (it
+            // restarted and registered again) concerns an incarnation that is gone.
+            Sys::LeaseExpired { server, session } if self.current_session.get(&server.0).is_none_or(|c| c <= session) => {
+                self.expired.insert(server.0, (*session, t_us));
+            }
+            Sys::Renewed { server, session, ok: true, .. } => {
+                self.current_session.insert(server.0, *session);
+                if self.expired.get(&server.0).is_some_and(|(s, _)| session > s) {
+                    self.expired.remove(&server.0);
+                }
+            }
+            Sys::ReadServed { bounded: true, .. } => {}
+            Sys::Admit { server, range, epoch, key, .. } | Sys::ReadServed { server, range, epoch, key, bounded: false } => {
+                let admit_id = if let Sys::Admit { id, .. } = sys { Some(*id) } else { None };
+                self.on_served(&Served { server: server.0, range: range.0, epoch: epoch.0, key, admit_id, t_us })?
+            }
+            Sys::Recovered { node: super::acked_durable::STORE, .. } => self.incarnation += 1,
+            Sys::Fence { stream, epoch, length } => {
+                self.lengths.saw(stream.0, self.incarnation, *length as u64);
+                self.fences.entry(stream.0).or_default().push((*length as u64, epoch.0, t_us));
+            }
+            Sys::Fenced { stream, id, .. } => {
+                self.open.remove(&(stream.0, id.client, id.seq));
+            }
+            Sys::Deduplicated { stream, id, .. } => {
+                let op = (stream.0, id.client, id.seq);
+                self.open.remove(&op);
+                self.landed.insert(op);
+            }
+            Sys::Effect { stream, server, epoch, key, id, offset, .. } => {
+                let effect = Effect { epoch: epoch.0, server: server.0, t_us, key, id: *id, incarnation: self.incarnation };
+                self.on_effect(stream.0, *offset, effect)?
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `server` activated `range` at `epoch` having loaded `loaded` stream records: the range's
+    /// newest activation (clause 3), its newest epoch's loaded prefix (clause 5), and every
+    /// admitted append of that server and epoch settled (clause 6).
+    fn on_activated(&mut self, server: u32, range: u64, epoch: u64, loaded: u64, t_us: u64) {
+        let a = Activation { server, epoch, t_us };
+        self.activations.insert(range, a);
+        if let Some(&slot) = self.bounds.slot.get(&range) {
+            self.bounds.active[slot as usize] = Some(a);
+        }
+        if self.newest.get(&range).is_none_or(|n| n.0 < epoch) {
+            self.newest.insert(range, (epoch, server, t_us, loaded));
+        }
+        // A (re)load settles every outcome it was started for.
+        self.open.retain(|(r, _, _), (s, e, _)| !(*r == range && *s == server && *e == epoch));
+    }
+
+    /// Clause 6: `server` reported `range` drained at `epoch`, so no append it admitted there
+    /// may still be open; the range is closed at that epoch from now on (clause 8).
+    fn on_drained(&mut self, server: u32, range: u64, epoch: u64, t_us: u64) -> Result<(), Violation> {
+        self.closed.insert((server, range), (epoch, t_us));
+        // The pending append of least (client, seq).
+        let pending = self.open.iter().filter(|((r, _, _), (s, e, _))| *r == range && *s == server && *e == epoch).min_by_key(|(k, _)| **k);
+        if let Some(((_, client, seq), (_, _, t_admit))) = pending {
+            return Err(Violation::new(format!(
+                "server-{server} reported r{range} drained at epoch {epoch} at {} while c{client}.{seq}, admitted at {}, had neither landed nor been refused at the store",
+                secs(t_us), secs(*t_admit)
+            ))
+            .at(t_us)
+            .at(*t_admit)
+            .server(server)
+            .range(range)
+            .op(OpId { client: *client, seq: *seq }));
+        }
+        Ok(())
+    }
+
+    /// An append admitted or a strong read answered: not after the authority expired the
+    /// server's session (clause 7), no append into a range it reported drained at that epoch
+    /// (clause 8), the append open until it lands (clause 6), and no other server holding a
+    /// newer activation over the key (clause 3).
+    fn on_served(&mut self, s: &Served<'_>) -> Result<(), Violation> {
+        let Served { server, range, epoch, key, admit_id, t_us } = *s;
+        if let Some(&(session, t_exp)) = self.expired.get(&server) {
+            let v = Violation::new(format!(
+                "server-{server} {} on key {} (r{range} at epoch {epoch}) at {}, after the authority expired its session {session} at {}",
+                served_what(admit_id, "a strong "), show_key(key), secs(t_us), secs(t_exp)
+            ))
+            .at(t_us)
+            .at(t_exp)
+            .server(server)
+            .range(range)
+            .key(key);
+            return Err(cite_append(v, admit_id));
+        }
+        if let Some((id, &(_, t_drained))) = admit_id.zip(self.closed.get(&(server, range)).filter(|c| c.0 == epoch)) {
+            return Err(Violation::new(format!(
+                "server-{server} admitted {id} on key {} (r{range} at epoch {epoch}) at {}, after it reported r{range} drained at epoch {epoch} at {}: a drained range admits nothing more at that epoch",
+                show_key(key), secs(t_us), secs(t_drained)
+            ))
+            .at(t_us)
+            .at(t_drained)
+            .server(server)
+            .range(range)
+            .key(key)
+            .op(id));
+        }
+        if let Some(id) = admit_id {
+            let op = (range, id.client, id.seq);
+            if !self.landed.contains(op) {
+                self.open.entry(op).or_insert((server, epoch, t_us));
+            }
+        }
+        let k = *self.served.next().expect("Clients::of numbers every admitted or strongly read key");
+        debug_assert_eq!(self.keys.name(k), key, "the served keys follow the history");
+        self.check_one_writer(s, k)
+    }
+
+    /// Clause 3 for the served event `s` on key number `k`: no range over the key was
+    /// activated by another server at a newer epoch.
+    fn check_one_writer(&mut self, s: &Served<'_>, k: KeyNo) -> Result<(), Violation> {
+        let Served { server, range, epoch, key, admit_id, t_us } = *s;
+        let cover = &mut self.covering[k as usize];
+        cover.update(self.ranks.rank[k as usize], &self.bounds);
+        let bounds = &self.bounds;
+        for (other, a) in cover.ranges.iter().filter_map(|&(r, slot)| bounds.active[slot as usize].as_ref().map(|a| (r, a))) {
+            if a.server != server && a.epoch > epoch {
+                let v = Violation::new(format!(
+                    "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
+                    show_key(key), served_what(admit_id, "a "), secs(t_us), a.server, a.epoch, secs(a.t_us)
+                ))
+                .at(t_us)
+                .at(a.t_us)
+                .key(key)
+                .server(server)
+                .server(a.server)
+                .range(range)
+                .range(other);
+                return Err(cite_append(v, admit_id));
+            }
+        }
+        Ok(())
+    }
+
+    /// An effect at `offset` of `stream`: not past the prefix a newer activation loaded
+    /// (clause 5), at an epoch the map gave its writer (clause 2); kept for clauses 1 and 4.
+    fn on_effect(&mut self, stream: u64, offset: u64, e: Effect<'e>) -> Result<(), Violation> {
+        let (epoch, server, t_us) = (e.epoch, e.server, e.t_us);
+        let op = (stream, e.id.client, e.id.seq);
+        self.open.remove(&op);
+        self.landed.insert(op);
+        let cite = |v: Violation| v.at(t_us).key(e.key).op(e.id).server(server).range(stream);
+        if let Some(&(newer, by, t_act, loaded)) = self.newest.get(&stream).filter(|n| n.0 > epoch && offset >= n.3) {
+            return Err(cite(Violation::new(format!(
+                "effect {} at {} in stream r{stream} by server-{server} at epoch {epoch} landed at offset {offset}, past the {loaded} records server-{by} loaded when it activated r{stream} at epoch {newer} at {}",
+                e.what(), secs(t_us), secs(t_act)
+            )))
+            .at(t_act)
+            .server(by));
+        }
+        match self.owner_of.get(&(stream, epoch)) {
+            Some(&owner) if owner == server => {}
+            Some(&owner) => {
+                return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", e.what(), secs(t_us)))).server(owner));
+            }
+            None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", e.what(), secs(t_us))))),
+        }
+        self.lengths.saw(stream, self.incarnation, offset);
+        self.streams.entry(stream).or_default().push((offset, e));
+        Ok(())
+    }
+
+    /// Clauses 1 and 4 over the streams the store holds at the end, in stream id order.
+    fn check_streams(mut self) -> Result<(), Violation> {
+        let mut ids: Vec<u64> = self.streams.keys().copied().collect();
+        ids.sort_unstable();
+        for stream in &ids {
+            let effects = self.streams.get_mut(stream).expect("a stream listed");
+            settle_stream(*stream, effects, &self.lengths);
+        }
+        for stream in &ids {
+            let effects = &self.streams[stream];
+            check_fences(*stream, effects, self.fences.get(stream).map_or(&[][..], |v| v.as_slice()))?;
+            check_epochs_rise(*stream, effects)?;
+        }
+        Ok(())
+    }
+}
+
 /// [`check`] with the history's maps diffed once for every checker ([`Maps::of`] of `events`)
 /// and its keys numbered once: `keys` numbers every key a server admits an append to or
 /// answers a strong read of, `served` is the key number of each such `admit` and strong
 /// `read_served` event in history order (both as [`Clients::of`] of `events` makes them),
 /// `order` is every key number of `keys` in key order ([`Keys::sorted`]).
 pub fn check_indexed(events: &[Event], maps: &Maps<'_>, keys: &Keys<'_>, served: &[KeyNo], order: &[KeyNo]) -> Result<(), Violation> {
-    let ranks = Ranks::of(keys, order);
     let mut steps = maps.steps.iter();
-    // Every map below is keyed by ids and only looked up, never iterated in an order that
-    // reaches a finding (FxHash: deterministic, no order leak); where a finding picks one of
-    // several entries it takes the least key, as an ordered map's first would be.
-    // (range, epoch) -> owner, from the map (announced and restored versions).
-    let mut owner_of: FxHashMap<(u64, u64), u32> = FxHashMap::default();
-    let mut bounds = Bounds::default();
-    // stream -> (offset, effect), in history order (sorted by offset at the end, the last
-    // effect at an offset kept, as an offset -> effect map would keep it).
-    let mut streams: FxHashMap<u64, Vec<(u64, Effect)>> = FxHashMap::default();
-    let mut activations: FxHashMap<u64, Activation> = FxHashMap::default();
-    // stream -> fences as (sealed length, epoch, time)
-    let mut fences: FxHashMap<u64, Vec<(u64, u64, u64)>> = FxHashMap::default();
-    // The store's incarnation (a `recovered node=store-1` event starts one) and, per stream,
-    // the shortest length each incarnation showed: clauses 1 and 4 leave out the effects a
-    // restart lost.
-    let mut incarnation: u32 = 0;
-    let mut lengths = Lengths::default();
-    // stream -> the newest activation (epoch, server, time, stream records loaded), for clause 5
-    let mut newest: FxHashMap<u64, (u64, u32, u64, u64)> = FxHashMap::default();
-    // Clause 6: appends admitted and not yet landed or refused, by (range, client, seq), as
-    // (server, epoch, time of admission); and the (stream, client, seq) that landed.
-    let mut open: Pooled<FxHashMap<Pending, (u32, u64, u64)>> = Pooled::take();
-    let mut landed = Landed::new(events.len());
-    // Clause 8: (server, range) -> (epoch, time) of its drain report, until it drops the range.
-    let mut closed: FxHashMap<(u32, u64), (u64, u64)> = FxHashMap::default();
-    // Clause 7: server -> (session the authority expired, when), until a newer session renews.
-    let mut expired: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
-    // server -> its newest session (from its renewals and registrations).
-    let mut current_session: FxHashMap<u32, u64> = FxHashMap::default();
-    // Key number -> the ranges whose bounds hold it (kept up to date from the log of bound
-    // changes), so an admission looks up its key's few ranges instead of testing every one.
-    let mut covering: Pooled<Vec<Covering>> = Pooled::take();
-    covering.resize_with(keys.len(), Covering::default);
-    let mut served = served.iter();
+    let mut writers = Writers::new(events.len(), keys, served, order);
     for ev in events {
         let What::Sys(sys) = &ev.what else { continue };
-        match sys {
-            Sys::MapCommit { .. } | Sys::MapRestored { .. } => {
-                let step = steps.next().expect("one step per map event");
-                note_grants(step, &mut owner_of, &mut bounds, &ranks, &activations)?
-            }
-            Sys::Activated { server, range, epoch, stream, .. } => {
-                let (server, range, epoch) = (server.0, range.0, epoch.0);
-                let a = Activation { server, epoch, t_us: ev.t_us };
-                activations.insert(range, a);
-                if let Some(&slot) = bounds.slot.get(&range) {
-                    bounds.active[slot as usize] = Some(a);
-                }
-                if newest.get(&range).is_none_or(|n| n.0 < epoch) {
-                    newest.insert(range, (epoch, server, ev.t_us, *stream as u64));
-                }
-                // A (re)load settles every outcome it was started for.
-                open.retain(|(r, _, _), (s, e, _)| !(*r == range && *s == server && *e == epoch));
-            }
-            Sys::Dropped { server, range, .. } => {
-                closed.remove(&(server.0, range.0));
-            }
-            Sys::Drained { server, range, epoch, .. } => {
-                let (server, range, epoch) = (server.0, range.0, epoch.0);
-                closed.insert((server, range), (epoch, ev.t_us));
-                // The pending append of least (client, seq).
-                let pending = open.iter().filter(|((r, _, _), (s, e, _))| *r == range && *s == server && *e == epoch).min_by_key(|(k, _)| **k);
-                if let Some(((_, client, seq), (_, _, t_admit))) = pending {
-                    return Err(Violation::new(format!(
-                        "server-{server} reported r{range} drained at epoch {epoch} at {} while c{client}.{seq}, admitted at {}, had neither landed nor been refused at the store",
-                        secs(ev.t_us), secs(*t_admit)
-                    ))
-                    .at(ev.t_us)
-                    .at(*t_admit)
-                    .server(server)
-                    .range(range)
-                    .op(OpId { client: *client, seq: *seq }));
-                }
-            }
-            // An expiry the authority records after the server moved on to a newer session (it
-            // restarted and registered again) concerns an incarnation that is gone.
-            Sys::LeaseExpired { server, session } if current_session.get(&server.0).is_none_or(|c| c <= session) => {
-                expired.insert(server.0, (*session, ev.t_us));
-            }
-            Sys::Renewed { server, session, ok: true, .. } => {
-                current_session.insert(server.0, *session);
-                if expired.get(&server.0).is_some_and(|(s, _)| session > s) {
-                    expired.remove(&server.0);
-                }
-            }
-            Sys::ReadServed { bounded: true, .. } => {}
-            Sys::Admit { server, range, epoch, key, .. } | Sys::ReadServed { server, range, epoch, key, bounded: false } => {
-                let admit_id = if let Sys::Admit { id, .. } = sys { Some(*id) } else { None };
-                let (server, range, epoch) = (server.0, range.0, epoch.0);
-                let what = |any: &str| match admit_id {
-                    Some(id) => format!("admitted {id}"),
-                    None => format!("answered {any}read"),
-                };
-                if let Some(&(session, t_exp)) = expired.get(&server) {
-                    let v = Violation::new(format!(
-                        "server-{server} {} on key {} (r{range} at epoch {epoch}) at {}, after the authority expired its session {session} at {}",
-                        what("a strong "), show_key(key), secs(ev.t_us), secs(t_exp)
-                    ))
-                    .at(ev.t_us)
-                    .at(t_exp)
-                    .server(server)
-                    .range(range)
-                    .key(key);
-                    return Err(match admit_id {
-                        Some(id) => v.op(id),
-                        None => v,
-                    });
-                }
-                if let Some((id, &(_, t_drained))) = admit_id.zip(closed.get(&(server, range)).filter(|c| c.0 == epoch)) {
-                    return Err(Violation::new(format!(
-                        "server-{server} admitted {id} on key {} (r{range} at epoch {epoch}) at {}, after it reported r{range} drained at epoch {epoch} at {}: a drained range admits nothing more at that epoch",
-                        show_key(key), secs(ev.t_us), secs(t_drained)
-                    ))
-                    .at(ev.t_us)
-                    .at(t_drained)
-                    .server(server)
-                    .range(range)
-                    .key(key)
-                    .op(id));
-                }
-                if let Some(id) = admit_id {
-                    let op = (range, id.client, id.seq);
-                    if !landed.contains(op) {
-                        open.entry(op).or_insert((server, epoch, ev.t_us));
-                    }
-                }
-                let k = *served.next().expect("Clients::of numbers every admitted or strongly read key");
-                debug_assert_eq!(keys.name(k), key, "the served keys follow the history");
-                let cover = &mut covering[k as usize];
-                cover.update(ranks.rank[k as usize], &bounds);
-                for (other, a) in cover.ranges.iter().filter_map(|&(r, slot)| bounds.active[slot as usize].as_ref().map(|a| (r, a))) {
-                    if a.server != server && a.epoch > epoch {
-                        let v = Violation::new(format!(
-                            "two servers with authority over key {}: server-{server} {} at epoch {epoch} (r{range}) at {}, after server-{} activated r{other} at epoch {} at {}",
-                            show_key(key), what("a "), secs(ev.t_us), a.server, a.epoch, secs(a.t_us)
-                        ))
-                        .at(ev.t_us)
-                        .at(a.t_us)
-                        .key(key)
-                        .server(server)
-                        .server(a.server)
-                        .range(range)
-                        .range(other);
-                        return Err(match admit_id {
-                            Some(id) => v.op(id),
-                            None => v,
-                        });
-                    }
-                }
-            }
-            Sys::Recovered { node: super::acked_durable::STORE, .. } => incarnation += 1,
-            Sys::Fence { stream, epoch, length } => {
-                lengths.saw(stream.0, incarnation, *length as u64);
-                fences.entry(stream.0).or_default().push((*length as u64, epoch.0, ev.t_us));
-            }
-            Sys::Fenced { stream, id, .. } => {
-                open.remove(&(stream.0, id.client, id.seq));
-            }
-            Sys::Deduplicated { stream, id, .. } => {
-                let op = (stream.0, id.client, id.seq);
-                open.remove(&op);
-                landed.insert(op);
-            }
-            Sys::Effect { stream, server, epoch, key, id, offset, .. } => {
-                let (stream, epoch, server, offset) = (stream.0, epoch.0, server.0, *offset);
-                let what = || format!("{id} on key {}", show_key(key));
-                let op = (stream, id.client, id.seq);
-                open.remove(&op);
-                landed.insert(op);
-                let cite = |v: Violation| v.at(ev.t_us).key(key).op(*id).server(server).range(stream);
-                if let Some(&(newer, by, t_act, loaded)) = newest.get(&stream).filter(|n| n.0 > epoch && offset >= n.3) {
-                    return Err(cite(Violation::new(format!(
-                        "effect {} at {} in stream r{stream} by server-{server} at epoch {epoch} landed at offset {offset}, past the {loaded} records server-{by} loaded when it activated r{stream} at epoch {newer} at {}",
-                        what(), secs(ev.t_us), secs(t_act)
-                    )))
-                    .at(t_act)
-                    .server(by));
-                }
-                match owner_of.get(&(stream, epoch)) {
-                    Some(&owner) if owner == server => {}
-                    Some(&owner) => {
-                        return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} written by server-{server} at epoch {epoch}, which the map gave to server-{owner}", what(), secs(ev.t_us)))).server(owner));
-                    }
-                    None => return Err(cite(Violation::new(format!("effect {} at {} in stream r{stream} by server-{server} at epoch {epoch}, which the map never gave out", what(), secs(ev.t_us))))),
-                }
-                lengths.saw(stream, incarnation, offset);
-                streams.entry(stream).or_default().push((offset, Effect { epoch, server, t_us: ev.t_us, key, id: *id, incarnation }));
-            }
-            _ => {}
+        writers.on_event(sys, ev.t_us, &mut steps)?;
+    }
+    writers.check_streams()
+}
+
+/// One stream's effects as the store holds it at the end, in offset order: the effects a
+/// restart lost left out, and of two effects at one offset the later kept. The history lands
+/// them nearly in offset order: the stable sort is about linear.
+fn settle_stream(stream: u64, effects: &mut Vec<(u64, Effect<'_>)>, lengths: &Lengths) {
+    // An effect a later incarnation of the store shows the stream too short to hold was
+    // lost in a restart (unsynced, whatever its acknowledgement said): it is not in the
+    // stream, so no fence or later effect is judged against it. Losing it is
+    // `no_lost_append`'s finding (its `synced` view sees the acknowledgement before the
+    // sync), not a second writer.
+    effects.retain(|(offset, e)| !lengths.lost(stream, e.incarnation, *offset));
+    effects.sort_by_key(|(offset, _)| *offset);
+    // `dedup_by` removes the later of two equal offsets: move it into the earlier's place
+    // first, so the later effect is the one kept.
+    effects.dedup_by(|later, earlier| {
+        let same = later.0 == earlier.0;
+        if same {
+            std::mem::swap(later, earlier);
+        }
+        same
+    });
+}
+
+/// Clause 4 on one stream: no effect at or past a fence's sealed length carries an epoch
+/// below the fence's. `fences` as (sealed length, epoch, time).
+fn check_fences(stream: u64, effects: &[(u64, Effect<'_>)], fences: &[(u64, u64, u64)]) -> Result<(), Violation> {
+    for &(length, fence, t_fence) in fences {
+        let past = effects.partition_point(|(offset, _)| *offset < length);
+        if let Some((offset, e)) = effects[past..].iter().find(|(_, e)| e.epoch < fence) {
+            return Err(Violation::new(format!(
+                "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
+                e.what(), e.server, e.epoch, secs(e.t_us), secs(t_fence)
+            ))
+            .at(e.t_us)
+            .at(t_fence)
+            .range(stream)
+            .server(e.server)
+            .key(e.key)
+            .op(e.id));
         }
     }
-    // Streams in id order, each one's effects in offset order (the last effect at an offset
-    // kept). The history lands them nearly in offset order: the stable sort is about linear.
-    let mut ids: Vec<u64> = streams.keys().copied().collect();
-    ids.sort_unstable();
-    for stream in &ids {
-        let effects = streams.get_mut(stream).expect("a stream listed");
-        // An effect a later incarnation of the store shows the stream too short to hold was
-        // lost in a restart (unsynced, whatever its acknowledgement said): it is not in the
-        // stream, so no fence or later effect is judged against it. Losing it is
-        // `no_lost_append`'s finding (its `synced` view sees the acknowledgement before the
-        // sync), not a second writer.
-        effects.retain(|(offset, e)| !lengths.lost(*stream, e.incarnation, *offset));
-        effects.sort_by_key(|(offset, _)| *offset);
-        // `dedup_by` removes the later of two equal offsets: move it into the earlier's place
-        // first, so the later effect is the one kept.
-        effects.dedup_by(|later, earlier| {
-            let same = later.0 == earlier.0;
-            if same {
-                std::mem::swap(later, earlier);
-            }
-            same
-        });
-    }
-    for stream in &ids {
-        let effects = &streams[stream];
-        for &(length, fence, t_fence) in fences.get(stream).map_or(&[][..], |v| v.as_slice()) {
-            let past = effects.partition_point(|(offset, _)| *offset < length);
-            if let Some((offset, e)) = effects[past..].iter().find(|(_, e)| e.epoch < fence) {
+    Ok(())
+}
+
+/// Clause 1 on one stream: the effects, in offset order, carry non-decreasing epochs.
+fn check_epochs_rise(stream: u64, effects: &[(u64, Effect<'_>)]) -> Result<(), Violation> {
+    let mut prev: Option<(&u64, &Effect)> = None;
+    for (offset, e) in effects {
+        if let Some((po, p)) = prev {
+            if e.epoch < p.epoch {
                 return Err(Violation::new(format!(
-                    "stream r{stream}: offset {offset} = {} by server-{} at epoch {} ({}) landed past the fence raised to epoch {fence} at length {length} ({})",
-                    e.what(), e.server, e.epoch, secs(e.t_us), secs(t_fence)
+                    "stream r{stream}: epochs go down: offset {po} = {} by server-{} at epoch {} ({}), then offset {offset} = {} by server-{} at epoch {} ({})",
+                    p.what(), p.server, p.epoch, secs(p.t_us), e.what(), e.server, e.epoch, secs(e.t_us)
                 ))
+                .at(p.t_us)
                 .at(e.t_us)
-                .at(t_fence)
-                .range(*stream)
+                .range(stream)
+                .server(p.server)
                 .server(e.server)
+                .key(p.key)
                 .key(e.key)
+                .op(p.id)
                 .op(e.id));
             }
         }
-        let mut prev: Option<(&u64, &Effect)> = None;
-        for (offset, e) in effects {
-            if let Some((po, p)) = prev {
-                if e.epoch < p.epoch {
-                    return Err(Violation::new(format!(
-                        "stream r{stream}: epochs go down: offset {po} = {} by server-{} at epoch {} ({}), then offset {offset} = {} by server-{} at epoch {} ({})",
-                        p.what(), p.server, p.epoch, secs(p.t_us), e.what(), e.server, e.epoch, secs(e.t_us)
-                    ))
-                    .at(p.t_us)
-                    .at(e.t_us)
-                    .range(*stream)
-                    .server(p.server)
-                    .server(e.server)
-                    .key(p.key)
-                    .key(e.key)
-                    .op(p.id)
-                    .op(e.id));
-                }
-            }
-            prev = Some((offset, e));
-        }
+        prev = Some((offset, e));
     }
     Ok(())
 }

@@ -406,9 +406,38 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
     let heal_us = events.iter().find(|e| matches!(e.what, What::Heal)).map_or(end_us, |e| e.t_us);
     let workload_end_us = report.scenario_run.workload.duration_s * 1_000_000;
     let violated: Vec<&crate::check::Verdict> = report.verdicts.iter().filter(|v| v.violation.is_some()).collect();
-    // The evidence: times (an eventual property without times points at the heal and the end).
+    let evidence = gather_evidence(events, &violated, heal_us, end_us);
+    let mut times = evidence.times_us.clone();
+    times.sort_unstable();
+    times.dedup();
+    times.truncate(8);
+
+    let mut svg = Svg { body: String::new(), labels: String::new(), y: 22.0, end_us };
+    let spans = spans(events, heal_us);
+    draw_faults(&mut svg, &spans);
+    draw_nodes(&mut svg, report, &spans, &evidence);
+    draw_ranges(&mut svg, report, &evidence);
+    let key_ops = draw_completions(&mut svg, events, &evidence);
+    draw_key_ops(&mut svg, key_ops, &evidence, &times);
+
+    // Heal, workload end, evidence lines (over every lane).
+    let height = svg.y + 22.0;
+    let overlay = overlay(&svg, height, workload_end_us.min(end_us), heal_us, &times);
+    // The events around each evidence time, for the panel.
+    let mut panels = String::new();
+    for (i, t) in times.iter().enumerate() {
+        let _ = write!(panels, "<div class=\"events\" id=\"events-{i}\" hidden><h3>Events around evidence {} at {} (red: at that instant; yellow: the key, range or operation it names) <button onclick=\"zoomTo({},{})\">zoom there</button> <button onclick=\"hideEvents()\">close</button></h3><ol>{}</ol></div>", i + 1, secs(*t), t.saturating_sub(1_000_000), t + 1_000_000, around(events, *t, &evidence));
+    }
+    let page = Page { svg, height, overlay, panels, banner: banner(report, &violated, &times), times };
+    page.html(report, opts)
+}
+
+/// The evidence of every violated verdict in `violated`, merged: its times, plus the time of
+/// each map version it names; the keys of the operations it names; and, for a violation that
+/// cites no time (an eventual property), the heal and the end.
+fn gather_evidence(events: &[Event], violated: &[&crate::check::Verdict], heal_us: u64, end_us: u64) -> Evidence {
     let mut evidence = Evidence::default();
-    for v in &violated {
+    for v in violated {
         let e = &v.evidence;
         evidence.times_us.extend(&e.times_us);
         evidence.keys.extend(e.keys.iter().cloned());
@@ -435,15 +464,13 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
     if !violated.is_empty() && evidence.times_us.is_empty() {
         evidence.times_us.extend([heal_us, end_us]);
     }
-    let mut times = evidence.times_us.clone();
-    times.sort_unstable();
-    times.dedup();
-    times.truncate(8);
+    evidence
+}
 
-    let mut svg = Svg { body: String::new(), labels: String::new(), y: 22.0, end_us };
-
-    // Faults.
-    let spans = spans(events, heal_us);
+/// The faults section: each fault as a span (an operator move request as a tick), packed into
+/// rows by start.
+fn draw_faults(svg: &mut Svg, spans: &[Span]) {
+    let end_us = svg.end_us;
     svg.section(&format!("faults ({})", spans.len()));
     let intervals: Vec<(u64, u64)> = spans.iter().map(|s| (s.start_us, s.end_us.max(s.start_us + end_us / 400))).collect();
     let (rows, n_rows) = pack(&intervals, end_us / 200);
@@ -463,11 +490,15 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         svg.label(base + r as f64 * LANE_H, if r == 0 { "faults, by start" } else { "" }, "lane", "each fault as a span; operator move requests as ticks");
     }
     svg.y = base + n_rows.max(1) as f64 * LANE_H;
+}
 
-    // Nodes.
+/// The nodes section: a lane per node with its crashed, paused and cut-off spans (from the
+/// fault `spans`), leader terms on the managers' lanes and session expiries on the servers'.
+fn draw_nodes(svg: &mut Svg, report: &RunReport, spans: &[Span], evidence: &Evidence) {
+    let end_us = svg.end_us;
     let names = report.scenario_run.node_names();
     svg.section("nodes: up, crashed, paused, cut off");
-    let states = node_states(&spans);
+    let states = node_states(spans);
     let mut node_y: BTreeMap<String, f64> = BTreeMap::new();
     for name in &names {
         let y = svg.y;
@@ -484,7 +515,7 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         }
         svg.y += LANE_H;
     }
-    for ev in events {
+    for ev in &report.events {
         match &ev.what {
             What::Sys(Sys::Leader { manager, leader_epoch }) => {
                 if let Some(&y) = node_y.get(&format!("manager-{manager}")) {
@@ -499,9 +530,12 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
             _ => {}
         }
     }
+}
 
-    // Ranges.
-    let (segs, marks, bounds) = ranges(events, end_us);
+/// The ranges section: a lane per range with its owner and epoch per map version, the moves,
+/// failovers, splits and merges marked, and each handoff's write pause as a bar.
+fn draw_ranges(svg: &mut Svg, report: &RunReport, evidence: &Evidence) {
+    let (segs, marks, bounds) = ranges(&report.events, svg.end_us);
     svg.section(&format!("ranges: owner (colour) and epoch per map version ({} ranges)", segs.len()));
     let mut range_y: BTreeMap<u64, f64> = BTreeMap::new();
     for (id, lane) in &segs {
@@ -515,20 +549,7 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         let why = if evidence.ranges.contains(id) { "named by the violation" } else if holds_key { "holds a key the violation names" } else { "" };
         svg.label(y, &label, if cited { "lane cited" } else { "lane" }, why);
         for s in lane {
-            let fill = if s.owner == 0 { "#ccc" } else { server_colour(s.owner) };
-            let state = match s.state {
-                RangeState::Active => "active",
-                RangeState::Paused => "paused",
-                RangeState::Preparing => "preparing",
-                RangeState::Retired => "retired",
-            };
-            let extra = if s.state == RangeState::Active { String::new() } else { "class=\"inactive\"".to_string() };
-            let owner = if s.owner == 0 { "no owner".to_string() } else { format!("server-{}", s.owner) };
-            svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, fill, &extra, &format!("r{id}: {owner} at epoch {} ({state}) from {} to {}", s.epoch, secs(s.start_us), secs(s.end_us)));
-            if s.state != RangeState::Active {
-                svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, "url(#hatch)", "pointer-events=\"none\"", "");
-            }
-            svg.span_label(s.start_us, s.end_us, y, &format!("s{} e{}", s.owner, s.epoch), "rlabel");
+            draw_range_seg(svg, *id, s, y);
         }
         svg.y += LANE_H;
     }
@@ -548,41 +569,34 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
             svg.span(h.paused_at_us, t1.max(h.paused_at_us + 1), y + LANE_H - 4.0, 4.0, "#111", "class=\"pause\"", &title);
         }
     }
+}
 
-    // Client operations.
-    svg.section("client operations: completions per bucket (probe excluded)");
-    let bucket_us = (end_us / BUCKETS).max(1);
-    let n_buckets = (end_us / bucket_us + 1) as usize;
-    // [appends ok, unknown, fail, unavailable; reads ok, fail]
-    let mut counts = vec![[0u32; 6]; n_buckets];
-    let mut invoked_at: BTreeMap<OpId, u64> = BTreeMap::new();
-    let mut key_ops: BTreeMap<Key, Vec<KeyOp>> = BTreeMap::new();
-    for ev in events {
-        match &ev.what {
-            What::Invoke { id, .. } => {
-                invoked_at.insert(*id, ev.t_us);
-            }
-            What::Complete { op, id, key, outcome, .. } => {
-                if id.client > 0 {
-                    let b = &mut counts[(ev.t_us / bucket_us) as usize];
-                    let i = match (op, outcome) {
-                        (ClientOp::Append, Outcome::Ok) => 0,
-                        (ClientOp::Append, Outcome::Unknown) => 1,
-                        (ClientOp::Append, Outcome::Fail) => 2,
-                        (ClientOp::Append, Outcome::Unavailable) => 3,
-                        (ClientOp::Read, Outcome::Ok) => 4,
-                        (ClientOp::Read, _) => 5,
-                    };
-                    b[i] += 1;
-                }
-                if evidence.keys.contains(key) {
-                    let t0 = invoked_at.get(id).copied().unwrap_or(ev.t_us);
-                    key_ops.entry(key.clone()).or_default().push((t0, ev.t_us, *id, *op, *outcome));
-                }
-            }
-            _ => {}
-        }
+/// One stretch `s` of range `id`'s lane at `y`: filled with its owner's colour, hatched when
+/// the range is not active, labelled with owner and epoch.
+fn draw_range_seg(svg: &mut Svg, id: u64, s: &RangeSeg, y: f64) {
+    let fill = if s.owner == 0 { "#ccc" } else { server_colour(s.owner) };
+    let state = match s.state {
+        RangeState::Active => "active",
+        RangeState::Paused => "paused",
+        RangeState::Preparing => "preparing",
+        RangeState::Retired => "retired",
+    };
+    let extra = if s.state == RangeState::Active { String::new() } else { "class=\"inactive\"".to_string() };
+    let owner = if s.owner == 0 { "no owner".to_string() } else { format!("server-{}", s.owner) };
+    svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, fill, &extra, &format!("r{id}: {owner} at epoch {} ({state}) from {} to {}", s.epoch, secs(s.start_us), secs(s.end_us)));
+    if s.state != RangeState::Active {
+        svg.span(s.start_us, s.end_us, y + 2.0, LANE_H - 4.0, "url(#hatch)", "pointer-events=\"none\"", "");
     }
+    svg.span_label(s.start_us, s.end_us, y, &format!("s{} e{}", s.owner, s.epoch), "rlabel");
+}
+
+/// The client operations section: completions per time bucket by outcome, appends and reads
+/// as two stacked histograms (the probe's left out). Returns the operations on the keys the
+/// evidence names, by key.
+fn draw_completions(svg: &mut Svg, events: &[Event], evidence: &Evidence) -> BTreeMap<Key, Vec<KeyOp>> {
+    svg.section("client operations: completions per bucket (probe excluded)");
+    let bucket_us = (svg.end_us / BUCKETS).max(1);
+    let (counts, key_ops) = count_completions(events, evidence, svg.end_us, bucket_us);
     let hist_h = 40.0;
     let max_appends = counts.iter().map(|c| c[0] + c[1] + c[2] + c[3]).max().unwrap_or(0).max(1) as f64;
     let max_reads = counts.iter().map(|c| c[4] + c[5]).max().unwrap_or(0).max(1) as f64;
@@ -612,6 +626,51 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         }
     }
     svg.y = yr + hist_h + 4.0;
+    key_ops
+}
+
+/// Completions per bucket of `bucket_us` over a run of `end_us`, as [appends ok, unknown,
+/// fail, unavailable; reads ok, fail] (the probe's left out), and every operation on a key the
+/// evidence names, by key.
+fn count_completions(events: &[Event], evidence: &Evidence, end_us: u64, bucket_us: u64) -> (Vec<[u32; 6]>, BTreeMap<Key, Vec<KeyOp>>) {
+    let n_buckets = (end_us / bucket_us + 1) as usize;
+    let mut counts = vec![[0u32; 6]; n_buckets];
+    let mut invoked_at: BTreeMap<OpId, u64> = BTreeMap::new();
+    let mut key_ops: BTreeMap<Key, Vec<KeyOp>> = BTreeMap::new();
+    for ev in events {
+        match &ev.what {
+            What::Invoke { id, .. } => {
+                invoked_at.insert(*id, ev.t_us);
+            }
+            What::Complete { op, id, key, outcome, .. } => {
+                if id.client > 0 {
+                    let b = &mut counts[(ev.t_us / bucket_us) as usize];
+                    let i = match (op, outcome) {
+                        (ClientOp::Append, Outcome::Ok) => 0,
+                        (ClientOp::Append, Outcome::Unknown) => 1,
+                        (ClientOp::Append, Outcome::Fail) => 2,
+                        (ClientOp::Append, Outcome::Unavailable) => 3,
+                        (ClientOp::Read, Outcome::Ok) => 4,
+                        (ClientOp::Read, _) => 5,
+                    };
+                    b[i] += 1;
+                }
+                if evidence.keys.contains(key) {
+                    let t0 = invoked_at.get(id).copied().unwrap_or(ev.t_us);
+                    key_ops.entry(key.clone()).or_default().push((t0, ev.t_us, *id, *op, *outcome));
+                }
+            }
+            _ => {}
+        }
+    }
+    (counts, key_ops)
+}
+
+/// A section per evidence key (the first three): each operation on it from invocation to
+/// completion, coloured by outcome, the ones the evidence names outlined; of too many to
+/// draw, those nearest the first evidence time in `times`.
+fn draw_key_ops(svg: &mut Svg, mut key_ops: BTreeMap<Key, Vec<KeyOp>>, evidence: &Evidence, times: &[u64]) {
+    let end_us = svg.end_us;
     for (key, ops) in key_ops.iter_mut().take(3) {
         // The operations nearest the evidence, if there are too many to draw.
         if ops.len() > KEY_OPS_MAX {
@@ -641,16 +700,21 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         svg.label(base, &format!("{} ops on {}", ops.len(), show_key(key)), "lane", "each operation from invoke to completion; red outline: named by the violation");
         svg.y = base + rows_drawn as f64 * 10.0 + 4.0;
     }
+}
 
-    // Heal, workload end, evidence lines (over every lane).
-    let height = svg.y + 22.0;
+/// A vertical line at `t` (x `x`) across a plot `height` high, with its label `dy` px above the
+/// bottom.
+fn vline(out: &mut String, height: f64, t: u64, class: &str, label: &str, x: f64, dy: f64) {
+    let _ = write!(out, "<line data-t0=\"{t}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"18\" y2=\"{height:.1}\" class=\"{class}\"/>");
+    let _ = write!(out, "<text data-t0=\"{t}\" x=\"{:.1}\" y=\"{:.1}\" class=\"{class}-label\">{}</text>", x + 3.0, height - 2.0 - dy, esc(label));
+}
+
+/// The lines over every lane: the workload's end (`workload_end_us`), the heal, and each
+/// evidence time in `times` with its numbered marker that opens the events around it.
+fn overlay(svg: &Svg, height: f64, workload_end_us: u64, heal_us: u64, times: &[u64]) -> String {
     let mut overlay = String::new();
-    let vline = |out: &mut String, t: u64, class: &str, label: &str, x: f64, dy: f64| {
-        let _ = write!(out, "<line data-t0=\"{t}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"18\" y2=\"{height:.1}\" class=\"{class}\"/>");
-        let _ = write!(out, "<text data-t0=\"{t}\" x=\"{:.1}\" y=\"{:.1}\" class=\"{class}-label\">{}</text>", x + 3.0, height - 2.0 - dy, esc(label));
-    };
-    vline(&mut overlay, workload_end_us.min(end_us), "phase", "workload ends", svg.x(workload_end_us.min(end_us)), 0.0);
-    vline(&mut overlay, heal_us, "phase", "heal", svg.x(heal_us), 11.0);
+    vline(&mut overlay, height, workload_end_us, "phase", "workload ends", svg.x(workload_end_us), 0.0);
+    vline(&mut overlay, height, heal_us, "phase", "heal", svg.x(heal_us), 11.0);
     for (i, t) in times.iter().enumerate() {
         let x = svg.x(*t);
         let _ = write!(overlay, "<line data-t0=\"{t}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"18\" y2=\"{height:.1}\" class=\"evidence\"/>");
@@ -661,20 +725,17 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
             secs(*t)
         );
     }
+    overlay
+}
 
-    // The events around each evidence time, for the panel.
-    let mut panels = String::new();
-    for (i, t) in times.iter().enumerate() {
-        let _ = write!(panels, "<div class=\"events\" id=\"events-{i}\" hidden><h3>Events around evidence {} at {} (red: at that instant; yellow: the key, range or operation it names) <button onclick=\"zoomTo({},{})\">zoom there</button> <button onclick=\"hideEvents()\">close</button></h3><ol>{}</ol></div>", i + 1, secs(*t), t.saturating_sub(1_000_000), t + 1_000_000, around(events, *t, &evidence));
-    }
-
-    let flag = opts.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
-    let repro = crate::run::repro_command(opts, opts.seed);
+/// The banner at the top: every property held, or each violation's message with buttons to
+/// its events and the evidence (`times`, the evidence times drawn).
+fn banner(report: &RunReport, violated: &[&crate::check::Verdict], times: &[u64]) -> String {
     let mut banner = String::new();
     if violated.is_empty() {
         let _ = write!(banner, "<div class=\"ok\">every property held (outcome {:?})</div>", report.outcome());
     }
-    for v in &violated {
+    for v in violated {
         let _ = write!(banner, "<div class=\"violation\"><b>{} VIOLATED</b>: {} ", esc(v.property), esc(v.violation.as_deref().unwrap_or("")));
         if !times.is_empty() {
             // This violation's own first evidence time, or the first of all (liveness cites none).
@@ -683,41 +744,72 @@ pub fn render(report: &RunReport, opts: &RunOptions) -> String {
         }
         banner.push_str("</div>");
     }
+    banner
+}
+
+/// The run in one line: simulated time, faults injected, operation counts and trace hash.
+fn summary_line(report: &RunReport, end_us: u64) -> String {
     let faults_line: Vec<String> = report.faults.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let o = &report.ops;
-    let summary = format!(
+    format!(
         "sim {:.1} s; faults injected: {}; operations: appends ok={} failed={} unknown={}, reads ok={} failed={}; trace_hash={:016x}",
         end_us as f64 / 1e6,
         if faults_line.is_empty() { "none".to_string() } else { faults_line.join(" ") },
         o.appends_ok, o.appends_failed, o.appends_unknown, o.reads_ok, o.reads_failed, report.trace_hash
-    );
-    let header: String = report.header.iter().map(|l| esc(l)).collect::<Vec<_>>().join("\n");
-    let legend = "<span class=sw style=\"background:#d62728\"></span>crash <span class=sw style=\"background:#ff7f0e\"></span>pause <span class=sw style=\"background:#7b3294\"></span>cut off (isolate, split) <span class=sw style=\"background:#c2a5cf\"></span>one-way cut <span class=sw style=\"background:#1f77b4\"></span>delay, hold, reorder, duplicate <span class=sw style=\"background:#8c564b\"></span>slow disk <span class=sw style=\"background:#2ca02c\"></span>operator request / move / leader term &nbsp; ▼ on a range: move (green), failover (red), split or merge (teal); black bar: a handoff's write pause; hatched: paused or preparing; red lines: the violation's evidence";
+    )
+}
 
-    let width = LABEL_W + PLOT_W + 10.0;
-    let mut html = String::with_capacity(svg.body.len() + panels.len() + 16_384);
-    html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-    let _ = write!(html, "partmap timeline: seed {} of {}{}", opts.seed, esc(&opts.scenario_label), esc(&flag));
-    html.push_str("</title><style>");
-    html.push_str(CSS);
-    html.push_str("</style></head><body>");
-    let _ = write!(html, "<h1>seed {} of {}{}</h1>", opts.seed, esc(&opts.scenario_label), esc(&flag));
-    html.push_str(&banner);
-    let _ = write!(html, "<p class=meta>{}<br>repro: <code>{}</code></p>", esc(&summary), esc(&repro));
-    let _ = write!(html, "<details><summary>seed, knobs and drawn rates</summary><pre>{header}</pre></details>");
-    let _ = write!(html, "<p class=legend>{legend}</p>");
-    html.push_str("<p class=controls><button onclick=\"zoomTo(0,END)\">whole run</button> <span id=window></span> — drag across the plot to zoom in, double-click to zoom out; hover for details</p>");
-    let _ = write!(
-        html,
-        "<svg id=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\"><defs><clipPath id=\"plot\"><rect x=\"{LABEL_W}\" y=\"0\" width=\"{PLOT_W}\" height=\"{height:.0}\"/></clipPath><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#fff\" stroke-width=\"2.5\"/></pattern></defs>"
-    );
-    let _ = write!(html, "<g id=\"axis\"></g><g id=\"plotarea\" clip-path=\"url(#plot)\">{}{overlay}</g><rect id=\"labelbg\" x=\"0\" y=\"0\" width=\"{LABEL_W}\" height=\"{height:.0}\" fill=\"#fff\" opacity=\"0.9\"/>{}<rect id=\"brush\" x=\"0\" y=\"0\" width=\"0\" height=\"{height:.0}\" visibility=\"hidden\"/></svg>", svg.body, svg.labels);
-    html.push_str(&panels);
-    html.push_str("<script>");
-    let _ = write!(html, "const X0={LABEL_W},PW={PLOT_W},END={end_us},EVID=[{}];", times.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(","));
-    html.push_str(SCRIPT);
-    html.push_str("</script></body></html>\n");
-    html
+/// The legend under the summary: the colours of faults and node states, and the marks.
+const LEGEND: &str = "<span class=sw style=\"background:#d62728\"></span>crash <span class=sw style=\"background:#ff7f0e\"></span>pause <span class=sw style=\"background:#7b3294\"></span>cut off (isolate, split) <span class=sw style=\"background:#c2a5cf\"></span>one-way cut <span class=sw style=\"background:#1f77b4\"></span>delay, hold, reorder, duplicate <span class=sw style=\"background:#8c564b\"></span>slow disk <span class=sw style=\"background:#2ca02c\"></span>operator request / move / leader term &nbsp; ▼ on a range: move (green), failover (red), split or merge (teal); black bar: a handoff's write pause; hatched: paused or preparing; red lines: the violation's evidence";
+
+/// The drawn parts of a page, before they are put together.
+struct Page {
+    svg: Svg,
+    /// The plot's height, px.
+    height: f64,
+    /// The lines over every lane ([`overlay`]).
+    overlay: String,
+    /// The events around each evidence time, one hidden panel each.
+    panels: String,
+    banner: String,
+    /// The evidence times drawn, µs.
+    times: Vec<u64>,
+}
+
+impl Page {
+    /// The whole HTML document for `report`, a run of `opts`.
+    fn html(self, report: &RunReport, opts: &RunOptions) -> String {
+        let Page { svg, height, overlay, panels, banner, times } = self;
+        let end_us = svg.end_us;
+        let flag = opts.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+        let repro = crate::run::repro_command(opts, opts.seed);
+        let summary = summary_line(report, end_us);
+        let header: String = report.header.iter().map(|l| esc(l)).collect::<Vec<_>>().join("\n");
+        let width = LABEL_W + PLOT_W + 10.0;
+        let mut html = String::with_capacity(svg.body.len() + panels.len() + 16_384);
+        html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+        let _ = write!(html, "partmap timeline: seed {} of {}{}", opts.seed, esc(&opts.scenario_label), esc(&flag));
+        html.push_str("</title><style>");
+        html.push_str(CSS);
+        html.push_str("</style></head><body>");
+        let _ = write!(html, "<h1>seed {} of {}{}</h1>", opts.seed, esc(&opts.scenario_label), esc(&flag));
+        html.push_str(&banner);
+        let _ = write!(html, "<p class=meta>{}<br>repro: <code>{}</code></p>", esc(&summary), esc(&repro));
+        let _ = write!(html, "<details><summary>seed, knobs and drawn rates</summary><pre>{header}</pre></details>");
+        let _ = write!(html, "<p class=legend>{LEGEND}</p>");
+        html.push_str("<p class=controls><button onclick=\"zoomTo(0,END)\">whole run</button> <span id=window></span> — drag across the plot to zoom in, double-click to zoom out; hover for details</p>");
+        let _ = write!(
+            html,
+            "<svg id=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\"><defs><clipPath id=\"plot\"><rect x=\"{LABEL_W}\" y=\"0\" width=\"{PLOT_W}\" height=\"{height:.0}\"/></clipPath><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#fff\" stroke-width=\"2.5\"/></pattern></defs>"
+        );
+        let _ = write!(html, "<g id=\"axis\"></g><g id=\"plotarea\" clip-path=\"url(#plot)\">{}{overlay}</g><rect id=\"labelbg\" x=\"0\" y=\"0\" width=\"{LABEL_W}\" height=\"{height:.0}\" fill=\"#fff\" opacity=\"0.9\"/>{}<rect id=\"brush\" x=\"0\" y=\"0\" width=\"0\" height=\"{height:.0}\" visibility=\"hidden\"/></svg>", svg.body, svg.labels);
+        html.push_str(&panels);
+        html.push_str("<script>");
+        let _ = write!(html, "const X0={LABEL_W},PW={PLOT_W},END={end_us},EVID=[{}];", times.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(","));
+        html.push_str(SCRIPT);
+        html.push_str("</script></body></html>\n");
+        html
+    }
 }
 
 const CSS: &str = r#"

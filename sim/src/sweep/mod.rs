@@ -461,6 +461,61 @@ impl Shared {
     }
 }
 
+/// Remove the logs and timelines an earlier sweep of `stem` left in `failing_dir` for the
+/// seeds `seeds` selects: all of them, unless it runs a shard.
+fn remove_old_logs(failing_dir: &Path, stem: &str, seeds: &SeedSelection) {
+    if let Ok(entries) = std::fs::read_dir(failing_dir) {
+        let prefix = format!("{stem}-seed-");
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let seed = name.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".log").or_else(|| r.strip_suffix(".html"))).and_then(|s| s.parse::<u64>().ok());
+            if seed.is_some_and(|s| seeds.shard.is_none() || seeds.contains(s)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// The progress bar (shown only on a terminal, with `cfg.progress`), and whether stderr is
+/// one; with `cfg.progress`, the sweep's opening line on stderr.
+fn progress_bar(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, jobs: usize) -> (indicatif::ProgressBar, bool) {
+    use std::io::IsTerminal;
+    let on_tty = cfg.progress && std::io::stderr().is_terminal();
+    let bar = if on_tty { indicatif::ProgressBar::new(seeds.len()) } else { indicatif::ProgressBar::hidden() };
+    let template = if cfg.time_budget.is_some() { "{pos}/{len} seeds {per_sec} {elapsed} of the time budget {msg}" } else { "{bar:40} {pos}/{len} seeds {per_sec} eta {eta} {msg}" };
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("template"));
+    if cfg.progress {
+        let budget = cfg.time_budget.map_or(String::new(), |b| format!(", time budget {}", humantime::format_duration(b)));
+        let shard = seeds.shard.map_or(String::new(), |s| format!(" shard {}", s.label()));
+        eprintln!("sweeping {} seeds ({}{shard}) of {} with {jobs} jobs{budget}", seeds.len(), seeds.describe_source(), base.scenario_label);
+    }
+    (bar, on_tty)
+}
+
+/// Run `jobs` detached worker threads over `shared`'s seeds and wait until they are done or a
+/// second signal abandons them. Returns the spool of records and the seeds still running.
+fn run_workers(shared: &Arc<Shared>, jobs: usize, stop: &Arc<Stop>) -> (Spool, Vec<u64>) {
+    // Detached threads, so that a second signal can leave the running seeds behind.
+    for _ in 0..jobs {
+        let shared = Arc::clone(shared);
+        std::thread::spawn(move || {
+            while let Some(seed) = shared.take() {
+                shared.run(seed);
+            }
+            shared.workers_done.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    // The wall clock here only paces this wait; no run reads it.
+    while shared.workers_done.load(Ordering::SeqCst) < jobs && !stop.abandoning() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    shared.bar.finish_and_clear();
+    let mut spool = shared.spool.lock().expect("spool");
+    let running = shared.running.lock().expect("running");
+    let closed = Spool::closed(spool.path.clone());
+    (std::mem::replace(&mut *spool, closed), running.iter().copied().collect::<Vec<u64>>())
+}
+
 /// Run `seeds` of `base`'s scenario and mutation (its seed is ignored) as `cfg` says, stopping
 /// early on `stop` or the time budget. Writes the JSON summary to [`summary_path`], the JUnit
 /// report if asked, and each failing seed's log to `report_dir/failing/<scenario>-seed-N.log`
@@ -474,27 +529,9 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
     let started = Instant::now();
     let failing_dir = cfg.report_dir.join("failing");
     let stem = report_stem(base);
-    if let Ok(entries) = std::fs::read_dir(&failing_dir) {
-        let prefix = format!("{stem}-seed-");
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let seed = name.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".log").or_else(|| r.strip_suffix(".html"))).and_then(|s| s.parse::<u64>().ok());
-            if seed.is_some_and(|s| seeds.shard.is_none() || seeds.contains(s)) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-    use std::io::IsTerminal;
-    let on_tty = cfg.progress && std::io::stderr().is_terminal();
-    let bar = if on_tty { indicatif::ProgressBar::new(seeds.len()) } else { indicatif::ProgressBar::hidden() };
-    let template = if cfg.time_budget.is_some() { "{pos}/{len} seeds {per_sec} {elapsed} of the time budget {msg}" } else { "{bar:40} {pos}/{len} seeds {per_sec} eta {eta} {msg}" };
-    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("template"));
+    remove_old_logs(&failing_dir, &stem, seeds);
     let jobs = cfg.jobs.max(1);
-    if cfg.progress {
-        let budget = cfg.time_budget.map_or(String::new(), |b| format!(", time budget {}", humantime::format_duration(b)));
-        let shard = seeds.shard.map_or(String::new(), |s| format!(" shard {}", s.label()));
-        eprintln!("sweeping {} seeds ({}{shard}) of {} with {jobs} jobs{budget}", seeds.len(), seeds.describe_source(), base.scenario_label);
-    }
+    let (bar, on_tty) = progress_bar(base, seeds, cfg, jobs);
     let json_path = summary_path(base, seeds, &cfg.report_dir);
     let spool_name = format!(".{}.{}.records.tmp", json_path.file_stem().map_or("sweep".into(), |s| s.to_string_lossy()), std::process::id());
     let spool = Spool::create(json_path.with_file_name(spool_name)).map_err(|e| format!("--report-dir {}: cannot write there: {e}", cfg.report_dir.display()))?;
@@ -517,27 +554,7 @@ pub fn run_sweep(base: &RunOptions, seeds: &SeedSelection, cfg: &SweepConfig, st
         done: AtomicU64::new(0),
         budget_tenths: AtomicU64::new(0),
     });
-    // Detached threads, so that a second signal can leave the running seeds behind.
-    for _ in 0..jobs {
-        let shared = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            while let Some(seed) = shared.take() {
-                shared.run(seed);
-            }
-            shared.workers_done.fetch_add(1, Ordering::SeqCst);
-        });
-    }
-    // The wall clock here only paces this wait; no run reads it.
-    while shared.workers_done.load(Ordering::SeqCst) < jobs && !stop.abandoning() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    bar.finish_and_clear();
-    let (spool, abandoned) = {
-        let mut spool = shared.spool.lock().expect("spool");
-        let running = shared.running.lock().expect("running");
-        let closed = Spool::closed(spool.path.clone());
-        (std::mem::replace(&mut *spool, closed), running.iter().copied().collect::<Vec<u64>>())
-    };
+    let (spool, abandoned) = run_workers(&shared, jobs, stop);
     let wall_s = started.elapsed().as_secs_f64();
     let selection = Selection {
         seeds: seeds.describe_source(),
