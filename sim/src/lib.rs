@@ -12,7 +12,7 @@
 //! | [`events`] | the typed history of a run (control-plane and harness events); the trace hash |
 //! | [`scenario`] | the scenario file format (JSON) and its validation |
 //! | [`workload`] | clients and their history; the heal-phase probe and final reads |
-//! | [`check`] | the properties behind one registry ([`check::PROPERTIES`], [`check::judge`]) and their views; availability figures and `expect` bounds |
+//! | [`check`] | the properties behind one registry ([`check::PROPERTIES`], [`check::judge()`]) and their views; availability figures and `expect` bounds |
 //! | [`measure`] | coverage (fault × flow step), the goals registry, every planned move's write pause |
 //! | [`run`] | one seed, end to end: the world ([`run::world`]), the nemesis ([`run::nemesis`]), the verdicts |
 //! | [`report`] | one run's timeline, the pause review, the design review's questions, a history as EDN |

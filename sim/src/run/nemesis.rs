@@ -303,9 +303,9 @@ fn below(rng: &mut impl Rng, n: u64) -> u64 {
 }
 
 /// Faults aimed at protocol roles ([`crate::fault::aim`]): who they hit is resolved when they start.
-/// One draw in eight is a stale owner ([`stale_owner`]: several faults on one trigger), one a
-/// frontend left on an old map ([`stale_frontend`]), one the leader's commands to a role held
-/// ([`late_commands`]); the rest are one fault each. Of those, three in five wait for a
+/// One draw in eight is a stale owner (`stale_owner`: several faults on one trigger), one a
+/// frontend left on an old map (`stale_frontend`), one the leader's commands to a role held
+/// (`late_commands`); the rest are one fault each. Of those, three in five wait for a
 /// protocol event (a pause, a drain, a pre-copy round, a handoff, a fence, a map commit, a
 /// lease expiry, an admission or a renewal, from the node that takes that step) and start up
 /// to a lease margin after it; the rest start at `at_ms`. The fault crashes, pauses or isolates
