@@ -779,11 +779,7 @@ impl World {
                 let Task::Call { then, .. } = t.task else { unreachable!("matched") };
                 self.server_input(n, t.id, t.steps, t.reply_to, Input::Answered { then, answer: Some(p.msg) });
             }
-            (Node::Leader, true) => {
-                if self.leader.pending.as_ref().is_some_and(|(t, _, _)| *t == p.token) {
-                    self.leader_answered(Some(p.msg));
-                }
-            }
+            (Node::Leader, true) if self.leader.pending.as_ref().is_some_and(|(t, _, _)| *t == p.token) => self.leader_answered(Some(p.msg)),
             (Node::Client, true) => {
                 let Some(i) = self.client.iter().position(|a| matches!(a.sent, Some((t, None)) if t == p.token)) else { return };
                 let (outcome, reason) = match &p.msg {
