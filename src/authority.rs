@@ -152,7 +152,7 @@ pub enum Pending {
 }
 
 /// The authority's state in memory; rebuilt from the disk on start.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct AuthorityCore {
     lease_us: u64,
     mutation: Option<Mutation>,
@@ -225,6 +225,14 @@ impl AuthorityCore {
     /// The current map.
     pub fn map(&self) -> &PartitionMap {
         &self.map
+    }
+
+    /// The instants (µs) from which a lease held now counts as expired: each live session's and
+    /// the leader's `expires_us + 1` (a lease expires once `now` is past it). For a model
+    /// checker that moves time from one deadline to the next.
+    pub fn lease_deadlines_us(&self) -> Vec<u64> {
+        let sessions = self.sessions.values().filter(|s| s.live).map(|s| s.expires_us + 1);
+        sessions.chain(self.leader.map(|l| l.expires_us + 1)).collect()
     }
 
     fn mutated(&self, m: Mutation) -> bool {

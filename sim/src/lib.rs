@@ -19,6 +19,7 @@
 //! | [`sweep`] | many seeds in parallel: the seed selection and shards, the JSON summary, JUnit |
 //! | [`search`] | schedules, shrinking, explore, hunt, every named mutation on its scenario |
 //! | [`mod@bench`] | what a seed costs against madsim alone ([`bench::raw`], shared with `bench/raw-madsim`) |
+//! | [`model`] | bounded model checking of the cores: every interleaving within bounds, judged by [`check`] (imports only `partmap`, [`events`], [`check`] and [`cpu`]) |
 
 #![deny(missing_docs)]
 pub mod cpu;
@@ -33,3 +34,4 @@ pub mod report;
 pub mod sweep;
 pub mod search;
 pub mod bench;
+pub mod model;

@@ -37,5 +37,6 @@ fn main() -> ExitCode {
         Command::Hunt(args) => cli::search::hunt(args),
         Command::Goals => cli::search::goals(),
         Command::Mutants(args) => cli::search::mutants(args),
+        Command::Model(args) => cli::model::model(args),
     }
 }

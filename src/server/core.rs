@@ -48,7 +48,7 @@ pub struct Notifier {
 }
 
 /// The outputs a core's steps queued, in order, until the caller takes them.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Out(Vec<Effect>);
 
 impl Out {
@@ -191,7 +191,7 @@ impl CopyState {
 }
 
 /// The protocol state of one server incarnation. Lost on crash.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ServerCore {
     /// This server.
     pub id: ServerId,

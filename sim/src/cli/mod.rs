@@ -1,6 +1,7 @@
 //! The command line: its arguments (clap) and one function per subcommand, grouped by job.
 
 pub mod bench;
+pub mod model;
 pub mod report;
 pub mod run;
 pub mod search;
@@ -75,6 +76,15 @@ pub enum Command {
     /// to REPORT_DIR/mutants.md. Exits 1 if any mutation is not caught (it survived, the
     /// unmutated system failed a seed too, or the harness panicked).
     Mutants(MutantsArgs),
+    /// Check the cores exhaustively within bounds: a breadth-first search over every
+    /// interleaving of the real authority, store, server cores and the leader's move flow,
+    /// wired by a model network (deliver or drop any message, crash a server, jump to the next
+    /// deadline), each state judged by the simulator's `single_writer` checker. Prints states
+    /// explored, unique states, depth, CPU seconds and whether the space was exhausted. On a
+    /// violation prints the shortest counterexample as a numbered transcript and exits 1; exits
+    /// 0 when exhausted with no violation (or 5 when a bound cut the search short), 64 on a bad
+    /// configuration, bound or mutation.
+    Model(ModelArgs),
     /// Search the scenario (default: the built-in swarm.json) with feedback: keep a corpus of
     /// runs that reached a new goal, coverage situation or fault x flow cell, and make new runs
     /// by branching an entry before a rare goal (its schedule kept, a new future drawn), by
@@ -258,6 +268,38 @@ pub struct BenchArgs {
     /// binary, measured when built (`just bench` builds it); given here, it must run.
     #[arg(long)]
     pub published_madsim: Option<PathBuf>,
+}
+
+/// The arguments of `model`.
+#[derive(Args)]
+pub struct ModelArgs {
+    /// The configuration (built: move).
+    #[arg(long)]
+    pub config: String,
+    /// Run a named mutation that lives in the configuration's cores.
+    #[arg(long, value_parser = MutationParser)]
+    pub mutation: Option<Mutation>,
+    /// BFS depth bound, actions after the setup (default: the configuration's).
+    #[arg(long)]
+    pub max_depth: Option<u32>,
+    /// Unique states bound (default: the configuration's).
+    #[arg(long)]
+    pub max_states: Option<u64>,
+    /// Messages in flight bound (default: the configuration's).
+    #[arg(long)]
+    pub max_in_flight: Option<usize>,
+    /// Time horizon after the setup, ms (default: the configuration's).
+    #[arg(long)]
+    pub horizon_ms: Option<u64>,
+    /// Leader rounds after the setup (default: the configuration's).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Message drops bound (default: the configuration's; 0 allowed: no drops).
+    #[arg(long)]
+    pub max_drops: Option<u32>,
+    /// Server crashes bound (default: the configuration's; 0 allowed: no crash).
+    #[arg(long)]
+    pub max_crashes: Option<u32>,
 }
 
 /// The arguments of `mutants`.

@@ -14,6 +14,7 @@ mod leader_transfer;
 mod load;
 mod moves;
 mod mutants;
+mod model;
 mod mutation_oracle;
 mod pause_goldens;
 mod reshape;

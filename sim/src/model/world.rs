@@ -1,0 +1,920 @@
+//! The model's world: the real cores ([`AuthorityCore`], [`StoreCore`], two [`ServerCore`]s, the
+//! leader's [`MoveFlow`] and [`manager::plan`]) wired to a model network, a discrete clock and a
+//! client, with every step one [`Action`] the search picks. Nothing here decides a protocol
+//! rule: each action feeds one input to one core and performs the outputs it returns, as the
+//! drivers (`server/node.rs`, `store/node.rs`, `lock.rs`, `manager::lead_once`) do.
+//!
+//! What the model simplifies, against the simulator:
+//! - the store syncs at once (no store crash, no torn writes); the authority applies its durable
+//!   records at once (no authority crash);
+//! - the leader's round is sequential (opens, then the moves, one call at a time; the real
+//!   round opens concurrently), starts any time it is idle (not on the manager's tick), renews
+//!   its lease once at the start of each round, and does not check its own lease before a
+//!   commit (one manager, so `manager_exclusive` is not at stake);
+//! - a call's timeout, a sleep, a wait's bound and a detached flow's patience are deadlines on
+//!   one global clock (no drift); time moves only by [`Action::Advance`], to the next deadline;
+//! - the client sends each append once, to the old owner at the old epoch or the new owner at
+//!   the transfer's epoch (the two routes a frontend's map or a `Moved` hint gives); no reads.
+
+use crate::events::{Event, Outcome, Sys, What};
+use partmap::authority::{Action as AuthorityAction, AuthorityCore};
+use partmap::config::Knobs;
+use partmap::event::ClientOp;
+use partmap::handoff::{Flow, MoveFlow, Peer as LeaderPeer, Reply, Step as FlowStep};
+use partmap::ids::{show_key, Epoch, OpId, RangeId, ServerId};
+use partmap::manager;
+use partmap::map::{MapOp, PartitionMap, RangeRow, Transfer};
+use partmap::msg::Msg;
+use partmap::server::{Effect, Input, Next, Peer, ServerCore, Then, Wait};
+use partmap::store::core::{chunk_budget, Input as StoreInput, Next as StoreNext, StoreCore};
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+
+/// A node of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Node {
+    /// `lock-1`.
+    Authority,
+    /// `store-1`.
+    Store,
+    /// `server-N`.
+    Server(u32),
+    /// The leading manager (`manager-1`).
+    Leader,
+    /// The client (`client-1`).
+    Client,
+    /// The operator (the setup's move request).
+    Operator,
+}
+
+impl std::fmt::Display for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Node::Authority => write!(f, "lock-1"),
+            Node::Store => write!(f, "store-1"),
+            Node::Server(n) => write!(f, "server-{n}"),
+            Node::Leader => write!(f, "manager-1"),
+            Node::Client => write!(f, "client-1"),
+            Node::Operator => write!(f, "operator"),
+        }
+    }
+}
+
+/// A message in flight: a request (`answer` false) from `from`, answered to `from` with the same
+/// `token`, or that answer (`answer` true).
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// The receiver.
+    pub to: Node,
+    /// The sender.
+    pub from: Node,
+    /// The call it belongs to.
+    pub token: u64,
+    /// Whether this is the answer.
+    pub answer: bool,
+    /// The message.
+    pub msg: Msg,
+}
+
+/// What a server flow waits for, as the server driver (`server/node.rs`) would await it.
+#[derive(Clone, Debug)]
+pub enum Task {
+    /// An answer to call `token`, or its timeout at `deadline_us`.
+    Call {
+        /// The call.
+        token: u64,
+        /// The flow's continuation.
+        then: Then,
+        /// When the call times out (µs).
+        deadline_us: u64,
+    },
+    /// A sleep until `until_us`.
+    Sleep {
+        /// The continuation.
+        then: Then,
+        /// When it ends (µs).
+        until_us: u64,
+    },
+    /// A wait on a held range, until [`ServerCore::poll`] says go on or `deadline_us`.
+    Wait {
+        /// The wait.
+        wait: Wait,
+        /// Its bound (µs; `None`: none).
+        deadline_us: Option<u64>,
+    },
+    /// A spawned flow not started yet.
+    Ready(Then),
+    /// A request waiting for its detached flow `child` until `until_us`, then answered
+    /// `otherwise`.
+    Detached {
+        /// The detached task.
+        child: u64,
+        /// The patience's end (µs).
+        until_us: u64,
+        /// The answer at the end of patience.
+        otherwise: Msg,
+    },
+}
+
+/// Whom a server flow answers when it ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplyTo {
+    /// Nobody (session upkeep, spawned flows).
+    Nobody,
+    /// A request from the network.
+    Net {
+        /// The caller.
+        to: Node,
+        /// The call.
+        token: u64,
+    },
+    /// The request task that detached it.
+    Parent(u64),
+}
+
+/// One task of a server.
+#[derive(Clone, Debug)]
+pub struct TaskSlot {
+    /// Its id (per server).
+    pub id: u64,
+    /// What it waits for.
+    pub task: Task,
+    /// Whom it answers.
+    pub reply_to: ReplyTo,
+    /// Steps the task took so far: with the task's id, it names the calls and spawns of its
+    /// next step, the same in every interleaving.
+    pub steps: u32,
+}
+
+/// A name made of `parts`, the same in every interleaving that makes the same thing: tokens
+/// and task ids are named by who made them and at which of their own steps, not by a global
+/// counter, so two interleavings that differ only in the order of independent steps reach one
+/// state.
+fn name(parts: &[u64]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// Whether `single_writer` reads this kind of event: only those are folded into the state's
+/// history hash (the others stay in the history for the transcript). The list is the kinds
+/// `check::single_writer` and the indexes it builds (`check::index`: `Maps::of`, the keys of
+/// `Clients::of`) match on; an event of another kind changes no verdict, so two histories
+/// that differ only in those are judged alike.
+fn judged(what: &What) -> bool {
+    matches!(
+        what,
+        What::Sys(
+            Sys::Activated { .. }
+                | Sys::Admit { .. }
+                | Sys::Deduplicated { .. }
+                | Sys::Drained { .. }
+                | Sys::Dropped { .. }
+                | Sys::Effect { .. }
+                | Sys::Fence { .. }
+                | Sys::Fenced { .. }
+                | Sys::LeaseExpired { .. }
+                | Sys::MapCommit { .. }
+                | Sys::MapRestored { .. }
+                | Sys::ReadServed { .. }
+                | Sys::Recovered { .. }
+                | Sys::Renewed { .. }
+        )
+    )
+}
+
+/// One partition server: its core and its tasks, or down until a restart.
+#[derive(Clone, Debug)]
+pub struct ServerSlot {
+    /// The core (memory: lost on crash).
+    pub core: ServerCore,
+    /// Its flows.
+    pub tasks: Vec<TaskSlot>,
+    /// Crashed: restarts at this time (µs).
+    pub down_until: Option<u64>,
+    /// Incarnations started.
+    pub starts: u32,
+}
+
+/// What the leader waits for.
+#[derive(Clone, Debug)]
+pub enum Awaiting {
+    /// Its lease (the round's start).
+    Lease,
+    /// The state (map and sessions).
+    State,
+    /// The planner's ops' compare-and-set.
+    PlanCas,
+    /// An open of this row.
+    Open(Box<RangeRow>),
+    /// The activation's compare-and-set.
+    Activate,
+    /// A flow's call.
+    FlowCall,
+    /// A flow's commit.
+    FlowCommit,
+}
+
+/// The leading manager as the model drives it: rounds of [`manager::plan`] and [`MoveFlow`].
+#[derive(Clone, Debug)]
+pub struct Leader {
+    /// Its leader term.
+    pub epoch: u64,
+    /// The map version the next commit expects.
+    pub version: u64,
+    /// Rounds it may still start.
+    pub rounds_left: u32,
+    /// A round is running.
+    pub busy: bool,
+    /// The call it waits for: token, deadline (µs), what.
+    pub pending: Option<(u64, u64, Awaiting)>,
+    /// The round's map.
+    pub map: Option<PartitionMap>,
+    /// Opens still to do this round.
+    pub opens: VecDeque<RangeRow>,
+    /// Moves still to drive this round.
+    pub moves: VecDeque<Transfer>,
+    /// The move being driven.
+    pub flow: Option<MoveFlow>,
+    /// Calls made so far (they name its tokens).
+    pub calls: u32,
+}
+
+/// One of the client's appends.
+#[derive(Clone, Debug)]
+pub struct ClientAppend {
+    /// Its id.
+    pub id: OpId,
+    /// Its key.
+    pub key: Vec<u8>,
+    /// `None`: not sent; `Some(token, None)`: sent; `Some(token, Some(outcome))`: answered.
+    pub sent: Option<(u64, Option<Outcome>)>,
+}
+
+/// The bounds of one exploration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// BFS depth (actions after the setup).
+    pub max_depth: u32,
+    /// Unique states kept.
+    pub max_states: u64,
+    /// Messages in flight (a state with more is outside the model and not expanded).
+    pub max_in_flight: usize,
+    /// Messages dropped per run.
+    pub max_drops: u32,
+    /// Server crashes per run.
+    pub max_crashes: u32,
+    /// Time horizon after the setup, ms: time does not advance past it.
+    pub horizon_ms: u64,
+    /// Leader rounds after the setup.
+    pub rounds: u32,
+}
+
+/// One step the search can take.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Deliver the message at this index of the network.
+    Deliver(usize),
+    /// Drop it.
+    Drop(usize),
+    /// Run a server task that can go on (`timed_out`: its deadline passed, for a wait).
+    Task {
+        /// The server.
+        server: u32,
+        /// The task.
+        task: u64,
+        /// Whether the wait's bound passed (only for waits).
+        timed_out: bool,
+    },
+    /// The leader starts a round.
+    StartRound,
+    /// The leader's pending call times out.
+    LeaderTimeout,
+    /// The client sends its next append to `server` at `epoch`.
+    SendAppend {
+        /// The server.
+        server: u32,
+        /// The epoch named.
+        epoch: u64,
+    },
+    /// A server crashes (memory lost).
+    Crash(u32),
+    /// A crashed server restarts.
+    Restart(u32),
+    /// Time jumps to the next deadline.
+    Advance,
+}
+
+/// The whole model state.
+#[derive(Clone)]
+pub struct World {
+    /// The clock (µs).
+    pub now_us: u64,
+    /// The time the exploration started (µs).
+    pub start_us: u64,
+    knobs: Knobs,
+    /// The authority's core.
+    pub authority: AuthorityCore,
+    /// The store's core.
+    pub store: StoreCore,
+    /// The servers (`servers[0]` is server-1).
+    pub servers: Vec<ServerSlot>,
+    /// The leader.
+    pub leader: Leader,
+    /// The client's appends, sent in order.
+    pub client: Vec<ClientAppend>,
+    /// Where the client may send: (server, epoch).
+    pub routes: Vec<(u32, u64)>,
+    /// Messages in flight.
+    pub net: Vec<Packet>,
+    /// The history, as the simulator's checkers read it.
+    pub history: Vec<Event>,
+    history_hash: u64,
+    /// Drops so far.
+    pub drops: u32,
+    /// Crashes so far.
+    pub crashes: u32,
+    /// The bounds.
+    pub bounds: Bounds,
+    /// The outputs of the action being applied (not part of the state).
+    outputs: Vec<String>,
+}
+
+/// Clock at the start of the setup (µs): a restart's incarnation is always above 0.
+const T0_US: u64 = 1_000_000;
+/// How long a crashed server stays down (µs).
+const RESTART_US: u64 = 100_000;
+
+impl World {
+    /// A world of `servers` servers, the authority, the store, a leader and a client with
+    /// `appends` appends, all at rest at time [`T0_US`].
+    pub fn new(knobs: Knobs, servers: u32, appends: u64, bounds: Bounds) -> World {
+        let (authority, _) = AuthorityCore::recover(&knobs, &[], T0_US);
+        let (store, _) = StoreCore::recover(&[], knobs.mutation);
+        let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
+        let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
+        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), flow: None, calls: 0 };
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, drops: 0, crashes: 0, bounds, outputs: Vec::new() }
+    }
+
+    /// The canonical encoding's 128-bit hash: every core's state, the tasks, the leader, the
+    /// client, the network as a multiset (sorted), the tasks as a set (by id), the fault
+    /// counts, the clock and the history (folded as it grows). Tokens and task ids are named
+    /// by their makers' own steps ([`name`]), so they do not depend on the interleaving.
+    pub fn key(&self) -> u128 {
+        let mut net: Vec<String> = self.net.iter().map(|p| format!("{p:?}")).collect();
+        net.sort();
+        let servers: Vec<String> = self
+            .servers
+            .iter()
+            .map(|s| {
+                let mut tasks: Vec<&TaskSlot> = s.tasks.iter().collect();
+                tasks.sort_by_key(|t| t.id);
+                format!("{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)
+            })
+            .collect();
+        let text = format!("{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}", self.now_us, self.authority, self.store, servers, self.leader, self.client, net.join(";"), self.drops, self.crashes);
+        let mut a = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut a);
+        self.history_hash.hash(&mut a);
+        let mut b = std::collections::hash_map::DefaultHasher::new();
+        0xb5u8.hash(&mut b);
+        text.hash(&mut b);
+        self.history_hash.hash(&mut b);
+        ((a.finish() as u128) << 64) | b.finish() as u128
+    }
+
+    fn emit(&mut self, sys: Sys) {
+        self.push_history(What::Sys(sys));
+    }
+
+    fn push_history(&mut self, what: What) {
+        let ev = Event { t_us: self.now_us, what };
+        self.outputs.push(format!("{}", ev.what));
+        if judged(&ev.what) {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            self.history_hash.hash(&mut h);
+            ev.hash(&mut h);
+            self.history_hash = h.finish();
+        }
+        self.history.push(ev);
+    }
+
+    fn send(&mut self, from: Node, to: Node, token: u64, msg: Msg, answer: bool) {
+        self.outputs.push(format!("{} {} -> {to}", if answer { "answer" } else { "send" }, msg.kind_name()));
+        self.net.push(Packet { to, from, token, answer, msg });
+    }
+
+    fn server(&mut self, n: u32) -> &mut ServerSlot {
+        &mut self.servers[n as usize - 1]
+    }
+
+    // ---- servers -------------------------------------------------------------------------
+
+    /// Feed `input` to server `n`'s core for task `id` (at its step `steps`) and perform the
+    /// step.
+    fn server_input(&mut self, n: u32, id: u64, steps: u32, reply_to: ReplyTo, input: Input) {
+        let now = self.now_us;
+        let step = self.server(n).core.handle(input, now);
+        let steps = steps + 1;
+        let mut spawned = 0;
+        for effect in step.effects {
+            match effect {
+                Effect::Event(ev) => self.emit(ev),
+                Effect::Goal(_) | Effect::Progress(_) => {}
+                Effect::Spawn(then) => {
+                    spawned += 1;
+                    let task = TaskSlot { id: name(&[id, u64::from(steps), spawned]), task: Task::Ready(then), reply_to: ReplyTo::Nobody, steps: 0 };
+                    self.server(n).tasks.push(task);
+                }
+            }
+        }
+        match step.next {
+            Next::Done(reply) => self.finish_task(n, id, reply_to, reply),
+            Next::Call { to, msg, timeout_ms, then } => {
+                let token = name(&[u64::from(n), id, u64::from(steps)]);
+                let to = match to {
+                    Peer::Store => Node::Store,
+                    Peer::Authority => Node::Authority,
+                };
+                self.send(Node::Server(n), to, token, msg, false);
+                self.server(n).tasks.push(TaskSlot { id, task: Task::Call { token, then, deadline_us: now + timeout_ms * 1000 }, reply_to, steps });
+            }
+            Next::Sleep { ms, then } => self.server(n).tasks.push(TaskSlot { id, task: Task::Sleep { then, until_us: now + ms * 1000 }, reply_to, steps }),
+            Next::Wait { wait, timeout_ms } => self.server(n).tasks.push(TaskSlot { id, task: Task::Wait { wait, deadline_us: timeout_ms.map(|ms| now + ms * 1000) }, reply_to, steps }),
+            Next::Detach { flow, patience_ms, otherwise } => {
+                let child = name(&[id, u64::from(steps), 0]);
+                let s = self.server(n);
+                s.tasks.push(TaskSlot { id: child, task: Task::Ready(flow), reply_to: ReplyTo::Parent(id), steps: 0 });
+                s.tasks.push(TaskSlot { id, task: Task::Detached { child, until_us: now + patience_ms * 1000, otherwise }, reply_to, steps });
+            }
+        }
+    }
+
+    /// Task `id` of server `n` ended with `reply`: answer whom it answers.
+    fn finish_task(&mut self, n: u32, id: u64, reply_to: ReplyTo, reply: Option<Msg>) {
+        match reply_to {
+            ReplyTo::Nobody => {}
+            ReplyTo::Net { to, token } => {
+                if let Some(msg) = reply {
+                    self.send(Node::Server(n), to, token, msg, true);
+                }
+            }
+            ReplyTo::Parent(parent) => {
+                let s = self.server(n);
+                let Some(i) = s.tasks.iter().position(|t| t.id == parent && matches!(&t.task, Task::Detached { child, .. } if *child == id)) else { return };
+                let p = s.tasks.remove(i);
+                let Task::Detached { otherwise, .. } = p.task else { unreachable!("matched") };
+                self.finish_task(n, parent, p.reply_to, Some(reply.unwrap_or(otherwise)));
+            }
+        }
+    }
+
+    // ---- the leader ----------------------------------------------------------------------
+
+    fn leader_call(&mut self, to: Node, msg: Msg, timeout_ms: u64, what: Awaiting) {
+        self.leader.calls += 1;
+        let token = name(&[u64::MAX, u64::from(self.leader.calls)]);
+        self.send(Node::Leader, to, token, msg, false);
+        self.leader.pending = Some((token, self.now_us + timeout_ms * 1000, what));
+    }
+
+    fn leader_commit(&mut self, op: MapOp, what: Awaiting) {
+        let cas = Msg::CasMap { expected_version: self.leader.version, leader_epoch: self.leader.epoch, candidate: 1, ops: vec![op] };
+        self.leader_call(Node::Authority, cas, self.knobs.rpc_timeout_ms, what);
+    }
+
+    fn end_round(&mut self) {
+        let l = &mut self.leader;
+        l.busy = false;
+        l.pending = None;
+        l.flow = None;
+        l.opens.clear();
+        l.moves.clear();
+        l.map = None;
+        self.outputs.push("round ends".into());
+    }
+
+    /// Go on with the round: the flow's next step given `reply`, or the next open or move.
+    fn leader_go_on(&mut self, mut reply: Option<Reply>) {
+        loop {
+            if let Some(flow) = self.leader.flow.as_mut() {
+                match flow.next(reply.take(), self.now_us / 1000) {
+                    FlowStep::Done => self.leader.flow = None,
+                    FlowStep::StopRound => return self.end_round(),
+                    FlowStep::Commit(op) => return self.leader_commit(op, Awaiting::FlowCommit),
+                    FlowStep::Call { to, msg, timeout_ms } => {
+                        let to = match to {
+                            LeaderPeer::Server(s) => Node::Server(s.0),
+                            LeaderPeer::Store => Node::Store,
+                        };
+                        return self.leader_call(to, msg, timeout_ms, Awaiting::FlowCall);
+                    }
+                }
+                continue;
+            }
+            if let Some(row) = self.leader.opens.pop_front() {
+                let map = self.leader.map.as_ref().expect("a round's map");
+                let lineage = manager::row_lineage(map, &row);
+                let owner = row.owner.expect("preparing rows have an owner");
+                let open = Msg::Open { row: Box::new(row.clone()), leader_epoch: self.leader.epoch, lineage };
+                return self.leader_call(Node::Server(owner.0), open, self.knobs.store_timeout_ms + self.knobs.rpc_timeout_ms, Awaiting::Open(Box::new(row)));
+            }
+            if let Some(t) = self.leader.moves.pop_front() {
+                let map = self.leader.map.as_ref().expect("a round's map");
+                let Some(row) = map.rows.get(&t.range) else { continue };
+                self.leader.flow = Some(MoveFlow::new(&t, row, map, self.leader.epoch, &self.knobs));
+                continue;
+            }
+            return self.end_round();
+        }
+    }
+
+    /// The leader's pending call was answered (`Some`) or timed out.
+    fn leader_answered(&mut self, answer: Option<Msg>) {
+        let Some((_, _, what)) = self.leader.pending.take() else { return };
+        match (what, answer) {
+            (Awaiting::Lease, Some(Msg::LeaderLease { epoch: Some(e), holder: Some(1) })) => {
+                self.leader.epoch = e;
+                self.leader_call(Node::Authority, Msg::GetState, self.knobs.rpc_timeout_ms, Awaiting::State);
+            }
+            (Awaiting::State, Some(Msg::State { map, sessions })) => {
+                let p = manager::plan(&map, &sessions, &BTreeMap::new(), self.now_us / 1000, &self.knobs);
+                self.leader.version = map.version;
+                if !p.ops.is_empty() {
+                    let cas = Msg::CasMap { expected_version: map.version, leader_epoch: self.leader.epoch, candidate: 1, ops: p.ops };
+                    return self.leader_call(Node::Authority, cas, self.knobs.rpc_timeout_ms, Awaiting::PlanCas);
+                }
+                self.leader.map = Some(PartitionMap::clone(&map));
+                self.leader.opens = p.opens.into();
+                self.leader.moves = p.moves.into();
+                self.leader_go_on(None);
+            }
+            (Awaiting::Open(row), Some(Msg::Opened { result: Ok(()) })) => self.leader_commit(MapOp::Activate { range: row.id, epoch: row.epoch }, Awaiting::Activate),
+            (Awaiting::Open(_), _) => self.leader_go_on(None),
+            (Awaiting::Activate, Some(Msg::CasResult { map, .. })) => {
+                self.leader.version = map.version;
+                self.leader_go_on(None);
+            }
+            (Awaiting::FlowCall, answer) => self.leader_go_on(Some(answer.map_or(Reply::NoAnswer, Reply::Answer))),
+            (Awaiting::FlowCommit, Some(Msg::CasResult { map, error })) => {
+                self.leader.version = map.version;
+                self.leader_go_on(Some(Reply::Committed(error.is_none())));
+            }
+            // The lease refused, the plan's commit answered or not, a commit unanswered.
+            _ => self.end_round(),
+        }
+    }
+
+    // ---- the authority and the store -----------------------------------------------------
+
+    fn authority_request(&mut self, p: Packet) {
+        let now = self.now_us;
+        let mut action = self.authority.handle(&p.msg, now, false);
+        loop {
+            match action {
+                AuthorityAction::NeedLock => action = self.authority.handle(&p.msg, now, true),
+                AuthorityAction::Persist { after, events, .. } => {
+                    events.into_iter().for_each(|e| self.emit(e));
+                    action = self.authority.apply(after, now);
+                }
+                AuthorityAction::Reply { msg, events } => {
+                    events.into_iter().for_each(|e| self.emit(e));
+                    return self.send(Node::Authority, p.from, p.token, msg, true);
+                }
+            }
+        }
+    }
+
+    fn store_request(&mut self, p: Packet) {
+        let budget = chunk_budget(self.knobs.bandwidth_bytes_per_s, self.knobs.store_timeout_ms, 0);
+        let mut step = self.store.handle(StoreInput::Request { msg: p.msg, budget });
+        loop {
+            step.events.into_iter().for_each(|e| self.emit(e));
+            match step.next {
+                StoreNext::Reply(msg) => return self.send(Node::Store, p.from, p.token, msg, true),
+                StoreNext::Sync(then) => step = self.store.handle(StoreInput::Synced(then)),
+            }
+        }
+    }
+
+    // ---- actions -------------------------------------------------------------------------
+
+    /// Every action enabled now, in a fixed order.
+    pub fn enabled(&self) -> Vec<Action> {
+        let mut out = Vec::new();
+        for i in 0..self.net.len() {
+            out.push(Action::Deliver(i));
+            if self.drops < self.bounds.max_drops {
+                out.push(Action::Drop(i));
+            }
+        }
+        let now = self.now_us;
+        for (i, s) in self.servers.iter().enumerate() {
+            let server = i as u32 + 1;
+            if let Some(until) = s.down_until {
+                if until <= now {
+                    out.push(Action::Restart(server));
+                }
+                continue;
+            }
+            for t in &s.tasks {
+                let task = t.id;
+                match &t.task {
+                    Task::Ready(_) => out.push(Action::Task { server, task, timed_out: false }),
+                    Task::Sleep { until_us, .. } | Task::Detached { until_us, .. } if *until_us <= now => out.push(Action::Task { server, task, timed_out: false }),
+                    Task::Call { deadline_us, .. } if *deadline_us <= now => out.push(Action::Task { server, task, timed_out: true }),
+                    Task::Wait { wait, deadline_us } => {
+                        if s.core.poll(wait).is_none() {
+                            out.push(Action::Task { server, task, timed_out: false });
+                        }
+                        if deadline_us.is_some_and(|d| d <= now) {
+                            out.push(Action::Task { server, task, timed_out: true });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if self.crashes < self.bounds.max_crashes {
+                out.push(Action::Crash(server));
+            }
+        }
+        if !self.leader.busy && self.leader.rounds_left > 0 {
+            out.push(Action::StartRound);
+        }
+        if self.leader.pending.as_ref().is_some_and(|(_, d, _)| *d <= now) {
+            out.push(Action::LeaderTimeout);
+        }
+        if let Some(i) = self.client.iter().position(|a| a.sent.is_none()) {
+            if i == 0 || self.client[i - 1].sent.is_some() {
+                for &(server, epoch) in &self.routes {
+                    out.push(Action::SendAppend { server, epoch });
+                }
+            }
+        }
+        if self.next_deadline().is_some() {
+            out.push(Action::Advance);
+        }
+        out
+    }
+
+    /// The next instant after now at which something can change by time alone (a timer, a
+    /// call's timeout, a lease's end), within the horizon.
+    fn next_deadline(&self) -> Option<u64> {
+        let now = self.now_us;
+        let mut ds: Vec<u64> = self.authority.lease_deadlines_us();
+        for s in &self.servers {
+            if let Some(d) = s.down_until {
+                ds.push(d);
+                continue;
+            }
+            if s.core.session.is_some() {
+                ds.push(s.core.lease_valid_until_us);
+            }
+            for t in &s.tasks {
+                match &t.task {
+                    Task::Call { deadline_us, .. } => ds.push(*deadline_us),
+                    Task::Sleep { until_us, .. } | Task::Detached { until_us, .. } => ds.push(*until_us),
+                    Task::Wait { deadline_us: Some(d), .. } => ds.push(*d),
+                    _ => {}
+                }
+            }
+        }
+        if let Some((_, d, _)) = &self.leader.pending {
+            ds.push(*d);
+        }
+        let horizon = self.start_us + self.bounds.horizon_ms * 1000;
+        ds.into_iter().filter(|d| *d > now && *d <= horizon).min()
+    }
+
+    /// Apply `action`; returns the transcript line's node, input and outputs.
+    pub fn apply(&mut self, action: &Action) -> (String, String, Vec<String>) {
+        self.outputs.clear();
+        let (node, input) = match action {
+            Action::Deliver(i) => {
+                let p = self.net.remove(*i);
+                let (node, input) = (p.to.to_string(), format!("{} {} from {}", if p.answer { "answer" } else { "request" }, describe(&p.msg), p.from));
+                self.deliver(p);
+                (node, input)
+            }
+            Action::Drop(i) => {
+                let p = self.net.remove(*i);
+                self.drops += 1;
+                ("network".to_string(), format!("drop {} {} -> {}", describe(&p.msg), p.from, p.to))
+            }
+            Action::Task { server, task, timed_out } => {
+                let input = self.run_task(*server, *task, *timed_out);
+                (format!("server-{server}"), input)
+            }
+            Action::StartRound => {
+                self.leader.busy = true;
+                self.leader.rounds_left -= 1;
+                self.leader_call(Node::Authority, Msg::AcquireLeader { candidate: 1 }, self.knobs.rpc_timeout_ms, Awaiting::Lease);
+                ("manager-1".to_string(), "start a round".to_string())
+            }
+            Action::LeaderTimeout => {
+                self.leader_answered(None);
+                ("manager-1".to_string(), "call timed out".to_string())
+            }
+            Action::SendAppend { server, epoch } => {
+                let i = self.client.iter().position(|a| a.sent.is_none()).expect("enabled");
+                let (id, key) = (self.client[i].id, self.client[i].key.clone());
+                let token = name(&[u64::MAX - 1, id.seq]);
+                self.client[i].sent = Some((token, None));
+                self.push_history(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
+                let msg = Msg::Append { range: RangeId(1), epoch: Epoch(*epoch), key, id, bytes: bytes::Bytes::from_static(b"x"), bulk: 0 };
+                self.send(Node::Client, Node::Server(*server), token, msg, false);
+                ("client-1".to_string(), format!("append {}.{} to server-{server} at e{epoch}", id.client, id.seq))
+            }
+            Action::Crash(n) => {
+                let knobs = self.knobs.clone();
+                let until = self.now_us + RESTART_US;
+                let s = self.server(*n);
+                s.core = ServerCore::with_knobs(ServerId(*n), knobs);
+                s.tasks.clear();
+                s.down_until = Some(until);
+                self.crashes += 1;
+                (format!("server-{n}"), "crash (memory lost)".to_string())
+            }
+            Action::Restart(n) => {
+                self.server(*n).down_until = None;
+                self.start_server(*n);
+                (format!("server-{n}"), "restart".to_string())
+            }
+            Action::Advance => {
+                let to = self.next_deadline().expect("enabled");
+                let from = self.now_us;
+                self.now_us = to;
+                ("clock".to_string(), format!("advance {:.3}s -> {:.3}s", (from - self.start_us) as f64 / 1e6, (to - self.start_us) as f64 / 1e6))
+            }
+        };
+        self.collect_stale_answers();
+        (node, input, std::mem::take(&mut self.outputs))
+    }
+
+    /// Start server `n`'s session upkeep (a fresh incarnation).
+    pub fn start_server(&mut self, n: u32) {
+        let s = self.server(n);
+        s.starts += 1;
+        let id = name(&[u64::from(n), u64::from(s.starts)]);
+        self.server_input(n, id, 0, ReplyTo::Nobody, Input::Start);
+    }
+
+    fn deliver(&mut self, p: Packet) {
+        match (p.to, p.answer) {
+            (Node::Authority, false) => self.authority_request(p),
+            (Node::Store, false) => self.store_request(p),
+            (Node::Server(n), false) => {
+                if self.server(n).down_until.is_some() {
+                    return;
+                }
+                let id = name(&[u64::from(n), p.token, 1 << 40]);
+                self.server_input(n, id, 0, ReplyTo::Net { to: p.from, token: p.token }, Input::Request { msg: p.msg, link_backlog_us: 0 });
+            }
+            (Node::Server(n), true) => {
+                let s = self.server(n);
+                let Some(i) = s.tasks.iter().position(|t| matches!(&t.task, Task::Call { token, .. } if *token == p.token)) else { return };
+                let t = s.tasks.remove(i);
+                let Task::Call { then, .. } = t.task else { unreachable!("matched") };
+                self.server_input(n, t.id, t.steps, t.reply_to, Input::Answered { then, answer: Some(p.msg) });
+            }
+            (Node::Leader, true) if self.leader.pending.as_ref().is_some_and(|(t, _, _)| *t == p.token) => self.leader_answered(Some(p.msg)),
+            (Node::Client, true) => {
+                let Some(i) = self.client.iter().position(|a| matches!(a.sent, Some((t, None)) if t == p.token)) else { return };
+                let (outcome, reason) = match &p.msg {
+                    Msg::Served { result: Ok(_) } => (Outcome::Ok, String::new()),
+                    Msg::Served { result: Err(r) } => (Outcome::Fail, format!("{r:?}")),
+                    _ => (Outcome::Unknown, p.msg.kind_name().to_string()),
+                };
+                let a = &mut self.client[i];
+                a.sent = Some((p.token, Some(outcome)));
+                let (id, key) = (a.id, a.key.clone());
+                self.push_history(What::Complete { op: ClientOp::Append, id, key, outcome, reason, value_len: 0, value_hash: 0 });
+            }
+            _ => {}
+        }
+    }
+
+    /// Run server `n`'s task `id`: the input its state gives.
+    fn run_task(&mut self, n: u32, id: u64, timed_out: bool) -> String {
+        let s = self.server(n);
+        let i = s.tasks.iter().position(|t| t.id == id).expect("enabled");
+        let t = s.tasks.remove(i);
+        let (input, text) = match t.task {
+            Task::Ready(then) => (Input::Resume(then), "start a spawned flow".to_string()),
+            Task::Sleep { then, .. } => (Input::Resume(then), "sleep ends".to_string()),
+            Task::Call { then, .. } => (Input::Answered { then, answer: None }, "call times out".to_string()),
+            Task::Wait { wait, .. } => (Input::Waited { wait: wait.clone(), timed_out }, format!("wait {} {wait:?}", if timed_out { "times out" } else { "ends" })),
+            Task::Detached { otherwise, .. } => {
+                self.finish_task(n, id, t.reply_to, Some(otherwise));
+                return "patience ends".to_string();
+            }
+        };
+        self.server_input(n, id, t.steps, t.reply_to, input);
+        text
+    }
+
+    /// Drop the answers no one waits for any more (their delivery would change nothing).
+    fn collect_stale_answers(&mut self) {
+        let servers = &self.servers;
+        let leader = &self.leader;
+        let client = &self.client;
+        self.net.retain(|p| {
+            if !p.answer {
+                return true;
+            }
+            match p.to {
+                Node::Server(n) => servers[n as usize - 1].tasks.iter().any(|t| matches!(&t.task, Task::Call { token, .. } if *token == p.token)),
+                Node::Leader => leader.pending.as_ref().is_some_and(|(t, _, _)| *t == p.token),
+                Node::Client => client.iter().any(|a| matches!(a.sent, Some((t, None)) if t == p.token)),
+                _ => false,
+            }
+        });
+    }
+
+    // ---- the setup -----------------------------------------------------------------------
+
+    /// Deliver every message in order, and run every ready task, until nothing is left to do
+    /// without time passing or a fault.
+    fn run_fifo(&mut self) {
+        for _ in 0..10_000 {
+            if !self.net.is_empty() {
+                self.apply(&Action::Deliver(0));
+                continue;
+            }
+            let ready = self.enabled().into_iter().find(|a| matches!(a, Action::Task { timed_out: false, .. }));
+            match ready {
+                Some(a) => {
+                    self.apply(&a);
+                }
+                None => return,
+            }
+        }
+        panic!("the setup did not come to rest");
+    }
+
+    /// The move configuration's setup, with no choice made: the servers register, the leader
+    /// bootstraps the map, assigns range 1 to server-1, opens and activates it; the operator
+    /// asks to move it to server-2; the leader begins the move (the transfer is journaled).
+    /// Then `rounds` more rounds, with the client's routes: the source at the old epoch and
+    /// the target at the transfer's epoch. Errors: the setup did not reach the journaled move.
+    pub fn setup_move(&mut self) -> Result<Transfer, String> {
+        for n in 1..=self.servers.len() as u32 {
+            self.start_server(n);
+        }
+        self.run_fifo();
+        for _ in 0..8 {
+            let map = self.authority.map();
+            if let Some(t) = map.transfers.values().next() {
+                let t = t.clone();
+                self.routes = vec![(t.from.0 .0, t.from_epoch.0), (t.to.0 .0, t.epoch.0)];
+                self.leader.rounds_left = self.bounds.rounds;
+                self.start_us = self.now_us;
+                self.drops = 0;
+                self.crashes = 0;
+                return Ok(t);
+            }
+            let active = map.rows.get(&RangeId(1)).is_some_and(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1)));
+            if active && map.move_requests.is_empty() {
+                let token = name(&[u64::MAX - 2]);
+                self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![MapOp::RequestMove { range: RangeId(1), to: ServerId(2) }] }, false);
+                self.run_fifo();
+            }
+            self.leader.rounds_left = 1;
+            self.apply(&Action::StartRound);
+            self.run_fifo();
+        }
+        Err(format!("the setup did not reach a journaled move; map: {:?}", self.authority.map()))
+    }
+}
+
+/// A message in a line: its kind and the fields that tell apart its instances in a transcript.
+pub fn describe(msg: &Msg) -> String {
+    match msg {
+        Msg::Append { epoch, key, id, .. } => format!("append({}.{} key={} {epoch})", id.client, id.seq, show_key(key)),
+        Msg::StoreAppend { record, server, .. } => format!("store_append({}.{} {} from {server})", record.id.client, record.id.seq, record.epoch),
+        Msg::StoreAppended { result } => format!("store_appended({result:?})"),
+        Msg::Served { result } => format!("served({:?})", result.as_ref().map(|_| ())),
+        Msg::Fence { epoch, from, .. } => format!("fence({epoch} from {from})"),
+        Msg::FenceResult { result, length, .. } => format!("fence_result({:?} length {length})", result.as_ref().map(|r| r.len())),
+        Msg::ReadStream { from, upto, .. } => format!("read_stream(from {from} upto {upto:?})"),
+        Msg::StreamRead { records, length, .. } => format!("stream_read({} records, length {length})", records.len()),
+        Msg::Pause { epoch, leader_epoch, .. } => format!("pause({epoch}, leader {leader_epoch})"),
+        Msg::PausedAt { result } => format!("paused_at({:?})", result.as_ref().map(|d| d.records)),
+        Msg::CasMap { ops, .. } => {
+            let mut s = String::from("cas_map(");
+            for op in ops {
+                let _ = write!(s, "{} ", format!("{op:?}").split([' ', '{']).next().unwrap_or(""));
+            }
+            s.pop();
+            s + ")"
+        }
+        Msg::CasResult { map, error } => format!("cas_result(v{} {})", map.version, if error.is_some() { "refused" } else { "ok" }),
+        Msg::RenewSession { session, .. } => format!("renew_session({session})"),
+        Msg::SessionRenewed { ok } => format!("session_renewed({ok})"),
+        Msg::MoveFinished { result } => format!("move_finished({result:?})"),
+        Msg::PreCopied { result } => format!("pre_copied({:?})", result.as_ref().map(|p| (p.rounds, p.ready))),
+        other => other.kind_name().to_string(),
+    }
+}

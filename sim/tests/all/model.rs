@@ -1,0 +1,64 @@
+//! The model checker (`partmap-sim model`): the move configuration is exhausted with no
+//! violation within small bounds, a core mutation yields a counterexample, and bad input is
+//! refused.
+
+use partmap::config::Mutation;
+use partmap_sim::model::{self, Bounds};
+
+/// Small bounds: no drop, no crash, no time advance (the horizon is under every timeout and
+/// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
+/// two appends and the cores' steps.
+fn small() -> Bounds {
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_crashes: 0, horizon_ms: 100, rounds: 3 }
+}
+
+#[test]
+fn model_move_is_exhausted_with_no_violation_within_small_bounds() {
+    let config = model::config("move").expect("built");
+    let r = model::check(&config, None, small()).expect("setup");
+    assert!(r.violation.is_none(), "{:?}", r.violation);
+    assert!(r.exhausted, "not exhausted: {} unique states, cut by depth {}, stopped at the state bound {}", r.unique, r.cut_by_depth, r.stopped_at_states);
+    // The search went past the move's commit: the deepest state is beyond the setup's
+    // rounds, the pre-copy rounds, the pause, the finish and the commit.
+    assert!(r.depth >= 30, "depth {}", r.depth);
+}
+
+#[test]
+fn model_move_source_ignores_pause_yields_a_single_writer_counterexample() {
+    let config = model::config("move").expect("built");
+    let r = model::check(&config, Some(Mutation::SourceIgnoresPause), small()).expect("setup");
+    let cx = r.violation.expect("a counterexample");
+    assert_eq!(cx.property, "single_writer");
+    assert!(cx.message.contains("drained"), "{}", cx.message);
+    // The last step is the source admitting the append after its drain report.
+    let (node, input, outputs) = cx.steps.last().expect("steps");
+    assert_eq!(node, "server-1");
+    assert!(input.contains("append"), "{input}");
+    assert!(outputs.iter().any(|o| o.starts_with("admit server=1")), "{outputs:?}");
+}
+
+#[test]
+fn model_refuses_unknown_configs_and_mutations_outside_the_cores() {
+    assert!(model::config("split").unwrap_err().contains("--config"));
+    let config = model::config("move").expect("built");
+    let e = model::runs(&config, Mutation::NewLeaderIgnoresJournal).unwrap_err();
+    assert!(e.contains("not in a core"), "{e}");
+    assert!(model::runs(&config, Mutation::SourceIgnoresPause).is_ok());
+}
+
+#[test]
+fn model_cli_exits_64_on_bad_input() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (code, err) = run(&["--config", "nope"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("unknown configuration `nope`"), "{err}");
+    let (code, err) = run(&["--config", "move", "--max-depth", "0"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("--max-depth"), "{err}");
+    let (code, err) = run(&["--config", "move", "--mutation", "new-leader-ignores-journal"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("not in a core"), "{err}");
+}
