@@ -13,6 +13,7 @@
 //! the same step as the check and fencing where the write takes effect.
 
 use super::content::{build_content, extend_object, object_bytes, Object};
+pub use super::step::{Effect, Notifier};
 use crate::config::{Knobs, Mutation};
 use crate::event::{ClientOp, Event};
 use crate::goal::Goal;
@@ -22,30 +23,6 @@ use crate::msg::{CopyProgress, FinishError, RangeLoad, ReadLevel, Record, Refusa
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-/// One output of the server core, performed by the driver in the order the core queued it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Effect {
-    /// Emit this event to the history.
-    Event(Event),
-    /// Report this goal reached ([`crate::goal::reach`]).
-    Goal(Goal),
-    /// Records were applied to a range or an admitted effect finished: wake the waits on this
-    /// held range ([`super::flow::Wait`]), so they look at the core again.
-    Progress(Notifier),
-    /// Start this flow as a task of its own: feed [`super::flow::Input::Resume`] with it to the
-    /// core when the task first runs (a reload in the background, an unawaited fence).
-    Spawn(super::flow::Then),
-}
-
-/// The waits on one held range: the range and the serial of the [`Held`] (a range dropped
-/// and opened again is another one; its old waits are not woken by the new one's progress).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Notifier {
-    /// The range.
-    pub range: RangeId,
-    /// Which [`Held`] of it (counted by the core from 1).
-    pub serial: u64,
-}
 
 /// The outputs a core's steps queued, in order, until the caller takes them.
 #[derive(Clone, Debug, Default)]
@@ -219,7 +196,7 @@ pub struct ServerCore {
     pub drift_ppm: u64,
     /// The timing knobs the flows use (timeouts, lease, renew interval).
     pub knobs: Knobs,
-    /// This incarnation's start time (µs, local clock), set by [`super::flow::Input::Start`]: a
+    /// This incarnation's start time (µs, local clock), set by [`super::step::Input::Start`]: a
     /// restart registers with a larger one.
     pub incarnation: u64,
     /// The serial of the last [`Held`] made ([`Notifier::serial`]).
@@ -414,7 +391,7 @@ impl ServerCore {
     }
 
     /// Whether `row` is still loading here at its epoch: a load (an open, a move's finish, a
-    /// reload) that finds it no longer is stops reading the stream ([`super::flow::Want`]).
+    /// reload) that finds it no longer is stops reading the stream ([`super::step::Want`]).
     pub fn loading(&self, row: &RangeRow) -> bool {
         self.ranges.get(&row.id).is_some_and(|h| h.row.epoch == row.epoch && h.state == HeldState::Loading)
     }
@@ -592,7 +569,7 @@ impl ServerCore {
             Ok(records) => records,
             Err(e) => {
                 if let Some(held) = self.ranges.remove(&row.id) {
-                    // Wake a repeated finish waiting for this attempt ([`super::flow::Wait::Finish`]).
+                    // Wake a repeated finish waiting for this attempt ([`super::step::Wait::Finish`]).
                     self.out.push(Effect::Progress(held.progress));
                 }
                 self.out.event(Event::Dropped { server: self.id, range: row.id, epoch: row.epoch, reason: format!("load_refused: {e}") });
