@@ -157,11 +157,11 @@ fn pause_grid(seeds: u64, jobs: u32, quick: bool, out: &std::path::Path, from_cs
         }
     };
     let doc = pause::markdown(&results, &cal, &provenance);
-    let written = std::fs::create_dir_all(&out)
+    let written = std::fs::create_dir_all(out)
         .and_then(|_| std::fs::write(out.join("README.md"), &doc))
         .and_then(|_| if from_csv.is_none() { std::fs::write(out.join("grid.csv"), pause::csv(&results)) } else { Ok(()) })
         .map_err(|e| e.to_string())
-        .and_then(|_| pause::plots(&results, &cal, &out));
+        .and_then(|_| pause::plots(&results, &cal, out));
     if let Err(e) = written {
         eprintln!("error: cannot write the report to {}: {e}", out.display());
         return ExitCode::from(3);

@@ -789,7 +789,6 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
 
 #[cfg(test)]
 mod tests {
-    use crate::events::What;
 
     /// The default scenario's aimed draws include the three compound shapes: a stale owner
     /// (its renewals cut and its store link held on one trigger, an admission of its own, for a
