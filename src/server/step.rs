@@ -26,13 +26,13 @@ pub enum Effect {
     Spawn(Then),
 }
 
-/// The waits on one held range: the range and the serial of the [`Held`] (a range dropped
+/// The waits on one held range: the range and the serial of the [`Held`](crate::server::Held) (a range dropped
 /// and opened again is another one; its old waits are not woken by the new one's progress).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Notifier {
     /// The range.
     pub range: RangeId,
-    /// Which [`Held`] of it (counted by the core from 1).
+    /// Which [`Held`](crate::server::Held) of it (counted by the core from 1).
     pub serial: u64,
 }
 
