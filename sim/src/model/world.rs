@@ -348,7 +348,7 @@ const RESTART_US: u64 = 100_000;
 
 impl World {
     /// A world of `servers` servers, the authority, the store, a leader and a client with
-    /// `appends` appends, all at rest at time [`T0_US`].
+    /// `appends` appends, all at rest at time `T0_US`.
     pub fn new(knobs: Knobs, servers: u32, appends: u64, bounds: Bounds) -> World {
         let (authority, _) = AuthorityCore::recover(&knobs, &[], T0_US);
         let (store, _) = StoreCore::recover(&[], knobs.mutation);
@@ -361,7 +361,7 @@ impl World {
     /// The canonical encoding's 128-bit hash: every core's state, the tasks, the leader, the
     /// client, the network as a multiset (sorted), the tasks as a set (by id), the fault
     /// counts, the clock and the history (folded as it grows). Tokens and task ids are named
-    /// by their makers' own steps ([`name`]), so they do not depend on the interleaving.
+    /// by their makers' own steps (`name`), so they do not depend on the interleaving.
     pub fn key(&self) -> u128 {
         let mut net: Vec<String> = self.net.iter().map(|p| format!("{p:?}")).collect();
         net.sort();
