@@ -13,6 +13,7 @@
 //! | [`world`] | the model's state, its actions, how each action drives a core |
 //! | `mod.rs` | the configurations, the search, the report and the counterexample |
 
+pub mod parts;
 pub mod world;
 
 use partmap::config::{Knobs, Mutation};

@@ -1,0 +1,287 @@
+//! The model's parts: its nodes, the packets in flight, the tasks of a server's flows, the
+//! leader's state, the client's appends, the search's bounds and its actions. Types only; the
+//! [`super::world::World`] that owns them applies the actions.
+
+use partmap::handoff::MoveFlow;
+use partmap::ids::OpId;
+use std::hash::{Hash, Hasher};
+use partmap::map::{PartitionMap, RangeRow, Transfer};
+use partmap::msg::Msg;
+use partmap::server::{ServerCore, Then, Wait};
+use crate::events::{Outcome, Sys, What};
+use std::collections::VecDeque;
+
+/// A node of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Node {
+    /// `lock-1`.
+    Authority,
+    /// `store-1`.
+    Store,
+    /// `server-N`.
+    Server(u32),
+    /// The leading manager (`manager-1`).
+    Leader,
+    /// The client (`client-1`).
+    Client,
+    /// The operator (the setup's move request).
+    Operator,
+}
+
+impl std::fmt::Display for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Node::Authority => write!(f, "lock-1"),
+            Node::Store => write!(f, "store-1"),
+            Node::Server(n) => write!(f, "server-{n}"),
+            Node::Leader => write!(f, "manager-1"),
+            Node::Client => write!(f, "client-1"),
+            Node::Operator => write!(f, "operator"),
+        }
+    }
+}
+
+/// A message in flight: a request (`answer` false) from `from`, answered to `from` with the same
+/// `token`, or that answer (`answer` true).
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// The receiver.
+    pub to: Node,
+    /// The sender.
+    pub from: Node,
+    /// The call it belongs to.
+    pub token: u64,
+    /// Whether this is the answer.
+    pub answer: bool,
+    /// The message.
+    pub msg: Msg,
+}
+
+/// What a server flow waits for, as the server driver (`server/node.rs`) would await it.
+#[derive(Clone, Debug)]
+pub enum Task {
+    /// An answer to call `token`, or its timeout at `deadline_us`.
+    Call {
+        /// The call.
+        token: u64,
+        /// The flow's continuation.
+        then: Then,
+        /// When the call times out (µs).
+        deadline_us: u64,
+    },
+    /// A sleep until `until_us`.
+    Sleep {
+        /// The continuation.
+        then: Then,
+        /// When it ends (µs).
+        until_us: u64,
+    },
+    /// A wait on a held range, until [`ServerCore::poll`] says go on or `deadline_us`.
+    Wait {
+        /// The wait.
+        wait: Wait,
+        /// Its bound (µs; `None`: none).
+        deadline_us: Option<u64>,
+    },
+    /// A spawned flow not started yet.
+    Ready(Then),
+    /// A request waiting for its detached flow `child` until `until_us`, then answered
+    /// `otherwise`.
+    Detached {
+        /// The detached task.
+        child: u64,
+        /// The patience's end (µs).
+        until_us: u64,
+        /// The answer at the end of patience.
+        otherwise: Msg,
+    },
+}
+
+/// Whom a server flow answers when it ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplyTo {
+    /// Nobody (session upkeep, spawned flows).
+    Nobody,
+    /// A request from the network.
+    Net {
+        /// The caller.
+        to: Node,
+        /// The call.
+        token: u64,
+    },
+    /// The request task that detached it.
+    Parent(u64),
+}
+
+/// One task of a server.
+#[derive(Clone, Debug)]
+pub struct TaskSlot {
+    /// Its id (per server).
+    pub id: u64,
+    /// What it waits for.
+    pub task: Task,
+    /// Whom it answers.
+    pub reply_to: ReplyTo,
+    /// Steps the task took so far: with the task's id, it names the calls and spawns of its
+    /// next step, the same in every interleaving.
+    pub steps: u32,
+}
+
+/// A name made of `parts`, the same in every interleaving that makes the same thing: tokens
+/// and task ids are named by who made them and at which of their own steps, not by a global
+/// counter, so two interleavings that differ only in the order of independent steps reach one
+/// state.
+pub(super) fn name(parts: &[u64]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// Whether `single_writer` reads this kind of event: only those are folded into the state's
+/// history hash (the others stay in the history for the transcript). The list is the kinds
+/// `check::single_writer` and the indexes it builds (`check::index`: `Maps::of`, the keys of
+/// `Clients::of`) match on; an event of another kind changes no verdict, so two histories
+/// that differ only in those are judged alike.
+pub(super) fn judged(what: &What) -> bool {
+    matches!(
+        what,
+        What::Sys(
+            Sys::Activated { .. }
+                | Sys::Admit { .. }
+                | Sys::Deduplicated { .. }
+                | Sys::Drained { .. }
+                | Sys::Dropped { .. }
+                | Sys::Effect { .. }
+                | Sys::Fence { .. }
+                | Sys::Fenced { .. }
+                | Sys::LeaseExpired { .. }
+                | Sys::MapCommit { .. }
+                | Sys::MapRestored { .. }
+                | Sys::ReadServed { .. }
+                | Sys::Recovered { .. }
+                | Sys::Renewed { .. }
+        )
+    )
+}
+
+/// One partition server: its core and its tasks, or down until a restart.
+#[derive(Clone, Debug)]
+pub struct ServerSlot {
+    /// The core (memory: lost on crash).
+    pub core: ServerCore,
+    /// Its flows.
+    pub tasks: Vec<TaskSlot>,
+    /// Crashed: restarts at this time (µs).
+    pub down_until: Option<u64>,
+    /// Incarnations started.
+    pub starts: u32,
+}
+
+/// What the leader waits for.
+#[derive(Clone, Debug)]
+pub enum Awaiting {
+    /// Its lease (the round's start).
+    Lease,
+    /// The state (map and sessions).
+    State,
+    /// The planner's ops' compare-and-set.
+    PlanCas,
+    /// An open of this row.
+    Open(Box<RangeRow>),
+    /// The activation's compare-and-set.
+    Activate,
+    /// A flow's call.
+    FlowCall,
+    /// A flow's commit.
+    FlowCommit,
+}
+
+/// The leading manager as the model drives it: rounds of [`manager::plan`] and [`MoveFlow`].
+#[derive(Clone, Debug)]
+pub struct Leader {
+    /// Its leader term.
+    pub epoch: u64,
+    /// The map version the next commit expects.
+    pub version: u64,
+    /// Rounds it may still start.
+    pub rounds_left: u32,
+    /// A round is running.
+    pub busy: bool,
+    /// The call it waits for: token, deadline (µs), what.
+    pub pending: Option<(u64, u64, Awaiting)>,
+    /// The round's map.
+    pub map: Option<PartitionMap>,
+    /// Opens still to do this round.
+    pub opens: VecDeque<RangeRow>,
+    /// Moves still to drive this round.
+    pub moves: VecDeque<Transfer>,
+    /// The move being driven.
+    pub flow: Option<MoveFlow>,
+    /// Calls made so far (they name its tokens).
+    pub calls: u32,
+}
+
+/// One of the client's appends.
+#[derive(Clone, Debug)]
+pub struct ClientAppend {
+    /// Its id.
+    pub id: OpId,
+    /// Its key.
+    pub key: Vec<u8>,
+    /// `None`: not sent; `Some(token, None)`: sent; `Some(token, Some(outcome))`: answered.
+    pub sent: Option<(u64, Option<Outcome>)>,
+}
+
+/// The bounds of one exploration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// BFS depth (actions after the setup).
+    pub max_depth: u32,
+    /// Unique states kept.
+    pub max_states: u64,
+    /// Messages in flight (a state with more is outside the model and not expanded).
+    pub max_in_flight: usize,
+    /// Messages dropped per run.
+    pub max_drops: u32,
+    /// Server crashes per run.
+    pub max_crashes: u32,
+    /// Time horizon after the setup, ms: time does not advance past it.
+    pub horizon_ms: u64,
+    /// Leader rounds after the setup.
+    pub rounds: u32,
+}
+
+/// One step the search can take.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Deliver the message at this index of the network.
+    Deliver(usize),
+    /// Drop it.
+    Drop(usize),
+    /// Run a server task that can go on (`timed_out`: its deadline passed, for a wait).
+    Task {
+        /// The server.
+        server: u32,
+        /// The task.
+        task: u64,
+        /// Whether the wait's bound passed (only for waits).
+        timed_out: bool,
+    },
+    /// The leader starts a round.
+    StartRound,
+    /// The leader's pending call times out.
+    LeaderTimeout,
+    /// The client sends its next append to `server` at `epoch`.
+    SendAppend {
+        /// The server.
+        server: u32,
+        /// The epoch named.
+        epoch: u64,
+    },
+    /// A server crashes (memory lost).
+    Crash(u32),
+    /// A crashed server restarts.
+    Restart(u32),
+    /// Time jumps to the next deadline.
+    Advance,
+}
