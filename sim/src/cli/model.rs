@@ -19,24 +19,10 @@ pub fn model(args: ModelArgs) -> ExitCode {
             return bad(e);
         }
     }
-    let mut b = config.bounds;
-    let positive: [(&str, Option<u64>); 5] = [
-        ("--max-depth", args.max_depth.map(u64::from)),
-        ("--max-states", args.max_states),
-        ("--max-in-flight", args.max_in_flight.map(|n| n as u64)),
-        ("--horizon-ms", args.horizon_ms),
-        ("--rounds", args.rounds.map(u64::from)),
-    ];
-    if let Some((flag, _)) = positive.iter().find(|(_, v)| *v == Some(0)) {
-        return bad(format!("{flag}: a bound of 0 explores nothing; give at least 1"));
-    }
-    b.max_depth = args.max_depth.unwrap_or(b.max_depth);
-    b.max_states = args.max_states.unwrap_or(b.max_states);
-    b.max_in_flight = args.max_in_flight.unwrap_or(b.max_in_flight);
-    b.horizon_ms = args.horizon_ms.unwrap_or(b.horizon_ms);
-    b.rounds = args.rounds.unwrap_or(b.rounds);
-    b.max_drops = args.max_drops.unwrap_or(b.max_drops);
-    b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
+    let b = match bounds(&args, config.bounds) {
+        Ok(b) => b,
+        Err(e) => return bad(e),
+    };
     let mutation = args.mutation.map_or("none", |m| m.name());
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
@@ -60,16 +46,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
         report.cpu_s,
         if report.exhausted { "yes" } else if report.stopped_at_states { "no (state bound)" } else if report.violation.is_some() { "no (stopped at the violation)" } else { "no (depth bound)" }
     );
-    if let Some(cx) = report.violation {
-        println!("VIOLATION {}: {}", cx.property, cx.message);
-        println!("counterexample after the setup ({} history events: registrations, bootstrap, assign, open, activate, move request, begin move):", report.setup_steps);
-        for (i, (node, input, outputs)) in cx.steps.iter().enumerate() {
-            println!("{:>3}. {node:<10} {input}", i + 1);
-            for o in outputs {
-                println!("       -> {o}");
-            }
-        }
-        println!("{} steps", cx.steps.len());
+    if let Some(cx) = &report.violation {
+        print_counterexample(cx, report.setup_steps);
         return ExitCode::from(1);
     }
     if report.exhausted {
@@ -77,4 +55,40 @@ pub fn model(args: ModelArgs) -> ExitCode {
     } else {
         ExitCode::from(5)
     }
+}
+
+/// The configuration's bounds with the flags' overrides. `Err`: a bound of 0, naming its flag.
+fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, String> {
+    let mut b = defaults;
+    let positive: [(&str, Option<u64>); 5] = [
+        ("--max-depth", args.max_depth.map(u64::from)),
+        ("--max-states", args.max_states),
+        ("--max-in-flight", args.max_in_flight.map(|n| n as u64)),
+        ("--horizon-ms", args.horizon_ms),
+        ("--rounds", args.rounds.map(u64::from)),
+    ];
+    if let Some((flag, _)) = positive.iter().find(|(_, v)| *v == Some(0)) {
+        return Err(format!("{flag}: a bound of 0 explores nothing; give at least 1"));
+    }
+    b.max_depth = args.max_depth.unwrap_or(b.max_depth);
+    b.max_states = args.max_states.unwrap_or(b.max_states);
+    b.max_in_flight = args.max_in_flight.unwrap_or(b.max_in_flight);
+    b.horizon_ms = args.horizon_ms.unwrap_or(b.horizon_ms);
+    b.rounds = args.rounds.unwrap_or(b.rounds);
+    b.max_drops = args.max_drops.unwrap_or(b.max_drops);
+    b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
+    Ok(b)
+}
+
+/// A counterexample as a numbered transcript: step, node, input, and each output under it.
+fn print_counterexample(cx: &model::Counterexample, setup_steps: usize) {
+    println!("VIOLATION {}: {}", cx.property, cx.message);
+    println!("counterexample after the setup ({} history events: registrations, bootstrap, assign, open, activate, move request, begin move):", setup_steps);
+    for (i, (node, input, outputs)) in cx.steps.iter().enumerate() {
+        println!("{:>3}. {node:<10} {input}", i + 1);
+        for o in outputs {
+            println!("       -> {o}");
+        }
+    }
+    println!("{} steps", cx.steps.len());
 }
