@@ -107,17 +107,7 @@ impl World {
         let net = partmap::seam::Net { bandwidth_bytes_per_s: knobs.bandwidth_bytes_per_s, faults: link_faults.clone() };
         let lock_disk: Disk<LockRecord> = Disk::named("lock-1", knobs.disk_sync_ms);
         let store_disk: Disk<StoreRecord> = Disk::named("store-1", knobs.disk_sync_ms);
-        // The loader's records (workload.preload_bytes): durable in the store before it starts,
-        // and in the history as appends acknowledged at time 0, so every checker judges them
-        // like any other client's.
-        let preload = crate::workload::preload(scenario, scenario.max_record_bytes());
-        for (_, rec) in &preload {
-            record(What::Invoke { op: ClientOp::Append, id: rec.id, key: rec.key.clone(), bound_ms: None });
-            record(What::Complete { op: ClientOp::Append, id: rec.id, key: rec.key.clone(), outcome: crate::events::Outcome::Ok, reason: String::new(), value_len: 0, value_hash: 0 });
-        }
-        if !preload.is_empty() {
-            store_disk.preload(preload.into_iter().map(|(stream, record)| StoreRecord::Append { stream, record }).collect());
-        }
+        preload_store(scenario, &store_disk);
         {
             let (k, d, r, n) = (knobs.clone(), lock_disk.clone(), rate("lock-1"), net.clone());
             let node = handle.create_node().name("lock-1").ip(config::lock_addr().ip()).init(move || clocked(r, partmap::lock::run(k.clone(), d.clone(), n.clone()))).build();
@@ -287,5 +277,19 @@ fn crash_fn<R: Clone + 'static>(d: partmap::seam::Disk<R>, torn: bool) -> Box<dy
         Box::new(move || d.crash_torn(madsim::rand::random::<usize>() % 9))
     } else {
         Box::new(move || CrashReport { lost: d.crash(), survived: 0, torn: false })
+    }
+}
+
+/// The loader's records (`workload.preload_bytes`): durable in the store before it starts, and
+/// in the history as appends acknowledged at time 0, so every checker judges them like any
+/// other client's.
+fn preload_store(scenario: &Scenario, store_disk: &Disk<StoreRecord>) {
+    let preload = crate::workload::preload(scenario, scenario.max_record_bytes());
+    for (_, rec) in &preload {
+        record(What::Invoke { op: ClientOp::Append, id: rec.id, key: rec.key.clone(), bound_ms: None });
+        record(What::Complete { op: ClientOp::Append, id: rec.id, key: rec.key.clone(), outcome: crate::events::Outcome::Ok, reason: String::new(), value_len: 0, value_hash: 0 });
+    }
+    if !preload.is_empty() {
+        store_disk.preload(preload.into_iter().map(|(stream, record)| StoreRecord::Append { stream, record }).collect());
     }
 }
