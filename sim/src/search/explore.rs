@@ -205,6 +205,36 @@ struct Explorer<'a> {
 }
 
 impl<'a> Explorer<'a> {
+    /// A search of `base` that starts from the corpora of `cfg.corpus` (their entries saved
+    /// into the first, their features and goals counted as seen). `Err`: an unreadable corpus,
+    /// or one of another build or scenario.
+    fn resume(base: &'a RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str)) -> Result<Explorer<'a>, String> {
+        let scenario_hash = crate::sweep::summary::Build::of(base).scenario_hash;
+        let mut loaded = Vec::new();
+        for dir in &cfg.corpus {
+            loaded.extend(load_corpus(dir, &scenario_hash)?);
+        }
+        let mut x = Explorer { base, rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x6578_706c_6f72_6521), corpus: Vec::new(), seen: BTreeMap::new(), goal_runs: BTreeMap::new(), runs: 0, scenario_hash };
+        for e in loaded {
+            for f in &e.features {
+                *x.seen.entry(f.clone()).or_default() += 1;
+            }
+            for g in e.goal_first_us.keys() {
+                *x.goal_runs.entry(g.clone()).or_default() += 1;
+            }
+            if let Some(dir) = cfg.corpus.first() {
+                save_entry(dir, &e)?;
+            }
+            x.corpus.push(e);
+        }
+        if !x.corpus.is_empty() {
+            echo(&format!("explore: corpus of {} entries loaded", x.corpus.len()));
+        }
+        Ok(x)
+    }
+}
+
+impl<'a> Explorer<'a> {
     fn rare_goals(&self) -> BTreeSet<String> {
         // Goals reached by fewer than one run in ten (and every goal early on).
         let limit = (self.runs / 10).max(1);
@@ -484,27 +514,7 @@ fn violation(report: &RunReport) -> Option<(String, String)> {
 /// Errors: a corpus that cannot be read or written ([`load_corpus`]), or a finding's file that
 /// cannot be written.
 pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
-    let scenario_hash = crate::sweep::summary::Build::of(base).scenario_hash;
-    let mut loaded = Vec::new();
-    for dir in &cfg.corpus {
-        loaded.extend(load_corpus(dir, &scenario_hash)?);
-    }
-    let mut x = Explorer { base, rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x6578_706c_6f72_6521), corpus: Vec::new(), seen: BTreeMap::new(), goal_runs: BTreeMap::new(), runs: 0, scenario_hash };
-    for e in loaded {
-        for f in &e.features {
-            *x.seen.entry(f.clone()).or_default() += 1;
-        }
-        for g in e.goal_first_us.keys() {
-            *x.goal_runs.entry(g.clone()).or_default() += 1;
-        }
-        if let Some(dir) = cfg.corpus.first() {
-            save_entry(dir, &e)?;
-        }
-        x.corpus.push(e);
-    }
-    if !x.corpus.is_empty() {
-        echo(&format!("explore: corpus of {} entries loaded", x.corpus.len()));
-    }
+    let mut x = Explorer::resume(base, cfg, echo)?;
     let started = std::time::Instant::now();
     let mut out = Outcome::default();
     'search: while x.runs < cfg.runs {
