@@ -365,6 +365,21 @@ impl Renewer {
     }
 }
 
+/// Since when (`now_ms`, this node's clock) this term has seen each move of `map` paused: a
+/// new term starts counting afresh, and a move no longer paused is forgotten. The cutover
+/// timeout counts from there.
+fn note_paused(paused_seen: &mut (u64, BTreeMap<RangeId, u64>), leader_epoch: u64, map: &PartitionMap, now_ms: u64) {
+    if paused_seen.0 != leader_epoch {
+        *paused_seen = (leader_epoch, BTreeMap::new());
+    }
+    paused_seen.1.retain(|r, _| map.transfers.get(r).is_some_and(|t| t.phase == TransferPhase::Paused));
+    for (r, t) in &map.transfers {
+        if t.phase == TransferPhase::Paused {
+            paused_seen.1.entry(*r).or_insert(now_ms);
+        }
+    }
+}
+
 /// One round as leader: read, plan, commit, open, drive moves. Stops early once the lease is
 /// no longer trusted; anything it writes carries `leader_epoch`, which the authority checks.
 /// The lease is renewed in the background meanwhile ([`Renewer`]).
@@ -378,16 +393,7 @@ async fn lead_once(rpc: &Rc<Rpc>, knobs: &Rc<Knobs>, candidate: u32, leader_epoc
     if ignore_inherited && inherited.0 != leader_epoch {
         *inherited = (leader_epoch, map.transfers.keys().chain(map.reshapes.keys()).copied().collect());
     }
-    if paused_seen.0 != leader_epoch {
-        *paused_seen = (leader_epoch, BTreeMap::new());
-    }
-    let now = crate::seam::now_ms();
-    paused_seen.1.retain(|r, _| map.transfers.get(r).is_some_and(|t| t.phase == TransferPhase::Paused));
-    for (r, t) in &map.transfers {
-        if t.phase == TransferPhase::Paused {
-            paused_seen.1.entry(*r).or_insert(now);
-        }
-    }
+    note_paused(paused_seen, leader_epoch, &map, crate::seam::now_ms());
     let reshaping = knobs.split_ops_per_s > 0.0 || knobs.merge_ops_per_s > 0.0;
     let loads = if reshaping { collect_loads(rpc, knobs, &sessions, &map, leader_epoch).await } else { BTreeMap::new() };
     let mut p = plan(&map, &sessions, &loads, crate::seam::now_ms(), knobs);
