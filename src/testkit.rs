@@ -36,3 +36,21 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 pub fn has(events: &[String], prefix: &str) -> bool {
     events.iter().any(|e| e.starts_with(prefix))
 }
+
+/// The frontend tests' map (its core's and its node's): one active range `["", unbounded)`
+/// owned by server-1 at epoch 1; with `split`, a second range from `m` owned by server-2 at
+/// epoch 2, the first still preparing.
+pub fn frontend_map(split: bool) -> crate::map::PartitionMap {
+    use crate::ids::{Epoch, RangeId, ServerId};
+    use crate::map::MapOp;
+    let mut map = crate::map::PartitionMap::default();
+    let points = if split { vec![b"m".to_vec()] } else { vec![] };
+    map.apply_batch(&[MapOp::Bootstrap { split_points: points }]).unwrap();
+    map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
+    if split {
+        map.apply_batch(&[MapOp::Assign { range: RangeId(2), owner: ServerId(2), owner_session: 2 }, MapOp::Activate { range: RangeId(2), epoch: Epoch(2) }]).unwrap();
+    } else {
+        map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
+    }
+    map
+}

@@ -519,20 +519,7 @@ mod tests {
     use super::*;
     use crate::map::MapOp;
 
-    /// One active range `["", unbounded)` owned by server-1 at epoch 1; with `split`, a second
-    /// range from `m` owned by server-2 at epoch 2, the first still preparing.
-    fn map(split: bool) -> PartitionMap {
-        let mut map = PartitionMap::default();
-        let points = if split { vec![b"m".to_vec()] } else { vec![] };
-        map.apply_batch(&[MapOp::Bootstrap { split_points: points }]).unwrap();
-        map.apply_batch(&[MapOp::Assign { range: RangeId(1), owner: ServerId(1), owner_session: 1 }]).unwrap();
-        if split {
-            map.apply_batch(&[MapOp::Assign { range: RangeId(2), owner: ServerId(2), owner_session: 2 }, MapOp::Activate { range: RangeId(2), epoch: Epoch(2) }]).unwrap();
-        } else {
-            map.apply_batch(&[MapOp::Activate { range: RangeId(1), epoch: Epoch(1) }]).unwrap();
-        }
-        map
-    }
+    use crate::testkit::frontend_map as map;
 
     /// `map(false)` after r1 moved to server-`owner` at `epoch` (one version per epoch from 2
     /// on), with `bumps` more versions (drains switched on and off) after it.
