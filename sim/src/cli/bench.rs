@@ -8,18 +8,12 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     let BenchArgs { seeds, scenario, round_trips, scaled_seeds, published_madsim } = args;
     let (scenario, label) = match load(scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let raw = partmap_sim::bench::raw_madsim(5, 4, round_trips);
     let published = match published_madsim {
         Some(path) => match partmap_sim::bench::published_madsim(&path, 5, 4, round_trips) {
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(64);
-            }
+            Err(e) => return usage(e),
             measured => measured,
         },
         None => match partmap_sim::bench::default_published_madsim().filter(|p| p.is_file()) {

@@ -458,6 +458,12 @@ pub fn parse_budget(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Bad usage: print `error: {e}` and exit 64.
+pub fn usage(e: impl std::fmt::Display) -> std::process::ExitCode {
+    eprintln!("error: {e}");
+    std::process::ExitCode::from(64)
+}
+
 pub fn load(path: Option<PathBuf>) -> Result<(Scenario, String), String> {
     match path {
         None => Ok((Scenario::default_swarm(), "scenarios/swarm.json (built-in)".into())),

@@ -11,10 +11,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let RunArgs { seed, scenario, trace, mutation, emit_schedule, history } = args;
     let (scenario, scenario_label) = match load(scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let opts = RunOptions { seed, scenario, scenario_label, mutation, trace, echo_header: true };
     let report = match std::panic::catch_unwind(|| run_seed(&opts)) {
@@ -156,15 +153,11 @@ fn print_availability(report: &partmap_sim::run::RunReport) {
 pub fn shrink(args: ShrinkArgs) -> ExitCode {
     let ShrinkArgs { seed, scenario, mutation, jobs, max_runs, faults_only, report_dir } = args;
     if let Err(e) = sweep::check_report_dir(&report_dir) {
-        eprintln!("error: {e}");
-        return ExitCode::from(64);
+        return usage(e);
     }
     let (scenario, scenario_label) = match load(scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let opts = ShrinkOptions { seed, scenario, scenario_label, mutation, jobs: jobs as usize, max_runs: max_runs as usize, faults_only, echo: true };
     let shrunk = match shrink::shrink(&opts) {
@@ -200,15 +193,11 @@ pub fn shrink(args: ShrinkArgs) -> ExitCode {
 pub fn timeline(args: TimelineArgs) -> ExitCode {
     let TimelineArgs { seed, scenario, mutation, out, report_dir } = args;
     if let Err(e) = if out.is_none() { sweep::check_report_dir(&report_dir) } else { Ok(()) } {
-        eprintln!("error: {e}");
-        return ExitCode::from(64);
+        return usage(e);
     }
     let (scenario, scenario_label) = match load(scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let opts = RunOptions { seed, scenario, scenario_label, mutation, trace: false, echo_header: false };
     let report = match std::panic::catch_unwind(|| run_seed(&opts)) {

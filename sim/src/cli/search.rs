@@ -33,8 +33,7 @@ pub fn goals() -> ExitCode {
 pub fn mutants(args: MutantsArgs) -> ExitCode {
     let MutantsArgs { seeds, rate, only, jobs, write_table, report_dir } = args;
     if let Err(e) = if write_table { sweep::check_report_dir(&report_dir) } else { Ok(()) } {
-        eprintln!("error: {e}");
-        return ExitCode::from(64);
+        return usage(e);
     }
     if let Some(d) = mutants::DEFENCE_IN_DEPTH.iter().find(|d| only.contains(&d.mutation)) {
         eprintln!(
@@ -84,25 +83,18 @@ pub fn mutants(args: MutantsArgs) -> ExitCode {
 fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &partmap_sim::search::explore::ExploreConfig) -> ExitCode {
     if let Some(dir) = &cfg.report_dir {
         if let Err(e) = sweep::check_report_dir(dir) {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
+            return usage(e);
         }
     }
     let (scenario, scenario_label) = match load(scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let base = RunOptions { seed: 0, scenario, scenario_label, mutation, trace: false, echo_header: false };
     println!("explore: scenario={} mutation={} seed={} runs={} jobs={}", base.scenario_label, mutation.map_or("none", |m| m.name()), cfg.seed, cfg.runs, cfg.jobs);
     let out = match partmap_sim::search::explore::explore(&base, cfg, &mut |l| println!("{l}")) {
         Ok(out) => out,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let origins: Vec<String> = out.by_origin.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("explore: {} runs ({}), corpus {} entries, {} features, {} goals reached, {:.1} s CPU, {} violation(s)", out.runs, origins.join(" "), out.corpus, out.features, out.goals.len(), out.cpu_s, out.findings.len());
@@ -121,8 +113,7 @@ fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &part
 fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Option<PathBuf>) -> ExitCode {
     if let Some(dir) = &write_to {
         if let Err(e) = sweep::check_report_dir(dir) {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
+            return usage(e);
         }
     }
     let mutations: Vec<Mutation> = if only.is_empty() { Mutation::ALL.iter().map(|(m, _)| *m).collect() } else { only.clone() };

@@ -12,8 +12,7 @@ use super::*;
 pub fn sweep(args: SweepArgs) -> ExitCode {
     let SweepArgs { seeds, seeds_file, shard, time_budget, junit, scenario, jobs, mutation, report_dir, require_goal } = args;
     if let Err(e) = sweep::check_report_dir(&report_dir) {
-        eprintln!("error: {e}");
-        return ExitCode::from(64);
+        return usage(e);
     }
     if let Some(bad) = require_goal.iter().find(|g| !partmap_sim::measure::goals::is_goal(g)) {
         eprintln!("error: --require-goal: unknown goal `{bad}`; `partmap-sim goals` lists them");
@@ -21,10 +20,7 @@ pub fn sweep(args: SweepArgs) -> ExitCode {
     }
     let (scenario, scenario_label) = match load(scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     let source = match (seeds, seeds_file) {
         (Some((first, end)), _) => Source::Range { first, end },
@@ -89,10 +85,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
     for path in &summaries {
         match Summary::read(path) {
             Ok(s) => inputs.push((path.display().to_string(), s)),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(64);
-            }
+            Err(e) => return usage(e),
         }
     }
     let shards = summary::check_shards(&inputs);
@@ -105,10 +98,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
         Ok(m) => m,
         // A shard given twice shows as its seeds given twice: name the shard.
         Err(_) if !shards.duplicate.is_empty() => return refuse_shards(&shards),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(64);
-        }
+        Err(e) => return usage(e),
     };
     if !shards.duplicate.is_empty() || (!shards.missing.is_empty() && !allow_partial) {
         return refuse_shards(&shards);
