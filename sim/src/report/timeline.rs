@@ -703,10 +703,19 @@ fn draw_key_ops(svg: &mut Svg, mut key_ops: BTreeMap<Key, Vec<KeyOp>>, evidence:
 }
 
 /// A vertical line at `t` (x `x`) across a plot `height` high, with its label `dy` px above the
-/// bottom.
+/// bottom: right of the line, or left of it (anchored at its end) where it would run past the
+/// plot's right edge and be clipped. The page's `layout` makes the same choice when zoomed.
 fn vline(out: &mut String, height: f64, t: u64, class: &str, label: &str, x: f64, dy: f64) {
     let _ = write!(out, "<line data-t0=\"{t}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"18\" y2=\"{height:.1}\" class=\"{class}\"/>");
-    let _ = write!(out, "<text data-t0=\"{t}\" x=\"{:.1}\" y=\"{:.1}\" class=\"{class}-label\">{}</text>", x + 3.0, height - 2.0 - dy, esc(label));
+    let len = label.chars().count();
+    let (lx, anchor) = if point_label_fits_right(x, len) { (x + 3.0, "") } else { (x - 3.0, " text-anchor=\"end\"") };
+    let _ = write!(out, "<text data-t0=\"{t}\" data-len=\"{len}\" x=\"{lx:.1}\" y=\"{:.1}\" class=\"{class}-label\"{anchor}>{}</text>", height - 2.0 - dy, esc(label));
+}
+
+/// Whether a label of `len` characters (about 6.2 px each at the page's 10 px font) drawn 3 px
+/// right of `x` ends inside the plot area.
+fn point_label_fits_right(x: f64, len: usize) -> bool {
+    x + 3.0 + len as f64 * 6.2 <= LABEL_W + PLOT_W
 }
 
 /// The lines over every lane: the workload's end (`workload_end_us`), the heal, and each
@@ -864,8 +873,10 @@ function layout(){
       case 'rect': el.setAttribute('x',x0.toFixed(1)); el.setAttribute('width',Math.max(x1-x0,1).toFixed(1)); break;
       case 'line': el.setAttribute('x1',x0.toFixed(1)); el.setAttribute('x2',x0.toFixed(1)); break;
       case 'text': {
-        const a=Math.max(x0,X0), fits=!has1||(x1-a)>(+el.dataset.len||0)*6.2+4;
-        el.setAttribute('x',(a+(has1?2:3)).toFixed(1)); el.setAttribute('visibility',fits?'visible':'hidden'); break; }
+        if(!has1){ const right=x0+3+(+el.dataset.len||0)*6.2<=X0+PW;
+          el.setAttribute('x',(right?x0+3:x0-3).toFixed(1)); if(right)el.removeAttribute('text-anchor'); else el.setAttribute('text-anchor','end'); break; }
+        const a=Math.max(x0,X0), fits=(x1-a)>(+el.dataset.len||0)*6.2+4;
+        el.setAttribute('x',(a+2).toFixed(1)); el.setAttribute('visibility',fits?'visible':'hidden'); break; }
       case 'g': { const m=/translate\([^,]+,([^)]+)\)/.exec(el.getAttribute('transform')); el.setAttribute('transform','translate('+x0.toFixed(1)+','+(m?m[1]:0)+')');
         el.setAttribute('visibility',(x0<X0-6||x0>X0+PW+6)?'hidden':'visible'); break; }
     }
@@ -897,3 +908,24 @@ svg.addEventListener('dblclick',()=>zoomTo(0,END));
 function fromHash(){const h=new URLSearchParams(location.hash.slice(1));const v=h.get('view');if(v==='all')zoomTo(0,END);else if(v){const [a,b]=v.split('-').map(Number);if(!isNaN(a)&&!isNaN(b))zoomTo(a*1e6,b*1e6);}else if(EVID.length)zoomEvidence();else layout();const e=h.get('events');if(e!==null)showEvents(+e-1);else if(!v&&EVID.length)showEvents(0);}
 fromHash();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line's label near the plot's right edge is drawn left of the line, anchored at its end,
+    /// so the plot's clip does not cut it ("workload en"); elsewhere it is right of the line.
+    #[test]
+    fn a_line_label_at_the_right_edge_turns_left() {
+        let mut out = String::new();
+        let right_edge = LABEL_W + PLOT_W - 2.0;
+        vline(&mut out, 100.0, 7, "phase", "workload ends", right_edge, 0.0);
+        assert!(out.contains("text-anchor=\"end\""), "{out}");
+        assert!(out.contains(&format!("x=\"{:.1}\"", right_edge - 3.0)), "{out}");
+        let mut out = String::new();
+        vline(&mut out, 100.0, 7, "phase", "workload ends", LABEL_W + 10.0, 0.0);
+        assert!(!out.contains("text-anchor"), "{out}");
+        assert!(out.contains(&format!("x=\"{:.1}\"", LABEL_W + 13.0)), "{out}");
+        assert!(out.contains("data-len=\"13\""), "{out}");
+    }
+}

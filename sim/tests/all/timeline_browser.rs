@@ -43,5 +43,23 @@ fn timeline_browser_page_runs_without_console_messages_and_opens_on_the_evidence
     assert_eq!(bounds.len(), 2, "the script did not write its window: `{window}`");
     let (a, b) = (bounds[0], bounds[1]);
     assert!(evidence_s.iter().all(|t| a < *t && *t < b) && b - a < 10.0, "opened on {a}..{b} s, evidence at {evidence_s:?}");
+
+    // The whole-run view: the phase lines' labels ("workload ends", "heal") sit inside the plot
+    // (x 190..1550 px), none running past its right edge into the clip.
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=2000", "--dump-dom"])
+        .arg(format!("file://{}#view=all", page.display()))
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let labels: Vec<&str> = dom.split("<text ").skip(1).filter(|t| t.contains("class=\"phase-label\"")).collect();
+    assert_eq!(labels.len(), 2, "two phase labels in the whole-run view");
+    let attr = |t: &str, name: &str| t.split(&format!("{name}=\"")).nth(1).and_then(|v| v.split('"').next()).map(str::to_string);
+    for t in labels {
+        let x: f64 = attr(t, "x").and_then(|v| v.parse().ok()).expect("a label's x");
+        let len: f64 = attr(t, "data-len").and_then(|v| v.parse().ok()).expect("a label's data-len");
+        let (left, right) = if attr(t, "text-anchor").as_deref() == Some("end") { (x - len * 6.2, x) } else { (x, x + len * 6.2) };
+        assert!(left >= 190.0 && right <= 1550.0, "a phase label spans {left:.1}..{right:.1} px, outside the plot: <text {}", &t[..t.len().min(200)]);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
