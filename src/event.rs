@@ -425,6 +425,77 @@ pub enum Event {
         /// The term it gave up.
         leader_epoch: u64,
     },
+    /// A frontend's cached map became version `version` (a read of the map answered a newer
+    /// one than it held). The frontend routes on it from now on.
+    MapCached {
+        /// The frontend (`frontend-N`).
+        frontend: u32,
+        /// The map version it now holds.
+        version: u64,
+    },
+    /// A frontend sent attempt `attempt` (from 0) of a client's operation to `to`, along the
+    /// route its cached map (version `version`) or a refusal's hint gave: `range` at `epoch`.
+    /// `after` is why the attempt before it did not answer the client.
+    Routed {
+        /// The frontend (`frontend-N`).
+        frontend: u32,
+        /// Append or read.
+        op: ClientOp,
+        /// The append's idempotency id (`None` for a read: the frontend is not told its id).
+        id: Option<OpId>,
+        /// The range routed to.
+        range: RangeId,
+        /// The epoch named.
+        epoch: Epoch,
+        /// The server.
+        to: ServerId,
+        /// The version of the frontend's cached map when it sent.
+        version: u64,
+        /// The attempt, from 0 (attempts that found no owner in the map sent nothing).
+        attempt: u32,
+        /// What ended the attempt before it.
+        after: Retry,
+    },
+}
+
+/// Why a frontend made another attempt of a client's operation (the fate of the one before).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Retry {
+    /// None: this is the first attempt.
+    First,
+    /// The server refused the attempt before admitting it.
+    Refused(Refusal),
+    /// No answer in time (or a failed call).
+    NoAnswer,
+    /// The server admitted the append but the store's outcome was unknown.
+    Unknown,
+    /// The cached map had no active owner for the key: nothing was sent.
+    NoOwner,
+}
+
+impl Retry {
+    /// `first`, `no_answer`, `unknown`, `no_owner`, or the refusal's kind (`moved`,
+    /// `not_owner`, `stale_epoch`, `not_ready`, `lease_expired`, `key_out_of_range`,
+    /// `in_flight`, `fenced`, `too_stale`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Retry::First => "first",
+            Retry::NoAnswer => "no_answer",
+            Retry::Unknown => "unknown",
+            Retry::NoOwner => "no_owner",
+            Retry::Refused(r) => match r {
+                Refusal::NotOwner => "not_owner",
+                Refusal::StaleEpoch { .. } => "stale_epoch",
+                Refusal::NotReady => "not_ready",
+                Refusal::LeaseExpired => "lease_expired",
+                Refusal::KeyOutOfRange => "key_out_of_range",
+                Refusal::InFlight => "in_flight",
+                Refusal::Fenced { .. } => "fenced",
+                Refusal::Moved { .. } => "moved",
+                Refusal::TooStale { .. } => "too_stale",
+            },
+        }
+    }
 }
 
 /// Where [`emit`] sends events: the harness's collector.
@@ -494,7 +565,7 @@ fn render_map(f: &mut fmt::Formatter<'_>, map: &PartitionMap) -> fmt::Result {
 impl Event {
     /// Every name [`Event::name`] returns, in declaration order: what a scenario's event
     /// trigger may name (`faults.schedule[i].on.event`).
-    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged", "leader_released"];
+    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged", "leader_released", "map_cached", "routed"];
 
     /// The event's name in the trace (`effect`, `admit`, `map_commit`, ...).
     pub fn name(&self) -> &'static str {
@@ -530,6 +601,8 @@ impl Event {
             Event::HeldDelivered { .. } => "held_delivered",
             Event::PrefixDiverged { .. } => "prefix_diverged",
             Event::LeaderReleased { .. } => "leader_released",
+            Event::MapCached { .. } => "map_cached",
+            Event::Routed { .. } => "routed",
         }
     }
 }
@@ -630,6 +703,14 @@ impl fmt::Display for Event {
                 " server={} range={} epoch={} held_records={} held_checksum={} store_records={} store_checksum={}",
                 server.0, range.0, epoch.0, held.records, held.checksum, store.records, store.checksum
             ),
+            Event::MapCached { frontend, version } => write!(f, " frontend={frontend} version={version}"),
+            Event::Routed { frontend, op, id, range, epoch, to, version, attempt, after } => {
+                write!(f, " frontend={frontend} op={}", op.name())?;
+                if let Some(id) = id {
+                    write!(f, " client={} seq={}", id.client, id.seq)?;
+                }
+                write!(f, " range={} epoch={} to={} version={version} attempt={attempt} after={}", range.0, epoch.0, to.0, after.kind())
+            }
         }
     }
 }

@@ -28,6 +28,7 @@
 //! request gets the next ticket).
 
 use crate::config::{Knobs, Mutation};
+use crate::event::Retry;
 use crate::goal::Goal;
 use crate::ids::{Epoch, Key, OpId, RangeId, ServerId};
 use crate::map::{PartitionMap, RangeState, SharedMap};
@@ -184,6 +185,8 @@ pub enum Output {
         msg: Msg,
         /// The bound on the wait, ms.
         timeout_ms: u64,
+        /// Which attempt it is, for the history ([`crate::event::Event::Routed`]).
+        note: Attempt,
     },
     /// Read the map from the authority, wait at most `timeout_ms`, and feed the answer back as
     /// [`Input::MapRead`].
@@ -217,6 +220,17 @@ pub enum Output {
     },
     /// A coverage goal was reached (for [`crate::goal::reach`]).
     Goal(Goal),
+}
+
+/// What the history records of one attempt ([`crate::event::Event::Routed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The attempt, from 0.
+    pub attempt: u32,
+    /// The version of the cached map when it was sent.
+    pub version: u64,
+    /// What ended the attempt before it.
+    pub after: Retry,
 }
 
 /// A client operation as the frontend forwards it.
@@ -262,6 +276,8 @@ struct Request {
     last: String,
     /// A newer owner a refusal named, for the next attempt.
     hint: Option<Route>,
+    /// What ended the last attempt (`First` before any).
+    after: Retry,
     waiting: Waiting,
 }
 
@@ -346,7 +362,7 @@ impl FrontendCore {
     fn start(&mut self, op: Op, now_us: u64, out: &mut Vec<Output>) {
         self.last_ticket += 1;
         let n = self.last_ticket;
-        self.requests.insert(n, Request { op, attempt: 0, maybe_applied: false, last: String::from("no attempt"), hint: None, waiting: Waiting::Map(Then::Attempt) });
+        self.requests.insert(n, Request { op, attempt: 0, maybe_applied: false, last: String::from("no attempt"), hint: None, after: Retry::First, waiting: Waiting::Map(Then::Attempt) });
         self.proceed(n, Then::Attempt, now_us, out);
     }
 
@@ -437,6 +453,7 @@ impl FrontendCore {
         };
         let Some(route) = route else {
             r.last = "no active owner in the map".into();
+            r.after = Retry::NoOwner;
             return self.refresh(n, Then::BackoffIfRetry, now_us, out);
         };
         r.waiting = Waiting::Server(route);
@@ -450,7 +467,8 @@ impl FrontendCore {
             }
             Op::Read { key, level } => (Msg::Read { range: route.range, epoch: route.epoch, key: key.clone(), level: *level }, self.knobs.rpc_timeout_ms),
         };
-        out.push(Output::Send { ticket: Ticket::Request(n), to: route.owner, msg, timeout_ms });
+        let note = Attempt { attempt: r.attempt, version: self.map.version, after: r.after.clone() };
+        out.push(Output::Send { ticket: Ticket::Request(n), to: route.owner, msg, timeout_ms, note });
         None
     }
 
@@ -461,6 +479,7 @@ impl FrontendCore {
             Some(Msg::Served { result: Ok(value) }) => self.finish(n, Ok(value), out),
             Some(Msg::Served { result: Err(refusal) }) => {
                 r.last = format!("{} refused: {refusal:?}", route.owner);
+                r.after = Retry::Refused(refusal.clone());
                 // The same id is admitted there already (a duplicate of this request got in
                 // first): it may take effect.
                 r.maybe_applied |= refusal == Refusal::InFlight;
@@ -484,11 +503,13 @@ impl FrontendCore {
             Some(Msg::ServedUnknown) => {
                 r.maybe_applied = true;
                 r.last = format!("{}: store outcome unknown", route.owner);
+                r.after = Retry::Unknown;
                 self.backoff(n, Then::NextAttempt, out)
             }
             _ => {
                 r.maybe_applied = true;
                 r.last = format!("{}: no answer", route.owner);
+                r.after = Retry::NoAnswer;
                 self.refresh(n, Then::NextAttempt, now_us, out)
             }
         }
@@ -558,7 +579,7 @@ mod tests {
     /// One output, readable: `#1 > send server-1 append r1 e1 id 1/7 (1500 ms)`.
     fn line(o: &Output) -> String {
         match o {
-            Output::Send { ticket: t, to, msg, timeout_ms } => {
+            Output::Send { ticket: t, to, msg, timeout_ms, .. } => {
                 let what = match msg {
                     Msg::Append { range, epoch, id, .. } => format!("append r{} e{} id {}/{:x}", range.0, epoch.0, id.client, id.seq),
                     Msg::Read { range, epoch, .. } => format!("read r{} e{}", range.0, epoch.0),
@@ -772,6 +793,25 @@ mod tests {
             "#1 > send server-3 append r1 e3 id 1/7 (1500 ms)",
         ]);
         assert_eq!(core.in_flight(), 2);
+    }
+
+    /// Each send carries, for the history, its attempt, the cached map's version and what
+    /// ended the attempt before it.
+    #[test]
+    fn frontend_core_sends_note_the_attempt_the_map_version_and_the_reason() {
+        let notes = |outs: Vec<Output>| outs.into_iter().filter_map(|o| if let Output::Send { note, .. } = o { Some(note) } else { None }).collect::<Vec<_>>();
+        let mut core = booted(Knobs::default(), map(false).into());
+        let v1 = core.map().version;
+        assert_eq!(notes(core.handle(append(), 100_000)), [Attempt { attempt: 0, version: v1, after: Retry::First }]);
+        assert!(notes(core.handle(answer(1, refused(Refusal::NotOwner)), 101_000)).is_empty(), "a map read first");
+        let sent = notes(core.handle(map_read(1, Some(moved(2, 2, 0))), 102_000));
+        let v2 = core.map().version;
+        assert!(v2 > v1);
+        assert_eq!(sent, [Attempt { attempt: 1, version: v2, after: Retry::Refused(Refusal::NotOwner) }]);
+        assert!(notes(core.handle(answer(1, Some(Msg::ServedUnknown)), 103_000)).is_empty(), "a backoff first");
+        assert_eq!(notes(core.handle(woke(1), 140_000)), [Attempt { attempt: 2, version: v2, after: Retry::Unknown }]);
+        assert!(notes(core.handle(answer(1, None), 150_000)).is_empty(), "a map read first");
+        assert_eq!(notes(core.handle(map_read(1, None), 151_000)), [Attempt { attempt: 3, version: v2, after: Retry::NoAnswer }]);
     }
 
     #[test]

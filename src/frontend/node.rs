@@ -23,8 +23,8 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
         crate::seam::spawn(async move {
             let mut input = Input::Boot;
             loop {
-                let outputs = core.borrow_mut().handle(input, now_us());
-                input = perform(&rpc, outputs).await.expect("the refresher answers no client");
+                let outputs = handle(n, &core, input);
+                input = perform(n, &rpc, outputs).await.expect("the refresher answers no client");
             }
         });
     }
@@ -38,8 +38,8 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
                 other => panic!("frontend-{n}: unexpected message {other:?}"),
             };
             loop {
-                let outputs = core.borrow_mut().handle(input, now_us());
-                match perform(&rpc, outputs).await {
+                let outputs = handle(n, &core, input);
+                match perform(n, &rpc, outputs).await {
                     Ok(next) => input = next,
                     Err(reply) => return Some(reply),
                 }
@@ -49,15 +49,39 @@ pub async fn run(n: u32, knobs: Knobs, net: crate::seam::Net) {
     std::future::pending::<()>().await;
 }
 
+/// Feed `input` to frontend `n`'s core now; a newer cached map is recorded in the history
+/// ([`crate::event::Event::MapCached`]).
+fn handle(n: u32, core: &RefCell<FrontendCore>, input: Input) -> Vec<Output> {
+    let mut core = core.borrow_mut();
+    let before = core.map().version;
+    let outputs = core.handle(input, now_us());
+    let version = core.map().version;
+    if version != before {
+        crate::event::emit(crate::event::Event::MapCached { frontend: n, version });
+    }
+    outputs
+}
+
+/// The history's record of frontend `n` sending `msg` to `to` (an `Append` or a `Read`).
+fn routed(n: u32, to: crate::ids::ServerId, msg: &Msg, note: &super::core::Attempt) {
+    use crate::event::{ClientOp, Event};
+    let (op, id, range, epoch) = match msg {
+        Msg::Append { range, epoch, id, .. } => (ClientOp::Append, Some(*id), *range, *epoch),
+        Msg::Read { range, epoch, .. } => (ClientOp::Read, None, *range, *epoch),
+        other => panic!("frontend-{n}: the core sent {other:?} to a server"),
+    };
+    crate::event::emit(Event::Routed { frontend: n, op, id, range, epoch, to, version: note.version, attempt: note.attempt, after: note.after.clone() });
+}
+
 /// A backoff's wait, ms: uniform in `[base_ms / 2, base_ms]`, from the seeded RNG.
 fn backoff_ms(base_ms: u64) -> u64 {
     let jitter = madsim::rand::thread_rng().gen_range(0..=base_ms / 2);
     base_ms / 2 + jitter
 }
 
-/// Perform one call's `outputs` in order: `Ok(the input they end with)` (a call's answer, a map
+/// Perform one call's `outputs` (frontend `n`'s) in order: `Ok(the input they end with)` (a call's answer, a map
 /// read's answer, a wait's end), or `Err(the reply to the client)`.
-async fn perform(rpc: &Rpc, outputs: Vec<Output>) -> Result<Input, Msg> {
+async fn perform(n: u32, rpc: &Rpc, outputs: Vec<Output>) -> Result<Input, Msg> {
     let mut outputs = outputs.into_iter();
     for output in outputs.by_ref() {
         let next = match output {
@@ -66,7 +90,10 @@ async fn perform(rpc: &Rpc, outputs: Vec<Output>) -> Result<Input, Msg> {
                 continue;
             }
             Output::Reply { msg, .. } => Err(msg),
-            Output::Send { ticket, to, msg, timeout_ms } => Ok(Input::Answer { ticket, answer: rpc.call(server_addr(to), msg, timeout_ms).await.ok() }),
+            Output::Send { ticket, to, msg, timeout_ms, note } => {
+                routed(n, to, &msg, &note);
+                Ok(Input::Answer { ticket, answer: rpc.call(server_addr(to), msg, timeout_ms).await.ok() })
+            }
             Output::ReadMap { ticket, timeout_ms } => {
                 let map = match rpc.call(lock_addr(), Msg::GetMap, timeout_ms).await {
                     Ok(Msg::Map { map }) => Some(map),

@@ -394,9 +394,10 @@ pub struct ReportArgs {
     /// Which review: `pause` or `questions`.
     #[arg(value_parser = ["pause", "questions"])]
     pub which: String,
-    /// Seeds per cell (`pause`, at most 100) or per scenario (`questions`).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=10000))]
-    pub seeds: u64,
+    /// Seeds per cell (`pause`, at most 100, default 3) or per scenario (`questions`,
+    /// default 200).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10000))]
+    pub seeds: Option<u64>,
     /// Worker threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,

@@ -77,7 +77,8 @@ pub fn range_epoch(e: &Event) -> (Option<u64>, Option<u64>) {
         | Event::Handoff { range, epoch, .. }
         | Event::Refused { range, epoch, .. }
         | Event::ReadServed { range, epoch, .. }
-        | Event::PrefixDiverged { range, epoch, .. } => (Some(range.0), Some(epoch.0)),
+        | Event::PrefixDiverged { range, epoch, .. }
+        | Event::Routed { range, epoch, .. } => (Some(range.0), Some(epoch.0)),
         Event::Effect { stream, epoch, .. } | Event::Deduplicated { stream, epoch, .. } | Event::Fenced { stream, epoch, .. } => (Some(stream.0), Some(epoch.0)),
         Event::Fence { stream, .. } => (Some(stream.0), None),
         _ => (None, None),
