@@ -251,16 +251,39 @@ pub fn record(what: What) {
     });
 }
 
-/// Start collecting this thread's history (control-plane events included); with `print`, also
-/// print every event as it happens (the `--trace` output). `observe` sees every control-plane
-/// event before it is recorded (the run passes the role tracker's and the triggers' observers).
+thread_local! {
+    /// Whether this thread's runs keep the frontends' routing detail ([`record_routing`]).
+    static ROUTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Keep (`true`) or leave out (`false`, the default) the frontends' routing detail in the
+/// histories of this thread's next runs: `routed` (one event per attempt a frontend sends) and
+/// `map_cached`. They are the bulk of a history when kept (about half again a sweep's CPU), and
+/// only `report questions` reads them, so sweeps, explore and the tests run without them, with
+/// the trace hashes they had before the events existed. Left out, they are still shown to the
+/// observers (the role tracker and the event triggers), so a trigger on `routed` fires either way.
+pub fn record_routing(on: bool) {
+    ROUTING.with(|r| r.set(on));
+}
+
+fn routing_detail(e: &Sys) -> bool {
+    matches!(e, Sys::Routed { .. } | Sys::MapCached { .. })
+}
+
+/// Start collecting this thread's history (control-plane events included, the routing detail
+/// only under [`record_routing`]); with `print`, also print every event as it happens (the
+/// `--trace` output). `observe` sees every control-plane event before it is recorded (the run
+/// passes the role tracker's and the triggers' observers).
 pub fn start(print: bool, observe: fn(&Sys)) {
     let spare = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
     let events = if spare.capacity() > 0 { spare } else { Vec::with_capacity(16 * 1024) };
     LOG.with(|l| *l.borrow_mut() = Some(Log { events, print, time: None }));
+    let routing = ROUTING.with(|r| r.get());
     partmap::event::set_sink(Some(Box::new(move |e| {
         observe(&e);
-        record(What::Sys(e));
+        if routing || !routing_detail(&e) {
+            record(What::Sys(e));
+        }
     })));
 }
 

@@ -81,7 +81,9 @@ pub struct Seed {
 fn measure(scenario: usize, s: &Scenario, seed: u64, mutated: bool) -> Seed {
     let mutation = mutated.then_some(DUELING_MUTATION);
     let opts = RunOptions { seed, scenario: s.clone(), scenario_label: SCENARIOS[scenario].into(), mutation, trace: false, echo_header: false };
+    crate::events::record_routing(true);
     let report = run_seed(&opts);
+    crate::events::record_routing(false);
     let events = &report.events;
     let (_, caches) = staleness::timelines(events);
     let (switches, append_latency_ms) = atomicity::measure(events, &caches);
