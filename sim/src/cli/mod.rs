@@ -273,9 +273,20 @@ pub struct BenchArgs {
 /// The arguments of `model`.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// The configuration (built: move).
+    /// The configuration (built: move, move-precopy, failover). Required unless --all.
     #[arg(long)]
-    pub config: String,
+    pub config: Option<String>,
+    /// Run every configuration unmutated and under every core mutation on its default bounds,
+    /// and print the table (configuration, mutation, caught or masked, steps, states, CPU).
+    #[arg(long, conflicts_with_all = ["config", "mutation"])]
+    pub all: bool,
+    /// On a violation, where the replay scenario goes: REPORT_DIR/model/.
+    #[arg(long, default_value = "reports")]
+    pub report_dir: PathBuf,
+    /// On a violation, run the replay scenario on seeds 0..N until one fails the same
+    /// property (0: write it, do not run it).
+    #[arg(long, default_value_t = 4)]
+    pub replay_seeds: u64,
     /// Run a named mutation that lives in the configuration's cores.
     #[arg(long, value_parser = MutationParser)]
     pub mutation: Option<Mutation>,
@@ -300,6 +311,10 @@ pub struct ModelArgs {
     /// Server crashes bound (default: the configuration's; 0 allowed: no crash).
     #[arg(long)]
     pub max_crashes: Option<u32>,
+    /// Cuts bound: a server loses its link to the authority for the rest of the run
+    /// (default: the configuration's; 0 allowed: no cut).
+    #[arg(long)]
+    pub max_cuts: Option<u32>,
 }
 
 /// The arguments of `mutants`.

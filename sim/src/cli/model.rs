@@ -4,13 +4,20 @@ use super::ModelArgs;
 use partmap_sim::model;
 use std::process::ExitCode;
 
-/// Run the search and print its figures; on a violation, the shortest counterexample.
+fn bad(e: String) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(64)
+}
+
+/// Run the search and print its figures; on a violation, the shortest counterexample, its
+/// replay scenario and the repro line. With `--all`, the table of every configuration and
+/// mutation.
 pub fn model(args: ModelArgs) -> ExitCode {
-    let bad = |e: String| {
-        eprintln!("error: {e}");
-        ExitCode::from(64)
-    };
-    let config = match model::config(&args.config) {
+    if args.all {
+        return all();
+    }
+    let Some(name) = args.config.as_deref() else { return bad("--config: missing; name a configuration or give --all".to_string()) };
+    let config = match model::config(name) {
         Ok(c) => c,
         Err(e) => return bad(e),
     };
@@ -26,8 +33,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let mutation = args.mutation.map_or("none", |m| m.name());
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} crashes {} horizon {} ms rounds {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.horizon_ms, b.rounds
+        "bounds: depth {} states {} in_flight {} drops {} crashes {} cuts {} horizon {} ms rounds {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds
     );
     let report = match model::check(&config, args.mutation, b) {
         Ok(r) => r,
@@ -48,12 +55,81 @@ pub fn model(args: ModelArgs) -> ExitCode {
     );
     if let Some(cx) = &report.violation {
         print_counterexample(cx, report.setup_steps);
+        replay(&args, &config, b, cx);
         return ExitCode::from(1);
     }
     if report.exhausted {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(5)
+    }
+}
+
+/// Write the counterexample's replay scenario under REPORT_DIR/model/, run it, and print the
+/// result and the repro line.
+fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model::Counterexample) {
+    let dir = args.report_dir.join("model");
+    let r = match model::replay::write_and_replay(config, args.mutation, b, cx, &dir, args.replay_seeds, &super::report::head_commit()) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("replay: not written: {e}");
+            return;
+        }
+    };
+    for n in &r.notes {
+        println!("replay: {n}");
+    }
+    let flag = args.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    match r.seed {
+        Some(seed) => {
+            println!("replay: {}: fails again ({}) on seed {seed}", r.path.display(), cx.property);
+            println!("repro: partmap-sim run --seed {seed} --scenario {}{flag}", r.path.display());
+        }
+        None if r.tried == 0 => println!("replay: {} written, not run (--replay-seeds 0)", r.path.display()),
+        None => {
+            let found: Vec<String> = r.found.iter().enumerate().map(|(s, p)| format!("seed {s}: {}", p.as_deref().unwrap_or("passes"))).collect();
+            println!("replay: {}: NOT REPRODUCED on seeds 0..{} ({})", r.path.display(), r.tried, found.join(", "));
+            println!("repro (does not reproduce): partmap-sim run --seed 0 --scenario {}{flag}", r.path.display());
+        }
+    }
+}
+
+/// `--all`: every configuration unmutated and under every core mutation, on its default
+/// bounds, as a table. Exit 0 when every unmutated configuration is exhausted with no
+/// violation, 1 otherwise.
+fn all() -> ExitCode {
+    println!("# partmap-sim model --all (commit {})", super::report::head_commit());
+    println!("# every configuration on its default bounds, unmutated and under every mutation that lives in its cores; CPU: this thread, user+sys");
+    println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8}", "config", "mutation", "verdict", "steps", "unique", "explored", "depth", "cpu_s");
+    let mut ok = true;
+    for config in model::CONFIGS {
+        let mutations = std::iter::once(None).chain(model::CORE_MUTATIONS.iter().map(|m| Some(*m)));
+        for m in mutations {
+            let r = match model::check(&config, m, config.bounds) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {}: {e}", config.name);
+                    return ExitCode::from(3);
+                }
+            };
+            let verdict = match (&r.violation, r.exhausted) {
+                (Some(_), _) => "caught",
+                (None, true) if m.is_some() => "masked",
+                (None, true) => "holds",
+                (None, false) => "cut",
+            };
+            if m.is_none() && verdict != "holds" {
+                ok = false;
+            }
+            let steps = r.violation.as_ref().map_or("-".to_string(), |cx| cx.steps.len().to_string());
+            let name = m.map_or("none", |m| m.name());
+            println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8.2}", config.name, name, verdict, steps, r.unique, r.explored, r.depth, r.cpu_s);
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
@@ -77,13 +153,14 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     b.rounds = args.rounds.unwrap_or(b.rounds);
     b.max_drops = args.max_drops.unwrap_or(b.max_drops);
     b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
+    b.max_cuts = args.max_cuts.unwrap_or(b.max_cuts);
     Ok(b)
 }
 
 /// A counterexample as a numbered transcript: step, node, input, and each output under it.
 fn print_counterexample(cx: &model::Counterexample, setup_steps: usize) {
     println!("VIOLATION {}: {}", cx.property, cx.message);
-    println!("counterexample after the setup ({} history events: registrations, bootstrap, assign, open, activate, move request, begin move):", setup_steps);
+    println!("counterexample after the setup ({} history events: registrations, bootstrap, assign, open, activate, and for a move the request and the begin move):", setup_steps);
     for (i, (node, input, outputs)) in cx.steps.iter().enumerate() {
         println!("{:>3}. {node:<10} {input}", i + 1);
         for o in outputs {

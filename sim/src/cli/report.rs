@@ -25,7 +25,7 @@ pub fn report(args: ReportArgs) -> ExitCode {
 }
 
 /// The commit the working tree is at (`git rev-parse --short HEAD`), for a report's provenance.
-fn head_commit() -> String {
+pub(crate) fn head_commit() -> String {
     std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().filter(|o| o.status.success()).map_or("an unknown commit".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 

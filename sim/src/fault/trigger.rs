@@ -100,6 +100,11 @@ pub fn set_names(names: crate::fault::aim::NodeNames) {
     NAMES.with(|n| *n.borrow_mut() = names);
 }
 
+/// The id of the node named `name` in this run.
+pub fn id_of(name: &str) -> Option<NodeId> {
+    NAMES.with(|n| n.borrow().iter().find(|(_, v)| v.as_str() == name).map(|(k, _)| *k))
+}
+
 /// The name of node `id` in this run.
 pub fn name_of(id: NodeId) -> Option<String> {
     NAMES.with(|n| n.borrow().get(&id).cloned())

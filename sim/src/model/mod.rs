@@ -14,11 +14,24 @@
 //! | `mod.rs` | the configurations, the search, the report and the counterexample |
 
 pub mod parts;
+pub mod replay;
 pub mod world;
 
 use partmap::config::{Knobs, Mutation};
 use std::collections::{HashSet, VecDeque};
 pub use world::{Action, Bounds, World};
+
+/// What a configuration's setup plays before the search starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setup {
+    /// A planned move of range 1 from server-1 to server-2 with this copy strategy, journaled
+    /// (`BeginMove`) before the search.
+    Move(partmap::map::Strategy),
+    /// Range 1 active at server-1 with both sessions live; the search may cut server-1 off
+    /// (drops, a crash) and move time to the lease deadlines, so the leader fails the range
+    /// over to server-2 while server-1 may still believe it owns it.
+    Failover,
+}
 
 /// A configuration the model checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,19 +40,42 @@ pub struct Config {
     pub name: &'static str,
     /// What it is, in a line.
     pub about: &'static str,
+    /// What the setup plays.
+    pub setup: Setup,
     /// Its default bounds.
     pub bounds: Bounds,
+    /// The fewest unique states its default bounds reach unmutated (measured, rounded down):
+    /// the CI test fails when a change silently shrinks the model below it.
+    pub min_unique: u64,
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 1] = [Config {
-    name: "move",
-    about: "1 range, 2 servers, the authority, the store, one leader driving a planned pre-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
-    bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, horizon_ms: 100, rounds: 3 },
-}];
+pub const CONFIGS: [Config; 3] = [
+    Config {
+        name: "move",
+        about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
+        setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false },
+        min_unique: 120_000,
+    },
+    Config {
+        name: "move-precopy",
+        about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
+        setup: Setup::Move(partmap::map::Strategy::PreCopy),
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false },
+        min_unique: 110_000,
+    },
+    Config {
+        name: "failover",
+        about: "1 range active at server-1, 2 servers, the authority, the store, one leader; server-1 may be cut off (a drop) or crash and time moves to the lease deadlines, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 client with 2 appends",
+        setup: Setup::Failover,
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 3, urgent: true },
+        min_unique: 1,
+    },
+];
 
-/// The mutations the `move` configuration runs: those that live in the cores it drives.
-pub const MOVE_MUTATIONS: [Mutation; 17] = [
+/// The mutations every configuration runs: those that live in the cores they drive.
+pub const CORE_MUTATIONS: [Mutation; 17] = [
     Mutation::StoreIgnoresFence,
     Mutation::ServerSkipsEpochCheck,
     Mutation::ServerSkipsAuthorityCheck,
@@ -63,14 +99,14 @@ pub const MOVE_MUTATIONS: [Mutation; 17] = [
 pub fn config(name: &str) -> Result<Config, String> {
     CONFIGS.iter().find(|c| c.name == name).copied().ok_or_else(|| {
         let names: Vec<&str> = CONFIGS.iter().map(|c| c.name).collect();
-        format!("--config: unknown configuration `{name}`; built: {} (split, merge and failover are not built yet)", names.join(", "))
+        format!("--config: unknown configuration `{name}`; built: {} (split and merge are not built yet)", names.join(", "))
     })
 }
 
 /// Whether `config` runs `m`. Errors: why not (a mutation outside the cores, or in cores this
 /// configuration does not drive).
 pub fn runs(config: &Config, m: Mutation) -> Result<(), String> {
-    if MOVE_MUTATIONS.contains(&m) && config.name == "move" {
+    if CORE_MUTATIONS.contains(&m) {
         return Ok(());
     }
     let why = match m {
@@ -91,6 +127,8 @@ pub struct Counterexample {
     pub message: String,
     /// The steps after the setup: (node, input, outputs).
     pub steps: Vec<(String, String, Vec<String>)>,
+    /// The actions of those steps, from the initial state.
+    pub path: Vec<Action>,
 }
 
 /// What a search found.
@@ -118,14 +156,33 @@ pub struct Report {
     pub setup_steps: usize,
 }
 
+/// The knobs `config` runs its cores with: the defaults, 2 servers, its copy strategy; the
+/// failover's lease is 1 s with a renewal every 700 ms (the default 200 ms margin), so a cut
+/// owner's session expires after one lost renewal, within a short horizon.
+pub fn knobs(config: &Config, mutation: Option<Mutation>) -> Knobs {
+    let base = Knobs { servers: 2, mutation, ..Knobs::default() };
+    match config.setup {
+        Setup::Move(strategy) => Knobs { strategy, ..base },
+        Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
+    }
+}
+
 /// The initial state of `config` under `mutation`: the setup played out.
 pub fn initial(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Result<World, String> {
-    let knobs = Knobs { servers: 2, mutation, ..Knobs::default() };
+    initial_world(config, mutation, bounds, false)
+}
+
+/// [`initial`], with `track` (who emitted each event) for the replay.
+pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
+    let knobs = knobs(config, mutation);
     let mut w = World::new(knobs, 2, 2, bounds);
-    match config.name {
-        "move" => w.setup_move()?,
-        other => return Err(format!("no setup for configuration `{other}`")),
-    };
+    w.track = track;
+    match config.setup {
+        Setup::Move(_) => {
+            w.setup_move()?;
+        }
+        Setup::Failover => w.setup_failover()?,
+    }
     Ok(w)
 }
 
@@ -140,7 +197,7 @@ pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Res
     let setup_steps = init.history.len();
     let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps };
     if let Some((property, message)) = judge(&init) {
-        report.violation = Some(Counterexample { property, message, steps: Vec::new() });
+        report.violation = Some(Counterexample { property, message, steps: Vec::new(), path: Vec::new() });
         report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
         return Ok(report);
     }
@@ -174,7 +231,7 @@ pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Res
                     path.reverse();
                     let mut replay = init.clone();
                     let steps = path.iter().map(|a| replay.apply(a)).collect();
-                    report.violation = Some(Counterexample { property, message, steps });
+                    report.violation = Some(Counterexample { property, message, steps, path });
                     break 'search;
                 }
             }

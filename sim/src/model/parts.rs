@@ -245,10 +245,16 @@ pub struct Bounds {
     pub max_drops: u32,
     /// Server crashes per run.
     pub max_crashes: u32,
+    /// Cuts per run: a server loses its link to the authority, both ways, for the rest of the
+    /// run (every message on it lost, those in flight included).
+    pub max_cuts: u32,
     /// Time horizon after the setup, ms: time does not advance past it.
     pub horizon_ms: u64,
     /// Leader rounds after the setup.
     pub rounds: u32,
+    /// Time advances only once no message is in flight and no server task can go on without
+    /// it: every message is faster than every timer (a slower one is a drop or a cut).
+    pub urgent: bool,
 }
 
 /// One step the search can take.
@@ -282,6 +288,9 @@ pub enum Action {
     Crash(u32),
     /// A crashed server restarts.
     Restart(u32),
+    /// A server that owns a range in the authority's map loses its link to the authority, both
+    /// ways, for the rest of the run.
+    Cut(u32),
     /// Time jumps to the next deadline.
     Advance,
 }

@@ -63,6 +63,21 @@ pub struct World {
     pub drops: u32,
     /// Crashes so far.
     pub crashes: u32,
+    /// The servers cut off from the authority (in the order cut).
+    pub cut: Vec<u32>,
+    /// Record who emitted each history event (`emitters`), for the replay's triggers.
+    pub track: bool,
+    /// With `track`: per history event, the node whose core emitted it (`None`: the client's
+    /// invocations and completions).
+    pub emitters: Vec<Option<Node>>,
+    /// The node whose core is taking the step being applied.
+    emitting: Option<Node>,
+    /// The history index where the replay's triggers are armed: the operator's move request
+    /// (move configurations) or the end of the setup (failover).
+    pub armed_from: usize,
+    /// The client may also send to the range's owner at its epoch in the authority's current
+    /// map (a frontend's fresh map), besides `routes`.
+    pub current_route: bool,
     /// The bounds.
     pub bounds: Bounds,
     /// The outputs of the action being applied (not part of the state).
@@ -72,7 +87,7 @@ pub struct World {
 /// Clock at the start of the setup (µs): a restart's incarnation is always above 0.
 const T0_US: u64 = 1_000_000;
 /// How long a crashed server stays down (µs).
-const RESTART_US: u64 = 100_000;
+pub(super) const RESTART_US: u64 = 100_000;
 
 impl World {
     /// A world of `servers` servers, the authority, the store, a leader and a client with
@@ -83,7 +98,7 @@ impl World {
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), flow: None, calls: 0 };
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, drops: 0, crashes: 0, bounds, outputs: Vec::new() }
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, drops: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
     }
 
     /// The canonical encoding's 128-bit hash: every core's state, the tasks, the leader, the
@@ -102,7 +117,7 @@ impl World {
                 format!("{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)
             })
             .collect();
-        let text = format!("{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}", self.now_us, self.authority, self.store, servers, self.leader, self.client, net.join(";"), self.drops, self.crashes);
+        let text = format!("{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{:?}", self.now_us, self.authority, self.store, servers, self.leader, self.client, net.join(";"), self.drops, self.crashes, self.cut);
         let mut a = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut a);
         self.history_hash.hash(&mut a);
@@ -114,7 +129,11 @@ impl World {
     }
 
     fn emit(&mut self, sys: Sys) {
+        let by = self.emitting;
         self.push_history(What::Sys(sys));
+        if self.track {
+            *self.emitters.last_mut().expect("pushed") = by;
+        }
     }
 
     fn push_history(&mut self, what: What) {
@@ -127,9 +146,24 @@ impl World {
             self.history_hash = h.finish();
         }
         self.history.push(ev);
+        if self.track {
+            self.emitters.push(None);
+        }
+    }
+
+    /// Whether the link between `a` and `b` is cut.
+    fn is_cut(&self, a: Node, b: Node) -> bool {
+        match (a, b) {
+            (Node::Server(n), Node::Authority) | (Node::Authority, Node::Server(n)) => self.cut.contains(&n),
+            _ => false,
+        }
     }
 
     fn send(&mut self, from: Node, to: Node, token: u64, msg: Msg, answer: bool) {
+        if self.is_cut(from, to) {
+            self.outputs.push(format!("{} {} -> {to} lost (cut)", if answer { "answer" } else { "send" }, msg.kind_name()));
+            return;
+        }
         self.outputs.push(format!("{} {} -> {to}", if answer { "answer" } else { "send" }, msg.kind_name()));
         self.net.push(Packet { to, from, token, answer, msg });
     }
@@ -144,6 +178,7 @@ impl World {
     /// step.
     fn server_input(&mut self, n: u32, id: u64, steps: u32, reply_to: ReplyTo, input: Input) {
         let now = self.now_us;
+        self.emitting = Some(Node::Server(n));
         let step = self.server(n).core.handle(input, now);
         let steps = steps + 1;
         let mut spawned = 0;
@@ -299,6 +334,7 @@ impl World {
 
     fn authority_request(&mut self, p: Packet) {
         let now = self.now_us;
+        self.emitting = Some(Node::Authority);
         let mut action = self.authority.handle(&p.msg, now, false);
         loop {
             match action {
@@ -317,6 +353,7 @@ impl World {
 
     fn store_request(&mut self, p: Packet) {
         let budget = chunk_budget(self.knobs.bandwidth_bytes_per_s, self.knobs.store_timeout_ms, 0);
+        self.emitting = Some(Node::Store);
         let mut step = self.store.handle(StoreInput::Request { msg: p.msg, budget });
         loop {
             step.events.into_iter().for_each(|e| self.emit(e));
@@ -367,6 +404,10 @@ impl World {
             if self.crashes < self.bounds.max_crashes {
                 out.push(Action::Crash(server));
             }
+            let owns = self.authority.map().rows.values().any(|r| r.owner == Some(ServerId(server)));
+            if (self.cut.len() as u32) < self.bounds.max_cuts && !self.cut.contains(&server) && owns {
+                out.push(Action::Cut(server));
+            }
         }
         if !self.leader.busy && self.leader.rounds_left > 0 {
             out.push(Action::StartRound);
@@ -376,12 +417,16 @@ impl World {
         }
         if let Some(i) = self.client.iter().position(|a| a.sent.is_none()) {
             if i == 0 || self.client[i - 1].sent.is_some() {
-                for &(server, epoch) in &self.routes {
+                for (server, epoch) in self.routes() {
                     out.push(Action::SendAppend { server, epoch });
                 }
             }
         }
-        if self.next_deadline().is_some() {
+        // Urgent: time waits for every message in flight and every server step that can go
+        // on without it (messages are faster than any timer, as the simulator's 1 to 5 ms
+        // latencies are; a slower message is a drop or a cut).
+        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_))));
+        if settled && self.next_deadline().is_some() {
             out.push(Action::Advance);
         }
         out
@@ -414,6 +459,22 @@ impl World {
         }
         let horizon = self.start_us + self.bounds.horizon_ms * 1000;
         ds.into_iter().filter(|d| *d > now && *d <= horizon).min()
+    }
+
+    /// Where the client may send its next append: `routes`, and with `current_route` the
+    /// owner of range 1 at its epoch in the authority's current map.
+    pub fn routes(&self) -> Vec<(u32, u64)> {
+        let mut out = self.routes.clone();
+        if self.current_route {
+            if let Some(row) = self.authority.map().rows.get(&RangeId(1)) {
+                if let Some(o) = row.owner {
+                    if !out.contains(&(o.0, row.epoch.0)) {
+                        out.push((o.0, row.epoch.0));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Apply `action`; returns the transcript line's node, input and outputs.
@@ -469,6 +530,14 @@ impl World {
                 self.server(*n).down_until = None;
                 self.start_server(*n);
                 (format!("server-{n}"), "restart".to_string())
+            }
+            Action::Cut(n) => {
+                self.cut.push(*n);
+                let before = self.net.len();
+                let me = Node::Server(*n);
+                self.net.retain(|p| !((p.from == me && p.to == Node::Authority) || (p.to == me && p.from == Node::Authority)));
+                let lost = before - self.net.len();
+                (format!("server-{n}"), format!("cut from lock-1 ({lost} in flight lost)"))
             }
             Action::Advance => {
                 let to = self.next_deadline().expect("enabled");
@@ -563,6 +632,34 @@ impl World {
 
     // ---- the setup -----------------------------------------------------------------------
 
+    /// The failover configuration's setup, with no choice made: the servers register, the
+    /// leader bootstraps the map, assigns range 1 to server-1, opens and activates it. Then
+    /// `rounds` more rounds; the client's routes are server-1 at the range's epoch and the
+    /// owner in the current map. Errors: the setup did not reach the active range.
+    pub fn setup_failover(&mut self) -> Result<(), String> {
+        for n in 1..=self.servers.len() as u32 {
+            self.start_server(n);
+        }
+        self.run_fifo();
+        for _ in 0..8 {
+            let map = self.authority.map();
+            if let Some(row) = map.rows.get(&RangeId(1)).filter(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1))) {
+                self.routes = vec![(1, row.epoch.0)];
+                self.current_route = true;
+                self.armed_from = self.history.len();
+                self.leader.rounds_left = self.bounds.rounds;
+                self.start_us = self.now_us;
+                self.drops = 0;
+                self.crashes = 0;
+                return Ok(());
+            }
+            self.leader.rounds_left = 1;
+            self.apply(&Action::StartRound);
+            self.run_fifo();
+        }
+        Err(format!("the setup did not activate range 1 at server-1; map: {:?}", self.authority.map()))
+    }
+
     /// Deliver every message in order, and run every ready task, until nothing is left to do
     /// without time passing or a fault.
     fn run_fifo(&mut self) {
@@ -605,6 +702,7 @@ impl World {
             }
             let active = map.rows.get(&RangeId(1)).is_some_and(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1)));
             if active && map.move_requests.is_empty() {
+                self.armed_from = self.history.len();
                 let token = name(&[u64::MAX - 2]);
                 self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![MapOp::RequestMove { range: RangeId(1), to: ServerId(2) }] }, false);
                 self.run_fifo();

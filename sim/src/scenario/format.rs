@@ -183,6 +183,11 @@ pub struct ScriptedAppend {
     /// The frontend it goes through, `frontend-N`. Default 1.
     #[serde(default = "one")]
     pub frontend: u32,
+    /// Send it on a protocol event instead of at `at_ms`: the script waits, from `at_ms` on,
+    /// for the trigger's event (as a fault's `on`), then `delay_ms`, then sends. Appends still
+    /// go one at a time, in order. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<Trigger>,
 }
 
 fn one() -> u32 {

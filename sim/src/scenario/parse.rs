@@ -47,7 +47,7 @@ impl Scenario {
     /// form shows where the format has objects; see `check_objects`.
     fn shape_template() -> Scenario {
         let mut s = Scenario { swarm: Some(Swarm { servers: [1, 1], frontends: [1, 1], initial_ranges: [1, 1] }), ..Scenario::default() };
-        s.workload.script.push(ScriptedAppend { at_ms: 0, key: "k".into(), bytes: 6, frontend: 1 });
+        s.workload.script.push(ScriptedAppend { at_ms: 0, key: "k".into(), bytes: 6, frontend: 1, on: Some(Trigger { event: "paused".into(), node: "server-1".into(), range: None, epoch: None, count: 1, delay_ms: 1 }) });
         s.faults.schedule.push(TimedFault {
             at_ms: 0,
             on: Some(Trigger { event: "paused".into(), node: "server-1".into(), range: None, epoch: None, count: 1, delay_ms: 1 }),

@@ -198,6 +198,12 @@ impl Scenario {
                     a.frontend
                 ));
             }
+            if let Some(on) = &a.on {
+                if self.swarm.is_some() {
+                    return Err(format!("{path}.on: a swarm scenario draws its nodes per seed; a scripted append's trigger needs a fixed topology"));
+                }
+                self.validate_trigger(&format!("{path}.on"), on, &self.node_names())?;
+            }
         }
         Ok(())
     }

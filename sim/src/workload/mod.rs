@@ -322,6 +322,15 @@ pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
         if a.at_ms * 1000 > now {
             sleep_us(a.at_ms * 1000 - now).await;
         }
+        if let Some(on) = &a.on {
+            let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
+            let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
+            let what = format!("append {} on {} by {} #{}", a.key, on.event, on.node, on.count);
+            crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+            if on.delay_ms > 0 {
+                sleep_us(on.delay_ms * 1000).await;
+            }
+        }
         append(&rpc, &knobs, a.frontend, a.key.clone().into_bytes(), OpId { client: n, seq: i as u64 + 1 }, a.bytes as usize, 0).await;
     }
 }

@@ -9,12 +9,12 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_crashes: 0, horizon_ms: 100, rounds: 3 }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false }
 }
 
 #[test]
 fn model_move_is_exhausted_with_no_violation_within_small_bounds() {
-    let config = model::config("move").expect("built");
+    let config = model::config("move-precopy").expect("built");
     let r = model::check(&config, None, small()).expect("setup");
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert!(r.exhausted, "not exhausted: {} unique states, cut by depth {}, stopped at the state bound {}", r.unique, r.cut_by_depth, r.stopped_at_states);
@@ -25,7 +25,7 @@ fn model_move_is_exhausted_with_no_violation_within_small_bounds() {
 
 #[test]
 fn model_move_source_ignores_pause_yields_a_single_writer_counterexample() {
-    let config = model::config("move").expect("built");
+    let config = model::config("move-precopy").expect("built");
     let r = model::check(&config, Some(Mutation::SourceIgnoresPause), small()).expect("setup");
     let cx = r.violation.expect("a counterexample");
     assert_eq!(cx.property, "single_writer");
@@ -61,4 +61,48 @@ fn model_cli_exits_64_on_bad_input() {
     let (code, err) = run(&["--config", "move", "--mutation", "new-leader-ignores-journal"]);
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("not in a core"), "{err}");
+}
+
+/// The stop-and-copy `move` configuration's counterexample for `source-ignores-pause` is at
+/// most 15 steps, and its replay scenario, derived from it, fails `single_writer` in the
+/// simulator.
+#[test]
+fn model_counterexample_replays_in_the_simulator() {
+    let config = model::config("move").expect("built");
+    let m = Some(Mutation::SourceIgnoresPause);
+    let r = model::check(&config, m, config.bounds).expect("setup");
+    let cx = r.violation.expect("a counterexample");
+    assert!(cx.steps.len() <= 15, "{} steps", cx.steps.len());
+    let dir = std::env::temp_dir().join(format!("partmap-model-replay-{}", std::process::id()));
+    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, 4, "test").expect("written");
+    assert!(rep.path.exists());
+    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
+    assert_eq!(rep.found.last().and_then(|p| p.clone()).as_deref(), Some("single_writer"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// CI: the exhausting configurations unmutated (exhausted, no violation, at least their
+/// measured unique states), and every mutation caught on them within the step bound.
+#[test]
+fn model_ci_configurations_and_caught_mutations() {
+    for name in ["move", "move-precopy"] {
+        let config = model::config(name).expect("built");
+        let r = model::check(&config, None, config.bounds).expect("setup");
+        assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
+        assert!(r.exhausted, "{name}: not exhausted");
+        assert!(r.unique >= config.min_unique, "{name}: {} unique states, below {}", r.unique, config.min_unique);
+    }
+    let caught: [(&str, Mutation, usize); 4] = [
+        ("move", Mutation::SourceIgnoresPause, 15),
+        ("move", Mutation::ServerSkipsAuthorityCheck, 15),
+        ("move", Mutation::PauseSkipsDrain, 15),
+        ("move", Mutation::CheckThenAwaitThenAdmit, 15),
+    ];
+    for (name, m, bound) in caught {
+        let config = model::config(name).expect("built");
+        let r = model::check(&config, Some(m), config.bounds).expect("setup");
+        let cx = r.violation.unwrap_or_else(|| panic!("{name} {}: not caught", m.name()));
+        assert_eq!(cx.property, "single_writer");
+        assert!(cx.steps.len() <= bound, "{name} {}: {} steps", m.name(), cx.steps.len());
+    }
 }

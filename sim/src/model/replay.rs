@@ -1,0 +1,245 @@
+//! A counterexample as a simulator scenario: an explicit schedule, in the scenario format
+//! (`scenarios/README.md`), that `partmap-sim run --seed N --scenario FILE --mutation M`
+//! replays. The simulator has real time and a real network, so the translation is not step by
+//! step; it keeps what the counterexample chose, each relative to the protocol event that came
+//! just before it (a trigger, `on`):
+//!
+//! - the cluster of the configuration (2 servers, 1 manager, 1 frontend, 1 range, the model's
+//!   knobs and copy strategy, no random fault), and its operator request (the move);
+//! - each client append, sent (a scripted append with `on`) right after the last event before
+//!   the step that delivered it to its server;
+//! - each message the counterexample left in flight at the violation, or that a client append
+//!   overtook, held (`delay_next`, armed on the last event before the step that sent it) for
+//!   as long as it stayed in flight, counted in steps (each worth two maximum latencies);
+//! - each message it dropped, held (`delay_next`) to the workload's end;
+//! - each crash (`crash` for the model's restart time) and each cut (`one_way` both ways to
+//!   the workload's end), on the last event before it;
+//! - an append sent to an owner older than the authority's current map at its delivery: the
+//!   frontend's map answers are held (`delay` from `lock-1`) from the last event before the map
+//!   changed, so the frontend still routes on the map the model's client used.
+//!
+//! A trigger names the event, its emitter, its range and epoch filters, and its count among
+//! such events since the point the schedule arms (the move request, or the end of the
+//! failover's setup), as the model's history has them. Steps with no event before them arm at
+//! that point.
+
+use super::world::Node;
+use super::{Action, Config, Counterexample, Setup, World};
+use crate::events::What;
+use partmap::config::Mutation;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// When the schedule arms, ms after the workload starts: the simulated cluster has registered,
+/// bootstrapped and activated its range by then (the manager ticks every 200 ms).
+pub const ARM_MS: u64 = 1_000;
+/// The replay's workload, s.
+pub const DURATION_S: u64 = 10;
+
+/// A trigger: the last event before a step, as the scenario's `on` names it.
+type Anchor = Option<Value>;
+
+/// What one step did, as the translation reads it.
+struct Step {
+    action: Action,
+    /// The last event before the step (or `None`: none since the arming point).
+    anchor: Anchor,
+    /// Packets it sent: (from, to, kind).
+    sent: Vec<(Node, Node, &'static str, u64, bool)>,
+}
+
+/// The sim's name of a model node: the model's client is the frontend that carries its
+/// appends.
+fn sim_name(n: Node) -> String {
+    match n {
+        Node::Client => "frontend-1".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The trigger for "after the history's event `i`" (counted among events of the same name,
+/// emitter, range and epoch since `from`).
+fn anchor_of(w: &World, i: usize, from: usize) -> Anchor {
+    let What::Sys(ev) = &w.history[i].what else { return None };
+    let by = w.emitters[i]?;
+    let (range, epoch) = crate::fault::trigger::range_epoch(ev);
+    let same = |j: usize| matches!(&w.history[j].what, What::Sys(e) if e.name() == ev.name() && crate::fault::trigger::range_epoch(e) == (range, epoch)) && w.emitters[j] == Some(by);
+    let count = (from..=i).filter(|&j| same(j)).count();
+    let mut on = json!({ "event": ev.name(), "node": sim_name(by), "count": count });
+    if let Some(r) = range {
+        on["range"] = json!(r);
+    }
+    if let Some(e) = epoch {
+        on["epoch"] = json!(e);
+    }
+    Some(on)
+}
+
+/// The last event before history index `end` that a trigger can name (one with an emitter),
+/// at or after `from`.
+fn last_anchor(w: &World, end: usize, from: usize) -> Anchor {
+    (from..end).rev().find_map(|i| anchor_of(w, i, from))
+}
+
+/// A schedule entry at the arming point, or on `anchor`.
+fn entry(anchor: &Anchor, duration_ms: u64, fault: Value) -> Value {
+    let mut e = json!({ "at_ms": ARM_MS, "duration_ms": duration_ms, "fault": fault });
+    if let Some(on) = anchor {
+        e["on"] = on.clone();
+    }
+    e
+}
+
+/// The counterexample `cx` of `config` under `mutation` as a scenario (JSON), with the notes
+/// on what it approximates. Errors: the setup failed, or the scenario does not parse (a bug
+/// here).
+pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, commit: &str) -> Result<(crate::scenario::Scenario, Vec<String>), String> {
+    let mut w = super::initial_world(config, mutation, bounds, true)?;
+    let from = w.armed_from;
+    let mut steps = Vec::new();
+    // Per packet (from, to, token, answer): the step that sent it and the step that ended it
+    // (delivered or dropped), and whether it was dropped.
+    let mut sent_at: BTreeMap<(Node, Node, u64, bool), usize> = BTreeMap::new();
+    let mut ended: BTreeMap<(Node, Node, u64, bool), (usize, bool)> = BTreeMap::new();
+    let mut appends: Vec<(usize, Anchor, String)> = Vec::new();
+    let mut stale_routes: Vec<Anchor> = Vec::new();
+    let mut notes = Vec::new();
+    for (k, a) in cx.path.iter().enumerate() {
+        let anchor = last_anchor(&w, w.history.len(), from);
+        let before: Vec<(Node, Node, u64, bool)> = w.net.iter().map(|p| (p.from, p.to, p.token, p.answer)).collect();
+        if let Action::Deliver(i) | Action::Drop(i) = a {
+            let p = &w.net[*i];
+            let id = (p.from, p.to, p.token, p.answer);
+            ended.insert(id, (k, matches!(a, Action::Drop(_))));
+            if p.from == Node::Client && matches!(a, Action::Deliver(_)) {
+                let key = format!("k{:06}", appends.len() + 1);
+                appends.push((k, anchor.clone(), key));
+                if let (Node::Server(s), partmap::msg::Msg::Append { epoch, .. }) = (p.to, &p.msg) {
+                    let row = w.authority.map().rows.get(&partmap::ids::RangeId(1)).cloned();
+                    if row.as_ref().is_some_and(|r| r.epoch > *epoch) {
+                        // The model's client used an older map: keep the frontend on it from
+                        // the last map commit that changed the row.
+                        let commit_at = (from..w.history.len()).rev().find(|&j| matches!(&w.history[j].what, What::Sys(partmap::event::Event::MapCommit { .. })));
+                        stale_routes.push(commit_at.and_then(|j| last_anchor(&w, j, from)));
+                    } else if row.as_ref().is_some_and(|r| r.epoch < *epoch || r.owner != Some(partmap::ids::ServerId(s))) {
+                        notes.push(format!("step {}: the model's client sent to server-{s} at {epoch} ahead of the map (a route the simulator's frontend takes only once the map or a hint names it)", k + 1));
+                    }
+                }
+            }
+        }
+        w.apply(a);
+        let mut sent = Vec::new();
+        for p in &w.net {
+            let id = (p.from, p.to, p.token, p.answer);
+            if !before.contains(&id) && !sent_at.contains_key(&id) {
+                sent_at.insert(id, k);
+                sent.push((p.from, p.to, p.msg.kind_name(), p.token, p.answer));
+            }
+        }
+        steps.push(Step { action: a.clone(), anchor, sent });
+    }
+    let n = steps.len();
+    let latency_max_ms = 5u64;
+    let step_ms = 2 * latency_max_ms;
+    let mut schedule: Vec<Value> = Vec::new();
+    if let Setup::Move(_) = config.setup {
+        schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } }));
+    }
+    let end_ms = DURATION_S * 1000;
+    let first_append = appends.first().map_or(n, |a| a.0);
+    for (k, s) in steps.iter().enumerate() {
+        match &s.action {
+            Action::Crash(m) => schedule.push(entry(&s.anchor, super::world::RESTART_US / 1000, json!({ "kind": "crash", "node": format!("server-{m}") }))),
+            Action::Cut(m) => {
+                for (a, b) in [(format!("server-{m}"), "lock-1".to_string()), ("lock-1".to_string(), format!("server-{m}"))] {
+                    schedule.push(entry(&s.anchor, end_ms - ARM_MS, json!({ "kind": "one_way", "from": a, "to": b })));
+                }
+            }
+            _ => {}
+        }
+        for &(a, b, kind, token, answer) in &s.sent {
+            // The client's appends are scripted; what the violating step sent comes after it.
+            if a == Node::Client || k + 1 == n {
+                continue;
+            }
+            let (held, why) = match ended.get(&(a, b, token, answer)) {
+                Some((_, true)) => (end_ms, "dropped"),
+                Some((j, false)) if *j > first_append && k < first_append => ((*j - k) as u64 * step_ms, "overtaken by a client append"),
+                None => ((n - k) as u64 * step_ms, "in flight at the violation"),
+                _ => continue,
+            };
+            schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_name(a), "to": sim_name(b), "message": kind })));
+            notes.push(format!("step {}: hold {kind} {} -> {} for {held} ms ({why})", k + 1, sim_name(a), sim_name(b)));
+        }
+    }
+    for anchor in &stale_routes {
+        schedule.push(entry(anchor, 2 * 400, json!({ "kind": "delay", "from": "lock-1", "to": "frontend-1" })));
+        notes.push("a client append went to an owner older than the current map: hold the frontend's map answers for 800 ms".to_string());
+    }
+    let script: Vec<Value> = appends
+        .iter()
+        .map(|(k, anchor, key)| {
+            notes.push(format!("step {}: append {key}, sent after {}", k + 1, anchor.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
+            let mut e = json!({ "at_ms": ARM_MS, "key": key, "bytes": 16 });
+            if let Some(on) = anchor {
+                e["on"] = on.clone();
+            }
+            e
+        })
+        .collect();
+    let strategy = match config.setup {
+        Setup::Move(s) => s,
+        Setup::Failover => partmap::map::Strategy::StopAndCopy,
+    };
+    let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
+    let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    let doc = json!({
+        "description": format!("Replay of a model counterexample: `partmap-sim model --config {}{m}` at commit {commit} found a {}-step {} violation; this schedule was derived from it (appends and held messages on the events before them), not written by hand.", config.name, n, cx.property),
+        "topology": { "servers": 2, "managers": 1, "frontends": 1, "clients": 1, "initial_ranges": 1 },
+        "workload": { "duration_s": DURATION_S, "ops_per_s": 0.0, "keys": 1000, "script": script },
+        "moves": { "strategy": strategy },
+        "faults": { "random": null, "schedule": schedule },
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    let s = crate::scenario::Scenario::parse(&text, "model-replay.json")?;
+    Ok((s, notes))
+}
+
+/// What [`write_and_replay`] did.
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    /// The scenario file written.
+    pub path: std::path::PathBuf,
+    /// The first seed (of those tried) whose run violated the counterexample's property.
+    pub seed: Option<u64>,
+    /// Seeds tried.
+    pub tried: u64,
+    /// The property each tried seed violated first (`None`: none), in seed order.
+    pub found: Vec<Option<String>>,
+    /// What the translation approximated.
+    pub notes: Vec<String>,
+}
+
+/// Write `cx` as a scenario (its description naming `commit`) under `dir` (`model-<config>-<mutation>.json`) and run it in the
+/// simulator on seeds `0..seeds` until one violates the counterexample's property. Errors: the
+/// scenario cannot be built or written.
+pub fn write_and_replay(config: &Config, mutation: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, dir: &std::path::Path, seeds: u64, commit: &str) -> Result<Replayed, String> {
+    let (s, notes) = scenario(config, mutation, bounds, cx, commit)?;
+    let name = format!("model-{}-{}.json", config.name, mutation.map_or("none", |m| m.name()));
+    let path = dir.join(name);
+    crate::search::schedule::write(&path, &s)?;
+    let mut out = Replayed { path: path.clone(), seed: None, tried: 0, found: Vec::new(), notes };
+    for seed in 0..seeds {
+        let opts = crate::run::RunOptions { seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation, trace: false, echo_header: false };
+        let r = crate::run::run_seed(&opts);
+        out.tried += 1;
+        let first = r.verdicts.iter().find(|v| v.violation.is_some()).map(|v| v.property.to_string());
+        let hit = first.as_deref() == Some(cx.property);
+        out.found.push(first);
+        if hit {
+            out.seed = Some(seed);
+            break;
+        }
+    }
+    Ok(out)
+}
