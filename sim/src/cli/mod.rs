@@ -394,7 +394,8 @@ pub struct ReportArgs {
     /// Which review: `pause` or `questions`.
     #[arg(value_parser = ["pause", "questions"])]
     pub which: String,
-    /// Seeds per cell (`pause`, at most 100) or per scenario (`questions`).
+    /// Seeds per cell (`pause`, at most 1000; a cell dearer than 0.5 s of CPU a seed runs
+    /// fewer in proportion, at least 20) or per scenario (`questions`).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=10000))]
     pub seeds: u64,
     /// Worker threads.
