@@ -559,7 +559,7 @@ pub fn rel_se(v: &[f64]) -> Option<f64> {
 
 /// Run seeds `0..n` of every cell of `cells` on `jobs` worker threads, `n` the cell's
 /// [`Cell::planned_seeds`] for `seeds`, then more seeds, a batch of `n` at a time, for every
-/// fault-free cell whose mean server pause has a relative standard error above
+/// fault-free cell under [`CHEAP_SEED_S`] a seed whose mean server pause has a relative standard error above
 /// [`TARGET_REL_SE`], up to [`MAX_SEED_FACTOR`] times `n` in all (the rule looks at the spread
 /// of the measured pauses only, never at the model). `progress` is called after each run with
 /// (done, total so far). Each cell's CPU time is summed in [`CellResult::cpu_s`].
@@ -608,7 +608,7 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
             .filter(|(i, c)| {
                 let r = results[*i].lock().expect("cell lock");
                 let pauses: Vec<f64> = r.runs.iter().map(|m| m.server_ms).collect();
-                !c.faults && r.skipped.is_none() && rel_se(&pauses).is_some_and(|e| e > TARGET_REL_SE)
+                !c.faults && r.skipped.is_none() && c.cost_s() < CHEAP_SEED_S && rel_se(&pauses).is_some_and(|e| e > TARGET_REL_SE)
             })
             .flat_map(|(i, _)| (from * planned[i]..(from + 1) * planned[i]).map(move |s| (i, s)))
             .collect();
