@@ -409,8 +409,8 @@ pub struct ReportArgs {
     /// Which review: `pause` or `questions`.
     #[arg(value_parser = ["pause", "questions"])]
     pub which: String,
-    /// Seeds per cell (`pause`, at most 100, default 3) or per scenario (`questions`,
-    /// default 200).
+    /// Seeds per cell (`pause`, at most 1000, default 3; a cell dearer than 0.5 s of CPU a
+    /// seed runs fewer in proportion) or per scenario (`questions`, default 200).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10000))]
     pub seeds: Option<u64>,
     /// Worker threads.

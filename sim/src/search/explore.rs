@@ -177,7 +177,7 @@ impl Candidate {
 }
 
 /// The faultable nodes of an explicit scenario by role, as the world names them.
-fn names_by_role(s: &Scenario) -> BTreeMap<Role, Vec<String>> {
+pub(crate) fn names_by_role(s: &Scenario) -> BTreeMap<Role, Vec<String>> {
     let t = &s.topology;
     let mut m = BTreeMap::new();
     m.insert(Role::Server, (1..=t.servers).map(|n| format!("server-{n}")).collect());
@@ -187,7 +187,8 @@ fn names_by_role(s: &Scenario) -> BTreeMap<Role, Vec<String>> {
     m
 }
 
-fn timed(p: &Planned) -> TimedFault {
+/// A planned fault as the schedule entry that replays it.
+pub(crate) fn timed(p: &Planned) -> TimedFault {
     TimedFault { at_ms: p.at_ms, on: p.on.clone(), duration_ms: (p.duration_ms != 0).then_some(p.duration_ms), fault: p.fault.spec() }
 }
 

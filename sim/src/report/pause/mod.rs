@@ -16,7 +16,9 @@
 
 use crate::measure::handoff::percentile;
 use crate::run::{run_seed, RunOptions, RunOutcome};
-use crate::scenario::Scenario;
+use crate::run::nemesis;
+use crate::scenario::{Scenario, TimedFault};
+use crate::search::explore::{names_by_role, timed};
 use partmap::event::Event as Sys;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -110,16 +112,22 @@ impl Cell {
         (1.0 + 1.25 * self.size as f64 / self.bandwidth as f64).ceil() as u64
     }
 
-    /// Simulated seconds the move needs by the model, with margin: the window the cell runs.
-    fn window_s(&self) -> f64 {
-        let b = self.bandwidth as f64;
-        let copy_s = self.size as f64 / b;
-        let move_s = match self.strategy {
+    /// Simulated seconds a move of `strategy` needs by the model, without margin.
+    fn move_s(&self, strategy: Strategy) -> f64 {
+        let copy_s = self.size as f64 / self.bandwidth as f64;
+        match strategy {
             Strategy::StopAndCopy => copy_s,
             // Every round copies what the previous one took to copy at rate r: at most
             // PRECOPY_MAX_ROUNDS + 1 of them, each also a leader tick.
             Strategy::PreCopy => (0..=PRECOPY_MAX_ROUNDS).map(|i| copy_s * self.ratio.powi(i as i32) + 0.3).sum::<f64>(),
-        };
+        }
+    }
+
+    /// Simulated seconds the move needs by the model, with margin: the window the cell runs.
+    /// With faults both strategies run the longer of their two windows, so that a seed's
+    /// scenario, and with it its fault schedule, is the same for both but for the strategy.
+    fn window_s(&self) -> f64 {
+        let move_s = if self.faults { self.move_s(Strategy::PreCopy).max(self.move_s(Strategy::StopAndCopy)) } else { self.move_s(self.strategy) };
         // The clients and the move start once the first owner has loaded the range.
         (self.start_s() as f64 + 2.5 * move_s + 10.0).ceil()
     }
@@ -130,6 +138,34 @@ impl Cell {
     /// twice as large after its 626 s window, was still loading when the deadline passed).
     pub fn size_at_heal(&self) -> f64 {
         self.size as f64 + self.write_rate() * self.window_s()
+    }
+
+    /// The CPU one seed of this cell costs on the `fast` build, seconds, estimated from its
+    /// inputs alone: a fixed part, each append the clients offer, each simulated second and
+    /// each chunk copied (the range and its writes, once per copy); the constants are fitted to
+    /// the grid's runs (see [`CHEAP_SEED_S`]). An estimate, so that the seeds a cell runs are a
+    /// function of the cell, never of how busy the machine was.
+    pub fn cost_s(&self) -> f64 {
+        let sim_s = self.start_s() as f64 + self.window_s();
+        let appends = self.appends_per_s() * self.window_s();
+        let copies = match self.strategy {
+            Strategy::StopAndCopy => 1.0,
+            Strategy::PreCopy => (0..=PRECOPY_MAX_ROUNDS).map(|i| self.ratio.powi(i as i32)).sum::<f64>(),
+        };
+        // A chunk is at most 50 ms of link; the range is read once at the open and copied.
+        let chunks = (1.0 + copies) * self.size as f64 / (0.05 * self.bandwidth as f64);
+        COST_FIXED_S + COST_APPEND_S * appends + COST_SIM_S * sim_s + COST_CHUNK_S * chunks
+    }
+
+    /// The seeds this cell runs when a cheap cell runs `seeds`: all of them where one seed is
+    /// estimated under [`CHEAP_SEED_S`] ([`Cell::cost_s`]), else as many as that cost buys
+    /// (`seeds × CHEAP_SEED_S / cost`), at least [`MIN_SEEDS`] (or `seeds`, if fewer).
+    pub fn planned_seeds(&self, seeds: u64) -> u64 {
+        let cost = self.cost_s();
+        if cost < CHEAP_SEED_S {
+            return seeds;
+        }
+        ((seeds as f64 * CHEAP_SEED_S / cost).round() as u64).clamp(MIN_SEEDS.min(seeds), seeds)
     }
 
     /// Why the cell cannot run here, if it cannot: its move would outlast the longest window,
@@ -154,6 +190,36 @@ impl Cell {
     /// Errors: the scenario does not validate (an append larger than the store's chunk).
     pub fn scenario(&self) -> Result<Scenario, String> {
         Scenario::parse(&self.scenario_json().to_string(), "report pause cell")
+    }
+
+    /// The faults seed `seed` of this cell runs with, as an explicit schedule: the cell's one
+    /// move request and, with `faults`, the random fault mix drawn first from the nemesis's own
+    /// stream for `seed` ([`nemesis::plan_rng`]) over the cell's window. The draw sees the cell
+    /// with its strategy set aside (both strategies of a faulted cell run the same window and
+    /// topology), so it is a function of the seed and the cell's size, rate and bandwidth only:
+    /// stop-and-copy and pre-copy get the same faults at the same times for the same seed, a
+    /// paired comparison. It is exactly what the random mix of [`Cell::scenario`] draws for
+    /// `seed`, so `--cell ... ,faults` run with that seed replays the grid's run.
+    ///
+    /// Errors: the scenario does not validate.
+    pub fn fault_schedule(&self, seed: u64) -> Result<Vec<TimedFault>, String> {
+        let neutral = Cell { strategy: Strategy::PreCopy, ..self.clone() }.scenario()?;
+        let plan = nemesis::draw(&neutral, &names_by_role(&neutral), &mut nemesis::plan_rng(seed));
+        Ok(plan.faults.iter().map(timed).collect())
+    }
+
+    /// The scenario seed `seed` of this cell runs: [`Cell::scenario`] with its faults replayed
+    /// from [`Cell::fault_schedule`] (random faults off), so a faulted cell's two strategies
+    /// differ only in the strategy.
+    ///
+    /// Errors: the scenario does not validate.
+    pub fn scenario_for(&self, seed: u64) -> Result<Scenario, String> {
+        let mut s = self.scenario()?;
+        if self.faults {
+            s.faults.schedule = self.fault_schedule(seed)?;
+            s.faults.random = None;
+        }
+        Ok(s)
     }
 
     /// The scenario of this cell as the JSON a scenario file holds (see [`Cell::scenario`]), so
@@ -223,6 +289,16 @@ impl Cell {
     }
 }
 
+/// A cell whose seed costs under this much CPU (estimated, [`Cell::cost_s`]) runs every seed
+/// asked for; a dearer one runs fewer ([`Cell::planned_seeds`]), seconds.
+pub const CHEAP_SEED_S: f64 = 0.5;
+/// The fewest seeds a dear cell runs (its tail is then the max of them).
+pub const MIN_SEEDS: u64 = 20;
+const COST_FIXED_S: f64 = 0.02;
+const COST_APPEND_S: f64 = 20e-6;
+const COST_SIM_S: f64 = 0.5e-3;
+const COST_CHUNK_S: f64 = 50e-6;
+
 /// The grid: every fault-free cell of strategy × size × ratio × bandwidth, and the cells with
 /// the fault mix at `r = 0.25`. `quick` keeps three sizes and two ratios (for tests).
 pub fn grid(quick: bool) -> Vec<Cell> {
@@ -288,6 +364,15 @@ pub struct Measured {
     pub aborted: u32,
     /// The longest write pause of an aborted handoff, ms (0 without one).
     pub aborted_pause_ms: f64,
+    /// Per-request append latency during the move (invoked from the move request until the
+    /// last pause of the seed ended: the committed target serving, or an aborted pause's end),
+    /// invocation to completion whatever the outcome, ms: p50 and p99 by nearest rank (`None`:
+    /// no append in that span).
+    pub move_latency_ms: Option<[f64; 2]>,
+    /// The same run's baseline: appends invoked outside the move, ms, p50 and p99.
+    pub base_latency_ms: Option<[f64; 2]>,
+    /// Appends timed in each span: during the move, and outside it.
+    pub latency_n: [u64; 2],
 }
 
 /// The write rate into the range the model is given, bytes/s. Pre-copy: the bytes that
@@ -324,10 +409,20 @@ pub struct CellResult {
     pub missing: Vec<Measured>,
     /// Seeds that did not pass (`seed: outcome`).
     pub failed: Vec<String>,
+    /// CPU time of this cell's runs, seconds (thread CPU time; 0 when read from a CSV). Not
+    /// written to the report, which must not depend on the machine.
+    pub cpu_s: f64,
+}
+
+impl CellResult {
+    /// A cell with no seeds run yet (skipped if it cannot run).
+    pub fn empty(cell: &Cell) -> CellResult {
+        CellResult { cell: cell.clone(), skipped: cell.skip_reason(), runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new(), cpu_s: 0.0 }
+    }
 }
 
 fn measure(cell: &Cell, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
-    match cell.scenario() {
+    match cell.scenario_for(seed) {
         Ok(s) => measure_in(cell, s, seed),
         Err(e) => (Err(Measured { seed, ..Default::default() }), Some(format!("seed {seed}: bad cell: {e}"))),
     }
@@ -352,6 +447,7 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<
     // superseded after its target served): from the pause to the range's next activation
     // anywhere (or the run's end).
     let mut aborted: Vec<f64> = Vec::new();
+    let mut aborted_ends: Vec<u64> = Vec::new();
     for (i, e) in report.events.iter().enumerate() {
         if let Some(Sys::Paused { server, range, epoch }) = e.sys() {
             if committed.is_some_and(|h| h.range == range.0 && h.from == u64::from(server.0) && h.from_epoch == epoch.0) {
@@ -359,14 +455,24 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<
             }
             let back = report.events[i..].iter().find(|x| matches!(x.sys(), Some(Sys::Activated { range: r, .. }) if r == range)).map_or(report.sim_ms * 1000, |x| x.t_us);
             aborted.push(back.saturating_sub(e.t_us) as f64 / 1000.0);
+            aborted_ends.push(back);
         }
     }
+    // The move: from its request (when the clients start) until the last pause ended.
+    let move_from_us = opts.scenario.workload.start_s * 1_000_000;
+    let committed_end_us = committed.map_or(0, |h| h.paused_at_us + (h.server_pause_ms * 1000.0) as u64);
+    let move_to_us = aborted_ends.iter().copied().fold(committed_end_us, u64::max).max(move_from_us);
+    let (during, outside) = append_latencies(&report.events, move_from_us, move_to_us);
+    let p50_p99 = |v: &[f64]| Some([percentile(v, 0.5)?, percentile(v, 0.99)?]);
     let base = Measured {
         seed,
         appends_failed: report.ops.appends_failed + report.ops.appends_unknown,
         shed: report.ops.shed,
         aborted: aborted.len() as u32,
         aborted_pause_ms: aborted.iter().copied().fold(0.0, f64::max),
+        move_latency_ms: p50_p99(&during),
+        base_latency_ms: p50_p99(&outside),
+        latency_n: [during.len() as u64, outside.len() as u64],
         ..Default::default()
     };
     let Some(h) = committed else { return (Err(base), failed) };
@@ -406,6 +512,29 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<
     (Ok(m), failed)
 }
 
+/// Every client append's latency in `events`, invocation to completion whatever the outcome
+/// (the probe's left out), ms: those invoked in `[from_us, to_us)` and those invoked outside it.
+pub fn append_latencies(events: &[crate::events::Event], from_us: u64, to_us: u64) -> (Vec<f64>, Vec<f64>) {
+    use crate::events::What;
+    use partmap::event::ClientOp;
+    let mut invoked: std::collections::BTreeMap<partmap::ids::OpId, u64> = std::collections::BTreeMap::new();
+    let (mut during, mut outside) = (Vec::new(), Vec::new());
+    for e in events {
+        match &e.what {
+            What::Invoke { op: ClientOp::Append, id, .. } if id.client != 0 => {
+                invoked.insert(*id, e.t_us);
+            }
+            What::Complete { op: ClientOp::Append, id, .. } => {
+                let Some(at) = invoked.remove(id) else { continue };
+                let ms = e.t_us.saturating_sub(at) as f64 / 1000.0;
+                if (from_us..to_us).contains(&at) { during.push(ms) } else { outside.push(ms) }
+            }
+            _ => {}
+        }
+    }
+    (during, outside)
+}
+
 /// The standard error of a fault-free cell's mean server pause, relative to the mean, that
 /// [`run_grid`] runs more seeds to reach: the model is judged on the mean, and a 40 ms pause
 /// varies by about 12% from seed to seed (the drain is 0 on some seeds and a whole append trip
@@ -428,14 +557,16 @@ pub fn rel_se(v: &[f64]) -> Option<f64> {
     Some((var / n).sqrt() / mean)
 }
 
-/// Run seeds `0..seeds` of every cell of `cells` on `jobs` worker threads, then more seeds, a
-/// batch of `seeds` at a time, for every fault-free cell whose mean server pause has a relative
-/// standard error above [`TARGET_REL_SE`], up to [`MAX_SEED_FACTOR`] times `seeds` in all (the
-/// rule looks at the spread of the measured pauses only, never at the model). `progress` is
-/// called after each run with (done, total so far).
+/// Run seeds `0..n` of every cell of `cells` on `jobs` worker threads, `n` the cell's
+/// [`Cell::planned_seeds`] for `seeds`, then more seeds, a batch of `n` at a time, for every
+/// fault-free cell under [`CHEAP_SEED_S`] a seed whose mean server pause has a relative standard error above
+/// [`TARGET_REL_SE`], up to [`MAX_SEED_FACTOR`] times `n` in all (the rule looks at the spread
+/// of the measured pauses only, never at the model). `progress` is called after each run with
+/// (done, total so far). Each cell's CPU time is summed in [`CellResult::cpu_s`].
 pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<CellResult> {
-    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new() })).collect();
-    let mut work: Vec<(usize, u64)> = cells.iter().enumerate().filter(|(_, c)| c.skip_reason().is_none()).flat_map(|(i, _)| (0..seeds).map(move |s| (i, s))).collect();
+    let results: Vec<Mutex<CellResult>> = cells.iter().map(|c| Mutex::new(CellResult::empty(c))).collect();
+    let planned: Vec<u64> = cells.iter().map(|c| c.planned_seeds(seeds)).collect();
+    let mut work: Vec<(usize, u64)> = cells.iter().enumerate().filter(|(_, c)| c.skip_reason().is_none()).flat_map(|(i, _)| (0..planned[i]).map(move |s| (i, s))).collect();
     let done = AtomicUsize::new(0);
     let total = AtomicUsize::new(0);
     let mut batch = 1;
@@ -447,9 +578,12 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
                 scope.spawn(|| loop {
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&(i, seed)) = work.get(k) else { return };
+                    let cpu_ns = crate::cpu::thread_cpu_ns();
                     let (m, failed) = measure(&cells[i], seed);
+                    let cpu_s = crate::cpu::thread_cpu_ns().saturating_sub(cpu_ns) as f64 / 1e9;
                     {
                         let mut r = results[i].lock().expect("cell lock");
+                        r.cpu_s += cpu_s;
                         match m {
                             Ok(m) => r.runs.push(m),
                             Err(m) => {
@@ -466,7 +600,7 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
         if batch >= MAX_SEED_FACTOR || seeds == 0 {
             break;
         }
-        let from = batch * seeds;
+        let from = batch;
         batch += 1;
         work = cells
             .iter()
@@ -474,9 +608,9 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
             .filter(|(i, c)| {
                 let r = results[*i].lock().expect("cell lock");
                 let pauses: Vec<f64> = r.runs.iter().map(|m| m.server_ms).collect();
-                !c.faults && r.skipped.is_none() && rel_se(&pauses).is_some_and(|e| e > TARGET_REL_SE)
+                !c.faults && r.skipped.is_none() && c.cost_s() < CHEAP_SEED_S && rel_se(&pauses).is_some_and(|e| e > TARGET_REL_SE)
             })
-            .flat_map(|(i, _)| (from..from + seeds).map(move |s| (i, s)))
+            .flat_map(|(i, _)| (from * planned[i]..(from + 1) * planned[i]).map(move |s| (i, s)))
             .collect();
     }
     // Seeds finish in any order on the workers; sort each cell's runs so the report does not
@@ -569,6 +703,18 @@ pub struct Row {
     pub aborted_max_ms: f64,
     /// Seeds whose committed pause began after the clients' window ended.
     pub after_window: usize,
+    /// Append latency during the move, ms: the median over every seed run of its p50, and of
+    /// its p99 (see [`Measured::move_latency_ms`]); `None` where no seed timed an append.
+    pub move_latency: Option<[f64; 2]>,
+    /// The same for the baseline (appends outside the move), ms.
+    pub base_latency: Option<[f64; 2]>,
+}
+
+/// The median over `seeds` of each seed's p50 and of its p99 (`None`: no seed has the figure).
+fn median_latency(seeds: &[&Measured], pick: impl Fn(&Measured) -> Option<[f64; 2]>) -> Option<[f64; 2]> {
+    let v: Vec<[f64; 2]> = seeds.iter().filter_map(|m| pick(m)).collect();
+    let at = |i: usize| percentile(&v.iter().map(|x| x[i]).collect::<Vec<f64>>(), 0.5);
+    Some([at(0)?, at(1)?])
 }
 
 fn p(values: &[f64]) -> [f64; 3] {
@@ -638,6 +784,8 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
         aborted: every.iter().map(|m| m.aborted).sum(),
         aborted_max_ms: every.iter().map(|m| m.aborted_pause_ms).fold(0.0, f64::max),
         after_window: r.runs.iter().filter(|m| m.after_window).count(),
+        move_latency: median_latency(&every, |m| m.move_latency_ms),
+        base_latency: median_latency(&every, |m| m.base_latency_ms),
     })
 }
 
@@ -741,6 +889,40 @@ mod tests {
         }
     }
 
+    /// With faults, a seed's two strategies run one fault schedule: the same scenario but for
+    /// the strategy, its faults drawn from the seed and the cell alone; the runs plan and inject
+    /// the same faults at the same times, and the cell's random scenario (`--cell`) run with the
+    /// seed draws that schedule too. Different seeds draw different schedules.
+    #[test]
+    fn faulted_cells_pair_the_strategies_on_one_fault_schedule() {
+        for (size, bandwidth) in [(256 * KIB, 100 * MIB), (GIB, GIB), (16 * GIB, 100 * MIB)] {
+            let stop = Cell { strategy: Strategy::StopAndCopy, size, ratio: 0.25, bandwidth, faults: true };
+            let pre = Cell { strategy: Strategy::PreCopy, ..stop.clone() };
+            let mut schedules = Vec::new();
+            for seed in 0..20 {
+                let (a, b) = (stop.scenario_for(seed).unwrap(), pre.scenario_for(seed).unwrap());
+                assert!(a.faults.random.is_none() && a.faults.schedule.len() > 1, "{size} seed {seed}: {:?}", a.faults);
+                assert_eq!(a.faults.schedule, b.faults.schedule, "{size} seed {seed}");
+                let mut b_as_stop = b.clone();
+                b_as_stop.moves.strategy = a.moves.strategy.clone();
+                b_as_stop.description = a.description.clone();
+                assert_eq!(a, b_as_stop, "{size} seed {seed}: the scenarios differ in more than the strategy");
+                schedules.push(a.faults.schedule);
+            }
+            schedules.dedup();
+            assert_eq!(schedules.len(), 20, "{size}: some consecutive seeds drew the same schedule");
+        }
+        let stop = Cell { strategy: Strategy::StopAndCopy, size: 256 * KIB, ratio: 0.25, bandwidth: GIB, faults: true };
+        let pre = Cell { strategy: Strategy::PreCopy, ..stop.clone() };
+        let seed = 3;
+        let run = |scenario: Scenario| run_seed(&RunOptions { seed, scenario, scenario_label: "pairing test".into(), mutation: None, trace: false, echo_header: false });
+        let (a, b, random) = (run(stop.scenario_for(seed).unwrap()), run(pre.scenario_for(seed).unwrap()), run(stop.scenario().unwrap()));
+        let injected = |r: &crate::run::RunReport| -> Vec<(u64, String)> { r.events.iter().filter(|e| matches!(e.what, crate::events::What::Fault { .. })).map(|e| (e.t_us, e.what.to_string())).collect() };
+        assert!(a.plan.len() > 1 && a.plan == b.plan && a.plan == random.plan, "plans: {:?}\n{:?}\n{:?}", a.plan, b.plan, random.plan);
+        assert!(injected(&a).len() > 1, "{:?}", injected(&a));
+        assert_eq!(injected(&a), injected(&b));
+    }
+
     #[test]
     fn rel_se_is_the_standard_error_of_the_mean_over_the_mean() {
         assert_eq!(rel_se(&[5.0]), None);
@@ -801,6 +983,8 @@ mod tests {
             aborted: 0,
             aborted_max_ms: 0.0,
             after_window: 0,
+            move_latency: None,
+            base_latency: None,
         };
         let rows = vec![
             mk(Strategy::StopAndCopy, MIB, 0.05, 20.0, 0),

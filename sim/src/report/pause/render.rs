@@ -75,6 +75,44 @@ fn wins(rows: &[Row], bandwidth: u64, ratio: f64) -> Option<String> {
     Some(parts.join("; "))
 }
 
+/// The headline of what clients feel, one line per fault mix and strategy: the append p99
+/// during the move over the same runs' p99 outside it (each the median over a cell's seeds),
+/// its spread over the cells and the cell where it is largest, and the appends failed and shed.
+fn clients_feel(rows: &[Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    for faults in [false, true] {
+        for st in [Strategy::StopAndCopy, Strategy::PreCopy] {
+            let cells: Vec<(&Row, [f64; 2], [f64; 2])> = rows.iter().filter(|r| r.cell.faults == faults && r.cell.strategy == st).filter_map(|r| Some((r, r.move_latency?, r.base_latency?))).filter(|(_, _, b)| b[1] > 0.0).collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let over: Vec<f64> = cells.iter().map(|(_, m, b)| m[1] / b[1]).collect();
+            let (worst, wm, wb) = cells.iter().max_by(|a, b| (a.1[1] / a.2[1]).total_cmp(&(b.1[1] / b.2[1]))).expect("not empty");
+            let (lo, hi) = (over.iter().copied().fold(f64::MAX, f64::min), over.iter().copied().fold(0.0, f64::max));
+            let p50_over: Vec<f64> = cells.iter().map(|(_, m, b)| m[0] / b[0].max(1e-9)).collect();
+            let all: Vec<&Row> = rows.iter().filter(|r| r.cell.faults == faults && r.cell.strategy == st).collect();
+            let failed = all.iter().map(|r| r.failed_per_seed).fold(0.0, f64::max);
+            let shed = all.iter().map(|r| r.shed_per_seed).fold(0.0, f64::max);
+            let gap = all.iter().filter_map(|r| r.client.map(|c| c[2])).fold(0.0, f64::max);
+            out.push(format!(
+                "- {}, {}: the move's append p99 is {lo:.2} to {hi:.2} times the p99 outside it (median over {} cells {:.2}; p50 {:.2} times, median), largest at {} r = {} of {} ({} ms against {} ms); appends failed at most {failed:.1} a seed, shed at most {shed:.1}; the longest client gap {} ms.",
+                if faults { "with faults" } else { "fault-free" },
+                st.name(),
+                cells.len(),
+                percentile(&over, 0.5).unwrap_or(0.0),
+                percentile(&p50_over, 0.5).unwrap_or(0.0),
+                size_name(worst.cell.size),
+                worst.cell.ratio,
+                bw_name(worst.cell.bandwidth),
+                ms(wm[1]),
+                ms(wb[1]),
+                ms(gap),
+            ));
+        }
+    }
+    out
+}
+
 /// The Markdown report: where it came from (`provenance`, one paragraph naming the commit and
 /// command), the headlines (where each strategy wins at every write ratio, the convergence
 /// limit as a formula and against the grid, the prediction's error, every move counted), then
@@ -140,6 +178,15 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], provenance: &str) -
     let skipped = results.iter().filter(|r| r.skipped.is_some()).count();
     let failed: usize = results.iter().map(|r| r.failed.len()).sum();
     let _ = writeln!(out, "- Seeds run: {seeds}; without a committed move: {no_move}; pauses of moves that did not commit (rolled back or superseded): {aborted}; committed pauses that began after the clients' window: {after} (kept, without a client figure); seeds that failed their checkers: {failed}; cells skipped (the move or a reload would outlast the simulation's windows): {skipped}.\n");
+    let feel = clients_feel(&rows);
+    if !feel.is_empty() {
+        let _ = writeln!(out, "## What clients feel\n");
+        let _ = writeln!(out, "Each append's latency, from its invocation to its answer whatever the outcome, during the move (invoked from the move request until the seed's last pause ended) and in the same run outside it; a cell's figure is the median over its seeds of each seed's p50 and p99. Appends the clients shed (never sent) are counted apart.\n");
+        for l in feel {
+            let _ = writeln!(out, "{l}");
+        }
+        let _ = writeln!(out);
+    }
     let failures: Vec<&String> = results.iter().flat_map(|r| r.failed.iter()).collect();
     if !failures.is_empty() {
         let _ = writeln!(out, "## Seeds that failed their checkers\n");
@@ -150,21 +197,23 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], provenance: &str) -
     }
     for faults in [false, true] {
         let _ = writeln!(out, "## {}\n", if faults { "With the random fault mix (r = 0.25; the prediction is fault-free, so its error here is what the faults cost)" } else { "Fault-free" });
-        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers mean ± se, ms | servers p50 / tail, ms | clients p50 / max, ms | appends failed / shed per seed | not committed: pauses (longest, ms) | before | during | rounds | converged | predicted ms | error | model on the seed's sizes, ms | error | over floor |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers mean ± se, ms | servers p50 / tail, ms | clients p50 / max, ms | append latency p50 / p99, ms: during the move (outside it) | appends failed / shed per seed | not committed: pauses (longest, ms) | before | during | rounds | converged | predicted ms | error | model on the seed's sizes, ms | error | over floor |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for r in results.iter().filter(|r| r.cell.faults == faults) {
             let c = &r.cell;
             let head = format!("| {} | {} | {} | {} ", bw_name(c.bandwidth), c.strategy.name(), size_name(c.size), c.ratio);
             if let Some(why) = &r.skipped {
-                let _ = writeln!(out, "{head}| skipped: {why} ||||||||||||||");
+                let _ = writeln!(out, "{head}| skipped: {why} |||||||||||||||");
                 continue;
             }
             let Some(w) = row(r, cal) else {
                 let ab: u32 = r.missing.iter().map(|m| m.aborted).sum();
-                let _ = writeln!(out, "{head}| 0 (no move committed in {} seeds; {ab} paused and rolled back) ||||||||||||||", r.no_handoff);
+                let _ = writeln!(out, "{head}| 0 (no move committed in {} seeds; {ab} paused and rolled back) |||||||||||||||", r.no_handoff);
                 continue;
             };
             let client = w.client.map_or("-".to_string(), |c| format!("{} / {}", ms(c[0]), ms(c[2])));
+            let lat = |v: Option<[f64; 2]>| v.map_or("-".to_string(), |v| format!("{} / {}", ms(v[0]), ms(v[1])));
+            let latency = format!("{} ({})", lat(w.move_latency), lat(w.base_latency));
             let conv = if c.strategy == Strategy::PreCopy { format!("{}/{} (predicted: {})", w.converged, w.n, if w.predicted.converged { "yes" } else { "no" }) } else { "-".into() };
             let model = w.model_ms.map_or("-".into(), ms);
             let err = w.error.map_or("-".into(), |e| format!("{:+.1}%", e * 100.0));
@@ -172,14 +221,14 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], provenance: &str) -
             let se = w.rel_se.map_or(String::new(), |e| format!(" ± {}", ms(e * w.mean)));
             let n = if w.seeds > w.n { format!("{} of {}", w.n, w.seeds) } else { w.n.to_string() };
             let ab = if w.aborted > 0 { format!("{} ({})", w.aborted, ms(w.aborted_max_ms)) } else { "0".into() };
-            let _ = writeln!(out, "{head}| {n} | {}{se} | {} / {} | {client} | {:.1} / {:.1} | {ab} | {} | {} | {} | {conv} | {} | {:+.1}% | {model} | {err} | {fl} |", ms(w.mean), ms(w.server[0]), tail(&w), w.failed_per_seed, w.shed_per_seed, bytes(w.before), bytes(w.during), w.rounds, ms(w.predicted_ms), w.predicted_error * 100.0);
+            let _ = writeln!(out, "{head}| {n} | {}{se} | {} / {} | {client} | {latency} | {:.1} / {:.1} | {ab} | {} | {} | {} | {conv} | {} | {:+.1}% | {model} | {err} | {fl} |", ms(w.mean), ms(w.server[0]), tail(&w), w.failed_per_seed, w.shed_per_seed, bytes(w.before), bytes(w.during), w.rounds, ms(w.predicted_ms), w.predicted_error * 100.0);
         }
         let _ = writeln!(out);
     }
     out
 }
 
-const CSV_HEADER: &str = "strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,committed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged,start_bytes,pause_bytes,rate_since_start,first_round_us,paused_at_us,after_window,appends_failed,shed,aborted,aborted_pause_ms";
+const CSV_HEADER: &str = "strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,committed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged,start_bytes,pause_bytes,rate_since_start,first_round_us,paused_at_us,after_window,appends_failed,shed,aborted,aborted_pause_ms,move_latency_p50_ms,move_latency_p99_ms,base_latency_p50_ms,base_latency_p99_ms,move_appends,base_appends";
 
 /// `grid.csv`: one line per seed run, every seed (a seed without a committed move has
 /// `committed` false and no pause figures): the cell, the seed, the measured figures.
@@ -190,7 +239,7 @@ pub fn csv(results: &[CellResult]) -> String {
         for (m, committed) in r.runs.iter().map(|m| (m, true)).chain(r.missing.iter().map(|m| (m, false))) {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{committed},{:.3},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{:.3}",
+                "{},{},{},{},{},{},{committed},{:.3},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{:.3},{},{},{},{},{},{}",
                 c.strategy.name(),
                 c.size,
                 c.ratio,
@@ -213,10 +262,21 @@ pub fn csv(results: &[CellResult]) -> String {
                 m.shed,
                 m.aborted,
                 m.aborted_pause_ms,
+                opt_ms(m.move_latency_ms.map(|v| v[0])),
+                opt_ms(m.move_latency_ms.map(|v| v[1])),
+                opt_ms(m.base_latency_ms.map(|v| v[0])),
+                opt_ms(m.base_latency_ms.map(|v| v[1])),
+                m.latency_n[0],
+                m.latency_n[1],
             );
         }
     }
     out
+}
+
+/// An optional figure in ms as a CSV field (empty for none).
+fn opt_ms(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v:.3}"))
 }
 
 /// Read a `grid.csv` back into cells of `cells` (cells the file does not have come back with
@@ -232,7 +292,7 @@ pub fn read_csv(text: &str, cells: &[Cell]) -> Result<Vec<CellResult>, String> {
     let col = |name: &str| header.iter().position(|h| *h == name);
     let need = |name: &str| col(name).ok_or_else(|| format!("grid.csv: no `{name}` column"));
     let (ist, isz, ira, ibw, ifa, ise, isp, icl, ibe, idu, iro, ico) = (need("strategy")?, need("size_bytes")?, need("ratio")?, need("bandwidth_bytes_per_s")?, need("faults")?, need("seed")?, need("server_pause_ms")?, need("client_pause_ms")?, need("before_bytes")?, need("during_bytes")?, need("rounds")?, need("converged")?);
-    let mut out: Vec<CellResult> = cells.iter().map(|c| CellResult { cell: c.clone(), skipped: c.skip_reason(), runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new() }).collect();
+    let mut out: Vec<CellResult> = cells.iter().map(CellResult::empty).collect();
     for (no, line) in lines.enumerate() {
         let at = no + 2;
         let f: Vec<&str> = line.split(',').collect();
@@ -241,6 +301,12 @@ pub fn read_csv(text: &str, cells: &[Cell]) -> Result<Vec<CellResult>, String> {
         let num = |name: &str, v: &str| -> Result<f64, String> { v.parse::<f64>().map_err(|_| format!("grid.csv line {at}: {name} `{v}` is not a number")) };
         let int = |name: &str, v: &str| -> Result<u64, String> { v.parse::<u64>().map_err(|_| format!("grid.csv line {at}: {name} `{v}` is not a whole number")) };
         let flag = |name: &str, v: &str| -> Result<bool, String> { v.parse::<bool>().map_err(|_| format!("grid.csv line {at}: {name} `{v}` is not true or false")) };
+        let pair = |p50: &str, p99: &str| -> Result<Option<[f64; 2]>, String> {
+            match (opt(p50), opt(p99)) {
+                (Some(a), Some(b)) => Ok(Some([num(p50, a)?, num(p99, b)?])),
+                _ => Ok(None),
+            }
+        };
         let strategy = match get(ist) {
             "stop-and-copy" => Strategy::StopAndCopy,
             "pre-copy" => Strategy::PreCopy,
@@ -266,11 +332,14 @@ pub fn read_csv(text: &str, cells: &[Cell]) -> Result<Vec<CellResult>, String> {
             shed: opt("shed").map(|v| int("shed", v)).transpose()?.unwrap_or(0),
             aborted: opt("aborted").map(|v| int("aborted", v)).transpose()?.unwrap_or(0) as u32,
             aborted_pause_ms: opt("aborted_pause_ms").map(|v| num("aborted_pause_ms", v)).transpose()?.unwrap_or(0.0),
+            move_latency_ms: pair("move_latency_p50_ms", "move_latency_p99_ms")?,
+            base_latency_ms: pair("base_latency_p50_ms", "base_latency_p99_ms")?,
+            latency_n: [opt("move_appends").map(|v| int("move_appends", v)).transpose()?.unwrap_or(0), opt("base_appends").map(|v| int("base_appends", v)).transpose()?.unwrap_or(0)],
         };
         let i = match out.iter().position(|r| r.cell == cell) {
             Some(i) => i,
             None => {
-                out.push(CellResult { skipped: None, cell, runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new() });
+                out.push(CellResult { skipped: None, ..CellResult::empty(&cell) });
                 out.len() - 1
             }
         };
@@ -408,9 +477,9 @@ mod tests {
     #[test]
     fn grid_csv_round_trips_and_reads_the_first_version() {
         let cell = Cell { strategy: Strategy::PreCopy, size: MIB, ratio: 0.05, bandwidth: GIB, faults: false };
-        let m = Measured { seed: 3, server_ms: 29.5, client_ms: Some(50.25), before: 10, during: 20, rounds: 2, converged: true, start_bytes: 5, pause_bytes: 30, rate_since_start: 1.5, first_round_us: Some(7), paused_at_us: 9, after_window: false, appends_failed: 4, shed: 1, aborted: 1, aborted_pause_ms: 12.5 };
+        let m = Measured { seed: 3, server_ms: 29.5, client_ms: Some(50.25), before: 10, during: 20, rounds: 2, converged: true, start_bytes: 5, pause_bytes: 30, rate_since_start: 1.5, first_round_us: Some(7), paused_at_us: 9, after_window: false, appends_failed: 4, shed: 1, aborted: 1, aborted_pause_ms: 12.5, move_latency_ms: Some([20.5, 310.25]), base_latency_ms: Some([18.0, 40.125]), latency_n: [70, 2500] };
         let missing = Measured { seed: 4, appends_failed: 2, aborted: 1, aborted_pause_ms: 1260.0, ..Default::default() };
-        let r = CellResult { cell: cell.clone(), skipped: None, runs: vec![m.clone()], no_handoff: 1, missing: vec![missing.clone()], failed: Vec::new() };
+        let r = CellResult { runs: vec![m.clone()], no_handoff: 1, missing: vec![missing.clone()], ..CellResult::empty(&cell) };
         let back = read_csv(&csv(&[r]), std::slice::from_ref(&cell)).unwrap();
         assert_eq!(back.len(), 1);
         let b = &back[0];
@@ -418,7 +487,8 @@ mod tests {
         let (x, y) = (&b.runs[0], &b.missing[0]);
         assert_eq!((x.seed, x.server_ms, x.client_ms, x.before, x.during, x.rounds, x.converged), (3, 29.5, Some(50.25), 10, 20, 2, true));
         assert_eq!((x.start_bytes, x.pause_bytes, x.first_round_us, x.paused_at_us, x.appends_failed, x.shed, x.aborted, x.aborted_pause_ms), (5, 30, Some(7), 9, 4, 1, 1, 12.5));
-        assert_eq!((y.seed, y.appends_failed, y.aborted, y.aborted_pause_ms), (4, 2, 1, 1260.0));
+        assert_eq!((x.move_latency_ms, x.base_latency_ms, x.latency_n), (Some([20.5, 310.25]), Some([18.0, 40.125]), [70, 2500]));
+        assert_eq!((y.seed, y.appends_failed, y.aborted, y.aborted_pause_ms, y.move_latency_ms), (4, 2, 1, 1260.0, None));
         let old = "strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged\npre-copy,1048576,0.05,1073741824,false,12,29.916,,0,2044696,1,true\n";
         let back = read_csv(old, std::slice::from_ref(&cell)).unwrap();
         assert_eq!((back[0].runs.len(), back[0].runs[0].seed, back[0].runs[0].client_ms, back[0].runs[0].paused_at_us), (1, 12, None, 0));
@@ -432,7 +502,7 @@ mod tests {
     /// lower, pre-copy elsewhere.
     #[test]
     fn wins_names_the_sizes_where_each_strategy_pauses_less() {
-        let cell = |st: Strategy, size: u64| CellResult { cell: Cell { strategy: st, size, ratio: 0.5, bandwidth: GIB, faults: false }, skipped: None, runs: Vec::new(), no_handoff: 0, missing: Vec::new(), failed: Vec::new() };
+        let cell = |st: Strategy, size: u64| CellResult::empty(&Cell { strategy: st, size, ratio: 0.5, bandwidth: GIB, faults: false });
         let mut results = Vec::new();
         for (size, stop, pre) in [(MIB, 100.0, 130.0), (16 * MIB, 200.0, 240.0), (GIB, 1300.0, 330.0)] {
             for (st, v) in [(Strategy::StopAndCopy, stop), (Strategy::PreCopy, pre)] {
