@@ -22,16 +22,21 @@ pub enum Goal {
     RoutedOnStaleMap,
     /// A move's target was told to finish while its copy did not match the source's digest.
     FinishWithDivergedCopy,
+    /// A manager's command for a range (a pause, a release, an open) reached a server that
+    /// holds the range at a newer epoch than the command names: the command outlived the flow
+    /// that sent it (held or duplicated in the network, or sent by a deposed leader).
+    StaleRangeCommand,
 }
 
 impl Goal {
     /// Every goal with its name and what it means.
-    pub const ALL: [(Goal, &'static str, &'static str); 5] = [
+    pub const ALL: [(Goal, &'static str, &'static str); 6] = [
         (Goal::AdmitNearLeaseEnd, "admit_near_lease_end", "a server admitted an append less than 100 ms before its lease ran out"),
         (Goal::MovePauseUnanswered, "move_pause_unanswered", "a move's source did not answer the leader's pause in time"),
         (Goal::ReshapePauseUnanswered, "reshape_pause_unanswered", "a parent of a split or merge did not answer the leader's pause in time"),
         (Goal::RoutedOnStaleMap, "routed_on_stale_map", "a frontend had routed on a map two or more versions older than the one it fetched"),
         (Goal::FinishWithDivergedCopy, "finish_with_diverged_copy", "a move's target was asked to finish with a copy that did not match the source"),
+        (Goal::StaleRangeCommand, "stale_range_command", "a manager's pause, release or open reached a server holding the range at a newer epoch than the command named"),
     ];
 
     /// The goal's name.

@@ -500,6 +500,7 @@ impl ServerCore {
         }
         if let Some(held) = self.ranges.get_mut(&row.id) {
             if held.row.epoch > row.epoch {
+                self.out.goal(Goal::StaleRangeCommand);
                 return Err(format!("{} held at newer {}", row.id, held.row.epoch));
             }
             if held.row.epoch == row.epoch {
@@ -641,11 +642,20 @@ impl ServerCore {
         Ok(())
     }
 
+    /// Goal `stale_range_command` when this server holds `range` at a newer epoch than
+    /// `epoch`, the one a manager's command names (whatever the command then does).
+    fn note_stale_command(&mut self, range: RangeId, epoch: Epoch) {
+        if self.ranges.get(&range).is_some_and(|h| h.row.epoch > epoch) {
+            self.out.goal(Goal::StaleRangeCommand);
+        }
+    }
+
     /// Pause `range` at `epoch` for a planned move: from now on it admits nothing and answers
     /// no reads, from `now_us` (the server's clock) on. Idempotent. Errors: the range is not held
     /// at that epoch.
     pub fn pause(&mut self, range: RangeId, epoch: Epoch, now_us: u64) -> Result<(), String> {
         let me = self.id;
+        self.note_stale_command(range, epoch);
         let skip = self.mutated(Mutation::ServerSkipsEpochCheck);
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch || skip).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
         if !held.paused {
@@ -668,6 +678,7 @@ impl ServerCore {
     /// The move (or split or merge) committed: drop the paused `range` at `epoch` and remember
     /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
+        self.note_stale_command(range, epoch);
         if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.mutated(Mutation::ServerSkipsEpochCheck)) {
             self.out.event(Event::Dropped { server: self.id, range, epoch: held.row.epoch, reason: "moved".into() });
             self.ranges.remove(&range);

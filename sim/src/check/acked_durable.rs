@@ -169,7 +169,7 @@ mod tests {
         let evs = vec![recovered(0, 0), row(1, 1), activated(1, 1, 1), invoke, admit, effect(5, 7, 0), acked(9, 7), recovered(20, 0), row(2, 2), fence, activated(41, 2, 2)];
         // The final reads found k1 empty, and so do the streams.
         let served = crate::check::no_lost_append::Content::from([(b"k1".to_vec(), Vec::new())]);
-        let views = crate::check::judge(&evs, &served, &Default::default(), &[]);
+        let views = crate::check::judge(&evs, &served, &Default::default(), &[], &Default::default());
         // The map checkers need the authority's log, which this history leaves out.
         let judged = views.iter().filter(|v| !matches!(v.property, "map_tiles" | "manager_exclusive"));
         let violated: Vec<(&str, &str)> = judged.filter(|v| v.violation.is_some()).map(|v| (v.property, v.view)).collect();

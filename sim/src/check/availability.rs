@@ -190,7 +190,7 @@ impl<'m> LiveRows<'m> {
 }
 
 /// The nodes a fault touches (its target, or both ends of a link, or one side of a cut).
-fn touches(fault: &Fault) -> Vec<&str> {
+pub(crate) fn touches(fault: &Fault) -> Vec<&str> {
     match fault {
         Fault::Crash(n) | Fault::Isolate(n) | Fault::Pause(n) | Fault::SlowDisk(n, _) => vec![n.as_str()],
         Fault::Split(side) => side.iter().map(String::as_str).collect(),

@@ -1,4 +1,5 @@
-//! The judge: every view of every safety property over one run's history, what the system
+//! The judge: every view of every property judged from one run's history (all but the
+//! liveness probe's), what the system
 //! serves and what it durably holds, each view's CPU time counted for `bench`. With
 //! [`super::PROPERTIES`] it is the one registry of properties: the run's verdicts, the summary
 //! and the sweep's table follow it.
@@ -89,10 +90,13 @@ pub fn legacy_violation(events: &[Event], views: &[View], served: &Content, stor
 /// (`served`, the final strong reads, judged on the keys they answered), what the store's
 /// streams hold (`stored`), and the authority's durable log (`durable`). When the served and
 /// stored views of the final content disagree on a key that was read, `no_lost_append` fails on
-/// the disagreement.
-pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord]) -> Vec<View> {
+/// the disagreement. `knobs` (the run's) give `no_stuck_range` its bound
+/// ([`check::stuck_range::bound_ms`]).
+pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[partmap::lock::LockRecord], knobs: &crate::scenario::KnobsSpec) -> Vec<View> {
     let from = crate::cpu::thread_cpu_ns();
-    let views = judge_views(events, served, stored, durable);
+    let mut views = judge_views(events, served, stored, durable);
+    let bound = check::stuck_range::bound_ms(knobs.lease_ms, knobs.manager_tick_ms, knobs.rpc_timeout_ms);
+    views.push(checker_timed("no_stuck_range", "history", || View::of("no_stuck_range", "history", check::stuck_range::check(events, bound, knobs.lease_ms))));
     CHECKER_CPU_NS.with(|n| n.set(n.get() + crate::cpu::thread_cpu_ns() - from));
     views
 }

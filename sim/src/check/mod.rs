@@ -10,6 +10,7 @@
 //! | `reads_consistent` | always | [`reads_consistent`] | reads against the served content |
 //! | `map_tiles` | always | [`map_tiles`] | durable (the authority's log), announced (commit and restore events) |
 //! | `manager_exclusive` | always | [`manager_exclusive`] | durable, announced |
+//! | `no_stuck_range` | eventually | [`stuck_range`] | history (a pause outlives every flow of its range) |
 //! | `liveness` | eventually | the probe in [`crate::workload::probe`] | every range takes an append, every appended key is read |
 //!
 //! Every clause of every property, with its one-line definition and its views, is listed once
@@ -26,6 +27,7 @@ pub mod no_lost_append;
 pub mod pool;
 pub mod reads_consistent;
 pub mod single_writer;
+pub mod stuck_range;
 
 use partmap::ids::{Key, OpId};
 
@@ -53,12 +55,13 @@ impl Kind {
 
 /// Every property with its kind, in report order: the one list the run's verdicts, the summary
 /// and the sweep's table follow.
-pub const PROPERTIES: [(&str, Kind); 6] = [
+pub const PROPERTIES: [(&str, Kind); 7] = [
     ("single_writer", Kind::Always),
     ("no_lost_append", Kind::Always),
     ("reads_consistent", Kind::Always),
     ("map_tiles", Kind::Always),
     ("manager_exclusive", Kind::Always),
+    ("no_stuck_range", Kind::Eventually),
     ("liveness", Kind::Eventually),
 ];
 

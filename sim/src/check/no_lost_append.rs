@@ -315,16 +315,16 @@ mod tests {
         let of = |views: &[crate::check::View], property: &str, view: &str| views.iter().find(|v| v.property == property && v.view == view).and_then(|v| v.violation.clone());
         // Both lost c1.1 (the same bytes): both views say so.
         let lost = content(&[(1, 2)]);
-        let views = crate::check::judge(&h, &lost, &lost, &[]);
+        let views = crate::check::judge(&h, &lost, &lost, &[], &Default::default());
         assert!(of(&views, "no_lost_append", "served").is_some_and(|v| v.starts_with("served")));
         assert!(of(&views, "no_lost_append", "stored").is_some_and(|v| v.starts_with("stored")), "{views:?}");
         // The live system serves it, the streams lost it: the stored view alone.
-        let views = crate::check::judge(&h, &content(&[(1, 1), (1, 2)]), &lost, &[]);
+        let views = crate::check::judge(&h, &content(&[(1, 1), (1, 2)]), &lost, &[], &Default::default());
         assert!(of(&views, "no_lost_append", "served").is_none());
         assert!(of(&views, "no_lost_append", "stored").is_some_and(|v| v.contains("c1.1")), "{views:?}");
         // Both sound: both pass.
         let good = content(&[(1, 1), (1, 2)]);
-        let views = crate::check::judge(&h, &good, &good, &[]);
+        let views = crate::check::judge(&h, &good, &good, &[], &Default::default());
         assert!(of(&views, "no_lost_append", "stored").is_none() && of(&views, "reads_consistent", "stored").is_none());
     }
 }

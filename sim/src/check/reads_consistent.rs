@@ -197,13 +197,13 @@ mod tests {
         let both = Content::from([(b"k1".to_vec(), [a.clone(), b.clone()].concat())]);
         let evs = vec![invoke(1, ClientOp::Append, 1, None), acked(2, 1), invoke(3, ClientOp::Read, 3, None), read_done(4, 3, &[])];
         let of = |views: &[crate::check::View], view: &str| views.iter().find(|v| v.property == "reads_consistent" && v.view == view).and_then(|v| v.violation.clone());
-        let views = crate::check::judge(&evs, &both, &both, &[]);
+        let views = crate::check::judge(&evs, &both, &both, &[], &Default::default());
         assert!(of(&views, "served").is_some_and(|v| v.contains("missing c1.1")));
         assert!(of(&views, "stored").is_some_and(|v| v.contains("missing c1.1")), "{views:?}");
         // A read of a: served holds a, the streams b then a: the stored view alone finds that
         // the read is not a prefix of what it holds.
         let evs = vec![invoke(1, ClientOp::Append, 1, None), acked(2, 1), invoke(3, ClientOp::Read, 3, None), read_done(4, 3, &a)];
-        let views = crate::check::judge(&evs, &Content::from([(b"k1".to_vec(), a.clone())]), &Content::from([(b"k1".to_vec(), [b, a].concat())]), &[]);
+        let views = crate::check::judge(&evs, &Content::from([(b"k1".to_vec(), a.clone())]), &Content::from([(b"k1".to_vec(), [b, a].concat())]), &[], &Default::default());
         assert!(of(&views, "served").is_none(), "{views:?}");
         assert!(of(&views, "stored").is_some_and(|v| v.contains("not a prefix")), "{views:?}");
     }

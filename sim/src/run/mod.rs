@@ -377,7 +377,7 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let ops = OpCounts::of(&events);
     let liveness = (!probe.live).then(|| format!("not live {} s after the heal: {}", opts.scenario.heal.liveness_deadline_s, probe.detail));
     let served = &probe.served;
-    let views = check::judge(&events, served, &stored, &durable_map);
+    let views = check::judge(&events, served, &stored, &durable_map, &scenario_run.knobs);
     let legacy = opts.mutation.and_then(|_| check::legacy_violation(&events, &views, served, &stored));
     let verdicts = verdicts(&views, liveness);
     let (handoffs, superseded_handoffs): (Vec<_>, Vec<_>) = crate::measure::handoff::handoffs(&events).into_iter().partition(|h| h.committed);
@@ -420,20 +420,20 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     }
 }
 
-/// Every property's verdict, in [`check::PROPERTIES`] order: a safety property's first
-/// violated view (its message and evidence), and liveness from the probe (`liveness`: why the
+/// Every property's verdict, in [`check::PROPERTIES`] order: a judged property's first
+/// violated view (its message and evidence), and `liveness` from the probe (`liveness`: why the
 /// system was not live after the heal).
 fn verdicts(views: &[View], liveness: Option<String>) -> Vec<Verdict> {
-    let verdict = |property: &'static str| {
+    let verdict = |property: &'static str, kind: Kind| {
         let first = views.iter().find(|v| v.property == property && v.violation.is_some());
-        Verdict { property, kind: Kind::Always, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
+        Verdict { property, kind, violation: first.and_then(|v| v.violation.clone()), evidence: first.map(|v| v.evidence.clone()).unwrap_or_default() }
     };
     let mut liveness = liveness;
     check::PROPERTIES
         .iter()
-        .map(|&(property, kind)| match kind {
-            Kind::Always => verdict(property),
-            Kind::Eventually => Verdict { property, kind, violation: liveness.take(), evidence: Default::default() },
+        .map(|&(property, kind)| match property {
+            "liveness" => Verdict { property, kind, violation: liveness.take(), evidence: Default::default() },
+            _ => verdict(property, kind),
         })
         .collect()
 }
