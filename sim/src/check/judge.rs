@@ -96,6 +96,7 @@ pub fn judge(events: &[Event], served: &Content, stored: &Content, durable: &[pa
     let from = crate::cpu::thread_cpu_ns();
     let mut views = judge_views(events, served, stored, durable);
     let bound = check::stuck_range::bound_ms(knobs.lease_ms, knobs.manager_tick_ms, knobs.rpc_timeout_ms);
+    views.push(checker_timed("handoff_in_order", "history", || View::of("handoff_in_order", "history", check::handoff_order::check(events))));
     views.push(checker_timed("no_stuck_range", "history", || View::of("no_stuck_range", "history", check::stuck_range::check(events, bound, knobs.lease_ms))));
     CHECKER_CPU_NS.with(|n| n.set(n.get() + crate::cpu::thread_cpu_ns() - from));
     views

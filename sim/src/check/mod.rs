@@ -10,6 +10,7 @@
 //! | `reads_consistent` | always | [`reads_consistent`] | reads against the served content |
 //! | `map_tiles` | always | [`map_tiles`] | durable (the authority's log), announced (commit and restore events) |
 //! | `manager_exclusive` | always | [`manager_exclusive`] | durable, announced |
+//! | `handoff_in_order` | always | [`handoff_order`] | history (a pause, commit or release out of its flow's order) |
 //! | `no_stuck_range` | eventually | [`stuck_range`] | history (a pause outlives every flow of its range) |
 //! | `liveness` | eventually | the probe in [`crate::workload::probe`] | every range takes an append, every appended key is read |
 //!
@@ -19,6 +20,7 @@
 pub mod acked_durable;
 pub mod availability;
 pub mod clauses;
+pub mod handoff_order;
 pub mod index;
 pub mod judge;
 pub mod manager_exclusive;
@@ -55,12 +57,13 @@ impl Kind {
 
 /// Every property with its kind, in report order: the one list the run's verdicts, the summary
 /// and the sweep's table follow.
-pub const PROPERTIES: [(&str, Kind); 7] = [
+pub const PROPERTIES: [(&str, Kind); 8] = [
     ("single_writer", Kind::Always),
     ("no_lost_append", Kind::Always),
     ("reads_consistent", Kind::Always),
     ("map_tiles", Kind::Always),
     ("manager_exclusive", Kind::Always),
+    ("handoff_in_order", Kind::Always),
     ("no_stuck_range", Kind::Eventually),
     ("liveness", Kind::Eventually),
 ];

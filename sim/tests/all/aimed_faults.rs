@@ -117,8 +117,9 @@ fn nemesis_stale_owner_writes_land_in_the_takeover() {
 /// A pause held past its move: the leader's first pause to the source is held while the
 /// target crashes, so the move aborts and the range is reopened at the source at a newer
 /// epoch; the old pause then arrives. The correct source refuses it (it names the old
-/// epoch); with `server-skips-epoch-check` it pauses the range at the new epoch, and no
-/// flow resumes it (liveness fails).
+/// epoch); with `server-skips-epoch-check` it pauses the range at the new epoch, which no
+/// flow journaled (`handoff_in_order` fails at the pause), and no flow resumes it
+/// (`no_stuck_range` and liveness fail too).
 #[test]
 fn nemesis_late_pause_outlives_its_aborted_move() {
     let on = |delay: u64| format!(r#""on": {{"event": "precopied", "node": {{"role": "move-target"}}, "delay_ms": {delay}}}"#);
@@ -136,5 +137,9 @@ fn nemesis_late_pause_outlives_its_aborted_move() {
     let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "late-pause.json".into(), mutation, trace: false, echo_header: false });
     assert_eq!(run(None).outcome(), RunOutcome::Pass);
     let mutated = run(Some(partmap::config::Mutation::ServerSkipsEpochCheck));
-    assert_eq!(mutated.outcome(), RunOutcome::LivenessFailure, "{:?}", mutated.verdicts);
+    assert_eq!(mutated.outcome(), RunOutcome::SafetyViolation, "{:?}", mutated.verdicts);
+    let failed: Vec<&str> = mutated.verdicts.iter().filter(|v| v.violation.is_some()).map(|v| v.property).collect();
+    assert_eq!(failed, ["handoff_in_order", "no_stuck_range", "liveness"], "{:?}", mutated.verdicts);
+    let pause = mutated.verdicts.iter().find(|v| v.property == "handoff_in_order").and_then(|v| v.violation.clone()).unwrap_or_default();
+    assert!(pause.contains("server-1 paused r1 at epoch 4") && pause.contains("no map version up to then journaled"), "{pause}");
 }

@@ -1,0 +1,262 @@
+//! `handoff_in_order` (always, judged from the history): every handoff (a move, split or
+//! merge) takes its steps in the order the protocol gives them (DESIGN.md, "Handoffs"), and no
+//! server acts on a step of a handoff that is not, or no longer, the range's. Three clauses:
+//!
+//! 1. **A pause belongs to a journaled flow.** A server pauses range `r` at epoch `e` only if
+//!    some map version up to then journaled a move of `r` from `e`, or a split or merge with `r`
+//!    at `e` among its parents. (The leader journals the pause before it sends one.) A pause
+//!    delayed in the network from a flow that ended must be refused once the range moved on to
+//!    a newer epoch; acting on it pauses a range that no flow will ever resume.
+//! 2. **A commit follows the drain.** A move commits only after its source reported the range
+//!    drained at the move's source epoch, and a split or merge only after every parent's owner
+//!    reported that parent drained at its journaled epoch, both since the flow was journaled.
+//!    A commit without it hands the range on while the old owner may still admit appends or
+//!    answer strong reads (a pause that was never answered, a timeout taken for success).
+//! 3. **A release follows the commit.** A server drops a range as moved (the leader's release)
+//!    only once the map current at the authority no longer names it the range's live owner at
+//!    that epoch. A release delayed in the network from an earlier flow must be refused once the
+//!    server holds the range at a newer epoch; acting on it leaves the map's owner without the
+//!    range.
+//!
+//! The checker needs no timing bound: each clause is judged at the step itself, so a wrong
+//! step is caught even when the next move of the range heals it a moment later (which is why
+//! these steps escaped `no_stuck_range` and the liveness probe).
+//!
+//! Read from the servers' `paused`, `drained` and `dropped` events and the maps of the
+//! authority's `map_commit` and `map_restored` events (rows and the journal of moves, splits
+//! and merges).
+
+use super::{secs, Violation};
+use crate::events::{Event, Sys, What};
+use partmap::map::{PartitionMap, RangeState};
+use std::collections::BTreeMap;
+
+/// `(range, epoch)`, ids as numbers.
+type RangeAt = (u64, u64);
+
+/// What the checker remembers of the history so far.
+#[derive(Default)]
+struct Seen {
+    /// Every flow source the journal ever named, `(range, epoch)`, with when it was first
+    /// journaled, µs.
+    journaled: BTreeMap<RangeAt, u64>,
+    /// Every `drained` report, `(server, range, epoch)`, with its last time, µs.
+    drained: BTreeMap<(u32, u64, u64), u64>,
+}
+
+impl Seen {
+    /// Note the flow sources `map` journals, at `t_us`.
+    fn journal(&mut self, map: &PartitionMap, t_us: u64) {
+        for t in map.transfers.values() {
+            self.journaled.entry((t.range.0, t.from_epoch.0)).or_insert(t_us);
+        }
+        for r in map.reshapes.values() {
+            for (p, e) in &r.parents {
+                self.journaled.entry((p.0, e.0)).or_insert(t_us);
+            }
+        }
+    }
+
+    /// Whether `server` reported `range` drained at `epoch` since the flow from there was
+    /// journaled.
+    fn drained_since_journaled(&self, server: u32, range: u64, epoch: u64) -> bool {
+        let since = self.journaled.get(&(range, epoch)).copied().unwrap_or(0);
+        self.drained.get(&(server, range, epoch)).is_some_and(|&t| t >= since)
+    }
+}
+
+/// The handoff sources `before` journals that `after` committed, as `(server, range, epoch,
+/// what)`: a move whose row now carries its target and new epoch, and every parent of a split
+/// or merge whose parents are all retired in `after`.
+fn committed_sources(before: &PartitionMap, after: &PartitionMap) -> Vec<(u32, u64, u64, &'static str)> {
+    let mut out = Vec::new();
+    for t in before.transfers.values() {
+        let Some(row) = after.rows.get(&t.range) else { continue };
+        if row.epoch == t.epoch && row.owner == Some(t.to.0) && !after.transfers.contains_key(&t.range) {
+            out.push((t.from.0 .0, t.range.0, t.from_epoch.0, "move"));
+        }
+    }
+    for (first, r) in &before.reshapes {
+        if after.reshapes.contains_key(first) {
+            continue;
+        }
+        let retired = r.parents.iter().all(|(p, _)| after.rows.get(p).is_some_and(|row| row.state == RangeState::Retired));
+        if !retired {
+            continue; // aborted, or dropped by a failover of a parent
+        }
+        let what = match r.kind {
+            partmap::map::ReshapeKind::Split => "split",
+            partmap::map::ReshapeKind::Merge => "merge",
+        };
+        for (p, e) in &r.parents {
+            let Some(owner) = before.rows.get(p).and_then(|row| row.owner) else { continue };
+            out.push((owner.0, p.0, e.0, what));
+        }
+    }
+    out
+}
+
+/// The check over `events`. Errors: the first step out of order, with the server, range,
+/// epoch and time.
+pub fn check(events: &[Event]) -> Result<(), Violation> {
+    let mut seen = Seen::default();
+    let mut map: Option<&PartitionMap> = None;
+    for ev in events {
+        let t = ev.t_us;
+        match &ev.what {
+            What::Sys(Sys::MapCommit { map: after, .. } | Sys::MapRestored { map: after, .. }) => {
+                let after: &PartitionMap = after;
+                if let Some(before) = map {
+                    for (s, r, e, what) in committed_sources(before, after) {
+                        if !seen.drained_since_journaled(s, r, e) {
+                            return Err(Violation::new(format!(
+                                "the {what} of r{r} from server-{s} at epoch {e} committed at {} (map version {}) but server-{s} never reported r{r} drained at epoch {e} since the {what} was journaled",
+                                secs(t),
+                                after.version
+                            ))
+                            .at(t)
+                            .server(s)
+                            .range(r));
+                        }
+                    }
+                }
+                seen.journal(after, t);
+                map = Some(after);
+            }
+            What::Sys(Sys::Drained { server, range, epoch, .. }) => {
+                seen.drained.insert((server.0, range.0, epoch.0), t);
+            }
+            What::Sys(Sys::Paused { server, range, epoch }) => {
+                if !seen.journaled.contains_key(&(range.0, epoch.0)) {
+                    return Err(Violation::new(format!(
+                        "server-{} paused r{} at epoch {} at {}, but no map version up to then journaled a move, split or merge of r{} from epoch {}: a pause with no flow to resume it",
+                        server.0,
+                        range.0,
+                        epoch.0,
+                        secs(t),
+                        range.0,
+                        epoch.0
+                    ))
+                    .at(t)
+                    .server(server.0)
+                    .range(range.0));
+                }
+            }
+            What::Sys(Sys::Dropped { server, range, epoch, reason }) if reason == "moved" => {
+                let owned = map.and_then(|m| m.rows.get(range)).is_some_and(|row| row.state != RangeState::Retired && row.owner == Some(*server) && row.epoch == *epoch);
+                if owned {
+                    return Err(Violation::new(format!(
+                        "server-{} dropped r{} at epoch {} as moved at {}, but the map current at the authority (version {}) still names it the range's owner at that epoch: no move, split or merge of r{} from there had committed",
+                        server.0,
+                        range.0,
+                        epoch.0,
+                        secs(t),
+                        map.map_or(0, |m| m.version),
+                        range.0
+                    ))
+                    .at(t)
+                    .server(server.0)
+                    .range(range.0));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::testkit::{at, commit, map_of};
+    use partmap::ids::{Epoch, RangeId, ServerId};
+    use partmap::map::{ChildPlan, Reshape, ReshapeKind, Strategy, Transfer, TransferPhase};
+    use partmap::msg::StreamDigest;
+
+    fn paused(t_us: u64, server: u32, range: u64, epoch: u64) -> Event {
+        at(t_us, Sys::Paused { server: ServerId(server), range: RangeId(range), epoch: Epoch(epoch) })
+    }
+
+    fn drained(t_us: u64, server: u32, range: u64, epoch: u64) -> Event {
+        at(t_us, Sys::Drained { server: ServerId(server), range: RangeId(range), epoch: Epoch(epoch), digest: StreamDigest::default() })
+    }
+
+    fn dropped(t_us: u64, server: u32, range: u64, epoch: u64, reason: &str) -> Event {
+        at(t_us, Sys::Dropped { server: ServerId(server), range: RangeId(range), epoch: Epoch(epoch), reason: reason.into() })
+    }
+
+    /// r1 at server-1, epoch 1, in a move to server-2 at epoch 2 (journaled, paused).
+    fn moving(version: u64) -> PartitionMap {
+        let mut m = map_of(version, &[(1, "", None, 1, 1, "paused")]);
+        let t = Transfer { range: RangeId(1), from: (ServerId(1), 1), from_epoch: Epoch(1), to: (ServerId(2), 1), epoch: Epoch(2), strategy: Strategy::StopAndCopy, phase: TransferPhase::Paused };
+        m.transfers.insert(RangeId(1), t);
+        m
+    }
+
+    /// The move's commit: r1 at server-2, epoch 2.
+    fn moved(version: u64) -> PartitionMap {
+        map_of(version, &[(1, "", None, 2, 2, "active")])
+    }
+
+    /// A move in order (journal, pause, drain, commit, release) holds; a pause at an epoch no
+    /// flow journaled (the rolled-back range's newer epoch) is caught at once.
+    #[test]
+    fn handoff_order_a_pause_needs_a_journaled_flow() {
+        let in_order = vec![commit(1, 1_000, map_of(1, &[(1, "", None, 1, 1, "active")])), commit(1, 2_000, moving(2)), paused(3_000, 1, 1, 1), drained(3_100, 1, 1, 1), commit(1, 4_000, moved(3)), dropped(5_000, 1, 1, 1, "moved")];
+        check(&in_order).expect("a move in order");
+        let stale = vec![commit(1, 1_000, map_of(1, &[(1, "", None, 1, 3, "active")])), paused(3_000, 1, 1, 3)];
+        let err = check(&stale).expect_err("a pause with no flow");
+        assert!(err.contains("server-1 paused r1 at epoch 3 at 0.003000s") && err.contains("no map version up to then journaled"), "{err}");
+        assert_eq!((err.evidence.servers.clone(), err.evidence.ranges.clone()), (vec![1], vec![1]));
+        // The late pause of an aborted flow, at the epoch it names, is one of the journaled.
+        let late = vec![commit(1, 2_000, moving(2)), commit(1, 2_500, map_of(3, &[(1, "", None, 1, 1, "active")])), paused(3_000, 1, 1, 1)];
+        check(&late).expect("journaled once");
+    }
+
+    /// A move that commits without its source's drain report, or with a drain from before the
+    /// move was journaled, is caught at the commit.
+    #[test]
+    fn handoff_order_a_commit_needs_the_sources_drain() {
+        let undrained = vec![commit(1, 2_000, moving(2)), paused(3_000, 1, 1, 1), commit(1, 4_000, moved(3))];
+        let err = check(&undrained).expect_err("committed undrained");
+        assert!(err.contains("the move of r1 from server-1 at epoch 1 committed at 0.004000s (map version 3) but server-1 never reported r1 drained"), "{err}");
+        let too_early = vec![drained(1_000, 1, 1, 1), commit(1, 2_000, moving(2)), commit(1, 4_000, moved(3))];
+        check(&too_early).expect_err("a drain from before the journal counts for nothing");
+        // An abort (the row stays at the source) is no commit.
+        let aborted = vec![commit(1, 2_000, moving(2)), commit(1, 4_000, map_of(3, &[(1, "", None, 1, 1, "paused")]))];
+        check(&aborted).expect("no commit");
+    }
+
+    /// A split whose parent never drained is caught when the parent retires; with the drain it
+    /// holds.
+    #[test]
+    fn handoff_order_a_split_needs_every_parent_drained() {
+        let mut splitting = map_of(2, &[(1, "", None, 1, 1, "paused")]);
+        let child = |id: u64, start: &str, end: Option<&str>| ChildPlan { id: RangeId(id), start: start.into(), end: end.map(Into::into), owner: (ServerId(2), 1), epoch: Epoch(id) };
+        let r = Reshape { kind: ReshapeKind::Split, parents: vec![(RangeId(1), Epoch(1))], children: vec![child(2, "", Some("k5")), child(3, "k5", None)], phase: TransferPhase::Paused };
+        splitting.reshapes.insert(RangeId(1), r);
+        let split = map_of(3, &[(1, "", None, 1, 1, "retired"), (2, "", Some("k5"), 2, 2, "active"), (3, "k5", None, 2, 3, "active")]);
+        let history = |drain: bool| {
+            let mut h = vec![commit(1, 2_000, splitting.clone()), paused(3_000, 1, 1, 1)];
+            if drain {
+                h.push(drained(3_100, 1, 1, 1));
+            }
+            h.push(commit(1, 4_000, split.clone()));
+            h
+        };
+        let err = check(&history(false)).expect_err("parent undrained");
+        assert!(err.contains("the split of r1 from server-1 at epoch 1 committed"), "{err}");
+        check(&history(true)).expect("drained first");
+    }
+
+    /// A release that drops a range the map still gives its server at that epoch is caught;
+    /// drops for other reasons are not this clause's.
+    #[test]
+    fn handoff_order_a_release_needs_the_commit() {
+        let early = vec![commit(1, 2_000, moving(2)), paused(3_000, 1, 1, 1), dropped(3_500, 1, 1, 1, "moved")];
+        let err = check(&early).expect_err("released before the commit");
+        assert!(err.contains("server-1 dropped r1 at epoch 1 as moved at 0.003500s, but the map current at the authority (version 2) still names it"), "{err}");
+        let fenced = vec![commit(1, 2_000, moving(2)), dropped(3_500, 1, 1, 1, "fenced")];
+        check(&fenced).expect("a fence is not a release");
+    }
+}
