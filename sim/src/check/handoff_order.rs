@@ -18,12 +18,21 @@
 //!    server holds the range at a newer epoch; acting on it leaves the map's owner without the
 //!    range.
 //!
+//! 4. **A failover waits for the session.** The map gives a live range owned by server `S`
+//!    under session `x` to another server or session, other than by committing a move, only
+//!    once the authority ended session `x` (its lease expired, or `S` registered anew after a
+//!    restart: a `renewed` of a newer session, or a map version naming one). Before that `S` may still serve the range under its lease; a leader that
+//!    reassigns early (a missed renewal or a missing load report taken for a death) makes two
+//!    owners at once, which the other properties see only if a request reaches the old owner in
+//!    the window.
+//!
 //! The checker needs no timing bound: each clause is judged at the step itself, so a wrong
 //! step is caught even when the next move of the range heals it a moment later (which is why
 //! these steps escaped `no_stuck_range` and the liveness probe).
 //!
-//! Read from the servers' `paused`, `drained` and `dropped` events and the maps of the
-//! authority's `map_commit` and `map_restored` events (rows and the journal of moves, splits
+//! Read from the servers' `paused`, `drained` and `dropped` events, the authority's
+//! `lease_expired` and `session_expired` events and the maps of its `map_commit` and
+//! `map_restored` events (rows and the journal of moves, splits
 //! and merges).
 
 use super::{secs, Violation};
@@ -42,6 +51,18 @@ struct Seen {
     journaled: BTreeMap<RangeAt, u64>,
     /// Every `drained` report, `(server, range, epoch)`, with its last time, µs.
     drained: BTreeMap<(u32, u64, u64), u64>,
+    /// Every session the authority ended, `(server, session)`.
+    ended: std::collections::BTreeSet<(u32, u64)>,
+    /// The newest session each server renewed, or a map named it under: the authority keeps one
+    /// session per server, so granting it ended every older one.
+    newest: BTreeMap<u32, u64>,
+}
+
+impl Seen {
+    /// Whether the authority ended `server`'s `session`.
+    fn ended(&self, server: u32, session: u64) -> bool {
+        self.ended.contains(&(server, session)) || self.newest.get(&server).is_some_and(|&n| n > session)
+    }
 }
 
 impl Seen {
@@ -96,6 +117,28 @@ fn committed_sources(before: &PartitionMap, after: &PartitionMap) -> Vec<(u32, u
     out
 }
 
+/// The live rows of `before` that `after` gives to another server or session other than by
+/// committing the move `before` journals for them, as `(range, old owner, its session, new
+/// owner, its session)`.
+fn reassigned(before: &PartitionMap, after: &PartitionMap) -> Vec<(u64, u32, u64, u32, u64)> {
+    let mut out = Vec::new();
+    for (id, old) in before.rows.live() {
+        let (Some(from), Some(new)) = (old.owner, after.rows.get(id)) else { continue };
+        if old.state == RangeState::Retired || new.state == RangeState::Retired {
+            continue;
+        }
+        let Some(to) = new.owner else { continue };
+        if (to, new.owner_session) == (from, old.owner_session) {
+            continue;
+        }
+        let moved = before.transfers.get(id).is_some_and(|t| t.to == (to, new.owner_session) && t.epoch == new.epoch);
+        if !moved {
+            out.push((id.0, from.0, old.owner_session, to.0, new.owner_session));
+        }
+    }
+    out
+}
+
 /// The check over `events`. Errors: the first step out of order, with the server, range,
 /// epoch and time.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
@@ -119,9 +162,36 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                             .range(r));
                         }
                     }
+                    // A map naming a server's session shows the authority granted it.
+                    for row in after.rows.live().values() {
+                        if let Some(o) = row.owner {
+                            let newest = seen.newest.entry(o.0).or_default();
+                            *newest = (*newest).max(row.owner_session);
+                        }
+                    }
+                    for (r, s, x, to, y) in reassigned(before, after) {
+                        if !seen.ended(s, x) {
+                            return Err(Violation::new(format!(
+                                "map version {} gave r{r} to server-{to} (session {y}) at {}, but the authority had not ended server-{s}'s session {x}, under which server-{s} owned it: its lease had not expired and it had not registered anew",
+                                after.version,
+                                secs(t)
+                            ))
+                            .at(t)
+                            .server(s)
+                            .server(to)
+                            .range(r));
+                        }
+                    }
                 }
                 seen.journal(after, t);
                 map = Some(after);
+            }
+            What::Sys(Sys::LeaseExpired { server, session } | Sys::SessionExpired { server, session }) => {
+                seen.ended.insert((server.0, *session));
+            }
+            What::Sys(Sys::Renewed { server, session, ok: true, .. }) => {
+                let newest = seen.newest.entry(server.0).or_default();
+                *newest = (*newest).max(*session);
             }
             What::Sys(Sys::Drained { server, range, epoch, .. }) => {
                 seen.drained.insert((server.0, range.0, epoch.0), t);
@@ -258,5 +328,24 @@ mod tests {
         assert!(err.contains("server-1 dropped r1 at epoch 1 as moved at 0.003500s, but the map current at the authority (version 2) still names it"), "{err}");
         let fenced = vec![commit(1, 2_000, moving(2)), dropped(3_500, 1, 1, 1, "fenced")];
         check(&fenced).expect("a fence is not a release");
+    }
+
+    /// A failover that gives r1 away while its owner's session is live is caught; after the
+    /// authority expired it, or once the owner registered anew, it holds.
+    #[test]
+    fn handoff_order_a_failover_waits_for_the_session() {
+        let owned = map_of(1, &[(1, "", None, 1, 1, "active")]);
+        let mut failed_over = map_of(2, &[(1, "", None, 2, 2, "preparing")]);
+        failed_over.rows.get_mut(&RangeId(1)).expect("row").owner_session = 7;
+        let early = vec![commit(1, 1_000, owned.clone()), commit(1, 2_000, failed_over.clone())];
+        let err = check(&early).expect_err("session 1 still live");
+        assert!(err.contains("map version 2 gave r1 to server-2 (session 7) at 0.002000s, but the authority had not ended server-1's session 1"), "{err}");
+        assert_eq!(err.evidence.servers, vec![1, 2]);
+        let expired = vec![commit(1, 1_000, owned.clone()), at(1_500, Sys::LeaseExpired { server: ServerId(1), session: 1 }), commit(1, 2_000, failed_over.clone())];
+        check(&expired).expect("expired first");
+        let renewed = vec![commit(1, 1_000, owned.clone()), at(1_500, Sys::Renewed { server: ServerId(1), session: 3, ok: true, valid_until_ms: 9 }), commit(1, 2_000, failed_over)];
+        check(&renewed).expect("server-1 registered anew");
+        // The move's commit is no failover.
+        check(&[commit(1, 2_000, moving(2)), drained(3_000, 1, 1, 1), commit(1, 4_000, moved(3))]).expect("a committed move");
     }
 }
