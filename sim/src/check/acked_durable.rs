@@ -166,7 +166,10 @@ mod tests {
         let invoke = Event { t_us: 2, what: What::Invoke { op: ClientOp::Append, id: ID, key: b"k1".to_vec(), bound_ms: None } };
         let admit = at(3, Sys::Admit { server: ServerId(1), session: 1, range: RangeId(1), epoch: Epoch(1), key: b"k1".to_vec(), id: ID });
         let fence = at(40, Sys::Fence { stream: RangeId(1), epoch: Epoch(2), length: 0 });
-        let evs = vec![recovered(0, 0), row(1, 1), activated(1, 1, 1), invoke, admit, effect(5, 7, 0), acked(9, 7), recovered(20, 0), row(2, 2), fence, activated(41, 2, 2)];
+        // server-1 fenced at epoch 1 before it served; its session ended before r1 went on.
+        let first_fence = at(1, Sys::Fence { stream: RangeId(1), epoch: Epoch(1), length: 0 });
+        let expired = at(30, Sys::LeaseExpired { server: ServerId(1), session: 1 });
+        let evs = vec![recovered(0, 0), row(1, 1), first_fence, activated(1, 1, 1), invoke, admit, effect(5, 7, 0), acked(9, 7), recovered(20, 0), expired, row(2, 2), fence, activated(41, 2, 2)];
         // The final reads found k1 empty, and so do the streams.
         let served = crate::check::no_lost_append::Content::from([(b"k1".to_vec(), Vec::new())]);
         let views = crate::check::judge(&evs, &served, &Default::default(), &[], &Default::default());
@@ -177,7 +180,7 @@ mod tests {
         // Without the restart the record is in the stream, at offset 0, past the fence's
         // sealed length 0: that would be an effect below a fence (single_writer's clause 4).
         let mut kept = evs.clone();
-        kept.remove(7);
+        kept.remove(8);
         assert!(crate::check::single_writer::check(&kept).unwrap_err().contains("past the fence"));
     }
 

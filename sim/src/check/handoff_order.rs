@@ -1,6 +1,7 @@
 //! `handoff_in_order` (always, judged from the history): every handoff (a move, split or
-//! merge) takes its steps in the order the protocol gives them (DESIGN.md, "Handoffs"), and no
-//! server acts on a step of a handoff that is not, or no longer, the range's. Three clauses:
+//! merge, and a failover) takes its steps in the order the protocol gives them (DESIGN.md, "The
+//! history and the verdicts"), and no server acts on a step of a handoff that is not, or no
+//! longer, the range's. Five clauses:
 //!
 //! 1. **A pause belongs to a journaled flow.** A server pauses range `r` at epoch `e` only if
 //!    some map version up to then journaled a move of `r` from `e`, or a split or merge with `r`
@@ -26,11 +27,18 @@
 //!    owners at once, which the other properties see only if a request reaches the old owner in
 //!    the window.
 //!
+//! 5. **An owner serves behind its fence.** A server activates range `r` at epoch `e` only
+//!    once the store raised `r`'s stream fence to at least `e`: a new owner (a move's target, a
+//!    child of a split or merge, a failover's or rollback's owner) must keep older writers out
+//!    before it serves, or an old owner's append in flight lands after the new owner loaded the
+//!    stream (`single_writer` sees that only when such an append happens to be in flight).
+//!
 //! The checker needs no timing bound: each clause is judged at the step itself, so a wrong
 //! step is caught even when the next move of the range heals it a moment later (which is why
 //! these steps escaped `no_stuck_range` and the liveness probe).
 //!
-//! Read from the servers' `paused`, `drained` and `dropped` events, the authority's
+//! Read from the servers' `paused`, `drained`, `dropped` and `activated` events, the store's
+//! `fence` events, the authority's
 //! `lease_expired` and `session_expired` events and the maps of its `map_commit` and
 //! `map_restored` events (rows and the journal of moves, splits
 //! and merges).
@@ -53,6 +61,8 @@ struct Seen {
     drained: BTreeMap<(u32, u64, u64), u64>,
     /// Every session the authority ended, `(server, session)`.
     ended: std::collections::BTreeSet<(u32, u64)>,
+    /// The highest fence the store raised on each stream.
+    fences: BTreeMap<u64, u64>,
     /// The newest session each server renewed, or a map named it under: the authority keeps one
     /// session per server, so granting it ended every older one.
     newest: BTreeMap<u32, u64>,
@@ -193,24 +203,42 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                 let newest = seen.newest.entry(server.0).or_default();
                 *newest = (*newest).max(*session);
             }
-            What::Sys(Sys::Drained { server, range, epoch, .. }) => {
-                seen.drained.insert((server.0, range.0, epoch.0), t);
+            What::Sys(Sys::Fence { stream, epoch, .. }) => {
+                let f = seen.fences.entry(stream.0).or_default();
+                *f = (*f).max(epoch.0);
             }
-            What::Sys(Sys::Paused { server, range, epoch }) => {
-                if !seen.journaled.contains_key(&(range.0, epoch.0)) {
+            What::Sys(Sys::Activated { server, range, epoch, .. }) => {
+                let fence = seen.fences.get(&range.0).copied().unwrap_or(0);
+                if fence < epoch.0 {
                     return Err(Violation::new(format!(
-                        "server-{} paused r{} at epoch {} at {}, but no map version up to then journaled a move, split or merge of r{} from epoch {}: a pause with no flow to resume it",
+                        "server-{} activated r{} at epoch {} at {}, but the store had raised r{}'s fence only to epoch {fence}: the new owner serves before its fence keeps older writers out",
                         server.0,
                         range.0,
                         epoch.0,
                         secs(t),
-                        range.0,
-                        epoch.0
+                        range.0
                     ))
                     .at(t)
                     .server(server.0)
                     .range(range.0));
                 }
+            }
+            What::Sys(Sys::Drained { server, range, epoch, .. }) => {
+                seen.drained.insert((server.0, range.0, epoch.0), t);
+            }
+            What::Sys(Sys::Paused { server, range, epoch }) if !seen.journaled.contains_key(&(range.0, epoch.0)) => {
+                return Err(Violation::new(format!(
+                    "server-{} paused r{} at epoch {} at {}, but no map version up to then journaled a move, split or merge of r{} from epoch {}: a pause with no flow to resume it",
+                    server.0,
+                    range.0,
+                    epoch.0,
+                    secs(t),
+                    range.0,
+                    epoch.0
+                ))
+                .at(t)
+                .server(server.0)
+                .range(range.0));
             }
             What::Sys(Sys::Dropped { server, range, epoch, reason }) if reason == "moved" => {
                 let owned = map.and_then(|m| m.rows.get(range)).is_some_and(|row| row.state != RangeState::Retired && row.owner == Some(*server) && row.epoch == *epoch);
@@ -347,5 +375,17 @@ mod tests {
         check(&renewed).expect("server-1 registered anew");
         // The move's commit is no failover.
         check(&[commit(1, 2_000, moving(2)), drained(3_000, 1, 1, 1), commit(1, 4_000, moved(3))]).expect("a committed move");
+    }
+
+    /// An activation with the stream's fence below its epoch is caught; behind the fence it
+    /// holds.
+    #[test]
+    fn handoff_order_an_owner_serves_behind_its_fence() {
+        let activated = at(2_000, Sys::Activated { server: ServerId(2), range: RangeId(1), epoch: Epoch(2), records: 0, stream: 0 });
+        let fence = |epoch: u64| at(1_000, Sys::Fence { stream: RangeId(1), epoch: Epoch(epoch), length: 0 });
+        let err = check(&[fence(1), activated.clone()]).expect_err("fence below the epoch");
+        assert!(err.contains("server-2 activated r1 at epoch 2 at 0.002000s, but the store had raised r1's fence only to epoch 1"), "{err}");
+        check(&[fence(2), activated.clone()]).expect("behind its fence");
+        check(&[fence(3), activated]).expect("a higher fence keeps older writers out too");
     }
 }
