@@ -161,18 +161,18 @@ fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
 /// The live rows of one map sorted by start, for [`PartitionMap::lookup`] by binary search
 /// instead of a walk over every row (retired ones included) per append.
 #[derive(Default)]
-struct LiveRows<'m> {
+pub struct LiveRows<'m> {
     /// Live rows by start.
     rows: Vec<&'m RangeRow>,
     /// Whether no two live rows overlap (each one ends at or before the next one starts): then
     /// the one row that can hold a key is the last starting at or before it. Otherwise the
     /// lookup walks the map as [`PartitionMap::lookup`] does.
-    disjoint: bool,
+    pub disjoint: bool,
 }
 
 impl<'m> LiveRows<'m> {
     /// Index `map`'s live rows.
-    fn index(&mut self, map: &'m PartitionMap) {
+    pub fn index(&mut self, map: &'m PartitionMap) {
         self.rows.clear();
         self.rows.extend(map.rows.live().values().map(|r| &**r).filter(|r| r.state != RangeState::Retired));
         self.rows.sort_by(|a, b| a.start.cmp(&b.start));
@@ -180,7 +180,7 @@ impl<'m> LiveRows<'m> {
     }
 
     /// [`PartitionMap::lookup`] of `key` in `map` (the map last indexed).
-    fn lookup(&self, map: &'m PartitionMap, key: &[u8]) -> Option<&'m RangeRow> {
+    pub fn lookup(&self, map: &'m PartitionMap, key: &[u8]) -> Option<&'m RangeRow> {
         if !self.disjoint {
             return map.lookup(key);
         }

@@ -512,11 +512,17 @@ impl<'f> View<'f, '_> {
 }
 
 impl<'a> Finals<'a> {
+    /// No parse and no view yet (not even parse 0, the content of a key with none, which
+    /// [`Finals::of`] adds first).
+    pub fn empty() -> Finals<'a> {
+        Finals { parsed: Pooled::take(), bytes: Vec::new(), ids: Pooled::take(), ops: Pooled::take(), prefixes: Pooled::take(), views: Vec::new(), order: Pooled::take() }
+    }
+
     /// Parse every key of `contents` (the views, in order), numbering new keys into
     /// `clients.keys`; a key whose bytes equal the same key's in an earlier view reuses that
     /// parse.
     pub fn of(contents: &[&'a BTreeMap<Key, Vec<u8>>], clients: &mut Clients<'a>) -> Finals<'a> {
-        let mut f = Finals { parsed: Pooled::take(), bytes: Vec::new(), ids: Pooled::take(), ops: Pooled::take(), prefixes: Pooled::take(), views: Vec::new(), order: Pooled::take() };
+        let mut f = Finals::empty();
         f.parse(&[], clients);
         for content in contents {
             let mut keys: Pooled<Vec<KeyNo>> = Pooled::take();
@@ -545,8 +551,9 @@ impl<'a> Finals<'a> {
         f
     }
 
-    /// Parse `bytes` into the next parse number.
-    fn parse(&mut self, bytes: &'a [u8], clients: &Clients<'a>) -> u32 {
+    /// Parse `bytes` (a key's final content) into the next parse number, which it returns
+    /// (read it back with [`Finals::content`]); op ids are numbered by `clients`.
+    pub fn parse(&mut self, bytes: &'a [u8], clients: &Clients<'a>) -> u32 {
         let (r0, p0) = (self.ids.len(), self.prefixes.len());
         let error = if self.parse_records(bytes, clients) {
             None
@@ -626,7 +633,8 @@ impl<'a> Finals<'a> {
         true
     }
 
-    fn content(&self, p: u32) -> Result<KeyContent<'_>, &str> {
+    /// Parse number `p`'s content (its op ids and prefix hashes), or its parse error.
+    pub fn content(&self, p: u32) -> Result<KeyContent<'_>, &str> {
         let parsed = &self.parsed[p as usize];
         match &parsed.error {
             Some(e) => Err(e),

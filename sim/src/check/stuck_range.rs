@@ -141,8 +141,8 @@ fn excuses(events: &[Event], lease_us: u64) -> Vec<(u64, u64, Vec<String>)> {
 }
 
 /// The longest part of `[from, to)` that no window of `windows` (sorted by start) overlaps:
-/// `(start, length)`, µs.
-fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> (u64, u64) {
+/// `(start, length)`, µs (`from`, `to` and the windows' `(start, end)` are µs too).
+pub fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> (u64, u64) {
     let mut best = (from, 0);
     let mut at = from;
     for &(s, e) in windows {

@@ -33,9 +33,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Width of the lane labels, px.
-const LABEL_W: f64 = 190.0;
+pub const LABEL_W: f64 = 190.0;
 /// Width of the plot area at the initial view, px.
-const PLOT_W: f64 = 1360.0;
+pub const PLOT_W: f64 = 1360.0;
 /// Height of one lane, px.
 const LANE_H: f64 = 16.0;
 /// Client-operation histogram buckets over the whole run (at most).
@@ -705,7 +705,9 @@ fn draw_key_ops(svg: &mut Svg, mut key_ops: BTreeMap<Key, Vec<KeyOp>>, evidence:
 /// A vertical line at `t` (x `x`) across a plot `height` high, with its label `dy` px above the
 /// bottom: right of the line, or left of it (anchored at its end) where it would run past the
 /// plot's right edge and be clipped. The page's `layout` makes the same choice when zoomed.
-fn vline(out: &mut String, height: f64, t: u64, class: &str, label: &str, x: f64, dy: f64) {
+/// Appends the SVG to `out`; `t` is the event's time in µs (kept as `data-t0`), `x`, `height`
+/// and `dy` are px, `class` the line's CSS class.
+pub fn vline(out: &mut String, height: f64, t: u64, class: &str, label: &str, x: f64, dy: f64) {
     let _ = write!(out, "<line data-t0=\"{t}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"18\" y2=\"{height:.1}\" class=\"{class}\"/>");
     let len = label.chars().count();
     let (lx, anchor) = if point_label_fits_right(x, len) { (x + 3.0, "") } else { (x - 3.0, " text-anchor=\"end\"") };

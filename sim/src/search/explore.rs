@@ -467,12 +467,16 @@ pub fn load_corpus(dir: &Path, scenario_hash: &str) -> Result<Vec<Entry>, String
     Ok(out)
 }
 
-fn entry_name(e: &Entry) -> String {
+/// The file name of corpus entry `e` in its directory: `entry-<scenario's FNV-1a, 16 hex
+/// digits>-seed-<seed>.json`, the same for the same schedule and seed.
+pub fn entry_name(e: &Entry) -> String {
     let text = serde_json::to_string(&e.scenario).expect("serializes");
     format!("entry-{:016x}-seed-{}.json", crate::sweep::summary::fnv1a(text.as_bytes()), e.seed)
 }
 
-fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
+/// Writes corpus entry `e` as pretty JSON into `dir` (created when missing) under
+/// [`entry_name`]; an entry already there is kept. `Err`: the I/O error, naming the path.
+pub fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|err| format!("--corpus {}: {err}", dir.display()))?;
     let path = dir.join(entry_name(e));
     if path.exists() {

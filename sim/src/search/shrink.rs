@@ -331,7 +331,7 @@ pub fn describe(f: &crate::scenario::TimedFault) -> String {
 /// A delta-debugging step's counts, the schedule's faults and its operator requests apart:
 /// `faults 14 -> 7`, or when either schedule holds requests `faults 8 -> 4, operator requests
 /// 13 -> 6`.
-fn counted(before: &[crate::scenario::TimedFault], after: &[crate::scenario::TimedFault]) -> String {
+pub fn counted(before: &[crate::scenario::TimedFault], after: &[crate::scenario::TimedFault]) -> String {
     let split = |list: &[crate::scenario::TimedFault]| {
         let requests = list.iter().filter(|f| f.fault.is_operator_request()).count();
         (list.len() - requests, requests)

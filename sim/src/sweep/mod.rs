@@ -255,9 +255,9 @@ enum Spooled {
 /// as its seed finishes; memory keeps where each is, and the records of seeds that did not end
 /// as expected (the summary lists those). The summary is then built by reading the records back
 /// in seed order ([`finish_spool`]).
-struct Spool {
+pub struct Spool {
     /// The temporary file, removed once the summary is written.
-    path: PathBuf,
+    pub path: PathBuf,
     /// Open for appending (`None` once a write failed, or when closed).
     file: Option<std::io::BufWriter<std::fs::File>>,
     /// Bytes written so far.
@@ -277,7 +277,7 @@ impl Spool {
     /// An empty spool writing to `path` (created or truncated).
     ///
     /// Errors: `<path>: <io error>`.
-    fn create(path: PathBuf) -> Result<Spool, String> {
+    pub fn create(path: PathBuf) -> Result<Spool, String> {
         let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Spool { path, file: Some(std::io::BufWriter::new(file)), end: 0, index: Vec::new(), failing: Vec::new(), error: None, closed: false })
     }
@@ -288,7 +288,7 @@ impl Spool {
     }
 
     /// Keep `record`: on disk, or in memory if the spool cannot be written.
-    fn push(&mut self, record: SeedRecord) {
+    pub fn push(&mut self, record: SeedRecord) {
         use std::io::Write as _;
         if self.closed {
             return;
@@ -324,7 +324,7 @@ impl Spool {
 /// it was written: the same bytes `Summary::write` gives), then the spool removed. The returned
 /// summary holds the failing records only (`held_out` lists the others). Errors writing the
 /// summary or reading the spool go to its `report_errors`.
-fn finish_spool(mut spool: Spool, build: Build, selection: Selection, stopped: Stopped, measured: Measured, json_path: &Path) -> Summary {
+pub fn finish_spool(mut spool: Spool, build: Build, selection: Selection, stopped: Stopped, measured: Measured, json_path: &Path) -> Summary {
     use std::io::{Read as _, Seek as _, SeekFrom};
     let mut errors: Vec<String> = spool.error.take().into_iter().collect();
     if let Some(mut f) = spool.file.take() {

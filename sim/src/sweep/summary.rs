@@ -319,7 +319,7 @@ impl PauseSample {
 }
 
 /// [`pause_figures`] of samples, in the order the handoffs were reported.
-fn pause_figures_of(samples: &[PauseSample]) -> Vec<PauseFigures> {
+pub fn pause_figures_of(samples: &[PauseSample]) -> Vec<PauseFigures> {
     let mut out = Vec::new();
     for (i, (_, strategy)) in partmap::map::Strategy::ALL.iter().enumerate() {
         let of_strategy = || samples.iter().filter(|h| h.strategy == Some(i as u8));

@@ -28,14 +28,17 @@ mod model;
 pub mod predict;
 mod render;
 
-pub use render::{convergence_limit, crossover, csv, markdown, plots, read_csv};
+pub use render::{convergence_limit, crossover, csv, markdown, plots, read_csv, wins};
 
 pub use model::{calibrate, floor_ms, model, model_crossover, Calibration, Model, CALIBRATION_SEEDS};
 use model::{calibration_at, transfer_s};
 
-pub(crate) const KIB: u64 = 1024;
-pub(crate) const MIB: u64 = 1024 * KIB;
-pub(crate) const GIB: u64 = 1024 * MIB;
+/// One kibibyte, in bytes (1024).
+pub const KIB: u64 = 1024;
+/// One mebibyte, in bytes (1024 KiB).
+pub const MIB: u64 = 1024 * KIB;
+/// One gibibyte, in bytes (1024 MiB).
+pub const GIB: u64 = 1024 * MIB;
 
 /// Appends per second into the range (all clients together) in a short cell; each carries
 /// `W / appends per s` bytes, mostly simulated bulk. Long cells use fewer (see

@@ -43,8 +43,11 @@ fn tail(r: &Row) -> String {
     }
 }
 
-/// Runs of consecutive sizes (in grid order) with the same winner, as text.
-fn wins(rows: &[Row], bandwidth: u64, ratio: f64) -> Option<String> {
+/// Runs of consecutive sizes (in grid order) with the same winner, as text: for the fault-free
+/// cells of `rows` at `bandwidth` (bytes/s) and write ratio `ratio`, each run of sizes with the
+/// strategy of lower mean server pause and how many times longer the other's is. `None` when no
+/// size has both strategies.
+pub fn wins(rows: &[Row], bandwidth: u64, ratio: f64) -> Option<String> {
     let pick = |st: Strategy, size: u64| rows.iter().find(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.ratio == ratio && r.cell.size == size && r.cell.strategy == st);
     let mut sizes: Vec<u64> = rows.iter().filter(|r| !r.cell.faults && r.cell.bandwidth == bandwidth && r.cell.ratio == ratio).map(|r| r.cell.size).collect();
     sizes.sort();
