@@ -910,24 +910,3 @@ svg.addEventListener('dblclick',()=>zoomTo(0,END));
 function fromHash(){const h=new URLSearchParams(location.hash.slice(1));const v=h.get('view');if(v==='all')zoomTo(0,END);else if(v){const [a,b]=v.split('-').map(Number);if(!isNaN(a)&&!isNaN(b))zoomTo(a*1e6,b*1e6);}else if(EVID.length)zoomEvidence();else layout();const e=h.get('events');if(e!==null)showEvents(+e-1);else if(!v&&EVID.length)showEvents(0);}
 fromHash();
 "#;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A line's label near the plot's right edge is drawn left of the line, anchored at its end,
-    /// so the plot's clip does not cut it ("workload en"); elsewhere it is right of the line.
-    #[test]
-    fn a_line_label_at_the_right_edge_turns_left() {
-        let mut out = String::new();
-        let right_edge = LABEL_W + PLOT_W - 2.0;
-        vline(&mut out, 100.0, 7, "phase", "workload ends", right_edge, 0.0);
-        assert!(out.contains("text-anchor=\"end\""), "{out}");
-        assert!(out.contains(&format!("x=\"{:.1}\"", right_edge - 3.0)), "{out}");
-        let mut out = String::new();
-        vline(&mut out, 100.0, 7, "phase", "workload ends", LABEL_W + 10.0, 0.0);
-        assert!(!out.contains("text-anchor"), "{out}");
-        assert!(out.contains(&format!("x=\"{:.1}\"", LABEL_W + 13.0)), "{out}");
-        assert!(out.contains("data-len=\"13\""), "{out}");
-    }
-}
