@@ -161,18 +161,18 @@ fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
 /// The live rows of one map sorted by start, for [`PartitionMap::lookup`] by binary search
 /// instead of a walk over every row (retired ones included) per append.
 #[derive(Default)]
-struct LiveRows<'m> {
+pub struct LiveRows<'m> {
     /// Live rows by start.
     rows: Vec<&'m RangeRow>,
     /// Whether no two live rows overlap (each one ends at or before the next one starts): then
     /// the one row that can hold a key is the last starting at or before it. Otherwise the
     /// lookup walks the map as [`PartitionMap::lookup`] does.
-    disjoint: bool,
+    pub disjoint: bool,
 }
 
 impl<'m> LiveRows<'m> {
     /// Index `map`'s live rows.
-    fn index(&mut self, map: &'m PartitionMap) {
+    pub fn index(&mut self, map: &'m PartitionMap) {
         self.rows.clear();
         self.rows.extend(map.rows.live().values().map(|r| &**r).filter(|r| r.state != RangeState::Retired));
         self.rows.sort_by(|a, b| a.start.cmp(&b.start));
@@ -180,7 +180,7 @@ impl<'m> LiveRows<'m> {
     }
 
     /// [`PartitionMap::lookup`] of `key` in `map` (the map last indexed).
-    fn lookup(&self, map: &'m PartitionMap, key: &[u8]) -> Option<&'m RangeRow> {
+    pub fn lookup(&self, map: &'m PartitionMap, key: &[u8]) -> Option<&'m RangeRow> {
         if !self.disjoint {
             return map.lookup(key);
         }
@@ -234,33 +234,4 @@ fn leader_terms(events: &[Event], lease_ms: u64) -> (u64, u64) {
         }
     }
     (terms, unprovoked)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::check::testkit::map_of;
-
-    /// The binary search finds what `PartitionMap::lookup` finds: on a tiling with retired
-    /// rows and a gap, and on overlapping live rows (where it walks the map instead).
-    #[test]
-    fn live_rows_find_what_lookup_finds() {
-        let tiling = map_of(3, &[(1, "", None, 1, 1, "retired"), (2, "", Some("k3"), 1, 2, "active"), (3, "k3", Some("k6"), 2, 3, "paused"), (4, "k7", None, 3, 4, "active")]);
-        let overlap = map_of(4, &[(1, "", Some("k5"), 1, 1, "active"), (2, "k2", None, 2, 2, "active"), (3, "k4", Some("k4"), 3, 3, "active")]);
-        let empty = map_of(0, &[]);
-        for (map, disjoint) in [(&tiling, true), (&overlap, false), (&empty, true)] {
-            let mut live = LiveRows::default();
-            live.index(map);
-            assert_eq!(live.disjoint, disjoint);
-            for key in ["", "a", "k1", "k3", "k35", "k6", "k65", "k7", "k9", "z"] {
-                let (found, walked) = (live.lookup(map, key.as_bytes()).map(|r| r.id), map.lookup(key.as_bytes()).map(|r| r.id));
-                assert_eq!(found, walked, "key {key}");
-            }
-        }
-        // The gap [k6, k7) has no row.
-        let mut live = LiveRows::default();
-        live.index(&tiling);
-        assert!(live.lookup(&tiling, b"k65").is_none());
-        assert_eq!(live.lookup(&tiling, b"k9").map(|r| r.id.0), Some(4));
-    }
 }

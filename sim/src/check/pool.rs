@@ -107,28 +107,3 @@ impl<C: Reuse> Drop for Pooled<C> {
         let _ = SPARES.try_with(|s| s.borrow_mut().push(Box::new(c)));
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A buffer given back is handed out again, empty, with its room; one too large is not kept.
-    #[test]
-    fn pooled_buffers_come_back_empty_with_their_room() {
-        let mut a: Pooled<Vec<u128>> = Pooled::take();
-        a.extend(0..1000);
-        let room = a.capacity();
-        drop(a);
-        let b: Pooled<Vec<u128>> = Pooled::take();
-        assert!(b.is_empty());
-        assert_eq!(b.capacity(), room);
-        // Two at once: the second is new.
-        let c: Pooled<Vec<u128>> = Pooled::take();
-        assert_eq!(c.capacity(), 0);
-        drop((b, c));
-        let mut big: Pooled<Vec<u8>> = Pooled::take();
-        big.reserve(MAX_ITEMS + 1);
-        drop(big);
-        assert_eq!(Pooled::<Vec<u8>>::take().capacity(), 0);
-    }
-}

@@ -225,17 +225,3 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
     Some(v[rank - 1])
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentile_is_nearest_rank() {
-        let v = [5.0, 1.0, 3.0, 2.0, 4.0];
-        assert_eq!(percentile(&v, 0.5), Some(3.0));
-        assert_eq!(percentile(&v, 0.99), Some(5.0));
-        assert_eq!(percentile(&v, 1.0), Some(5.0));
-        assert_eq!(percentile(&[], 0.5), None);
-    }
-}

@@ -33,9 +33,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Width of the lane labels, px.
-const LABEL_W: f64 = 190.0;
+pub const LABEL_W: f64 = 190.0;
 /// Width of the plot area at the initial view, px.
-const PLOT_W: f64 = 1360.0;
+pub const PLOT_W: f64 = 1360.0;
 /// Height of one lane, px.
 const LANE_H: f64 = 16.0;
 /// Client-operation histogram buckets over the whole run (at most).
@@ -705,7 +705,9 @@ fn draw_key_ops(svg: &mut Svg, mut key_ops: BTreeMap<Key, Vec<KeyOp>>, evidence:
 /// A vertical line at `t` (x `x`) across a plot `height` high, with its label `dy` px above the
 /// bottom: right of the line, or left of it (anchored at its end) where it would run past the
 /// plot's right edge and be clipped. The page's `layout` makes the same choice when zoomed.
-fn vline(out: &mut String, height: f64, t: u64, class: &str, label: &str, x: f64, dy: f64) {
+/// Appends the SVG to `out`; `t` is the event's time in µs (kept as `data-t0`), `x`, `height`
+/// and `dy` are px, `class` the line's CSS class.
+pub fn vline(out: &mut String, height: f64, t: u64, class: &str, label: &str, x: f64, dy: f64) {
     let _ = write!(out, "<line data-t0=\"{t}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"18\" y2=\"{height:.1}\" class=\"{class}\"/>");
     let len = label.chars().count();
     let (lx, anchor) = if point_label_fits_right(x, len) { (x + 3.0, "") } else { (x - 3.0, " text-anchor=\"end\"") };
@@ -908,24 +910,3 @@ svg.addEventListener('dblclick',()=>zoomTo(0,END));
 function fromHash(){const h=new URLSearchParams(location.hash.slice(1));const v=h.get('view');if(v==='all')zoomTo(0,END);else if(v){const [a,b]=v.split('-').map(Number);if(!isNaN(a)&&!isNaN(b))zoomTo(a*1e6,b*1e6);}else if(EVID.length)zoomEvidence();else layout();const e=h.get('events');if(e!==null)showEvents(+e-1);else if(!v&&EVID.length)showEvents(0);}
 fromHash();
 "#;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A line's label near the plot's right edge is drawn left of the line, anchored at its end,
-    /// so the plot's clip does not cut it ("workload en"); elsewhere it is right of the line.
-    #[test]
-    fn a_line_label_at_the_right_edge_turns_left() {
-        let mut out = String::new();
-        let right_edge = LABEL_W + PLOT_W - 2.0;
-        vline(&mut out, 100.0, 7, "phase", "workload ends", right_edge, 0.0);
-        assert!(out.contains("text-anchor=\"end\""), "{out}");
-        assert!(out.contains(&format!("x=\"{:.1}\"", right_edge - 3.0)), "{out}");
-        let mut out = String::new();
-        vline(&mut out, 100.0, 7, "phase", "workload ends", LABEL_W + 10.0, 0.0);
-        assert!(!out.contains("text-anchor"), "{out}");
-        assert!(out.contains(&format!("x=\"{:.1}\"", LABEL_W + 13.0)), "{out}");
-        assert!(out.contains("data-len=\"13\""), "{out}");
-    }
-}

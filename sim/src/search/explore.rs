@@ -467,12 +467,16 @@ pub fn load_corpus(dir: &Path, scenario_hash: &str) -> Result<Vec<Entry>, String
     Ok(out)
 }
 
-fn entry_name(e: &Entry) -> String {
+/// The file name of corpus entry `e` in its directory: `entry-<scenario's FNV-1a, 16 hex
+/// digits>-seed-<seed>.json`, the same for the same schedule and seed.
+pub fn entry_name(e: &Entry) -> String {
     let text = serde_json::to_string(&e.scenario).expect("serializes");
     format!("entry-{:016x}-seed-{}.json", crate::sweep::summary::fnv1a(text.as_bytes()), e.seed)
 }
 
-fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
+/// Writes corpus entry `e` as pretty JSON into `dir` (created when missing) under
+/// [`entry_name`]; an entry already there is kept. `Err`: the I/O error, naming the path.
+pub fn save_entry(dir: &Path, e: &Entry) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|err| format!("--corpus {}: {err}", dir.display()))?;
     let path = dir.join(entry_name(e));
     if path.exists() {
@@ -615,50 +619,4 @@ fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: 
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn base() -> RunOptions {
-        RunOptions { seed: 0, scenario: Scenario::default_failover(), scenario_label: "scenarios/failover.json".into(), mutation: None, trace: false, echo_header: false }
-    }
-
-    fn entry(format: u32, hash: &str) -> Entry {
-        Entry { format, scenario_hash: hash.into(), seed: 3, origin: "swarm".into(), features: vec!["goal:crash_owner".into()], goal_first_us: BTreeMap::new(), scenario: Scenario::default_failover() }
-    }
-
-    /// A corpus of another format or scenario, or a file that is no entry, is refused with the
-    /// file named; a missing directory is an empty corpus.
-    #[test]
-    fn explore_corpus_of_another_build_or_scenario_is_refused() {
-        let dir = std::env::temp_dir().join(format!("partmap-corpus-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let hash = crate::sweep::summary::Build::of(&base()).scenario_hash;
-        assert!(load_corpus(&dir, &hash).expect("missing is empty").is_empty());
-        save_entry(&dir, &entry(CORPUS_FORMAT, &hash)).expect("writes");
-        assert_eq!(load_corpus(&dir, &hash).expect("reads").len(), 1);
-        let e = load_corpus(&dir, "0000000000000000").expect_err("another scenario");
-        assert!(e.contains("made for scenario hash") && e.contains("entry-"), "{e}");
-        save_entry(&dir, &Entry { seed: 4, ..entry(CORPUS_FORMAT + 1, &hash) }).expect("writes");
-        let e = load_corpus(&dir, &hash).expect_err("another format");
-        assert!(e.contains("corpus format 2") && e.contains("another build"), "{e}");
-        std::fs::write(dir.join("zz.json"), "{}").expect("writes");
-        std::fs::remove_file(dir.join(entry_name(&Entry { seed: 4, ..entry(CORPUS_FORMAT + 1, &hash) }))).expect("removes");
-        let e = load_corpus(&dir, &hash).expect_err("not an entry");
-        assert!(e.contains("zz.json: not a corpus entry"), "{e}");
-        std::fs::remove_dir_all(&dir).expect("cleans up");
-    }
-
-    /// The same explorer seed and run budget give the same corpus and runs, whatever the
-    /// number of worker threads.
-    #[test]
-    fn explore_is_deterministic_across_jobs() {
-        let cfg = |jobs| ExploreConfig { seed: 7, runs: 10, time_budget: None, jobs, keep_going: true, shrink: false, corpus: Vec::new(), report_dir: None, progress_every: 0 };
-        let a = explore(&base(), &cfg(1), &mut |_| {}).expect("explores");
-        let b = explore(&base(), &cfg(2), &mut |_| {}).expect("explores");
-        assert_eq!((a.runs, a.corpus, a.features, &a.goals, &a.by_origin), (b.runs, b.corpus, b.features, &b.goals, &b.by_origin));
-        assert!(a.corpus >= 1 && a.by_origin.values().sum::<u64>() == 10);
-    }
 }

@@ -331,7 +331,7 @@ pub fn describe(f: &crate::scenario::TimedFault) -> String {
 /// A delta-debugging step's counts, the schedule's faults and its operator requests apart:
 /// `faults 14 -> 7`, or when either schedule holds requests `faults 8 -> 4, operator requests
 /// 13 -> 6`.
-fn counted(before: &[crate::scenario::TimedFault], after: &[crate::scenario::TimedFault]) -> String {
+pub fn counted(before: &[crate::scenario::TimedFault], after: &[crate::scenario::TimedFault]) -> String {
     let split = |list: &[crate::scenario::TimedFault]| {
         let requests = list.iter().filter(|f| f.fault.is_operator_request()).count();
         (list.len() - requests, requests)
@@ -480,20 +480,4 @@ pub fn describe_result(shrunk: &Shrunk, opts: &ShrinkOptions, path: &std::path::
         source = opts.scenario.description,
     );
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::counted;
-    use crate::scenario::TimedFault;
-
-    #[test]
-    fn a_step_counts_faults_and_operator_requests_apart() {
-        let entry = |json: &str| -> TimedFault { serde_json::from_str(json).expect("a schedule entry") };
-        let crash = entry(r#"{ "at_ms": 5, "duration_ms": 3000, "fault": { "kind": "crash", "node": "server-1" } }"#);
-        let mv = entry(r#"{ "at_ms": 2000, "fault": { "kind": "move", "key": "k000000", "to": "server-2" } }"#);
-        assert_eq!(counted(&[crash.clone(), crash.clone()], std::slice::from_ref(&crash)), "faults 2 -> 1");
-        assert_eq!(counted(&[crash.clone(), mv.clone(), mv.clone()], std::slice::from_ref(&mv)), "faults 1 -> 0, operator requests 2 -> 1");
-        assert_eq!(counted(&[crash, mv], &[]), "faults 1 -> 0, operator requests 1 -> 0");
-    }
 }

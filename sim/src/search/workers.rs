@@ -23,17 +23,3 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(usize, &T
     });
     slots.into_iter().map(|s| s.into_inner().expect("slot").expect("every item ran")).collect()
 }
-
-#[cfg(test)]
-mod tests {
-    /// Results come back in item order whatever the number of threads.
-    #[test]
-    fn workers_results_are_in_item_order() {
-        let items: Vec<u64> = (0..50).collect();
-        for jobs in [1, 3, 64] {
-            let out = super::in_order(&items, jobs, |i, x| (i as u64, x * x));
-            assert_eq!(out, items.iter().map(|x| (*x, x * x)).collect::<Vec<_>>(), "jobs {jobs}");
-        }
-        assert!(super::in_order(&[] as &[u64], 2, |_, x| *x).is_empty());
-    }
-}

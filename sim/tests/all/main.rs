@@ -25,3 +25,6 @@ mod shrunk_kept;
 mod sim_default;
 mod timeline_browser;
 mod verdicts;
+
+// The library's own unit tests (sim/src has none: its [lib] is built without a test harness).
+mod unit;

@@ -1,0 +1,4 @@
+//! The unit tests of `partmap_sim::fault`'s submodules.
+
+pub mod aim;
+pub mod trigger;
