@@ -149,6 +149,62 @@ fn reassigned(before: &PartitionMap, after: &PartitionMap) -> Vec<(u64, u32, u64
     out
 }
 
+/// Clauses 2 and 4 at the commit of `after` over `before`, at `t` µs: every committed source
+/// drained, every reassigned owner's session ended.
+fn judge_commit(seen: &mut Seen, before: &PartitionMap, after: &PartitionMap, t: u64) -> Result<(), Violation> {
+    for (s, r, e, what) in committed_sources(before, after) {
+        if !seen.drained_since_journaled(s, r, e) {
+            let v = format!(
+                "the {what} of r{r} from server-{s} at epoch {e} committed at {} (map version {}) but server-{s} never reported r{r} drained at epoch {e} since the {what} was journaled",
+                secs(t),
+                after.version
+            );
+            return Err(Violation::new(v).at(t).server(s).range(r));
+        }
+    }
+    // A map naming a server's session shows the authority granted it.
+    for row in after.rows.live().values() {
+        if let Some(o) = row.owner {
+            let newest = seen.newest.entry(o.0).or_default();
+            *newest = (*newest).max(row.owner_session);
+        }
+    }
+    for (r, s, x, to, y) in reassigned(before, after) {
+        if !seen.ended(s, x) {
+            let v = format!(
+                "map version {} gave r{r} to server-{to} (session {y}) at {}, but the authority had not ended server-{s}'s session {x}, under which server-{s} owned it: its lease had not expired and it had not registered anew",
+                after.version,
+                secs(t)
+            );
+            return Err(Violation::new(v).at(t).server(s).server(to).range(r));
+        }
+    }
+    Ok(())
+}
+
+/// Clauses 1, 3 and 5 at a server's step `sys` at `t` µs, with the map current at the
+/// authority (`map`).
+fn judge_server_step(seen: &Seen, map: Option<&PartitionMap>, sys: &Sys, t: u64) -> Result<(), Violation> {
+    let (server, range, why) = match sys {
+        Sys::Paused { server, range, epoch } if !seen.journaled.contains_key(&(range.0, epoch.0)) => {
+            (server, range, format!("paused r{} at epoch {} at {}, but no map version up to then journaled a move, split or merge of r{} from epoch {}: a pause with no flow to resume it", range.0, epoch.0, secs(t), range.0, epoch.0))
+        }
+        Sys::Dropped { server, range, epoch, reason } if reason == "moved" => {
+            let Some(m) = map.filter(|m| m.rows.get(range).is_some_and(|row| row.state != RangeState::Retired && row.owner == Some(*server) && row.epoch == *epoch)) else { return Ok(()) };
+            (server, range, format!("dropped r{} at epoch {} as moved at {}, but the map current at the authority (version {}) still names it the range's owner at that epoch: no move, split or merge of r{} from there had committed", range.0, epoch.0, secs(t), m.version, range.0))
+        }
+        Sys::Activated { server, range, epoch, .. } => {
+            let fence = seen.fences.get(&range.0).copied().unwrap_or(0);
+            if fence >= epoch.0 {
+                return Ok(());
+            }
+            (server, range, format!("activated r{} at epoch {} at {}, but the store had raised r{}'s fence only to epoch {fence}: the new owner serves before its fence keeps older writers out", range.0, epoch.0, secs(t), range.0))
+        }
+        _ => return Ok(()),
+    };
+    Err(Violation::new(format!("server-{} {why}", server.0)).at(t).server(server.0).range(range.0))
+}
+
 /// The check over `events`. Errors: the first step out of order, with the server, range,
 /// epoch and time.
 pub fn check(events: &[Event]) -> Result<(), Violation> {
@@ -156,108 +212,31 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
     let mut map: Option<&PartitionMap> = None;
     for ev in events {
         let t = ev.t_us;
-        match &ev.what {
-            What::Sys(Sys::MapCommit { map: after, .. } | Sys::MapRestored { map: after, .. }) => {
+        let What::Sys(sys) = &ev.what else { continue };
+        match sys {
+            Sys::MapCommit { map: after, .. } | Sys::MapRestored { map: after, .. } => {
                 let after: &PartitionMap = after;
                 if let Some(before) = map {
-                    for (s, r, e, what) in committed_sources(before, after) {
-                        if !seen.drained_since_journaled(s, r, e) {
-                            return Err(Violation::new(format!(
-                                "the {what} of r{r} from server-{s} at epoch {e} committed at {} (map version {}) but server-{s} never reported r{r} drained at epoch {e} since the {what} was journaled",
-                                secs(t),
-                                after.version
-                            ))
-                            .at(t)
-                            .server(s)
-                            .range(r));
-                        }
-                    }
-                    // A map naming a server's session shows the authority granted it.
-                    for row in after.rows.live().values() {
-                        if let Some(o) = row.owner {
-                            let newest = seen.newest.entry(o.0).or_default();
-                            *newest = (*newest).max(row.owner_session);
-                        }
-                    }
-                    for (r, s, x, to, y) in reassigned(before, after) {
-                        if !seen.ended(s, x) {
-                            return Err(Violation::new(format!(
-                                "map version {} gave r{r} to server-{to} (session {y}) at {}, but the authority had not ended server-{s}'s session {x}, under which server-{s} owned it: its lease had not expired and it had not registered anew",
-                                after.version,
-                                secs(t)
-                            ))
-                            .at(t)
-                            .server(s)
-                            .server(to)
-                            .range(r));
-                        }
-                    }
+                    judge_commit(&mut seen, before, after, t)?;
                 }
                 seen.journal(after, t);
                 map = Some(after);
             }
-            What::Sys(Sys::LeaseExpired { server, session } | Sys::SessionExpired { server, session }) => {
+            Sys::LeaseExpired { server, session } | Sys::SessionExpired { server, session } => {
                 seen.ended.insert((server.0, *session));
             }
-            What::Sys(Sys::Renewed { server, session, ok: true, .. }) => {
+            Sys::Renewed { server, session, ok: true, .. } => {
                 let newest = seen.newest.entry(server.0).or_default();
                 *newest = (*newest).max(*session);
             }
-            What::Sys(Sys::Fence { stream, epoch, .. }) => {
+            Sys::Fence { stream, epoch, .. } => {
                 let f = seen.fences.entry(stream.0).or_default();
                 *f = (*f).max(epoch.0);
             }
-            What::Sys(Sys::Activated { server, range, epoch, .. }) => {
-                let fence = seen.fences.get(&range.0).copied().unwrap_or(0);
-                if fence < epoch.0 {
-                    return Err(Violation::new(format!(
-                        "server-{} activated r{} at epoch {} at {}, but the store had raised r{}'s fence only to epoch {fence}: the new owner serves before its fence keeps older writers out",
-                        server.0,
-                        range.0,
-                        epoch.0,
-                        secs(t),
-                        range.0
-                    ))
-                    .at(t)
-                    .server(server.0)
-                    .range(range.0));
-                }
-            }
-            What::Sys(Sys::Drained { server, range, epoch, .. }) => {
+            Sys::Drained { server, range, epoch, .. } => {
                 seen.drained.insert((server.0, range.0, epoch.0), t);
             }
-            What::Sys(Sys::Paused { server, range, epoch }) if !seen.journaled.contains_key(&(range.0, epoch.0)) => {
-                return Err(Violation::new(format!(
-                    "server-{} paused r{} at epoch {} at {}, but no map version up to then journaled a move, split or merge of r{} from epoch {}: a pause with no flow to resume it",
-                    server.0,
-                    range.0,
-                    epoch.0,
-                    secs(t),
-                    range.0,
-                    epoch.0
-                ))
-                .at(t)
-                .server(server.0)
-                .range(range.0));
-            }
-            What::Sys(Sys::Dropped { server, range, epoch, reason }) if reason == "moved" => {
-                let owned = map.and_then(|m| m.rows.get(range)).is_some_and(|row| row.state != RangeState::Retired && row.owner == Some(*server) && row.epoch == *epoch);
-                if owned {
-                    return Err(Violation::new(format!(
-                        "server-{} dropped r{} at epoch {} as moved at {}, but the map current at the authority (version {}) still names it the range's owner at that epoch: no move, split or merge of r{} from there had committed",
-                        server.0,
-                        range.0,
-                        epoch.0,
-                        secs(t),
-                        map.map_or(0, |m| m.version),
-                        range.0
-                    ))
-                    .at(t)
-                    .server(server.0)
-                    .range(range.0));
-                }
-            }
-            _ => {}
+            _ => judge_server_step(&seen, map, sys, t)?,
         }
     }
     Ok(())
