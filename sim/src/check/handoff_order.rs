@@ -37,10 +37,9 @@
 //! step is caught even when the next move of the range heals it a moment later (which is why
 //! these steps escaped `no_stuck_range` and the liveness probe).
 //!
-//! Read from the servers' `paused`, `drained`, `dropped` and `activated` events, the store's
-//! `fence` events, the authority's
-//! `lease_expired` and `session_expired` events and the maps of its `map_commit` and
-//! `map_restored` events (rows and the journal of moves, splits
+//! Read from the servers' `paused`, `drained`, `dropped`, `activated` and `renewed` events, the
+//! store's `fence` events, and the authority's `lease_expired` and `session_expired` events and
+//! the maps of its `map_commit` and `map_restored` events (rows and the journal of moves, splits
 //! and merges).
 
 use super::{secs, Violation};
@@ -59,8 +58,8 @@ struct Seen {
     journaled: BTreeMap<RangeAt, u64>,
     /// Every `drained` report, `(server, range, epoch)`, with its last time, µs.
     drained: BTreeMap<(u32, u64, u64), u64>,
-    /// Every session the authority ended, `(server, session)`.
-    ended: std::collections::BTreeSet<(u32, u64)>,
+    /// Every session the authority expired, `(server, session)`.
+    expired: std::collections::BTreeSet<(u32, u64)>,
     /// The highest fence the store raised on each stream.
     fences: BTreeMap<u64, u64>,
     /// The newest session each server renewed, or a map named it under: the authority keeps one
@@ -71,11 +70,15 @@ struct Seen {
 impl Seen {
     /// Whether the authority ended `server`'s `session`.
     fn ended(&self, server: u32, session: u64) -> bool {
-        self.ended.contains(&(server, session)) || self.newest.get(&server).is_some_and(|&n| n > session)
+        self.expired.contains(&(server, session)) || self.newest.get(&server).is_some_and(|&n| n > session)
     }
-}
 
-impl Seen {
+    /// Note that the authority granted `server` its `session`.
+    fn granted(&mut self, server: u32, session: u64) {
+        let newest = self.newest.entry(server).or_default();
+        *newest = (*newest).max(session);
+    }
+
     /// Note the flow sources `map` journals, at `t_us`.
     fn journal(&mut self, map: &PartitionMap, t_us: u64) {
         for t in map.transfers.values() {
@@ -115,13 +118,9 @@ fn committed_sources(before: &PartitionMap, after: &PartitionMap) -> Vec<(u32, u
         if !retired {
             continue; // aborted, or dropped by a failover of a parent
         }
-        let what = match r.kind {
-            partmap::map::ReshapeKind::Split => "split",
-            partmap::map::ReshapeKind::Merge => "merge",
-        };
         for (p, e) in &r.parents {
             let Some(owner) = before.rows.get(p).and_then(|row| row.owner) else { continue };
-            out.push((owner.0, p.0, e.0, what));
+            out.push((owner.0, p.0, e.0, r.kind.name()));
         }
     }
     out
@@ -134,7 +133,7 @@ fn reassigned(before: &PartitionMap, after: &PartitionMap) -> Vec<(u64, u32, u64
     let mut out = Vec::new();
     for (id, old) in before.rows.live() {
         let (Some(from), Some(new)) = (old.owner, after.rows.get(id)) else { continue };
-        if old.state == RangeState::Retired || new.state == RangeState::Retired {
+        if new.state == RangeState::Retired {
             continue;
         }
         let Some(to) = new.owner else { continue };
@@ -165,8 +164,7 @@ fn judge_commit(seen: &mut Seen, before: &PartitionMap, after: &PartitionMap, t:
     // A map naming a server's session shows the authority granted it.
     for row in after.rows.live().values() {
         if let Some(o) = row.owner {
-            let newest = seen.newest.entry(o.0).or_default();
-            *newest = (*newest).max(row.owner_session);
+            seen.granted(o.0, row.owner_session);
         }
     }
     for (r, s, x, to, y) in reassigned(before, after) {
@@ -223,12 +221,9 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                 map = Some(after);
             }
             Sys::LeaseExpired { server, session } | Sys::SessionExpired { server, session } => {
-                seen.ended.insert((server.0, *session));
+                seen.expired.insert((server.0, *session));
             }
-            Sys::Renewed { server, session, ok: true, .. } => {
-                let newest = seen.newest.entry(server.0).or_default();
-                *newest = (*newest).max(*session);
-            }
+            Sys::Renewed { server, session, ok: true, .. } => seen.granted(server.0, *session),
             Sys::Fence { stream, epoch, .. } => {
                 let f = seen.fences.entry(stream.0).or_default();
                 *f = (*f).max(epoch.0);
