@@ -692,97 +692,116 @@ pub const OPERATOR_ATTEMPTS: u32 = 5;
 /// The tasks run on `node`, a node of the harness's that the run kills at its end: a fault
 /// whose trigger never fired waits forever, and a task left waiting on the supervisor's node
 /// would outlive the runtime with the world it holds (a leak per seed).
+///
+/// One driver task walks the plan in time order and starts each fault's own task at its
+/// `at_ms` (at 1 ms at the earliest, as madsim rounds a sleep up), so the run up to a fault's
+/// start does not depend on the faults after it: adding, moving or dropping a fault at `t`
+/// leaves the run before `t` bit for bit the same (the explorer's checkpoint-and-branch by
+/// re-execution relies on it). Spawning a task per fault at the start would change madsim's
+/// random task order from the first millisecond on.
 pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan: &FaultPlan, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
-    for p in plan.faults.clone() {
-        let (world, counts) = (world.clone(), counts.clone());
-        node.spawn_local(async move {
-            sleep_ms(p.at_ms).await;
-            let mut emitter = None;
-            if let Some(on) = &p.on {
-                let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-                let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
-                let what = trigger_text(&p);
-                let by = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
-                let by = crate::fault::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
-                record(What::Triggered { event, node: by.clone(), count: on.count, delay_ms: on.delay_ms });
-                emitter = Some(by);
-                if on.delay_ms > 0 {
-                    sleep_ms(on.delay_ms).await;
-                }
+    let mut faults = plan.faults.clone();
+    faults.sort_by_key(|p| p.at_ms);
+    let handle = node.clone();
+    node.spawn_local(async move {
+        let start = madsim::time::Instant::now();
+        for p in faults {
+            let due = start + std::time::Duration::from_millis(p.at_ms.max(1));
+            if madsim::time::Instant::now() < due {
+                madsim::time::sleep_until(due).await;
             }
-            // Roles resolve now, to whoever holds them at this moment.
-            let aimed = p.fault.nodes().iter().any(|n| crate::fault::aim::is_aimed(n));
-            let p = match crate::fault::aim::resolve_fault(&p.fault, emitter.as_deref()) {
-                Ok(fault) => Planned { fault, ..p },
-                Err(reason) => {
-                    record(What::FaultSkipped { fault: Box::new(p.fault.clone()), reason });
-                    return;
-                }
+            handle.spawn_local(inject(p, world.clone(), counts.clone()));
+        }
+    });
+}
+
+/// Inject one planned fault, from its start on: wait for its trigger, if any, resolve its
+/// roles, apply it and, for a fault with a length, heal it.
+async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
+    let mut emitter = None;
+    if let Some(on) = &p.on {
+        let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
+        let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
+        let what = trigger_text(&p);
+        let by = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+        let by = crate::fault::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
+        record(What::Triggered { event, node: by.clone(), count: on.count, delay_ms: on.delay_ms });
+        emitter = Some(by);
+        if on.delay_ms > 0 {
+            sleep_ms(on.delay_ms).await;
+        }
+    }
+    // Roles resolve now, to whoever holds them at this moment.
+    let aimed = p.fault.nodes().iter().any(|n| crate::fault::aim::is_aimed(n));
+    let p = match crate::fault::aim::resolve_fault(&p.fault, emitter.as_deref()) {
+        Ok(fault) => Planned { fault, ..p },
+        Err(reason) => {
+            record(What::FaultSkipped { fault: Box::new(p.fault.clone()), reason });
+            return;
+        }
+    };
+    let counter = p.fault.kind();
+    match &p.fault {
+        Fault::Crash(node) => {
+            if !world.borrow_mut().kill(node, p.duration_ms) {
+                return;
+            }
+            took_effect(&counts, counter, aimed);
+            sleep_ms(p.duration_ms).await;
+            world.borrow_mut().restart(node);
+        }
+        Fault::Request(_) => {
+            // Sent by the operator node (see `operator`); only logged and counted here.
+            record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
+            took_effect(&counts, counter, aimed);
+        }
+        Fault::DelayNext(from, to, kind) => {
+            record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
+            world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
+            took_effect(&counts, counter, aimed);
+        }
+        Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
+            let kind = match p.fault {
+                Fault::Delay(..) => LinkFault::Hold,
+                Fault::Duplicate(..) => LinkFault::Duplicate,
+                Fault::Reorder(..) => LinkFault::Reorder,
+                _ => LinkFault::Corrupt,
             };
-            let counter = p.fault.kind();
-            match &p.fault {
-                Fault::Crash(node) => {
-                    if !world.borrow_mut().kill(node, p.duration_ms) {
-                        return;
-                    }
-                    took_effect(&counts, counter, aimed);
-                    sleep_ms(p.duration_ms).await;
-                    world.borrow_mut().restart(node);
-                }
-                Fault::Request(_) => {
-                    // Sent by the operator node (see `operator`); only logged and counted here.
-                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    took_effect(&counts, counter, aimed);
-                }
-                Fault::DelayNext(from, to, kind) => {
-                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
-                    took_effect(&counts, counter, aimed);
-                }
-                Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
-                    let kind = match p.fault {
-                        Fault::Delay(..) => LinkFault::Hold,
-                        Fault::Duplicate(..) => LinkFault::Duplicate,
-                        Fault::Reorder(..) => LinkFault::Reorder,
-                        _ => LinkFault::Corrupt,
-                    };
-                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    world.borrow_mut().fault_link(from, to, kind);
-                    took_effect(&counts, counter, aimed);
-                    sleep_ms(p.duration_ms).await;
-                    world.borrow_mut().unfault_link(from, to, kind);
-                    record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
-                }
-                Fault::SlowDisk(node, extra_ms) => {
-                    record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    world.borrow_mut().slow_disk(node, *extra_ms);
-                    took_effect(&counts, counter, aimed);
-                    sleep_ms(p.duration_ms).await;
-                    world.borrow_mut().slow_disk(node, 0);
-                    record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
-                }
-                Fault::Pause(node) => {
-                    if !world.borrow_mut().pause(node, p.duration_ms) {
-                        return;
-                    }
-                    took_effect(&counts, counter, aimed);
-                    sleep_ms(p.duration_ms).await;
-                    world.borrow_mut().resume(node);
-                }
-                fault => {
-                    let cut = links(&world.borrow(), fault);
-                    record(What::Fault { fault: Box::new(fault.clone()), duration_ms: p.duration_ms, crash: None });
-                    for (a, b) in &cut {
-                        world.borrow_mut().cut(a, b);
-                    }
-                    took_effect(&counts, counter, aimed);
-                    sleep_ms(p.duration_ms).await;
-                    for (a, b) in &cut {
-                        world.borrow_mut().uncut(a, b);
-                    }
-                    record(What::FaultEnd { fault: Box::new(fault.clone()) });
-                }
+            record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
+            world.borrow_mut().fault_link(from, to, kind);
+            took_effect(&counts, counter, aimed);
+            sleep_ms(p.duration_ms).await;
+            world.borrow_mut().unfault_link(from, to, kind);
+            record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
+        }
+        Fault::SlowDisk(node, extra_ms) => {
+            record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
+            world.borrow_mut().slow_disk(node, *extra_ms);
+            took_effect(&counts, counter, aimed);
+            sleep_ms(p.duration_ms).await;
+            world.borrow_mut().slow_disk(node, 0);
+            record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
+        }
+        Fault::Pause(node) => {
+            if !world.borrow_mut().pause(node, p.duration_ms) {
+                return;
             }
-        });
+            took_effect(&counts, counter, aimed);
+            sleep_ms(p.duration_ms).await;
+            world.borrow_mut().resume(node);
+        }
+        fault => {
+            let cut = links(&world.borrow(), fault);
+            record(What::Fault { fault: Box::new(fault.clone()), duration_ms: p.duration_ms, crash: None });
+            for (a, b) in &cut {
+                world.borrow_mut().cut(a, b);
+            }
+            took_effect(&counts, counter, aimed);
+            sleep_ms(p.duration_ms).await;
+            for (a, b) in &cut {
+                world.borrow_mut().uncut(a, b);
+            }
+            record(What::FaultEnd { fault: Box::new(fault.clone()) });
+        }
     }
 }

@@ -41,14 +41,22 @@ fn acknowledged_before_durable_is_caught_at_the_acknowledgement() {
 
 #[test]
 fn a_record_lost_in_a_store_restart_is_not_blamed_on_single_writer() {
-    for seed in [8, 11, 16] {
+    // Every seed of 0..24 where the store restarted and an acknowledged record is missing from
+    // the final content: the loss is no_lost_append's (its synced view names the early
+    // acknowledgement), never single_writer's.
+    let mut lost = Vec::new();
+    for seed in 0..24 {
         let report = run(seed, Some(Mutation::StoreAcksBeforeSync));
         let store_restarted = report.events.iter().filter(|e| matches!(e.sys(), Some(partmap_sim::events::Sys::Recovered { node: "store-1", .. }))).count() > 1;
-        assert!(store_restarted, "seed {seed}: the store restarted");
+        let record_lost = view(&report, "no_lost_append", "served").is_some_and(|v| v.contains("not in the final content"));
+        if !(store_restarted && record_lost) {
+            continue;
+        }
         assert_eq!(view(&report, "single_writer", "history"), None, "seed {seed}");
         assert!(view(&report, "no_lost_append", "synced").is_some(), "seed {seed}");
-        assert!(view(&report, "no_lost_append", "served").is_some_and(|v| v.contains("not in the final content")), "seed {seed}: the lost record");
+        lost.push(seed);
     }
+    assert!(lost.len() >= 3, "a record lost in a store restart on seeds {lost:?} of 0..24");
 }
 
 fn scenario_run(file: &str, seed: u64, mutation: Option<Mutation>) -> RunReport {

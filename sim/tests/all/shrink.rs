@@ -40,6 +40,28 @@ fn schedule_of_a_swarm_seed_replays_it_bit_for_bit() {
     assert_eq!(replay.faults, report.faults);
 }
 
+/// Checkpoint-and-branch by re-execution (the explorer's branch): a fault added at `t` to a
+/// seed's explicit schedule leaves the run before `t` event for event the same, and the run
+/// from `t` on differs. (One task per fault spawned at the start made madsim's random task
+/// order differ from the first millisecond.)
+#[test]
+fn a_fault_added_at_t_leaves_the_run_before_t_unchanged() {
+    let opts = RunOptions { seed: 3, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), mutation: None, trace: false, echo_header: false };
+    let explicit = partmap_sim::search::schedule::from_run(&run_seed(&opts), &opts);
+    let before = run_seed(&RunOptions { scenario: explicit.clone(), ..opts.clone() });
+    let t_ms = 20_000;
+    let mut branched = explicit;
+    let fault = partmap_sim::scenario::FaultSpec::Crash { node: "server-2".into() };
+    branched.faults.schedule.push(partmap_sim::scenario::TimedFault { at_ms: t_ms, on: None, duration_ms: Some(1500), fault });
+    branched.faults.schedule.sort_by_key(|f| f.at_ms);
+    let after = run_seed(&RunOptions { scenario: branched, ..opts.clone() });
+    let prefix = |r: &partmap_sim::run::RunReport| r.events.iter().filter(|e| e.t_us < t_ms * 1000).map(|e| format!("{} {:?}", e.t_us, e.what)).collect::<Vec<_>>();
+    let (a, b) = (prefix(&before), prefix(&after));
+    assert!(a.len() > 1000, "the prefix holds the run's first 20 s ({} events)", a.len());
+    assert_eq!(a, b, "the run before the added fault is unchanged");
+    assert_ne!(before.trace_hash, after.trace_hash, "the added crash changes the run after it");
+}
+
 /// For a fence, a lease and a split/merge mutation: shrink the first catching seed (see
 /// `reports/mutants.md`) to at most five faults, write the result, and run the written file as
 /// `partmap-sim run --seed N --scenario FILE --mutation M` would: the same property fails.
