@@ -317,6 +317,22 @@ pub enum Event {
         /// The newest term the server has seen.
         seen: u64,
     },
+    /// A manager's `command` (`pause` or `release`) of `range` at `epoch` reached a server that
+    /// holds the range neither at that epoch nor at a newer one: the range was lost here (a
+    /// crash, an expired session, a failover) or the command outlived its flow in the network.
+    /// Nothing changes here. Had the range come back to this server at a newer epoch first, the
+    /// command would have been stale (goal `stale_range_command`); the harness counts this one
+    /// as goal `command_missed`.
+    CommandMissed {
+        /// The server.
+        server: ServerId,
+        /// The range the command names.
+        range: RangeId,
+        /// The epoch it names.
+        epoch: Epoch,
+        /// `pause` or `release`.
+        command: &'static str,
+    },
     /// The store answered an append whose id was already in `stream` with the earlier offset.
     Deduplicated {
         /// The stream.
@@ -565,7 +581,7 @@ fn render_map(f: &mut fmt::Formatter<'_>, map: &PartitionMap) -> fmt::Result {
 impl Event {
     /// Every name [`Event::name`] returns, in declaration order: what a scenario's event
     /// trigger may name (`faults.schedule[i].on.event`).
-    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged", "leader_released", "map_cached", "routed"];
+    pub const NAMES: &'static [&'static str] = &["map_commit", "map_restored", "cas_refused", "reshaped", "leader", "leader_recovered", "restored", "recovered", "synced", "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "stale_command", "command_missed", "deduplicated", "fenced", "fence", "session_expired", "renewed", "read_served", "lease_expired", "held_delivered", "prefix_diverged", "leader_released", "map_cached", "routed"];
 
     /// The event's name in the trace (`effect`, `admit`, `map_commit`, ...).
     pub fn name(&self) -> &'static str {
@@ -591,6 +607,7 @@ impl Event {
             Event::Handoff { .. } => "handoff",
             Event::Refused { .. } => "refused",
             Event::StaleCommand { .. } => "stale_command",
+            Event::CommandMissed { .. } => "command_missed",
             Event::Deduplicated { .. } => "deduplicated",
             Event::Fenced { .. } => "fenced",
             Event::Fence { .. } => "fence",
@@ -679,6 +696,7 @@ impl fmt::Display for Event {
                 server.0, range.0, epoch.0, show_key(key), op.name()
             ),
             Event::StaleCommand { server, command, leader_epoch, seen } => write!(f, " server={} command={command} leader_epoch={leader_epoch} seen={seen}", server.0),
+            Event::CommandMissed { server, range, epoch, command } => write!(f, " server={} range={} epoch={} command={command}", server.0, range.0, epoch.0),
             Event::Deduplicated { stream, server, epoch, key, id, offset } => write!(
                 f,
                 " stream={} server={} epoch={} key={} client={} seq={} offset={offset}",

@@ -643,10 +643,13 @@ impl ServerCore {
     }
 
     /// Goal `stale_range_command` when this server holds `range` at a newer epoch than
-    /// `epoch`, the one a manager's command names (whatever the command then does).
-    fn note_stale_command(&mut self, range: RangeId, epoch: Epoch) {
-        if self.ranges.get(&range).is_some_and(|h| h.row.epoch > epoch) {
-            self.out.goal(Goal::StaleRangeCommand);
+    /// `epoch`, the one a manager's `command` names (whatever the command then does); the
+    /// `command_missed` event when it holds the range at neither that epoch nor a newer one.
+    fn note_command(&mut self, range: RangeId, epoch: Epoch, command: &'static str) {
+        match self.ranges.get(&range).map(|h| h.row.epoch) {
+            Some(held) if held > epoch => self.out.goal(Goal::StaleRangeCommand),
+            Some(held) if held == epoch => {}
+            _ => self.out.event(Event::CommandMissed { server: self.id, range, epoch, command }),
         }
     }
 
@@ -655,7 +658,7 @@ impl ServerCore {
     /// at that epoch.
     pub fn pause(&mut self, range: RangeId, epoch: Epoch, now_us: u64) -> Result<(), String> {
         let me = self.id;
-        self.note_stale_command(range, epoch);
+        self.note_command(range, epoch, "pause");
         let skip = self.mutated(Mutation::ServerSkipsEpochCheck);
         let held = self.ranges.get_mut(&range).filter(|h| h.row.epoch == epoch || skip).ok_or_else(|| format!("{me} does not hold {range} at {epoch}"))?;
         if !held.paused {
@@ -678,7 +681,7 @@ impl ServerCore {
     /// The move (or split or merge) committed: drop the paused `range` at `epoch` and remember
     /// where it went (`to` at `new_epoch`; nothing for an epoch of 0).
     pub fn release(&mut self, range: RangeId, epoch: Epoch, to: ServerId, new_epoch: Epoch) {
-        self.note_stale_command(range, epoch);
+        self.note_command(range, epoch, "release");
         if let Some(held) = self.ranges.get(&range).filter(|h| h.row.epoch == epoch || self.mutated(Mutation::ServerSkipsEpochCheck)) {
             self.out.event(Event::Dropped { server: self.id, range, epoch: held.row.epoch, reason: "moved".into() });
             self.ranges.remove(&range);

@@ -15,8 +15,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Goals read off the history, with what each means.
-pub const DERIVED: [(&str, &str); 7] = [
+pub const DERIVED: [(&str, &str); 8] = [
     ("stale_epoch_at_holder", "a request at an older epoch reached a server that still holds the range"),
+    ("command_missed", "a manager's pause or release reached a server that held the range at neither that epoch nor a newer one"),
     ("copy_diverged", "a move target's copy diverged from its source and the target said so"),
     ("stale_write_fenced_after_publish", "the store fenced a write at an epoch older than one the map had already published for that range"),
     ("leader_restarted_within_lease", "the leader crashed and restarted before its lease ran out"),
@@ -92,6 +93,7 @@ pub fn reached(events: &[Event], declared: &[(&'static str, u64)], lease_ms: u64
             What::Sys(partmap::event::Event::Leader { manager, .. }) => leader = Some(*manager),
             What::Sys(partmap::event::Event::Refused { reason: Refusal::StaleEpoch { .. }, .. }) => bump(&mut out, "stale_epoch_at_holder", t),
             What::Sys(partmap::event::Event::Diverged { .. }) => bump(&mut out, "copy_diverged", t),
+            What::Sys(partmap::event::Event::CommandMissed { .. }) => bump(&mut out, "command_missed", t),
             What::Sys(partmap::event::Event::Fenced { stream, epoch, .. }) => {
                 let published = map.and_then(|m| m.rows.get(stream)).is_some_and(|r| r.epoch > *epoch && r.state == RangeState::Active);
                 if published {
@@ -145,15 +147,24 @@ pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, 
 /// - `admit_before_expiry`: an admission before the authority expired that server's session;
 /// - `read_before_owner_change`: a strong read served on a range before a map commit gave it
 ///   another owner or epoch (a frontend still routing on the old map is close behind).
-pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
+///
+/// Each race keeps its smallest gap with the times of its two steps and, for the races whose
+/// first step is a message's arrival (an old write), that message ([`NearMiss::lever`]).
+pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
     use partmap::event::Event as Sys;
-    let mut out: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut note = |name: &'static str, gap: u64| {
-        let e = out.entry(name).or_insert(gap);
-        *e = (*e).min(gap);
+    let mut out: BTreeMap<&'static str, NearMiss> = BTreeMap::new();
+    let mut note = |name: &'static str, first_us: u64, second_us: u64, lever: Option<Lever>| {
+        let m = NearMiss { gap_us: second_us - first_us, first_us, second_us, lever };
+        match out.get(name) {
+            Some(e) if e.gap_us <= m.gap_us => {}
+            _ => {
+                out.insert(name, m);
+            }
+        }
     };
+    let append = |server: u32| Some(Lever { from: format!("server-{server}"), to: "store-1".into(), kind: "store_append".into() });
     let mut last_fence: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
-    let mut last_effect: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
+    let mut last_effect: BTreeMap<u64, (u64, u64, u32)> = BTreeMap::new(); // stream -> (t, epoch, server)
     let mut last_admit: BTreeMap<u32, u64> = BTreeMap::new(); // server -> t
     let mut last_read: BTreeMap<u64, u64> = BTreeMap::new(); // range -> t
     let mut owners: BTreeMap<u64, (Option<u32>, u64)> = BTreeMap::new(); // range -> (owner, epoch)
@@ -163,23 +174,23 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
         let What::Sys(sys) = &ev.what else { continue };
         match sys {
             Sys::Fence { stream, epoch, .. } => {
-                if let Some((te, e)) = last_effect.get(&stream.0) {
+                if let Some((te, e, server)) = last_effect.get(&stream.0) {
                     if *e < epoch.0 {
                         // A handoff the old owner took part in (it drained at that epoch), or a
                         // takeover of a range whose owner was lost.
                         let race = if drained.contains(&(stream.0, *e)) { "old_write_before_fence" } else { "old_write_before_takeover_fence" };
-                        note(race, t - te);
+                        note(race, *te, t, append(*server));
                     }
                 }
                 last_fence.insert(stream.0, (t, epoch.0));
             }
             Sys::Fenced { stream, .. } => {
                 if let Some((tf, _)) = last_fence.get(&stream.0) {
-                    note("stale_write_after_fence", t - tf);
+                    note("stale_write_after_fence", *tf, t, None);
                 }
             }
-            Sys::Effect { stream, epoch, .. } => {
-                last_effect.insert(stream.0, (t, epoch.0));
+            Sys::Effect { stream, epoch, server, .. } => {
+                last_effect.insert(stream.0, (t, epoch.0, server.0));
             }
             Sys::Drained { range, epoch, .. } => {
                 drained.insert((range.0, epoch.0));
@@ -189,7 +200,7 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
             }
             Sys::LeaseExpired { server, .. } => {
                 if let Some(ta) = last_admit.get(&server.0) {
-                    note("admit_before_expiry", t - ta);
+                    note("admit_before_expiry", *ta, t, None);
                 }
             }
             Sys::ReadServed { range, bounded: false, .. } => {
@@ -200,7 +211,7 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
                     let now = (row.owner.map(|o| o.0), row.epoch.0);
                     if owners.insert(row.id.0, now).is_some_and(|before| before != now) {
                         if let Some(tr) = last_read.get(&row.id.0) {
-                            note("read_before_owner_change", t - tr);
+                            note("read_before_owner_change", *tr, t, None);
                         }
                     }
                 }
@@ -209,4 +220,34 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, u64> {
         }
     }
     out
+}
+
+/// One race's closest call in a run: the gap, µs, between the step that came first and the
+/// step the protocol needs to come second, and the simulated times (µs) of both. A fault whose
+/// window ends near one of the two steps is the likeliest lever on the gap
+/// ([`crate::search::explore`]'s gap-closing mutation).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NearMiss {
+    /// `second_us - first_us`.
+    pub gap_us: u64,
+    /// When the first step happened.
+    pub first_us: u64,
+    /// When the second step happened.
+    pub second_us: u64,
+    /// Where the first step was a message's arrival: that message, whose hold past the gap
+    /// would flip the order (`None`: no single message to hold).
+    #[serde(default)]
+    pub lever: Option<Lever>,
+}
+
+/// A message whose hold can flip a race: the next `kind` message on the link `from` -> `to`
+/// (node names, or a role such as `@leader`, as a `delay_next` fault names them).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lever {
+    /// The sender.
+    pub from: String,
+    /// The receiver.
+    pub to: String,
+    /// The message kind (`release`, `store_append`, ...).
+    pub kind: String,
 }

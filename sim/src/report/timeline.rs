@@ -261,7 +261,7 @@ fn about(what: &What) -> (Option<&Key>, Option<u64>, Option<u32>) {
             Sys::Effect { stream, server, key, .. } | Sys::Deduplicated { stream, server, key, .. } => (Some(key), Some(stream.0), Some(server.0)),
             Sys::Fenced { stream, server, .. } => (None, Some(stream.0), Some(server.0)),
             Sys::Fence { stream, .. } => (None, Some(stream.0), None),
-            Sys::Activated { server, range, .. } | Sys::Dropped { server, range, .. } | Sys::Paused { server, range, .. } | Sys::Drained { server, range, .. } | Sys::Precopied { server, range, .. } | Sys::Diverged { server, range, .. } | Sys::Handoff { server, range, .. } => (None, Some(range.0), Some(server.0)),
+            Sys::Activated { server, range, .. } | Sys::Dropped { server, range, .. } | Sys::Paused { server, range, .. } | Sys::Drained { server, range, .. } | Sys::Precopied { server, range, .. } | Sys::Diverged { server, range, .. } | Sys::Handoff { server, range, .. } | Sys::CommandMissed { server, range, .. } => (None, Some(range.0), Some(server.0)),
             Sys::SessionExpired { server, .. } | Sys::Renewed { server, .. } | Sys::LeaseExpired { server, .. } | Sys::StaleCommand { server, .. } => (None, None, Some(server.0)),
             _ => (None, None, None),
         },

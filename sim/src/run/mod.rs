@@ -150,7 +150,7 @@ pub struct RunReport {
     /// Hash of the event trace.
     pub trace_hash: u64,
     /// The run's near misses ([`crate::measure::goals::near_misses`]): the smallest gap, µs, per race.
-    pub near_misses: BTreeMap<&'static str, u64>,
+    pub near_misses: BTreeMap<&'static str, crate::measure::goals::NearMiss>,
     /// Every goal of [`crate::measure::goals::registry`] the run reached, with how often and when first.
     pub goals: BTreeMap<&'static str, crate::measure::goals::Reached>,
     /// Coverage: how often each situation of [`crate::measure::coverage::SITUATIONS`] happened.

@@ -14,10 +14,14 @@
 //!   that adds a feature no corpus entry has joins the corpus.
 //! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario);
 //!   a *branch* of an entry (its schedule kept up to a moment shortly before one of its rare
-//!   goals was first reached, a new future drawn after it by the scenario's own nemesis, and an
-//!   aimed fault near that moment); a *schedule mutation* (shift a fault, lengthen or shorten
+//!   goals was first reached, or one time in three shortly after it so that its cause is
+//!   kept, a new future drawn after it by the scenario's own nemesis, and an aimed fault near
+//!   that moment); a *schedule mutation* (shift a fault, lengthen or shorten
 //!   it around the protocol's margins, retarget a node to a role, add an aimed fault on a
-//!   protocol event near a goal, drop a fault, nudge a start or a length by a few ms); or a
+//!   protocol event near a goal, drop a fault, nudge a start or a length by a few ms, or close
+//!   a near miss: lengthen or shorten the fault that ends nearest one of the race's two steps by
+//!   the gap, or hold the message whose arrival was the race's first step past the gap, so the
+//!   order may flip); or a
 //!   *reseed* (the same schedule, another
 //!   seed). Entries are picked with a weight that favours rare features.
 //! - **Deterministic**: candidates are made in batches of [`BATCH`] from the explorer's own
@@ -85,6 +89,10 @@ pub struct Entry {
     pub features: Vec<String>,
     /// First time each goal was reached, µs of simulated time.
     pub goal_first_us: BTreeMap<String, u64>,
+    /// The run's closest call per race ([`crate::measure::goals::near_misses`]); empty in an
+    /// entry written before it was kept.
+    #[serde(default)]
+    pub near: BTreeMap<String, crate::measure::goals::NearMiss>,
     /// The explicit scenario that replays the run with `seed`.
     pub scenario: Scenario,
 }
@@ -136,9 +144,9 @@ pub fn features(report: &RunReport, rare: &BTreeSet<String>) -> BTreeSet<String>
             out.insert(format!("goal:{g}:x{}", 1u64 << (63 - r.count.leading_zeros()).min(5)));
         }
     }
-    for (race, gap_us) in &report.near_misses {
+    for (race, miss) in &report.near_misses {
         // Every power of two the gap is below, so that a closer miss is a new feature.
-        let ms = (gap_us / 1000).max(1);
+        let ms = (miss.gap_us / 1000).max(1);
         let bucket = 64 - ms.leading_zeros();
         for b in bucket..=12 {
             out.insert(format!("near:{race}:<2^{b}ms"));
@@ -277,8 +285,61 @@ impl<'a> Explorer<'a> {
             }
             x -= w;
         }
+        // Two times in three shortly before the goal (a new cause), otherwise shortly after it:
+        // what caused it is kept (a message held across it, a node still down) and only what
+        // follows is drawn anew.
+        if self.rng.gen_range(0..3) == 0 {
+            return (at / 1000 + self.rng.gen_range(1..500)).min(self.end_ms(&e.scenario).saturating_sub(1));
+        }
         let before = self.rng.gen_range(0..2000);
         (at / 1000).saturating_sub(before)
+    }
+
+    /// Hold the message of one of `e`'s near misses that has a lever
+    /// ([`crate::measure::goals::Lever`]) past the gap: a `delay_next` of that message kind on
+    /// that link, started 5 to 100 ms before the message arrived and holding it for the gap
+    /// and up to half as long again. `false` when `e` has no such near miss.
+    fn hold_lever(&mut self, e: &Entry, s: &mut Scenario) -> bool {
+        let levered: Vec<&crate::measure::goals::NearMiss> = e.near.values().filter(|m| m.lever.is_some()).collect();
+        if levered.is_empty() {
+            return false;
+        }
+        let miss = levered[self.rng.gen_range(0..levered.len())].clone();
+        let lever = miss.lever.expect("filtered");
+        let at_ms = (miss.first_us / 1000).saturating_sub(self.rng.gen_range(5..=100));
+        let hold_ms = miss.gap_us / 1000 * self.rng.gen_range(100..=150) / 100 + self.rng.gen_range(1..=50);
+        let fault = crate::scenario::FaultSpec::DelayNext { from: lever.from, to: lever.to, message: lever.kind };
+        s.faults.schedule.push(TimedFault { at_ms, on: None, duration_ms: Some(hold_ms), fault });
+        true
+    }
+
+    /// Close one of `e`'s near misses: the fault (an untriggered one with a length) whose
+    /// window ends nearest to one of the race's two steps, within 10 s, is lengthened past the
+    /// gap when it ends near the first step (so that step may come second) and shortened by it
+    /// when it ends near the second. `false` when `e` has no near miss or no such fault.
+    fn close_gap(&mut self, e: &Entry, s: &mut Scenario) -> bool {
+        if e.near.is_empty() {
+            return false;
+        }
+        let misses: Vec<&crate::measure::goals::NearMiss> = e.near.values().collect();
+        let miss = misses[self.rng.gen_range(0..misses.len())].clone();
+        let (first_ms, second_ms) = (miss.first_us / 1000, miss.second_us / 1000);
+        let mut best: Option<(u64, usize, bool)> = None; // (distance ms, index, ends near the first step)
+        for (i, f) in s.faults.schedule.iter().enumerate() {
+            let (None, Some(d)) = (&f.on, f.duration_ms) else { continue };
+            let end = f.at_ms + d;
+            for (step, near_first) in [(first_ms, true), (second_ms, false)] {
+                let dist = end.abs_diff(step);
+                if dist <= 10_000 && best.is_none_or(|(b, ..)| dist < b) {
+                    best = Some((dist, i, near_first));
+                }
+            }
+        }
+        let Some((dist, i, near_first)) = best else { return false };
+        let by = dist + miss.gap_us / 1000 * self.rng.gen_range(100..=150) / 100 + 1;
+        let d = s.faults.schedule[i].duration_ms.expect("chosen with a length");
+        s.faults.schedule[i].duration_ms = Some(if near_first { d + by } else { d.saturating_sub(by).max(1) });
+        true
     }
 
     fn end_ms(&self, s: &Scenario) -> u64 {
@@ -342,7 +403,14 @@ impl<'a> Explorer<'a> {
         let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
         for _ in 0..self.rng.gen_range(1..=3) {
             let n = s.faults.schedule.len();
-            let op = if n == 0 { 3 } else { self.rng.gen_range(0..8) };
+            let op = if n == 0 { 3 } else { self.rng.gen_range(0..10) };
+            // With no near miss to close, a shift instead.
+            let op = match op {
+                8 if self.close_gap(e, &mut s) => continue,
+                9 if self.hold_lever(e, &mut s) => continue,
+                8 | 9 => 0,
+                _ => op,
+            };
             match op {
                 6 | 7 => {
                     // A nudge of a few ms either way: local search around a near miss.
@@ -407,6 +475,7 @@ impl<'a> Explorer<'a> {
             origin: c.origin.to_string(),
             features: feats.into_iter().collect(),
             goal_first_us: report.goals.iter().map(|(k, r)| (k.to_string(), r.first_us)).collect(),
+            near: report.near_misses.iter().map(|(k, m)| (k.to_string(), m.clone())).collect(),
             scenario,
         };
         self.corpus.push(entry.clone());
