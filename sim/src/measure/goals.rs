@@ -147,14 +147,28 @@ pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, 
 /// - `admit_before_expiry`: an admission before the authority expired that server's session;
 /// - `read_before_owner_change`: a strong read served on a range before a map commit gave it
 ///   another owner or epoch (a frontend still routing on the old map is close behind).
+/// - `missed_command_before_reopen`: a manager's pause or release that missed its range at a
+///   server (`command_missed`) before that server activated the range again at a newer epoch
+///   (arriving after, it would have been a stale command at a holder);
+/// - `corrupt_missed_precopy`: a `corrupt` fault's window on a link into a server and the
+///   nearest pre-copy round that server finished, before or after the window, or inside it
+///   (its reads may have been sent before the window opened): a window over a round's reads
+///   makes the copy diverge.
 ///
 /// Each race keeps its smallest gap with the times of its two steps and, for the races whose
-/// first step is a message's arrival (an old write), that message ([`NearMiss::lever`]).
+/// first step is a message's arrival (an old write, a missed command), that message
+/// ([`NearMiss::lever`]); for a
+/// fault that missed its step, the fault's start and the step ([`NearMiss::cover`]).
 pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
     use partmap::event::Event as Sys;
     let mut out: BTreeMap<&'static str, NearMiss> = BTreeMap::new();
+    for (race, m) in missed_steps(events) {
+        if out.get(race).is_none_or(|e| m.gap_us < e.gap_us) {
+            out.insert(race, m);
+        }
+    }
     let mut note = |name: &'static str, first_us: u64, second_us: u64, lever: Option<Lever>| {
-        let m = NearMiss { gap_us: second_us - first_us, first_us, second_us, lever };
+        let m = NearMiss { gap_us: second_us - first_us, first_us, second_us, lever, cover: None };
         match out.get(name) {
             Some(e) if e.gap_us <= m.gap_us => {}
             _ => {
@@ -163,6 +177,7 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
         }
     };
     let append = |server: u32| Some(Lever { from: format!("server-{server}"), to: "store-1".into(), kind: "store_append".into() });
+    let mut missed: BTreeMap<(u32, u64), (u64, u64, &'static str)> = BTreeMap::new(); // (server, range) -> (t, epoch, command) of the last missed command
     let mut last_fence: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
     let mut last_effect: BTreeMap<u64, (u64, u64, u32)> = BTreeMap::new(); // stream -> (t, epoch, server)
     let mut last_admit: BTreeMap<u32, u64> = BTreeMap::new(); // server -> t
@@ -191,6 +206,17 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
             }
             Sys::Effect { stream, epoch, server, .. } => {
                 last_effect.insert(stream.0, (t, epoch.0, server.0));
+            }
+            Sys::CommandMissed { server, range, epoch, command } => {
+                missed.insert((server.0, range.0), (t, epoch.0, *command));
+            }
+            Sys::Activated { server, range, epoch, .. } => {
+                if let Some((tm, e, command)) = missed.remove(&(server.0, range.0)) {
+                    if e < epoch.0 {
+                        let lever = Lever { from: "@leader".into(), to: format!("server-{}", server.0), kind: command.into() };
+                        note("missed_command_before_reopen", tm, t, Some(lever));
+                    }
+                }
             }
             Sys::Drained { range, epoch, .. } => {
                 drained.insert((range.0, epoch.0));
@@ -238,6 +264,56 @@ pub struct NearMiss {
     /// would flip the order (`None`: no single message to hold).
     #[serde(default)]
     pub lever: Option<Lever>,
+    /// Where a fault's window missed the step it acts on: the fault and the step (a fault
+    /// moved to cover the step reaches the situation).
+    #[serde(default)]
+    pub cover: Option<Cover>,
+}
+
+/// A fault whose window missed the protocol step it acts on.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Cover {
+    /// When the fault started, ms.
+    pub fault_at_ms: u64,
+    /// When the step happened, ms.
+    pub step_ms: u64,
+    /// The node the fault acted on as it resolved then (a role's holder then): a fault moved
+    /// elsewhere in time must name it, as the role may resolve to another node by then.
+    pub node: String,
+}
+
+/// The faults that missed the protocol step they act on (see [`near_misses`]): for each race,
+/// every fault window and every step at the fault's node outside it, with the gap between
+/// them. A window is `[start, start + duration]` as the `fault` event gives it.
+fn missed_steps(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
+    use partmap::event::Event as Sys;
+    let mut windows: Vec<(&'static str, String, u64, u64)> = Vec::new(); // (race, node, start, end), µs
+    let mut steps: Vec<(&'static str, String, u64)> = Vec::new(); // (race, node, t)
+    for ev in events {
+        let t = ev.t_us;
+        match &ev.what {
+            What::Fault { fault, duration_ms, .. } => {
+                let end = t + duration_ms * 1000;
+                if let Fault::Corrupt(_, to) = &**fault {
+                    windows.push(("corrupt_missed_precopy", to.clone(), t, end));
+                }
+            }
+            What::Sys(Sys::Precopied { server, .. }) => steps.push(("corrupt_missed_precopy", format!("server-{}", server.0), t)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (race, node, start, end) in &windows {
+        // A step inside the window may still have missed it (a round's reads sent before the
+        // window opened): its distance is from the window's start.
+        let dist = |t: u64| if t < *start { start - t } else if t > *end { t - end } else { t - start };
+        let nearest = steps.iter().filter(|(r, n, _)| r == race && n == node).map(|(_, _, t)| *t).min_by_key(|t| dist(*t));
+        if let Some(t) = nearest {
+            let (first_us, second_us) = if t < *start || t <= *end { (t.min(*start), t.max(*start)) } else { (*end, t) };
+            out.push((*race, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever: None, cover: Some(Cover { fault_at_ms: start / 1000, step_ms: t / 1000, node: node.clone() }) }));
+        }
+    }
+    out
 }
 
 /// A message whose hold can flip a race: the next `kind` message on the link `from` -> `to`

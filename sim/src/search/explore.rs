@@ -13,6 +13,11 @@
 //!   flipping) in log2 ms buckets, so that a run that comes closer than any before is kept. A run
 //!   that adds a feature no corpus entry has joins the corpus.
 //! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario);
+//!   a *close* of an entry's near miss (15 runs in 100; the
+//!   rarer the race, the likelier), by holding the race's lever message past the gap, by
+//!   moving or stretching the fault that missed the step, or by placing a fault at a handoff
+//!   step the entry's run took (a corrupt over a pre-copy round's reads, a crash or pause of a
+//!   source just after it paused or drained), at the node that took it;
 //!   a *branch* of an entry (its schedule kept up to a moment shortly before one of its rare
 //!   goals was first reached, or one time in three shortly after it so that its cause is
 //!   kept, a new future drawn after it by the scenario's own nemesis, and an aimed fault near
@@ -20,8 +25,8 @@
 //!   it around the protocol's margins, retarget a node to a role, add an aimed fault on a
 //!   protocol event near a goal, drop a fault, nudge a start or a length by a few ms, or close
 //!   a near miss: lengthen or shorten the fault that ends nearest one of the race's two steps by
-//!   the gap, or hold the message whose arrival was the race's first step past the gap, so the
-//!   order may flip); or a
+//!   the gap, move a fault whose window missed the step it acts on over that step, or hold the
+//!   message whose arrival was the race's first step past the gap, so the order may flip); or a
 //!   *reseed* (the same schedule, another
 //!   seed). Entries are picked with a weight that favours rare features.
 //! - **Deterministic**: candidates are made in batches of [`BATCH`] from the explorer's own
@@ -83,7 +88,7 @@ pub struct Entry {
     pub scenario_hash: String,
     /// The run's seed.
     pub seed: u64,
-    /// How the entry was made (`swarm`, `branch`, `mutate`, `reseed`).
+    /// How the entry was made (`swarm`, `branch`, `mutate`, `close`, `reseed`).
     pub origin: String,
     /// Its features, sorted.
     pub features: Vec<String>,
@@ -93,6 +98,10 @@ pub struct Entry {
     /// entry written before it was kept.
     #[serde(default)]
     pub near: BTreeMap<String, crate::measure::goals::NearMiss>,
+    /// Handoff steps the run took ([`steps_of`]): `(event, node, ms)`, for faults placed at a
+    /// step the run showed happens; empty in an entry written before it was kept.
+    #[serde(default)]
+    pub steps: Vec<(String, String, u64)>,
     /// The explicit scenario that replays the run with `seed`.
     pub scenario: Scenario,
 }
@@ -295,25 +304,73 @@ impl<'a> Explorer<'a> {
         (at / 1000).saturating_sub(before)
     }
 
+    /// The index of one of `races` (near-miss race names), drawn with a weight of one over the
+    /// number of corpus entries that came within 4 s on it: the rarer race first.
+    fn pick_race<'r>(&mut self, races: impl Iterator<Item = &'r str>) -> usize {
+        let weights: Vec<f64> = races.map(|r| 1.0 / self.seen.get(&format!("near:{r}:<2^12ms")).copied().unwrap_or(1).max(1) as f64).collect();
+        let mut x = self.rng.gen_range(0.0..weights.iter().sum::<f64>());
+        for (i, w) in weights.iter().enumerate() {
+            if x < *w {
+                return i;
+            }
+            x -= w;
+        }
+        weights.len() - 1
+    }
+
     /// Hold the message of one of `e`'s near misses that has a lever
     /// ([`crate::measure::goals::Lever`]) past the gap: a `delay_next` of that message kind on
     /// that link, started 5 to 100 ms before the message arrived and holding it for the gap
-    /// and up to half as long again. `false` when `e` has no such near miss.
+    /// and up to half as long again, plus up to two leases, two store timeouts and a request
+    /// timeout. `false` when `e` has no such near miss.
     fn hold_lever(&mut self, e: &Entry, s: &mut Scenario) -> bool {
-        let levered: Vec<&crate::measure::goals::NearMiss> = e.near.values().filter(|m| m.lever.is_some()).collect();
+        let levered: Vec<(&String, &crate::measure::goals::NearMiss)> = e.near.iter().filter(|(_, m)| m.lever.is_some()).collect();
         if levered.is_empty() {
             return false;
         }
-        let miss = levered[self.rng.gen_range(0..levered.len())].clone();
+        let miss = levered[self.pick_race(levered.iter().map(|(r, _)| r.as_str()))].1.clone();
         let lever = miss.lever.expect("filtered");
         let at_ms = (miss.first_us / 1000).saturating_sub(self.rng.gen_range(5..=100));
-        let hold_ms = miss.gap_us / 1000 * self.rng.gen_range(100..=150) / 100 + self.rng.gen_range(1..=50);
+        // Past the gap, and up to what the flow the message belongs to may still do after it
+        // gave up on the message (its retry, an abort, a failover: two leases and a drain):
+        // the step that came second is often caused by the message's loss, so it moves later
+        // as the message does.
+        let knobs = s.node_knobs();
+        let after_ms = 2 * knobs.lease_ms + 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
+        let hold_ms = miss.gap_us / 1000 * self.rng.gen_range(100..=150) / 100 + self.rng.gen_range(1..=after_ms.max(2));
         let fault = crate::scenario::FaultSpec::DelayNext { from: lever.from, to: lever.to, message: lever.kind };
         s.faults.schedule.push(TimedFault { at_ms, on: None, duration_ms: Some(hold_ms), fault });
         true
     }
 
-    /// Close one of `e`'s near misses: the fault (an untriggered one with a length) whose
+    /// Move the fault of race `race` (see [`crate::measure::goals::near_misses`]) that started
+    /// at `cover.fault_at_ms` so that its window covers what led up to `cover.step_ms` (the step ends what
+    /// the fault acts on, a round's reads sent before it): the window ends at the step or up to
+    /// half its length after it: the untriggered one that starts there (within 5 ms),
+    /// else one of its kind waiting on a trigger (whose start the schedule cannot tell), which
+    /// becomes a fault at a time; it names the node it acted on then (`cover.node`), not a
+    /// role. `false` when the schedule has neither.
+    fn cover_step(&mut self, s: &mut Scenario, race: &str, cover: &crate::measure::goals::Cover) -> bool {
+        let (fault_at_ms, step_ms) = (cover.fault_at_ms, cover.step_ms);
+        use crate::scenario::FaultSpec;
+        let kind_fits = |f: &FaultSpec| match race {
+            "corrupt_missed_precopy" => matches!(f, FaultSpec::Corrupt { .. }),
+            _ => false,
+        };
+        let timed = s.faults.schedule.iter().position(|f| f.on.is_none() && f.duration_ms.is_some() && f.at_ms.abs_diff(fault_at_ms) <= 5 && kind_fits(&f.fault));
+        let triggered: Vec<usize> = (0..s.faults.schedule.len()).filter(|i| s.faults.schedule[*i].on.is_some() && s.faults.schedule[*i].duration_ms.is_some() && kind_fits(&s.faults.schedule[*i].fault)).collect();
+        let Some(i) = timed.or_else(|| (!triggered.is_empty()).then(|| triggered[self.rng.gen_range(0..triggered.len())])) else { return false };
+        let f = &mut s.faults.schedule[i];
+        let d = f.duration_ms.expect("filtered");
+        f.on = None;
+        f.at_ms = step_ms.saturating_sub(d - self.rng.gen_range(0..=d / 2));
+        if let FaultSpec::Corrupt { to, .. } = &mut f.fault {
+            *to = cover.node.clone();
+        }
+        true
+    }
+
+    /// Close one of `e`'s near misses (a fault that missed its step is moved to cover it): the fault (an untriggered one with a length) whose
     /// window ends nearest to one of the race's two steps, within 10 s, is lengthened past the
     /// gap when it ends near the first step (so that step may come second) and shortened by it
     /// when it ends near the second. `false` when `e` has no near miss or no such fault.
@@ -321,8 +378,14 @@ impl<'a> Explorer<'a> {
         if e.near.is_empty() {
             return false;
         }
-        let misses: Vec<&crate::measure::goals::NearMiss> = e.near.values().collect();
-        let miss = misses[self.rng.gen_range(0..misses.len())].clone();
+        let misses: Vec<(&String, &crate::measure::goals::NearMiss)> = e.near.iter().collect();
+        let (race, miss) = misses[self.pick_race(misses.iter().map(|(r, _)| r.as_str()))];
+        let miss = miss.clone();
+        if let Some(cover) = &miss.cover {
+            let ok = self.cover_step(s, race, cover);
+            s.faults.schedule.sort_by_key(|f| f.at_ms);
+            return ok;
+        }
         let (first_ms, second_ms) = (miss.first_us / 1000, miss.second_us / 1000);
         let mut best: Option<(u64, usize, bool)> = None; // (distance ms, index, ends near the first step)
         for (i, f) in s.faults.schedule.iter().enumerate() {
@@ -351,12 +414,14 @@ impl<'a> Explorer<'a> {
         if self.corpus.is_empty() || roll < 25 {
             return Candidate { seed: self.rng.gen::<u64>() >> 1, scenario: self.base.scenario.clone(), origin: "swarm" };
         }
+        let close = if (75..90).contains(&roll) { self.close_candidate() } else { None };
         let i = self.pick();
         let entry = self.corpus[i].clone();
-        let (scenario, origin) = match roll {
-            25..=59 => (self.branch(&entry), "branch"),
-            60..=89 => (self.mutate(&entry), "mutate"),
-            _ => (entry.scenario.clone(), "reseed"),
+        let (entry, scenario, origin) = match (roll, close) {
+            (_, Some((entry, scenario))) => (entry, scenario, "close"),
+            (25..=54, _) => (entry.clone(), self.branch(&entry), "branch"),
+            (55..=89, _) => (entry.clone(), self.mutate(&entry), "mutate"),
+            _ => (entry.clone(), entry.scenario.clone(), "reseed"),
         };
         let seed = if origin == "reseed" { self.rng.gen::<u64>() >> 1 } else { entry.seed };
         match scenario.validate() {
@@ -365,6 +430,62 @@ impl<'a> Explorer<'a> {
             // with another seed instead.
             Err(_) => Candidate { seed: self.rng.gen::<u64>() >> 1, scenario: entry.scenario, origin: "reseed" },
         }
+    }
+
+    /// A *close* candidate: an entry with a near miss (the rarer its rarest race, the likelier)
+    /// with that gap closed, by a lever's hold or a fault moved or stretched
+    /// ([`Explorer::hold_lever`], [`Explorer::close_gap`]), or one time in three a fault placed
+    /// at one of its handoff steps ([`Explorer::fault_at_step`]). `None` when no entry has a
+    /// near miss or a step, or the change found nothing to act on.
+    fn close_candidate(&mut self) -> Option<(Entry, Scenario)> {
+        let weights: Vec<f64> = self.corpus.iter().map(|e| e.near.keys().map(|r| 1.0 / self.seen.get(&format!("near:{r}:<2^12ms")).copied().unwrap_or(1).max(1) as f64).fold(0.0, f64::max) + if e.steps.is_empty() { 0.0 } else { 0.02 }).collect();
+        let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let mut x = self.rng.gen_range(0.0..total);
+        let mut i = weights.len() - 1;
+        for (k, w) in weights.iter().enumerate() {
+            if x < *w {
+                i = k;
+                break;
+            }
+            x -= w;
+        }
+        let entry = self.corpus[i].clone();
+        let mut s = entry.scenario.clone();
+        let closed = match self.rng.gen_range(0..3) {
+            0 => self.hold_lever(&entry, &mut s) || self.close_gap(&entry, &mut s),
+            1 => self.close_gap(&entry, &mut s) || self.hold_lever(&entry, &mut s),
+            _ => self.fault_at_step(&entry, &mut s),
+        };
+        s.faults.schedule.sort_by_key(|f| f.at_ms);
+        closed.then_some((entry, s))
+    }
+
+    /// A fault placed at one of `e`'s handoff steps ([`steps_of`]), at the node that took it
+    /// (named, not a role): a `corrupt` of the store's answers over the time before a
+    /// `precopied` (the round's reads), or a crash or pause of the server just after a
+    /// `paused` or `drained` (a source lost, or stalled, mid-handoff), lasting around the
+    /// protocol's margins. The run up to the fault is the entry's, so the step is there.
+    /// `false` when `e` kept no steps.
+    fn fault_at_step(&mut self, e: &Entry, s: &mut Scenario) -> bool {
+        use crate::scenario::FaultSpec;
+        if e.steps.is_empty() {
+            return false;
+        }
+        let (event, node, t_ms) = e.steps[self.rng.gen_range(0..e.steps.len())].clone();
+        let knobs = s.node_knobs();
+        let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
+        let d = nemesis::margin_ms(&mut self.rng, &knobs, long).max(1);
+        let (at_ms, fault) = if event == "precopied" {
+            (t_ms.saturating_sub(d - self.rng.gen_range(0..=d / 2)), FaultSpec::Corrupt { from: "store-1".into(), to: node })
+        } else {
+            let after = t_ms + self.rng.gen_range(0..=20);
+            (after, if self.rng.gen_bool(0.5) { FaultSpec::Crash { node } } else { FaultSpec::Pause { node } })
+        };
+        s.faults.schedule.push(TimedFault { at_ms: at_ms.min(self.end_ms(s).saturating_sub(1)), on: None, duration_ms: Some(d), fault });
+        true
     }
 
     /// `e`'s schedule up to a moment before one of its goals, a new future drawn by the
@@ -403,12 +524,12 @@ impl<'a> Explorer<'a> {
         let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
         for _ in 0..self.rng.gen_range(1..=3) {
             let n = s.faults.schedule.len();
-            let op = if n == 0 { 3 } else { self.rng.gen_range(0..10) };
+            let op = if n == 0 { 3 } else { self.rng.gen_range(0..12) };
             // With no near miss to close, a shift instead.
             let op = match op {
-                8 if self.close_gap(e, &mut s) => continue,
-                9 if self.hold_lever(e, &mut s) => continue,
-                8 | 9 => 0,
+                8 | 9 if self.close_gap(e, &mut s) => continue,
+                10 | 11 if self.hold_lever(e, &mut s) => continue,
+                8..=11 => 0,
                 _ => op,
             };
             match op {
@@ -476,12 +597,40 @@ impl<'a> Explorer<'a> {
             features: feats.into_iter().collect(),
             goal_first_us: report.goals.iter().map(|(k, r)| (k.to_string(), r.first_us)).collect(),
             near: report.near_misses.iter().map(|(k, m)| (k.to_string(), m.clone())).collect(),
+            steps: steps_of(report),
             scenario,
         };
         self.corpus.push(entry.clone());
         Some(entry)
     }
 }
+
+/// The handoff steps of a run a fault can act on, as `(event, node, ms)`: each `precopied`
+/// (a pre-copy round's reads ended at that server), `paused` and `drained` (a source or
+/// parent stopped writes and drained), at most [`STEPS_KEPT`] of each, evenly spread over
+/// the run.
+pub fn steps_of(report: &RunReport) -> Vec<(String, String, u64)> {
+    use crate::events::{Sys, What};
+    let mut by_kind: BTreeMap<&'static str, Vec<(String, u64)>> = BTreeMap::new();
+    for ev in &report.events {
+        let (kind, server) = match &ev.what {
+            What::Sys(Sys::Precopied { server, .. }) => ("precopied", server),
+            What::Sys(Sys::Paused { server, .. }) => ("paused", server),
+            What::Sys(Sys::Drained { server, .. }) => ("drained", server),
+            _ => continue,
+        };
+        by_kind.entry(kind).or_default().push((format!("server-{}", server.0), ev.t_us / 1000));
+    }
+    let mut out = Vec::new();
+    for (kind, steps) in by_kind {
+        let every = steps.len().div_ceil(STEPS_KEPT).max(1);
+        out.extend(steps.into_iter().step_by(every).map(|(node, t)| (kind.to_string(), node, t)));
+    }
+    out
+}
+
+/// At most this many steps of each kind are kept per corpus entry ([`steps_of`]).
+pub const STEPS_KEPT: usize = 16;
 
 /// Swap one node of `f`'s fault for a role.
 fn retarget(f: &mut TimedFault, rng: &mut impl Rng, keys: u32) {

@@ -31,4 +31,39 @@ mod tests {
         let late = reached(&events, &[], 100);
         assert_eq!(late.get("leader_restarted_within_lease"), None, "restarted after the lease ran out");
     }
+
+    /// A pause that missed its range at server-3, which activated the range at a newer epoch
+    /// 400 ms later: a near miss of 400 ms whose lever is the leader's next pause to server-3;
+    /// the `command_missed` goal is reached. A reopen at the same or an older epoch is none.
+    #[test]
+    fn near_miss_missed_command_before_reopen_names_its_lever() {
+        use partmap::event::Event as Sys;
+        use partmap::ids::{Epoch, RangeId, ServerId};
+        let ev = |t_us: u64, what: Sys| Event { t_us, what: What::Sys(what) };
+        let missed = ev(1_000_000, Sys::CommandMissed { server: ServerId(3), range: RangeId(6), epoch: Epoch(18), command: "pause" });
+        let reopen = |epoch| ev(1_400_000, Sys::Activated { server: ServerId(3), range: RangeId(6), epoch: Epoch(epoch), records: 4, stream: 4 });
+        let got = near_misses(&[missed.clone(), reopen(24)]);
+        let m = got.get("missed_command_before_reopen").expect("a near miss");
+        assert_eq!((m.gap_us, m.first_us, m.second_us), (400_000, 1_000_000, 1_400_000));
+        assert_eq!(m.lever, Some(Lever { from: "@leader".into(), to: "server-3".into(), kind: "pause".into() }));
+        assert!(!near_misses(&[missed.clone(), reopen(18)]).contains_key("missed_command_before_reopen"), "same epoch: not stale");
+        assert_eq!(reached(&[missed], &[], 1000).get("command_missed").map(|r| r.count), Some(1));
+    }
+
+    /// A corrupt window on store-1 -> server-2 from 2 s to 2.5 s and pre-copy rounds at 1.9 s
+    /// (server-2) and 2.45 s (server-1): the nearest round at the window's node is 100 ms before
+    /// it, so the near miss is 100 ms with a cover naming server-2; another node's round does
+    /// not count.
+    #[test]
+    fn near_miss_corrupt_missed_precopy_covers_the_nodes_round() {
+        use partmap::event::Event as Sys;
+        use partmap::ids::{Epoch, RangeId, ServerId};
+        let round = |t_us: u64, server: u32| Event { t_us, what: What::Sys(Sys::Precopied { server: ServerId(server), range: RangeId(4), epoch: Epoch(7), round: 1, bytes: 64 }) };
+        let corrupt = Event { t_us: 2_000_000, what: What::Fault { fault: Box::new(Fault::Corrupt("store-1".into(), "server-2".into())), duration_ms: 500, crash: None } };
+        let got = near_misses(&[round(1_900_000, 2), corrupt.clone(), round(2_450_000, 1)]);
+        let m = got.get("corrupt_missed_precopy").expect("a near miss");
+        assert_eq!(m.gap_us, 100_000);
+        assert_eq!(m.cover, Some(Cover { fault_at_ms: 2000, step_ms: 1900, node: "server-2".into() }));
+        assert!(!near_misses(&[corrupt, round(2_450_000, 1)]).contains_key("corrupt_missed_precopy"), "no round at server-2");
+    }
 }

@@ -12,7 +12,7 @@ mod tests {
     }
 
     fn entry(format: u32, hash: &str) -> Entry {
-        Entry { format, scenario_hash: hash.into(), seed: 3, origin: "swarm".into(), features: vec!["goal:crash_owner".into()], goal_first_us: BTreeMap::new(), near: BTreeMap::new(), scenario: Scenario::default_failover() }
+        Entry { format, scenario_hash: hash.into(), seed: 3, origin: "swarm".into(), features: vec!["goal:crash_owner".into()], goal_first_us: BTreeMap::new(), near: BTreeMap::new(), steps: Vec::new(), scenario: Scenario::default_failover() }
     }
 
     /// A corpus of another format or scenario, or a file that is no entry, is refused with the
