@@ -254,7 +254,7 @@ fn upgrade(out: &mut String, seeds: &[Seed], bound: Option<u64>) {
 fn restart_managers(out: &mut String, seeds: &[Seed], bound: Option<u64>) {
     let s: Vec<&Seed> = of(seeds, RESTART_MANAGERS).collect();
     let turns: Vec<(&super::upgrade::Restart, u64)> = s.iter().flat_map(|x| x.restarts.iter().map(move |r| (r, x.seed))).collect();
-    let _ = writeln!(out, "\n### The managers restarted: `{RESTART_MANAGERS}`\n\nEach manager in turn is asked to stand aside (the operator's leader transfer) and is then restarted (crash and restart, 1 s down): {} seeds, {} restarts. A manager's turn runs from the transfer before its restart to the next transfer (or the workload's end); its write pause is the longest of the handoffs that paused in it, its unavailability the longest time one range took no append while clients tried, among the waits that began in it.\n", s.len(), turns.len());
+    let _ = writeln!(out, "### The managers restarted: `{RESTART_MANAGERS}`\n\nEach manager in turn is asked to stand aside (the operator's leader transfer) and is then restarted (crash and restart, 1 s down): {} seeds, {} restarts. A manager's turn runs from the transfer before its restart to the next transfer (or the workload's end); its write pause is the longest of the handoffs that paused in it, its unavailability the longest time one range took no append while clients tried, among the waits that began in it.\n", s.len(), turns.len());
     let _ = writeln!(out, "| manager | turns | restarted while leading | release to grant, ms | handoffs | write pause at the servers, ms | one range without an append, ms |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     let mut names: Vec<&str> = turns.iter().map(|(r, _)| r.manager.as_str()).collect();
