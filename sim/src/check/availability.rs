@@ -105,6 +105,26 @@ pub fn unavailable_ms(events: &[Event], start_us: u64, end_us: u64) -> u64 {
 /// Per range: the waits of clients (first unanswered append to the next acknowledgement), and
 /// the longest stretch of such a wait after a fault's end.
 fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
+    let (waits, fault_ends) = waits_and_fault_ends(events, end_us);
+    let longest = waits.iter().max_by_key(|(r, s, e)| (e - s, std::cmp::Reverse(*r)));
+    let recovery = waits
+        .iter()
+        .filter_map(|(_, s, e)| fault_ends.iter().find(|t| **t > *s && **t < *e).map(|t| e - t))
+        .max()
+        .unwrap_or(0);
+    (longest.map_or(0, |(_, s, e)| (e - s) / 1000), longest.map(|(r, ..)| r.0), recovery / 1000)
+}
+
+/// Every wait of clients on one range in `events` (workload end `end_us`): `(range, since,
+/// until)` in µs, from the first append to the range not yet followed by an acknowledgement on
+/// it to the next one (or the range's retirement, or `end_us`). The longest is
+/// `range_unavailable_ms`; a report can take the longest in a span of the run.
+pub fn range_waits(events: &[Event], end_us: u64) -> Vec<(RangeId, u64, u64)> {
+    waits_and_fault_ends(events, end_us).0
+}
+
+/// [`range_waits`] and the times faults ended (restarts, heals, resumes) up to `end_us`.
+fn waits_and_fault_ends(events: &[Event], end_us: u64) -> (Vec<(RangeId, u64, u64)>, Vec<u64>) {
     let mut map: Option<&PartitionMap> = None;
     let mut live = LiveRows::default();
     let mut retired_at: BTreeMap<RangeId, u64> = BTreeMap::new();
@@ -149,13 +169,7 @@ fn ranges(events: &[Event], end_us: u64) -> (u64, Option<u64>, u64) {
             waits.push((range, since, until));
         }
     }
-    let longest = waits.iter().max_by_key(|(r, s, e)| (e - s, std::cmp::Reverse(*r)));
-    let recovery = waits
-        .iter()
-        .filter_map(|(_, s, e)| fault_ends.iter().find(|t| **t > *s && **t < *e).map(|t| e - t))
-        .max()
-        .unwrap_or(0);
-    (longest.map_or(0, |(_, s, e)| (e - s) / 1000), longest.map(|(r, ..)| r.0), recovery / 1000)
+    (waits, fault_ends)
 }
 
 /// The live rows of one map sorted by start, for [`PartitionMap::lookup`] by binary search

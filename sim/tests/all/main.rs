@@ -18,6 +18,7 @@ mod model;
 mod mutation_oracle;
 mod pause_goldens;
 mod reshape;
+mod rolling_restart_managers;
 mod scenario_errors;
 mod sharper_verdicts;
 mod shrink;

@@ -362,6 +362,11 @@ pub struct Measured {
     pub appends_failed: u64,
     /// Appends the frontends shed (refused before sending, the range's queue full) over the run.
     pub shed: u64,
+    /// Of `appends_failed`, those invoked during the move (the span of `move_latency_ms`), and
+    /// of `shed`, those that arrived in it: what the move cost, apart from what the same run
+    /// lost outside it (at r = 0.95 a client's one slot is sometimes busy past
+    /// `shed_after_ms` with no move at all). `None`: read from a CSV without the columns.
+    pub move_lost: Option<[u64; 2]>,
     /// Handoffs of the seed whose commit never landed (rolled back or superseded), and the
     /// longest write pause among them, ms.
     pub aborted: u32,
@@ -424,7 +429,9 @@ impl CellResult {
     }
 }
 
-fn measure(cell: &Cell, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
+/// One seed of `cell` run and measured as the grid does: the committed
+/// move's figures (`Err`: none committed) and, when the seed failed its checkers, why.
+pub fn measure_cell(cell: &Cell, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
     match cell.scenario_for(seed) {
         Ok(s) => measure_in(cell, s, seed),
         Err(e) => (Err(Measured { seed, ..Default::default() }), Some(format!("seed {seed}: bad cell: {e}"))),
@@ -466,11 +473,13 @@ pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<
     let committed_end_us = committed.map_or(0, |h| h.paused_at_us + (h.server_pause_ms * 1000.0) as u64);
     let move_to_us = aborted_ends.iter().copied().fold(committed_end_us, u64::max).max(move_from_us);
     let (during, outside) = append_latencies(&report.events, move_from_us, move_to_us);
+    let lost = appends_lost(&report.events, move_from_us, move_to_us);
     let p50_p99 = |v: &[f64]| Some([percentile(v, 0.5)?, percentile(v, 0.99)?]);
     let base = Measured {
         seed,
         appends_failed: report.ops.appends_failed + report.ops.appends_unknown,
         shed: report.ops.shed,
+        move_lost: Some(lost),
         aborted: aborted.len() as u32,
         aborted_pause_ms: aborted.iter().copied().fold(0.0, f64::max),
         move_latency_ms: p50_p99(&during),
@@ -538,6 +547,33 @@ pub fn append_latencies(events: &[crate::events::Event], from_us: u64, to_us: u6
     (during, outside)
 }
 
+/// The client appends of `events` lost in `[from_us, to_us)` (the probe's left out): those
+/// invoked in it that did not succeed (failed, unknown, or `MapUnavailable`), and those the
+/// clients shed whose arrival was in it (never sent). A failed append is one client
+/// operation, whatever the frontend's attempts for it (`frontend_attempts`, 8 by default).
+pub fn appends_lost(events: &[crate::events::Event], from_us: u64, to_us: u64) -> [u64; 2] {
+    use crate::events::{Outcome, What};
+    use partmap::event::ClientOp;
+    let mut invoked: std::collections::BTreeMap<partmap::ids::OpId, u64> = std::collections::BTreeMap::new();
+    let (mut failed, mut shed) = (0, 0);
+    for e in events {
+        match &e.what {
+            What::Invoke { op: ClientOp::Append, id, .. } if id.client != 0 => {
+                invoked.insert(*id, e.t_us);
+            }
+            What::Complete { op: ClientOp::Append, id, outcome, .. } => {
+                let Some(at) = invoked.remove(id) else { continue };
+                if *outcome != Outcome::Ok && (from_us..to_us).contains(&at) {
+                    failed += 1;
+                }
+            }
+            What::Shed { client, op: ClientOp::Append, arrived_us } if *client != 0 && (from_us..to_us).contains(arrived_us) => shed += 1,
+            _ => {}
+        }
+    }
+    [failed, shed]
+}
+
 /// The standard error of a fault-free cell's mean server pause, relative to the mean, that
 /// [`run_grid`] runs more seeds to reach: the model is judged on the mean, and a 40 ms pause
 /// varies by about 12% from seed to seed (the drain is 0 on some seeds and a whole append trip
@@ -582,7 +618,7 @@ pub fn run_grid(cells: &[Cell], seeds: u64, jobs: usize, progress: &(dyn Fn(usiz
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&(i, seed)) = work.get(k) else { return };
                     let cpu_ns = crate::cpu::thread_cpu_ns();
-                    let (m, failed) = measure(&cells[i], seed);
+                    let (m, failed) = measure_cell(&cells[i], seed);
                     let cpu_s = crate::cpu::thread_cpu_ns().saturating_sub(cpu_ns) as f64 / 1e9;
                     {
                         let mut r = results[i].lock().expect("cell lock");
@@ -699,6 +735,9 @@ pub struct Row {
     pub failed_per_seed: f64,
     /// Appends shed per seed, mean over every seed run.
     pub shed_per_seed: f64,
+    /// Of those, the appends lost during the move (failed, shed) per seed, mean over every
+    /// seed run (`None` when a seed's CSV row lacks them).
+    pub move_lost_per_seed: Option<[f64; 2]>,
     /// Pauses of moves that did not commit (rolled back or superseded), over every seed run,
     /// and the longest of them, ms.
     pub aborted: u32,
@@ -784,6 +823,7 @@ pub fn row(r: &CellResult, cal: &[Calibration]) -> Option<Row> {
         seeds: every.len(),
         failed_per_seed: every.iter().map(|m| m.appends_failed as f64).sum::<f64>() / seeds,
         shed_per_seed: every.iter().map(|m| m.shed as f64).sum::<f64>() / seeds,
+        move_lost_per_seed: every.iter().map(|m| m.move_lost).collect::<Option<Vec<_>>>().map(|v| [0, 1].map(|i| v.iter().map(|l| l[i] as f64).sum::<f64>() / seeds)),
         aborted: every.iter().map(|m| m.aborted).sum(),
         aborted_max_ms: every.iter().map(|m| m.aborted_pause_ms).fold(0.0, f64::max),
         after_window: r.runs.iter().filter(|m| m.after_window).count(),

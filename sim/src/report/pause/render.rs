@@ -96,9 +96,15 @@ fn clients_feel(rows: &[Row]) -> Vec<String> {
             let all: Vec<&Row> = rows.iter().filter(|r| r.cell.faults == faults && r.cell.strategy == st).collect();
             let failed = all.iter().map(|r| r.failed_per_seed).fold(0.0, f64::max);
             let shed = all.iter().map(|r| r.shed_per_seed).fold(0.0, f64::max);
-            let gap = all.iter().filter_map(|r| r.client.map(|c| c[2])).fold(0.0, f64::max);
+            let lost = |i: usize| all.iter().filter_map(|r| r.move_lost_per_seed.map(|l| l[i])).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+            let during = match (lost(0), lost(1)) {
+                (Some(f), Some(s)) => format!("{f:.1} failed and {s:.1} shed during the move (over the whole run "),
+                _ => "(over the whole run ".into(),
+            };
+            let gap_row = all.iter().filter(|r| r.client.is_some()).max_by(|a, b| a.client.map(|c| c[2]).unwrap_or(0.0).total_cmp(&b.client.map(|c| c[2]).unwrap_or(0.0)));
+            let gap = gap_row.map_or("-".to_string(), |r| format!("{} ms ({} r = {} of {}, whose longest server pause was {} ms)", ms(r.client.map_or(0.0, |c| c[2])), size_name(r.cell.size), r.cell.ratio, bw_name(r.cell.bandwidth), ms(r.server[2])));
             out.push(format!(
-                "- {}, {}: the move's append p99 is {lo:.2} to {hi:.2} times the p99 outside it (median over {} cells {:.2}; p50 {:.2} times, median), largest at {} r = {} of {} ({} ms against {} ms); appends failed at most {failed:.1} a seed, shed at most {shed:.1}; the longest client gap {} ms.",
+                "- {}, {}: the move's append p99 is {lo:.2} to {hi:.2} times the p99 outside it (median over {} cells {:.2}; p50 {:.2} times, median), largest at {} r = {} of {} ({} ms against {} ms); appends lost per seed at most {during}{failed:.1} and {shed:.1}); the longest client gap {gap}.",
                 if faults { "with faults" } else { "fault-free" },
                 st.name(),
                 cells.len(),
@@ -109,11 +115,40 @@ fn clients_feel(rows: &[Row]) -> Vec<String> {
                 bw_name(worst.cell.bandwidth),
                 ms(wm[1]),
                 ms(wb[1]),
-                ms(gap),
             ));
         }
     }
     out
+}
+
+/// Why the fault-free cells lose thousands of appends a seed: the cell that lost the most
+/// during its move, its offered appends over its mean pause against what it lost (failed and
+/// shed), with the retry policy that turns a long pause into failures (`None` without a
+/// fault-free cell that measured its move's losses).
+pub fn losses_explained(rows: &[Row]) -> Option<String> {
+    let r = rows.iter().filter(|r| !r.cell.faults).filter_map(|r| Some((r, r.move_lost_per_seed?))).max_by(|a, b| (a.1[0] + a.1[1]).total_cmp(&(b.1[0] + b.1[1])))?;
+    let (row, lost) = r;
+    let s = row.cell.scenario().ok()?;
+    let k = s.node_knobs();
+    let offered = row.cell.appends_per_s() * row.mean / 1000.0;
+    Some(format!(
+        "These counts are client operations, not attempts, and they are what a long pause costs, not a measurement artefact: while no owner is active a frontend spends its {} attempts on an append (backoff {} ms doubling to {} ms, about 2 s in all) and fails it; each of the {} clients has {} operation in flight, so an arrival that finds it busy for {} ms is shed. Together they are the appends offered during the pause: the largest, {} of {} at r = {} of {}, offers {:.1} appends/s × {} ms = {offered:.0} appends in its mean pause, and lost {:.1} failed + {:.1} shed = {:.0} a seed during the move.",
+        k.frontend_attempts,
+        k.frontend_backoff_ms,
+        k.frontend_backoff_ms_max,
+        s.topology.clients,
+        s.workload.in_flight_per_client,
+        s.workload.shed_after_ms,
+        row.cell.strategy.name(),
+        size_name(row.cell.size),
+        row.cell.ratio,
+        bw_name(row.cell.bandwidth),
+        row.cell.appends_per_s(),
+        ms(row.mean),
+        lost[0],
+        lost[1],
+        lost[0] + lost[1],
+    ))
 }
 
 /// The Markdown report: where it came from (`provenance`, one paragraph naming the commit and
@@ -188,6 +223,9 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], provenance: &str) -
         for l in feel {
             let _ = writeln!(out, "{l}");
         }
+        if let Some(why) = losses_explained(&rows) {
+            let _ = writeln!(out, "\n{why}");
+        }
         let _ = writeln!(out);
     }
     let failures: Vec<&String> = results.iter().flat_map(|r| r.failed.iter()).collect();
@@ -200,7 +238,7 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], provenance: &str) -
     }
     for faults in [false, true] {
         let _ = writeln!(out, "## {}\n", if faults { "With the random fault mix (r = 0.25; the prediction is fault-free, so its error here is what the faults cost)" } else { "Fault-free" });
-        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers mean ± se, ms | servers p50 / tail, ms | clients p50 / max, ms | append latency p50 / p99, ms: during the move (outside it) | appends failed / shed per seed | not committed: pauses (longest, ms) | before | during | rounds | converged | predicted ms | error | model on the seed's sizes, ms | error | over floor |");
+        let _ = writeln!(out, "| bandwidth | strategy | size | r | n | servers mean ± se, ms | servers p50 / tail, ms | clients p50 / max, ms | append latency p50 / p99, ms: during the move (outside it) | appends failed / shed per seed: during the move (whole run) | not committed: pauses (longest, ms) | before | during | rounds | converged | predicted ms | error | model on the seed's sizes, ms | error | over floor |");
         let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for r in results.iter().filter(|r| r.cell.faults == faults) {
             let c = &r.cell;
@@ -223,15 +261,16 @@ pub fn markdown(results: &[CellResult], cal: &[Calibration], provenance: &str) -
             let fl = w.over_floor.map_or("-".into(), |f| format!("{f:.2}"));
             let se = w.rel_se.map_or(String::new(), |e| format!(" ± {}", ms(e * w.mean)));
             let n = if w.seeds > w.n { format!("{} of {}", w.n, w.seeds) } else { w.n.to_string() };
+            let lost = w.move_lost_per_seed.map_or(String::new(), |l| format!("{:.1} / {:.1} (", l[0], l[1]));
             let ab = if w.aborted > 0 { format!("{} ({})", w.aborted, ms(w.aborted_max_ms)) } else { "0".into() };
-            let _ = writeln!(out, "{head}| {n} | {}{se} | {} / {} | {client} | {latency} | {:.1} / {:.1} | {ab} | {} | {} | {} | {conv} | {} | {:+.1}% | {model} | {err} | {fl} |", ms(w.mean), ms(w.server[0]), tail(&w), w.failed_per_seed, w.shed_per_seed, bytes(w.before), bytes(w.during), w.rounds, ms(w.predicted_ms), w.predicted_error * 100.0);
+            let _ = writeln!(out, "{head}| {n} | {}{se} | {} / {} | {client} | {latency} | {lost}{:.1} / {:.1}{} | {ab} | {} | {} | {} | {conv} | {} | {:+.1}% | {model} | {err} | {fl} |", ms(w.mean), ms(w.server[0]), tail(&w), w.failed_per_seed, w.shed_per_seed, if w.move_lost_per_seed.is_some() { ")" } else { "" }, bytes(w.before), bytes(w.during), w.rounds, ms(w.predicted_ms), w.predicted_error * 100.0);
         }
         let _ = writeln!(out);
     }
     out
 }
 
-const CSV_HEADER: &str = "strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,committed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged,start_bytes,pause_bytes,rate_since_start,first_round_us,paused_at_us,after_window,appends_failed,shed,aborted,aborted_pause_ms,move_latency_p50_ms,move_latency_p99_ms,base_latency_p50_ms,base_latency_p99_ms,move_appends,base_appends";
+const CSV_HEADER: &str = "strategy,size_bytes,ratio,bandwidth_bytes_per_s,faults,seed,committed,server_pause_ms,client_pause_ms,before_bytes,during_bytes,rounds,converged,start_bytes,pause_bytes,rate_since_start,first_round_us,paused_at_us,after_window,appends_failed,shed,aborted,aborted_pause_ms,move_latency_p50_ms,move_latency_p99_ms,base_latency_p50_ms,base_latency_p99_ms,move_appends,base_appends,move_appends_failed,move_shed";
 
 /// `grid.csv`: one line per seed run, every seed (a seed without a committed move has
 /// `committed` false and no pause figures): the cell, the seed, the measured figures.
@@ -242,7 +281,7 @@ pub fn csv(results: &[CellResult]) -> String {
         for (m, committed) in r.runs.iter().map(|m| (m, true)).chain(r.missing.iter().map(|m| (m, false))) {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{committed},{:.3},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{:.3},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{committed},{:.3},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{}",
                 c.strategy.name(),
                 c.size,
                 c.ratio,
@@ -271,6 +310,8 @@ pub fn csv(results: &[CellResult]) -> String {
                 opt_ms(m.base_latency_ms.map(|v| v[1])),
                 m.latency_n[0],
                 m.latency_n[1],
+                m.move_lost.map_or(String::new(), |l| l[0].to_string()),
+                m.move_lost.map_or(String::new(), |l| l[1].to_string()),
             );
         }
     }
@@ -333,6 +374,10 @@ pub fn read_csv(text: &str, cells: &[Cell]) -> Result<Vec<CellResult>, String> {
             after_window: opt("after_window").map(|v| flag("after_window", v)).transpose()?.unwrap_or(false),
             appends_failed: opt("appends_failed").map(|v| int("appends_failed", v)).transpose()?.unwrap_or(0),
             shed: opt("shed").map(|v| int("shed", v)).transpose()?.unwrap_or(0),
+            move_lost: match (opt("move_appends_failed"), opt("move_shed")) {
+                (Some(f), Some(s)) => Some([int("move_appends_failed", f)?, int("move_shed", s)?]),
+                _ => None,
+            },
             aborted: opt("aborted").map(|v| int("aborted", v)).transpose()?.unwrap_or(0) as u32,
             aborted_pause_ms: opt("aborted_pause_ms").map(|v| num("aborted_pause_ms", v)).transpose()?.unwrap_or(0.0),
             move_latency_ms: pair("move_latency_p50_ms", "move_latency_p99_ms")?,
@@ -424,22 +469,37 @@ pub fn plots(results: &[CellResult], cal: &[Calibration], dir: &Path) -> Result<
                 for (i, (_, pts, curve)) in data.iter().enumerate() {
                     let c = colours[i % colours.len()];
                     chart.draw_series(LineSeries::new(curve.iter().copied(), c.stroke_width(1)))?;
-                    chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
+                    // Stop-and-copy (even series) a ring, pre-copy a filled triangle: where
+                    // both measure the same pause, neither hides the other.
+                    if i % 2 == 0 {
+                        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.stroke_width(2))))?;
+                    } else {
+                        chart.draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 5, c.filled())))?;
+                    }
                 }
             }};
         }
+        // Ticks where a reader looks for them: the grid's sizes (powers of 4 from 256 KiB, in
+        // KiB, MiB and GiB, not powers of 10 of bytes), and 1, 2 and 5 times a power of 10 ms.
+        let (xa, xb) = (x0 / 1.2, x1 * 1.2);
+        let x_keys: Vec<f64> = (0..=10).map(|i| 256.0 * KIB as f64 * 4f64.powi(i)).filter(|x| (xa..=xb).contains(x)).collect();
+        let y_keys: Vec<f64> = (-1..=7).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e))).filter(|y| (y0..=y1).contains(y)).collect();
         if xlog {
-            body!(b.build_cartesian_2d((x0 / 1.2..x1 * 1.2).log_scale(), (y0..y1).log_scale())?, &bytes_tick);
+            body!(b.build_cartesian_2d((xa..xb).log_scale().with_key_points(x_keys), (y0..y1).log_scale().with_key_points(y_keys))?, &bytes_tick);
         } else {
-            body!(b.build_cartesian_2d(0.0..1.0, (y0..y1).log_scale())?, &|v: &f64| format!("{v:.1}"));
+            body!(b.build_cartesian_2d(0.0..1.0, (y0..y1).log_scale().with_key_points(y_keys))?, &|v: &f64| format!("{v:.2}"));
         }
         // The legend, beside the chart.
-        legend.draw(&Text::new("line: predicted; dot: measured mean", (8, 40), ("sans-serif", 13)))?;
+        legend.draw(&Text::new("line: predicted; marker: measured mean", (8, 40), ("sans-serif", 13)))?;
         for (i, (name, _, _)) in data.iter().enumerate() {
             let c = colours[i % colours.len()];
             let y = 70 + 28 * i as i32;
             legend.draw(&PathElement::new(vec![(8, y), (30, y)], c.stroke_width(2)))?;
-            legend.draw(&Circle::new((19, y), 4, c.filled()))?;
+            if i % 2 == 0 {
+                legend.draw(&Circle::new((19, y), 5, c.stroke_width(2)))?;
+            } else {
+                legend.draw(&TriangleMarker::new((19, y), 5, c.filled()))?;
+            }
             legend.draw(&Text::new(name.clone(), (38, y - 7), ("sans-serif", 13)))?;
         }
         root.present()?;

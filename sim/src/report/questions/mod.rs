@@ -11,7 +11,8 @@
 //! 4. atomicity ([`atomicity`]): the window between a move's target serving, the map commit
 //!    and the last frontend caching it, and what clients saw in it;
 //! 5. rolling upgrade: the servers' (the handoffs of `rolling-upgrade.json`) and the
-//!    managers' (the leader transfers of `leader-transfer.json`, [`upgrade`]).
+//!    managers' (each transferred away from and restarted in `rolling-restart-managers.json`,
+//!    and the leader transfers of `leader-transfer.json`, [`upgrade`]).
 
 pub mod atomicity;
 pub mod managers;
@@ -35,8 +36,10 @@ pub const DUELING: &str = "scenarios/dueling-managers.json";
 pub const MANAGER_CRASH: &str = "scenarios/merge-manager-crash.json";
 /// Question 5's managers, and question 3's planned handovers.
 pub const TRANSFER: &str = "scenarios/leader-transfer.json";
+/// Question 5's managers: each stands aside by a leader transfer and is restarted.
+pub const RESTART_MANAGERS: &str = "scenarios/rolling-restart-managers.json";
 /// Every scenario run, in the document's order.
-pub const SCENARIOS: [&str; 5] = [SWARM, ROLLING, DUELING, MANAGER_CRASH, TRANSFER];
+pub const SCENARIOS: [&str; 6] = [SWARM, ROLLING, DUELING, MANAGER_CRASH, TRANSFER, RESTART_MANAGERS];
 /// The mutation question 3 runs on [`DUELING`].
 pub const DUELING_MUTATION: Mutation = Mutation::AuthoritySharesLeaderTerm;
 
@@ -69,6 +72,8 @@ pub struct Seed {
     pub append_latency_ms: Vec<f64>,
     /// Question 5: leader transfers.
     pub takeovers: Vec<upgrade::Takeover>,
+    /// Question 5: the managers restarted, each with its turn.
+    pub restarts: Vec<upgrade::Restart>,
     /// Question 5: the published handoffs.
     pub handoffs: Vec<crate::measure::handoff::Handoff>,
     /// The longest stretch with no append acknowledged anywhere, ms.
@@ -103,6 +108,7 @@ fn measure(scenario: usize, s: &Scenario, seed: u64, mutated: bool) -> Seed {
         switches,
         append_latency_ms,
         takeovers: upgrade::takeovers(events),
+        restarts: upgrade::restarts(events, &report.handoffs, s.workload.duration_s * 1_000_000),
         handoffs: report.handoffs.clone(),
         unavailable_ms: report.availability.unavailable_ms,
         range_unavailable_ms: report.availability.range_unavailable_ms,

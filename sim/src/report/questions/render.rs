@@ -1,6 +1,6 @@
 //! The questions document, rendered from the measured seeds ([`super::Seed`]).
 
-use super::{failed, of, Seed, DUELING, DUELING_MUTATION, MANAGER_CRASH, ROLLING, SCENARIOS, SWARM, TRANSFER};
+use super::{failed, of, Seed, DUELING, DUELING_MUTATION, MANAGER_CRASH, RESTART_MANAGERS, ROLLING, SCENARIOS, SWARM, TRANSFER};
 use crate::measure::handoff::percentile;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,9 +39,10 @@ fn max_of(v: &[f64]) -> Option<f64> {
     v.iter().copied().reduce(f64::max)
 }
 
-/// The whole document. `provenance` names the commit and command; `rolling_bound_ms` is the
-/// rolling-upgrade scenario's `expect.max_range_unavailable_ms`.
-pub fn document(seeds: &[Seed], n: u64, provenance: &str, rolling_bound_ms: Option<u64>) -> String {
+/// The whole document. `provenance` names the commit and command; `bounds_ms` are the
+/// `expect.max_range_unavailable_ms` of the rolling-upgrade scenario and of the managers'
+/// rolling restart.
+pub fn document(seeds: &[Seed], n: u64, provenance: &str, bounds_ms: [Option<u64>; 2]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Measured answers to the senior questions\n\n{provenance}\n");
     let list: Vec<String> = SCENARIOS.iter().map(|s| format!("`{s}`")).collect();
@@ -52,7 +53,8 @@ pub fn document(seeds: &[Seed], n: u64, provenance: &str, rolling_bound_ms: Opti
     refresh(&mut out, seeds);
     managers(&mut out, seeds, n);
     atomicity(&mut out, seeds);
-    upgrade(&mut out, seeds, rolling_bound_ms);
+    upgrade(&mut out, seeds, bounds_ms[0]);
+    restart_managers(&mut out, seeds, bounds_ms[1]);
     out
 }
 
@@ -247,4 +249,31 @@ fn upgrade(out: &mut String, seeds: &[Seed], bound: Option<u64>) {
     let _ = writeln!(out, "- Release to the next grant: {}; the standby got the term in {standby} of {} ({} within the golden test's 500 ms).", dist(&takeovers, "ms"), takeovers.len(), takeovers.iter().filter(|g| **g <= 500.0).count());
     let _ = writeln!(out, "- Longest stretch per seed with no append acknowledged anywhere: {}.", dist(&un, "ms"));
     let _ = writeln!(out, "- Worst seeds, release to grant:\n{}", worst(&t, 3, "takeover", |x| x.takeovers.iter().map(|k| k.gap_ms).reduce(f64::max)));
+}
+
+fn restart_managers(out: &mut String, seeds: &[Seed], bound: Option<u64>) {
+    let s: Vec<&Seed> = of(seeds, RESTART_MANAGERS).collect();
+    let turns: Vec<(&super::upgrade::Restart, u64)> = s.iter().flat_map(|x| x.restarts.iter().map(move |r| (r, x.seed))).collect();
+    let _ = writeln!(out, "### The managers restarted: `{RESTART_MANAGERS}`\n\nEach manager in turn is asked to stand aside (the operator's leader transfer) and is then restarted (crash and restart, 1 s down): {} seeds, {} restarts. A manager's turn runs from the transfer before its restart to the next transfer (or the workload's end); its write pause is the longest of the handoffs that paused in it, its unavailability the longest time one range took no append while clients tried, among the waits that began in it.\n", s.len(), turns.len());
+    let _ = writeln!(out, "| manager | turns | restarted while leading | release to grant, ms | handoffs | write pause at the servers, ms | one range without an append, ms |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let mut names: Vec<&str> = turns.iter().map(|(r, _)| r.manager.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let t: Vec<&super::upgrade::Restart> = turns.iter().filter(|(r, _)| r.manager == name).map(|(r, _)| *r).collect();
+        let takeover: Vec<f64> = t.iter().filter_map(|r| r.takeover_ms).collect();
+        let pause: Vec<f64> = t.iter().map(|r| r.write_pause_ms).collect();
+        let un: Vec<f64> = t.iter().map(|r| r.range_unavailable_ms).collect();
+        let _ = writeln!(out, "| {name} | {} | {} | {} | {} | {} | {} |", t.len(), t.iter().filter(|r| r.was_leader).count(), dist(&takeover, "ms"), t.iter().map(|r| r.handoffs).sum::<usize>(), dist(&pause, "ms"), dist(&un, "ms"));
+    }
+    let all_un: Vec<f64> = turns.iter().map(|(r, _)| r.range_unavailable_ms).collect();
+    let all_pause: Vec<f64> = turns.iter().map(|(r, _)| r.write_pause_ms).collect();
+    let range_gap: Vec<f64> = s.iter().map(|x| x.range_unavailable_ms as f64).collect();
+    let whole: Vec<f64> = s.iter().map(|x| x.unavailable_ms as f64).collect();
+    let _ = writeln!(out, "\n- Every turn: write pause {}; one range without an append {}.", dist(&all_pause, "ms"), dist(&all_un, "ms"));
+    let _ = writeln!(out, "- Per seed, over the whole run: one range without an append (`expect.max_range_unavailable_ms` judges it) {}; no append acknowledged anywhere {}. The clients start at 2 s, once the ranges are open, so the run's figure is the restarts' and the planned moves'.", dist(&range_gap, "ms"), dist(&whole, "ms"));
+    let over = s.iter().filter(|x| bound.is_some_and(|b| x.range_unavailable_ms > b)).count();
+    let _ = writeln!(out, "- The scenario's bound: {}; seeds over it: {over}.", bound.map_or("none".to_string(), |b| format!("`expect.max_range_unavailable_ms` = {b} ms")));
+    let _ = writeln!(out, "- Worst seeds, one range without an append in a manager's turn:\n{}", worst(&s, 3, "wait", |x| x.restarts.iter().map(|r| r.range_unavailable_ms).reduce(f64::max)));
 }

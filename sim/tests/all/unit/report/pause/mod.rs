@@ -178,6 +178,7 @@ mod tests {
             seeds: 3,
             failed_per_seed: 0.0,
             shed_per_seed: 0.0,
+            move_lost_per_seed: None,
             aborted: 0,
             aborted_max_ms: 0.0,
             after_window: 0,
@@ -194,5 +195,52 @@ mod tests {
         assert_eq!(crossover(&rows, GIB, 0.05), Some(GIB));
         assert_eq!(convergence_limit(&rows, GIB, GIB), Some(0.5));
         assert_eq!(crossover(&rows, 100 * MIB, 0.05), None);
+    }
+
+    /// What a move cost the clients is counted over the move's span only: a failed append
+    /// invoked in it counts (one operation, whatever its attempts), one invoked before it does
+    /// not (even if it completes inside), an acknowledged one never, the probe's never; a shed
+    /// arrival counts by its arrival time, not by when it was shed.
+    #[test]
+    fn appends_lost_counts_only_the_moves_span_by_invocation_and_arrival() {
+        use partmap::event::ClientOp;
+        use partmap::ids::OpId;
+        use partmap_sim::events::{Event, Outcome, What};
+        let id = |client, seq| OpId { client, seq };
+        let inv = |t_us, i| Event { t_us, what: What::Invoke { op: ClientOp::Append, id: i, key: b"k000001".to_vec(), bound_ms: None } };
+        let done = |t_us, i, outcome| Event { t_us, what: What::Complete { op: ClientOp::Append, id: i, key: b"k000001".to_vec(), outcome, reason: String::new(), value_len: 0, value_hash: 0 } };
+        let shed = |t_us, arrived_us| Event { t_us, what: What::Shed { client: 3, op: ClientOp::Append, arrived_us } };
+        let events = vec![
+            inv(900, id(1, 1)),        // before the span: not counted, though it fails inside it
+            inv(1_000, id(2, 1)),      // in the span, fails
+            done(1_500, id(1, 1), Outcome::Fail),
+            inv(1_600, id(3, 1)),      // in the span, acknowledged
+            inv(1_700, id(0, 1)),      // the probe
+            done(1_800, id(3, 1), Outcome::Ok),
+            done(1_900, id(0, 1), Outcome::Fail),
+            shed(2_100, 1_950),        // arrived in the span, shed after it ended
+            shed(2_200, 2_050),        // arrived after it
+            inv(1_990, id(4, 1)),      // in the span, outcome unknown after it
+            done(2_900, id(2, 1), Outcome::Unavailable),
+            done(3_000, id(4, 1), Outcome::Unknown),
+        ];
+        assert_eq!(appends_lost(&events, 1_000, 2_000), [2, 1]);
+        assert_eq!(appends_lost(&events, 0, 10_000), [3, 2], "the probe's failure is never counted");
+    }
+
+    /// On a real run of a long stop-and-copy (1 GiB at 100 MiB/s, an 11.7 s pause), every
+    /// failed and shed append is the move's, and together they are about the appends offered
+    /// during the pause (200 a second): the counts are what the pause costs.
+    #[test]
+    fn appends_lost_of_a_long_pause_are_its_offered_appends() {
+        let c = cell(Strategy::StopAndCopy, GIB, 0.05);
+        let (m, failed) = measure_cell(&c, 4);
+        assert!(failed.is_none(), "{failed:?}");
+        let m = m.expect("the move commits");
+        let lost = m.move_lost.expect("measured");
+        assert_eq!(lost, [m.appends_failed, m.shed], "nothing lost outside the move");
+        let offered = c.appends_per_s() * m.server_ms / 1000.0;
+        let sum = (lost[0] + lost[1]) as f64;
+        assert!((sum - offered).abs() < 0.15 * offered, "lost {lost:?} against {offered:.0} offered in {} ms", m.server_ms);
     }
 }
