@@ -51,8 +51,8 @@ thread_local! {
 
 /// Events with a range and a range epoch, as a trigger's `range` / `epoch` filter reads them
 /// ([`range_epoch`]); a test pins the table against the function.
-pub const RANGE_EPOCH_EVENTS: [&str; 15] = [
-    "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "deduplicated", "fenced", "read_served", "prefix_diverged",
+pub const RANGE_EPOCH_EVENTS: [&str; 16] = [
+    "activated", "dropped", "admit", "effect", "redirected", "paused", "drained", "precopied", "diverged", "handoff", "refused", "deduplicated", "fenced", "read_served", "prefix_diverged", "command_missed",
 ];
 
 /// Events with a range but no range epoch of their own (a fence's epoch is the new fence).
@@ -78,6 +78,7 @@ pub fn range_epoch(e: &Event) -> (Option<u64>, Option<u64>) {
         | Event::Refused { range, epoch, .. }
         | Event::ReadServed { range, epoch, .. }
         | Event::PrefixDiverged { range, epoch, .. }
+        | Event::CommandMissed { range, epoch, .. }
         | Event::Routed { range, epoch, .. } => (Some(range.0), Some(epoch.0)),
         Event::Effect { stream, epoch, .. } | Event::Deduplicated { stream, epoch, .. } | Event::Fenced { stream, epoch, .. } => (Some(stream.0), Some(epoch.0)),
         Event::Fence { stream, .. } => (Some(stream.0), None),
