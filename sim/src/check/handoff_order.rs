@@ -38,7 +38,8 @@
 //! these steps escaped `no_stuck_range` and the liveness probe).
 //!
 //! Read from the servers' `paused`, `drained`, `dropped`, `activated` and `renewed` events, the
-//! store's `fence` events, and the authority's `lease_expired` and `session_expired` events and
+//! store's `fence` events, and the authority's `lease_expired` and `session_expired` events (and
+//! the `session` and `session_expired` records it restored from its log after a crash) and
 //! the maps of its `map_commit` and `map_restored` events (rows and the journal of moves, splits
 //! and merges).
 
@@ -220,10 +221,12 @@ pub fn check(events: &[Event]) -> Result<(), Violation> {
                 seen.journal(after, t);
                 map = Some(after);
             }
-            Sys::LeaseExpired { server, session } | Sys::SessionExpired { server, session } => {
+            // An expiry the authority logged and then found in its log on recovery counts as
+            // the end of the session, though its crash came before the `lease_expired` event.
+            Sys::LeaseExpired { server, session } | Sys::SessionExpired { server, session } | Sys::Restored { record: partmap::event::Restored::SessionExpired { server, session }, .. } => {
                 seen.expired.insert((server.0, *session));
             }
-            Sys::Renewed { server, session, ok: true, .. } => seen.granted(server.0, *session),
+            Sys::Renewed { server, session, ok: true, .. } | Sys::Restored { record: partmap::event::Restored::Session { server, session }, .. } => seen.granted(server.0, *session),
             Sys::Fence { stream, epoch, .. } => {
                 let f = seen.fences.entry(stream.0).or_default();
                 *f = (*f).max(epoch.0);

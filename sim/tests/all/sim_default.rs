@@ -218,3 +218,20 @@ fn swarm_seed_whose_repeated_finishes_were_answered_at_once_is_live() {
 fn swarm_seed_whose_append_in_doubt_landed_behind_a_reload_is_safe() {
     assert_default_seed_passes(5954);
 }
+
+/// Kept from the 2,000-seed sweep of the default scenario after the nemesis's driver change
+/// (seeds 611 and 1642): lock-1 logged a server's session expiry, crashed before it announced
+/// the expiry, restored it from its log, and the leader failed the server's ranges over. The
+/// authority was right; `handoff_in_order` read expiries only from `lease_expired` and
+/// `session_expired` events and blamed the failover. It now reads the restored records too
+/// (unit test `handoff_order_a_failover_waits_for_the_session`). Each seed must still hold
+/// such a restored expiry, or it no longer tests this.
+#[test]
+fn swarm_seeds_whose_authority_restored_an_expiry_before_a_failover_pass() {
+    for seed in [611, 1642] {
+        let report = run_seed(&RunOptions { seed, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), ..opts(seed) });
+        let restored = report.events.iter().any(|e| matches!(e.sys(), Some(partmap_sim::events::Sys::Restored { record: partmap::event::Restored::SessionExpired { .. }, .. })));
+        assert!(restored, "seed {seed}: lock-1 restored a session expiry from its log");
+        assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts.iter().filter(|v| v.violation.is_some()).collect::<Vec<_>>());
+    }
+}
