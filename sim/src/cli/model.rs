@@ -33,8 +33,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let mutation = args.mutation.map_or("none", |m| m.name());
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} crashes {} cuts {} horizon {} ms rounds {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds
+        "bounds: depth {} states {} in_flight {} drops {} crashes {} cuts {} horizon {} ms rounds {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.urgent, b.ticked, b.closed_loop
     );
     let report = match model::check(&config, args.mutation, b) {
         Ok(r) => r,
@@ -53,6 +53,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
         report.cpu_s,
         if report.exhausted { "yes" } else if report.stopped_at_states { "no (state bound)" } else if report.violation.is_some() { "no (stopped at the violation)" } else { "no (depth bound)" }
     );
+    let per_depth: Vec<String> = report.per_depth.iter().map(|n| n.to_string()).collect();
+    println!("states expanded per depth: {}", per_depth.join(" "));
     if let Some(cx) = &report.violation {
         print_counterexample(cx, report.setup_steps);
         replay(&args, &config, b, cx);

@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false }
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn model_counterexample_replays_in_the_simulator() {
 /// measured unique states), and every mutation caught on them within the step bound.
 #[test]
 fn model_ci_configurations_and_caught_mutations() {
-    for name in ["move", "move-precopy"] {
+    for name in ["move", "move-precopy", "failover"] {
         let config = model::config(name).expect("built");
         let r = model::check(&config, None, config.bounds).expect("setup");
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
