@@ -162,7 +162,12 @@ pub struct Report {
 /// failover's lease is 1 s with a renewal every 700 ms (the default 200 ms margin), so a cut
 /// owner's session expires after one lost renewal, within a short horizon.
 pub fn knobs(config: &Config, mutation: Option<Mutation>) -> Knobs {
-    let base = Knobs { servers: 2, mutation, ..Knobs::default() };
+    knobs_with(config, mutation, None)
+}
+
+/// [`knobs`] with a second mutation on at once (`also`, [`Knobs::also_mutation`]).
+pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>) -> Knobs {
+    let base = Knobs { servers: 2, mutation, also_mutation: also, ..Knobs::default() };
     match config.setup {
         Setup::Move(strategy) => Knobs { strategy, ..base },
         Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
@@ -176,7 +181,11 @@ pub fn initial(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> R
 
 /// [`initial`], with `track` (who emitted each event) for the replay.
 pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
-    let knobs = knobs(config, mutation);
+    initial_world_with(config, mutation, None, bounds, track)
+}
+
+fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
+    let knobs = knobs_with(config, mutation, also);
     let mut w = World::new(knobs, 2, 2, bounds);
     w.track = track;
     match config.setup {
@@ -194,8 +203,19 @@ fn judge(w: &World) -> Option<(&'static str, String)> {
 
 /// Search `config` under `mutation` within `bounds`, breadth first. Errors: the setup failed.
 pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
+    check_with(config, mutation, None, bounds)
+}
+
+/// [`check`] with a second mutation `also` on at once (a defence-in-depth mutation with the
+/// layer that masks it). Errors: the setup failed, or both mutations live in the store's core
+/// (it takes one).
+pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
+    let store = |m: Option<Mutation>| matches!(m, Some(Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync));
+    if store(mutation) && store(also) {
+        return Err("--mutation: two mutations of the store's core at once are not supported (it takes one)".to_string());
+    }
     let cpu0 = crate::cpu::thread_cpu_ns();
-    let init = initial(config, mutation, bounds)?;
+    let init = initial_world_with(config, mutation, also, bounds, false)?;
     let setup_steps = init.history.len();
     let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps, per_depth: Vec::new() };
     if let Some((property, message)) = judge(&init) {

@@ -58,6 +58,18 @@ fn model_cli_exits_64_on_bad_input() {
     let (code, err) = run(&["--config", "move", "--max-depth", "0"]);
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("--max-depth"), "{err}");
+    let (code, err) = run(&["--config", "move", "--mutation", "server-keeps-fenced-range,nope"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("--mutation: unknown mutation `nope`"), "{err}");
+    let (code, err) = run(&["--config", "move", "--mutation", "source-ignores-pause,source-ignores-pause"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("named twice"), "{err}");
+    let (code, err) = run(&["--config", "move", "--mutation", "source-ignores-pause,pause-skips-drain,target-skips-verify"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("at most two"), "{err}");
+    let (code, err) = run(&["--config", "move", "--mutation", "store-ignores-fence,store-acks-before-sync"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("store's core"), "{err}");
     let (code, err) = run(&["--config", "move", "--mutation", "new-leader-ignores-journal"]);
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("not in a core"), "{err}");
