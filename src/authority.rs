@@ -156,6 +156,8 @@ pub enum Pending {
 pub struct AuthorityCore {
     lease_us: u64,
     mutation: Option<Mutation>,
+    /// The second mutation on at once (`Knobs::also_mutation`).
+    also_mutation: Option<Mutation>,
     map: SharedMap,
     /// The leader term that committed `map` (0: operator, or none yet).
     map_leader_epoch: u64,
@@ -180,6 +182,7 @@ impl AuthorityCore {
         let mut a = AuthorityCore {
             lease_us: knobs.lease_ms * 1000,
             mutation: knobs.mutation,
+            also_mutation: knobs.also_mutation,
             map: SharedMap::default(),
             map_leader_epoch: 0,
             leader: None,
@@ -236,7 +239,7 @@ impl AuthorityCore {
     }
 
     fn mutated(&self, m: Mutation) -> bool {
-        self.mutation == Some(m)
+        self.mutation == Some(m) || self.also_mutation == Some(m)
     }
 
     /// Expire every lease whose time has passed. Expiry is sticky: a session never comes back.

@@ -72,6 +72,11 @@ pub struct Knobs {
     pub map_staleness_ms: u64,
     /// A deliberately broken safety mechanism, for proving the checkers; `None` in normal runs.
     pub mutation: Option<Mutation>,
+    /// A second mutation on at once, with `mutation` (`None` in normal runs): the model checker
+    /// runs a defence-in-depth mutation with the layer that masks it also broken
+    /// (`partmap-sim model --mutation A,B`). Read by [`Knobs::mutated`] and the cores'
+    /// own checks; the simulator's runs leave it `None`.
+    pub also_mutation: Option<Mutation>,
 }
 
 pub use crate::mutation::Mutation;
@@ -79,7 +84,7 @@ pub use crate::mutation::Mutation;
 impl Knobs {
     /// Whether mutation `m` is on in this run.
     pub fn mutated(&self, m: Mutation) -> bool {
-        self.mutation == Some(m)
+        self.mutation == Some(m) || self.also_mutation == Some(m)
     }
 
     /// The lease safety margin in force, ms (0 under [`Mutation::ZeroLeaseMargin`]).
@@ -122,6 +127,7 @@ impl Default for Knobs {
             min_ranges: 1,
             map_staleness_ms: 5000,
             mutation: None,
+            also_mutation: None,
         }
     }
 }

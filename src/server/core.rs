@@ -226,7 +226,7 @@ impl ServerCore {
     }
 
     pub(super) fn mutated(&self, m: Mutation) -> bool {
-        self.mutation == Some(m)
+        self.mutation == Some(m) || self.knobs.also_mutation == Some(m)
     }
 
     fn lease_valid(&self, now_us: u64) -> bool {

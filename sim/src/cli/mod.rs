@@ -287,9 +287,11 @@ pub struct ModelArgs {
     /// property (0: write it, do not run it).
     #[arg(long, default_value_t = 4)]
     pub replay_seeds: u64,
-    /// Run a named mutation that lives in the configuration's cores.
-    #[arg(long, value_parser = MutationParser)]
-    pub mutation: Option<Mutation>,
+    /// Run a named mutation that lives in the configuration's cores; `A,B` runs two at once
+    /// (a defence-in-depth mutation with the layer that masks it). An unknown name, more than
+    /// two, or a name twice: exit 64.
+    #[arg(long)]
+    pub mutation: Option<String>,
     /// BFS depth bound, actions after the setup (default: the configuration's).
     #[arg(long)]
     pub max_depth: Option<u32>,

@@ -21,7 +21,11 @@ pub fn model(args: ModelArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return bad(e),
     };
-    if let Some(m) = args.mutation {
+    let (first, also) = match mutations(args.mutation.as_deref()) {
+        Ok(ms) => ms,
+        Err(e) => return bad(e),
+    };
+    for m in [first, also].into_iter().flatten() {
         if let Err(e) = model::runs(&config, m) {
             return bad(e);
         }
@@ -30,14 +34,15 @@ pub fn model(args: ModelArgs) -> ExitCode {
         Ok(b) => b,
         Err(e) => return bad(e),
     };
-    let mutation = args.mutation.map_or("none", |m| m.name());
+    let mutation = args.mutation.as_deref().unwrap_or("none");
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} crashes {} cuts {} horizon {} ms rounds {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds
+        "bounds: depth {} states {} in_flight {} drops {} crashes {} cuts {} horizon {} ms rounds {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.urgent, b.ticked, b.closed_loop
     );
-    let report = match model::check(&config, args.mutation, b) {
+    let report = match model::check_with(&config, first, also, b) {
         Ok(r) => r,
+        Err(e) if e.starts_with("--mutation") => return bad(e),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(3);
@@ -53,9 +58,15 @@ pub fn model(args: ModelArgs) -> ExitCode {
         report.cpu_s,
         if report.exhausted { "yes" } else if report.stopped_at_states { "no (state bound)" } else if report.violation.is_some() { "no (stopped at the violation)" } else { "no (depth bound)" }
     );
+    let per_depth: Vec<String> = report.per_depth.iter().map(|n| n.to_string()).collect();
+    println!("states expanded per depth: {}", per_depth.join(" "));
     if let Some(cx) = &report.violation {
         print_counterexample(cx, report.setup_steps);
-        replay(&args, &config, b, cx);
+        if also.is_some() {
+            println!("replay: not written: the simulator runs one mutation at a time (`run --mutation M`)");
+        } else {
+            replay(&args, &config, b, cx, first);
+        }
         return ExitCode::from(1);
     }
     if report.exhausted {
@@ -67,9 +78,9 @@ pub fn model(args: ModelArgs) -> ExitCode {
 
 /// Write the counterexample's replay scenario under REPORT_DIR/model/, run it, and print the
 /// result and the repro line.
-fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model::Counterexample) {
+fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model::Counterexample, mutation: Option<partmap::config::Mutation>) {
     let dir = args.report_dir.join("model");
-    let r = match model::replay::write_and_replay(config, args.mutation, b, cx, &dir, args.replay_seeds, &super::report::head_commit()) {
+    let r = match model::replay::write_and_replay(config, mutation, b, cx, &dir, args.replay_seeds, &super::report::head_commit()) {
         Ok(r) => r,
         Err(e) => {
             println!("replay: not written: {e}");
@@ -79,7 +90,7 @@ fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model
     for n in &r.notes {
         println!("replay: {n}");
     }
-    let flag = args.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    let flag = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
     match r.seed {
         Some(seed) => {
             println!("replay: {}: fails again ({}) on seed {seed}", r.path.display(), cx.property);
@@ -130,6 +141,19 @@ fn all() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// `--mutation`'s value: one name, or two joined by a comma. Errors (naming `--mutation`): an
+/// unknown name, more than two, or one name twice.
+fn mutations(arg: Option<&str>) -> Result<(Option<partmap::config::Mutation>, Option<partmap::config::Mutation>), String> {
+    let Some(arg) = arg else { return Ok((None, None)) };
+    let ms = arg.split(',').map(|n| partmap::config::Mutation::parse(n.trim()).map_err(|e| format!("--mutation: {e}"))).collect::<Result<Vec<_>, _>>()?;
+    match ms.as_slice() {
+        [a] => Ok((Some(*a), None)),
+        [a, b] if a == b => Err(format!("--mutation: `{}` named twice", a.name())),
+        [a, b] => Ok((Some(*a), Some(*b))),
+        _ => Err(format!("--mutation: at most two mutations at once, got {}", ms.len())),
     }
 }
 

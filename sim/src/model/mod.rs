@@ -55,22 +55,22 @@ pub const CONFIGS: [Config; 3] = [
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false },
         min_unique: 120_000,
     },
     Config {
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false },
         min_unique: 110_000,
     },
     Config {
         name: "failover",
-        about: "1 range active at server-1, 2 servers, the authority, the store, one leader; server-1 may be cut off (a drop) or crash and time moves to the lease deadlines, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 client with 2 appends",
+        about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 3, urgent: true },
-        min_unique: 1,
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, urgent: true, ticked: true, closed_loop: true },
+        min_unique: 680_000,
     },
 ];
 
@@ -154,13 +154,20 @@ pub struct Report {
     pub violation: Option<Counterexample>,
     /// Steps in the setup before the search.
     pub setup_steps: usize,
+    /// Unique states expanded at each depth (index: actions after the setup).
+    pub per_depth: Vec<u64>,
 }
 
 /// The knobs `config` runs its cores with: the defaults, 2 servers, its copy strategy; the
 /// failover's lease is 1 s with a renewal every 700 ms (the default 200 ms margin), so a cut
 /// owner's session expires after one lost renewal, within a short horizon.
 pub fn knobs(config: &Config, mutation: Option<Mutation>) -> Knobs {
-    let base = Knobs { servers: 2, mutation, ..Knobs::default() };
+    knobs_with(config, mutation, None)
+}
+
+/// [`knobs`] with a second mutation on at once (`also`, [`Knobs::also_mutation`]).
+pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>) -> Knobs {
+    let base = Knobs { servers: 2, mutation, also_mutation: also, ..Knobs::default() };
     match config.setup {
         Setup::Move(strategy) => Knobs { strategy, ..base },
         Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
@@ -174,7 +181,11 @@ pub fn initial(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> R
 
 /// [`initial`], with `track` (who emitted each event) for the replay.
 pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
-    let knobs = knobs(config, mutation);
+    initial_world_with(config, mutation, None, bounds, track)
+}
+
+fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
+    let knobs = knobs_with(config, mutation, also);
     let mut w = World::new(knobs, 2, 2, bounds);
     w.track = track;
     match config.setup {
@@ -192,10 +203,21 @@ fn judge(w: &World) -> Option<(&'static str, String)> {
 
 /// Search `config` under `mutation` within `bounds`, breadth first. Errors: the setup failed.
 pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
+    check_with(config, mutation, None, bounds)
+}
+
+/// [`check`] with a second mutation `also` on at once (a defence-in-depth mutation with the
+/// layer that masks it). Errors: the setup failed, or both mutations live in the store's core
+/// (it takes one).
+pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
+    let store = |m: Option<Mutation>| matches!(m, Some(Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync));
+    if store(mutation) && store(also) {
+        return Err("--mutation: two mutations of the store's core at once are not supported (it takes one)".to_string());
+    }
     let cpu0 = crate::cpu::thread_cpu_ns();
-    let init = initial(config, mutation, bounds)?;
+    let init = initial_world_with(config, mutation, also, bounds, false)?;
     let setup_steps = init.history.len();
-    let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps };
+    let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps, per_depth: Vec::new() };
     if let Some((property, message)) = judge(&init) {
         report.violation = Some(Counterexample { property, message, steps: Vec::new(), path: Vec::new() });
         report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
@@ -208,8 +230,21 @@ pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Res
     let mut tree: Vec<(u32, Action)> = vec![(u32::MAX, Action::Advance)];
     let mut queue: VecDeque<(World, u32, u32)> = VecDeque::new();
     queue.push_back((init.clone(), 0, 0));
+    let mut per_depth: Vec<u64> = Vec::new();
     'search: while let Some((w, idx, depth)) = queue.pop_front() {
-        let actions = w.enabled();
+        if per_depth.len() <= depth as usize {
+            per_depth.push(0);
+        }
+        per_depth[depth as usize] += 1;
+        let mut actions = w.enabled();
+        if bounds.urgent {
+            if let Some(i) = w.net.iter().position(|p| p.answer && matches!(p.to, world::Node::Leader | world::Node::Client)) {
+                // A persistent set (Godefroid's partial-order reduction): an answer to the
+                // leader or the client, delivered or dropped, and nothing else. Sound in urgent
+                // mode: see DESIGN.md, "The model checker", Reductions.
+                actions.retain(|a| matches!(a, Action::Deliver(j) | Action::Drop(j) if *j == i));
+            }
+        }
         if depth >= bounds.max_depth {
             report.cut_by_depth += u64::from(!actions.is_empty());
             continue;
@@ -252,6 +287,7 @@ pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Res
             queue.push_back((n, tree.len() as u32 - 1, depth + 1));
         }
     }
+    report.per_depth = per_depth;
     report.exhausted = report.violation.is_none() && !report.stopped_at_states && report.cut_by_depth == 0;
     report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
     Ok(report)

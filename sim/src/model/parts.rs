@@ -219,6 +219,9 @@ pub struct Leader {
     pub flow: Option<MoveFlow>,
     /// Calls made so far (they name its tokens).
     pub calls: u32,
+    /// With [`Bounds::ticked`]: the next round starts at this time (µs), a tick after the last
+    /// one ended, as `manager::run` sleeps `manager_tick_ms` between rounds.
+    pub next_round_us: u64,
 }
 
 /// One of the client's appends.
@@ -255,6 +258,15 @@ pub struct Bounds {
     /// Time advances only once no message is in flight and no server task can go on without
     /// it: every message is faster than every timer (a slower one is a drop or a cut).
     pub urgent: bool,
+    /// The leader starts a round only on its tick: `manager_tick_ms` after its last round
+    /// ended (as `manager::run` loops: a round, a sleep of a tick, the next round), and with
+    /// `urgent` before time moves past that tick. Off: a round may start at any instant the
+    /// leader is idle.
+    pub ticked: bool,
+    /// The client sends its next append only once the previous one was answered (one
+    /// outstanding append, a closed loop). Off: it may send the next as soon as the previous
+    /// was sent.
+    pub closed_loop: bool,
 }
 
 /// One step the search can take.

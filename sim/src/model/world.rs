@@ -18,7 +18,7 @@
 
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::authority::{Action as AuthorityAction, AuthorityCore};
-use partmap::config::Knobs;
+use partmap::config::{Knobs, Mutation};
 use partmap::event::ClientOp;
 use partmap::handoff::{Flow, MoveFlow, Peer as LeaderPeer, Reply, Step as FlowStep};
 use partmap::ids::{show_key, Epoch, OpId, RangeId, ServerId};
@@ -59,6 +59,8 @@ pub struct World {
     /// The history, as the simulator's checkers read it.
     pub history: Vec<Event>,
     history_hash: u64,
+    /// Per server (`session_hash[0]` is server-1), the fold of its session events.
+    session_hash: Vec<u64>,
     /// Drops so far.
     pub drops: u32,
     /// Crashes so far.
@@ -93,19 +95,36 @@ impl World {
     /// A world of `servers` servers, the authority, the store, a leader and a client with
     /// `appends` appends, all at rest at time `T0_US`.
     pub fn new(knobs: Knobs, servers: u32, appends: u64, bounds: Bounds) -> World {
+        let servers_n = servers;
         let (authority, _) = AuthorityCore::recover(&knobs, &[], T0_US);
-        let (store, _) = StoreCore::recover(&[], knobs.mutation);
+        // The store's core takes one mutation: of the two, the one that lives in it.
+        let store_mutation = [knobs.mutation, knobs.also_mutation].into_iter().flatten().find(|m| matches!(m, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync));
+        let (store, _) = StoreCore::recover(&[], store_mutation);
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
-        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), flow: None, calls: 0 };
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, drops: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
+        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), flow: None, calls: 0, next_round_us: 0 };
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
     }
 
-    /// The canonical encoding's 128-bit hash: every core's state, the tasks, the leader, the
-    /// client, the network as a multiset (sorted), the tasks as a set (by id), the fault
-    /// counts, the clock and the history (folded as it grows). Tokens and task ids are named
-    /// by their makers' own steps (`name`), so they do not depend on the interleaving.
+    /// The canonical encoding's 128-bit hash ([`World::key_parts`] joined). Tokens and task ids
+    /// are named by their makers' own steps (`name`), so they do not depend on the
+    /// interleaving.
     pub fn key(&self) -> u128 {
+        let text = self.key_parts().join("|");
+        let mut a = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut a);
+        let mut b = std::collections::hash_map::DefaultHasher::new();
+        0xb5u8.hash(&mut b);
+        text.hash(&mut b);
+        ((a.finish() as u128) << 64) | b.finish() as u128
+    }
+
+    /// The canonical encoding, part by part: the clock, the authority, the store, each server
+    /// (core, tasks as a set by id, down until, incarnations), the leader, the client, the
+    /// network as a multiset (sorted), the fault counts and cuts, and the history's two folds
+    /// (see `push_history`: the judged events other than session events, in order and without
+    /// their times; per server, its session events in order).
+    pub fn key_parts(&self) -> Vec<String> {
         let mut net: Vec<String> = self.net.iter().map(|p| format!("{p:?}")).collect();
         net.sort();
         let servers: Vec<String> = self
@@ -117,15 +136,10 @@ impl World {
                 format!("{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)
             })
             .collect();
-        let text = format!("{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{:?}", self.now_us, self.authority, self.store, servers, self.leader, self.client, net.join(";"), self.drops, self.crashes, self.cut);
-        let mut a = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut a);
-        self.history_hash.hash(&mut a);
-        let mut b = std::collections::hash_map::DefaultHasher::new();
-        0xb5u8.hash(&mut b);
-        text.hash(&mut b);
-        self.history_hash.hash(&mut b);
-        ((a.finish() as u128) << 64) | b.finish() as u128
+        let mut v = vec![format!("{}", self.now_us), format!("{:?}", self.authority), format!("{:?}", self.store)];
+        v.extend(servers);
+        v.extend([format!("{:?}", self.leader), format!("{:?}", self.client), net.join(";"), format!("{}|{}|{:?}", self.drops, self.crashes, self.cut), format!("{}", self.history_hash), format!("{:?}", self.session_hash)]);
+        v
     }
 
     fn emit(&mut self, sys: Sys) {
@@ -136,14 +150,40 @@ impl World {
         }
     }
 
+    /// Append an event to the history and fold it into the state's key. Only the kinds
+    /// `single_writer` reads are folded (`judged`), without their times (`t_us`, and a
+    /// renewal's `valid_until_ms`: the checker puts times only into its messages, never into a
+    /// verdict), and in two folds: a server's session events (`renewed`, `lease_expired`) into
+    /// that server's own fold, every other judged event into one fold in history order. Sound
+    /// because the checker's state is two disjoint parts: per server, the session it last
+    /// renewed and the session the authority expired (read from that server's session events
+    /// only); and the rest, read from the other events only. The only cross-read is clause 7,
+    /// an `admit` or strong `read_served` looking up the server's expired session, and it
+    /// changes no state: it either passes or is the violation that ends the search. So two
+    /// violation-free histories with equal folds leave the checker in the same state, and
+    /// every extension gets the same verdict; what the fold forgets is the interleaving of one
+    /// server's renewals with another's and with the range's events, and when each happened.
     fn push_history(&mut self, what: What) {
         let ev = Event { t_us: self.now_us, what };
         self.outputs.push(format!("{}", ev.what));
         if judged(&ev.what) {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            self.history_hash.hash(&mut h);
-            ev.hash(&mut h);
-            self.history_hash = h.finish();
+            let fold = match &ev.what {
+                What::Sys(Sys::Renewed { server, session, ok, .. }) => {
+                    (server.0, session, ok).hash(&mut h);
+                    &mut self.session_hash[server.0 as usize - 1]
+                }
+                What::Sys(Sys::LeaseExpired { server, session }) => {
+                    (u32::MAX, server.0, session).hash(&mut h);
+                    &mut self.session_hash[server.0 as usize - 1]
+                }
+                what => {
+                    what.hash(&mut h);
+                    &mut self.history_hash
+                }
+            };
+            fold.hash(&mut h);
+            *fold = h.finish();
         }
         self.history.push(ev);
         if self.track {
@@ -256,6 +296,7 @@ impl World {
         l.opens.clear();
         l.moves.clear();
         l.map = None;
+        l.next_round_us = self.now_us + self.knobs.manager_tick_ms * 1000;
         self.outputs.push("round ends".into());
     }
 
@@ -409,14 +450,14 @@ impl World {
                 out.push(Action::Cut(server));
             }
         }
-        if !self.leader.busy && self.leader.rounds_left > 0 {
+        if !self.leader.busy && self.leader.rounds_left > 0 && (!self.bounds.ticked || self.leader.next_round_us <= now) {
             out.push(Action::StartRound);
         }
         if self.leader.pending.as_ref().is_some_and(|(_, d, _)| *d <= now) {
             out.push(Action::LeaderTimeout);
         }
         if let Some(i) = self.client.iter().position(|a| a.sent.is_none()) {
-            if i == 0 || self.client[i - 1].sent.is_some() {
+            if i == 0 || (self.client[i - 1].sent.is_some() && (!self.bounds.closed_loop || matches!(self.client[i - 1].sent, Some((_, Some(_)))))) {
                 for (server, epoch) in self.routes() {
                     out.push(Action::SendAppend { server, epoch });
                 }
@@ -425,7 +466,7 @@ impl World {
         // Urgent: time waits for every message in flight and every server step that can go
         // on without it (messages are faster than any timer, as the simulator's 1 to 5 ms
         // latencies are; a slower message is a drop or a cut).
-        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_))));
+        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_)) || (self.bounds.ticked && *a == Action::StartRound)));
         if settled && self.next_deadline().is_some() {
             out.push(Action::Advance);
         }
@@ -456,6 +497,9 @@ impl World {
         }
         if let Some((_, d, _)) = &self.leader.pending {
             ds.push(*d);
+        }
+        if self.bounds.ticked && !self.leader.busy && self.leader.rounds_left > 0 {
+            ds.push(self.leader.next_round_us);
         }
         let horizon = self.start_us + self.bounds.horizon_ms * 1000;
         ds.into_iter().filter(|d| *d > now && *d <= horizon).min()
@@ -744,3 +788,4 @@ pub fn describe(msg: &Msg) -> String {
         other => other.kind_name().to_string(),
     }
 }
+

@@ -94,6 +94,7 @@ impl Scenario {
             min_ranges: self.splits.min_ranges,
             map_staleness_ms: k.map_staleness_ms,
             mutation: None,
+            also_mutation: None,
         }
     }
 
