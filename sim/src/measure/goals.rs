@@ -169,11 +169,8 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
     }
     let mut note = |name: &'static str, first_us: u64, second_us: u64, lever: Option<Lever>| {
         let m = NearMiss { gap_us: second_us - first_us, first_us, second_us, lever, cover: None };
-        match out.get(name) {
-            Some(e) if e.gap_us <= m.gap_us => {}
-            _ => {
-                out.insert(name, m);
-            }
+        if out.get(name).is_none_or(|e| m.gap_us < e.gap_us) {
+            out.insert(name, m);
         }
     };
     let append = |server: u32| Some(Lever { from: format!("server-{server}"), to: "store-1".into(), kind: "store_append".into() });
@@ -309,7 +306,7 @@ fn missed_steps(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
         let dist = |t: u64| if t < *start { start - t } else if t > *end { t - end } else { t - start };
         let nearest = steps.iter().filter(|(r, n, _)| r == race && n == node).map(|(_, _, t)| *t).min_by_key(|t| dist(*t));
         if let Some(t) = nearest {
-            let (first_us, second_us) = if t < *start || t <= *end { (t.min(*start), t.max(*start)) } else { (*end, t) };
+            let (first_us, second_us) = if t > *end { (*end, t) } else { (t.min(*start), t.max(*start)) };
             out.push((*race, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever: None, cover: Some(Cover { fault_at_ms: start / 1000, step_ms: t / 1000, node: node.clone() }) }));
         }
     }

@@ -265,15 +265,13 @@ impl<'a> Explorer<'a> {
 
     fn pick(&mut self) -> usize {
         let weights: Vec<f64> = self.corpus.iter().map(|e| self.weight(e)).collect();
-        let total: f64 = weights.iter().sum();
-        let mut x = self.rng.gen_range(0.0..total);
-        for (i, w) in weights.iter().enumerate() {
-            if x < *w {
-                return i;
-            }
-            x -= w;
-        }
-        weights.len() - 1
+        weighted(&mut self.rng, &weights).expect("a corpus entry weighs at least 1")
+    }
+
+    /// How rare near-miss race `race` is: one over the number of corpus entries that came
+    /// within 4 s on it.
+    fn race_rarity(&self, race: &str) -> f64 {
+        1.0 / self.seen.get(&format!("near:{race}:<2^12ms")).copied().unwrap_or(1).max(1) as f64
     }
 
     /// A moment of `e` worth branching from: shortly before the first reach of one of its
@@ -307,15 +305,8 @@ impl<'a> Explorer<'a> {
     /// The index of one of `races` (near-miss race names), drawn with a weight of one over the
     /// number of corpus entries that came within 4 s on it: the rarer race first.
     fn pick_race<'r>(&mut self, races: impl Iterator<Item = &'r str>) -> usize {
-        let weights: Vec<f64> = races.map(|r| 1.0 / self.seen.get(&format!("near:{r}:<2^12ms")).copied().unwrap_or(1).max(1) as f64).collect();
-        let mut x = self.rng.gen_range(0.0..weights.iter().sum::<f64>());
-        for (i, w) in weights.iter().enumerate() {
-            if x < *w {
-                return i;
-            }
-            x -= w;
-        }
-        weights.len() - 1
+        let weights: Vec<f64> = races.map(|r| self.race_rarity(r)).collect();
+        weighted(&mut self.rng, &weights).expect("called with at least one race")
     }
 
     /// Hold the message of one of `e`'s near misses that has a lever
@@ -343,13 +334,13 @@ impl<'a> Explorer<'a> {
         true
     }
 
-    /// Move the fault of race `race` (see [`crate::measure::goals::near_misses`]) that started
-    /// at `cover.fault_at_ms` so that its window covers what led up to `cover.step_ms` (the step ends what
-    /// the fault acts on, a round's reads sent before it): the window ends at the step or up to
-    /// half its length after it: the untriggered one that starts there (within 5 ms),
-    /// else one of its kind waiting on a trigger (whose start the schedule cannot tell), which
-    /// becomes a fault at a time; it names the node it acted on then (`cover.node`), not a
-    /// role. `false` when the schedule has neither.
+    /// Move the fault of race `race` (see [`crate::measure::goals::near_misses`]) over what led
+    /// up to `cover.step_ms` (a step ends what the fault acts on: a round's reads were sent
+    /// before it), so that its window ends at the step or up to half its length after it. The
+    /// fault is the untriggered one that started at `cover.fault_at_ms` (within 5 ms), else one
+    /// of its kind waiting on a trigger (whose start the schedule cannot tell), which becomes a
+    /// fault at a time. It then names the node it acted on (`cover.node`), not a role. `false`
+    /// when the schedule has neither.
     fn cover_step(&mut self, s: &mut Scenario, race: &str, cover: &crate::measure::goals::Cover) -> bool {
         let (fault_at_ms, step_ms) = (cover.fault_at_ms, cover.step_ms);
         use crate::scenario::FaultSpec;
@@ -370,10 +361,12 @@ impl<'a> Explorer<'a> {
         true
     }
 
-    /// Close one of `e`'s near misses (a fault that missed its step is moved to cover it): the fault (an untriggered one with a length) whose
-    /// window ends nearest to one of the race's two steps, within 10 s, is lengthened past the
-    /// gap when it ends near the first step (so that step may come second) and shortened by it
-    /// when it ends near the second. `false` when `e` has no near miss or no such fault.
+    /// Close one of `e`'s near misses, the rarer race first. A fault that missed its step is
+    /// moved over it ([`Explorer::cover_step`]). Otherwise the fault (an untriggered one with a
+    /// length) whose window ends nearest to one of the race's two steps, within 10 s, is
+    /// lengthened past the gap when it ends near the first step (so that step may come second)
+    /// and shortened by it when it ends near the second. `false` when `e` has no near miss or
+    /// no such fault.
     fn close_gap(&mut self, e: &Entry, s: &mut Scenario) -> bool {
         if e.near.is_empty() {
             return false;
@@ -438,20 +431,8 @@ impl<'a> Explorer<'a> {
     /// at one of its handoff steps ([`Explorer::fault_at_step`]). `None` when no entry has a
     /// near miss or a step, or the change found nothing to act on.
     fn close_candidate(&mut self) -> Option<(Entry, Scenario)> {
-        let weights: Vec<f64> = self.corpus.iter().map(|e| e.near.keys().map(|r| 1.0 / self.seen.get(&format!("near:{r}:<2^12ms")).copied().unwrap_or(1).max(1) as f64).fold(0.0, f64::max) + if e.steps.is_empty() { 0.0 } else { 0.02 }).collect();
-        let total: f64 = weights.iter().sum();
-        if total <= 0.0 {
-            return None;
-        }
-        let mut x = self.rng.gen_range(0.0..total);
-        let mut i = weights.len() - 1;
-        for (k, w) in weights.iter().enumerate() {
-            if x < *w {
-                i = k;
-                break;
-            }
-            x -= w;
-        }
+        let weights: Vec<f64> = self.corpus.iter().map(|e| e.near.keys().map(|r| self.race_rarity(r)).fold(0.0, f64::max) + if e.steps.is_empty() { 0.0 } else { 0.02 }).collect();
+        let i = weighted(&mut self.rng, &weights)?;
         let entry = self.corpus[i].clone();
         let mut s = entry.scenario.clone();
         let closed = match self.rng.gen_range(0..3) {
@@ -631,6 +612,23 @@ pub fn steps_of(report: &RunReport) -> Vec<(String, String, u64)> {
 
 /// At most this many steps of each kind are kept per corpus entry ([`steps_of`]).
 pub const STEPS_KEPT: usize = 16;
+
+/// An index of `weights` drawn with probability proportional to its weight (the last one
+/// when rounding leaves the draw past every weight); `None` when the weights sum to 0 or less.
+fn weighted(rng: &mut impl Rng, weights: &[f64]) -> Option<usize> {
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mut x = rng.gen_range(0.0..total);
+    for (i, w) in weights.iter().enumerate() {
+        if x < *w {
+            return Some(i);
+        }
+        x -= w;
+    }
+    Some(weights.len() - 1)
+}
 
 /// Swap one node of `f`'s fault for a role.
 fn retarget(f: &mut TimedFault, rng: &mut impl Rng, keys: u32) {
