@@ -162,19 +162,13 @@ pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, 
 pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
     use partmap::event::Event as Sys;
     let mut out: BTreeMap<&'static str, NearMiss> = BTreeMap::new();
-    for (race, m) in missed_steps(events) {
-        if out.get(race).is_none_or(|e| m.gap_us < e.gap_us) {
-            out.insert(race, m);
-        }
+    for (race, m) in missed_steps(events).into_iter().chain(missed_commands(events)) {
+        keep_closest(&mut out, race, m);
     }
     let mut note = |name: &'static str, first_us: u64, second_us: u64, lever: Option<Lever>| {
-        let m = NearMiss { gap_us: second_us - first_us, first_us, second_us, lever, cover: None };
-        if out.get(name).is_none_or(|e| m.gap_us < e.gap_us) {
-            out.insert(name, m);
-        }
+        keep_closest(&mut out, name, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever, cover: None });
     };
     let append = |server: u32| Some(Lever { from: format!("server-{server}"), to: "store-1".into(), kind: "store_append".into() });
-    let mut missed: BTreeMap<(u32, u64), (u64, u64, &'static str)> = BTreeMap::new(); // (server, range) -> (t, epoch, command) of the last missed command
     let mut last_fence: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
     let mut last_effect: BTreeMap<u64, (u64, u64, u32)> = BTreeMap::new(); // stream -> (t, epoch, server)
     let mut last_admit: BTreeMap<u32, u64> = BTreeMap::new(); // server -> t
@@ -203,17 +197,6 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
             }
             Sys::Effect { stream, epoch, server, .. } => {
                 last_effect.insert(stream.0, (t, epoch.0, server.0));
-            }
-            Sys::CommandMissed { server, range, epoch, command } => {
-                missed.insert((server.0, range.0), (t, epoch.0, *command));
-            }
-            Sys::Activated { server, range, epoch, .. } => {
-                if let Some((tm, e, command)) = missed.remove(&(server.0, range.0)) {
-                    if e < epoch.0 {
-                        let lever = Lever { from: "@leader".into(), to: format!("server-{}", server.0), kind: command.into() };
-                        note("missed_command_before_reopen", tm, t, Some(lever));
-                    }
-                }
             }
             Sys::Drained { range, epoch, .. } => {
                 drained.insert((range.0, epoch.0));
@@ -277,6 +260,37 @@ pub struct Cover {
     /// The node the fault acted on as it resolved then (a role's holder then): a fault moved
     /// elsewhere in time must name it, as the role may resolve to another node by then.
     pub node: String,
+}
+
+/// Keep `m` as `race`'s near miss in `out` when it is the first or closer than the one kept.
+fn keep_closest(out: &mut BTreeMap<&'static str, NearMiss>, race: &'static str, m: NearMiss) {
+    if out.get(race).is_none_or(|e| m.gap_us < e.gap_us) {
+        out.insert(race, m);
+    }
+}
+
+/// The `missed_command_before_reopen` race (see [`near_misses`]): each command a server missed
+/// (`command_missed`) and that server's next activation of the range at a newer epoch, with
+/// the leader's next such command to the server as the lever.
+fn missed_commands(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
+    use partmap::event::Event as Sys;
+    let mut missed: BTreeMap<(u32, u64), (u64, u64, &'static str)> = BTreeMap::new(); // (server, range) -> (t, epoch, command) of the last missed command
+    let mut out = Vec::new();
+    for ev in events {
+        match &ev.what {
+            What::Sys(Sys::CommandMissed { server, range, epoch, command }) => {
+                missed.insert((server.0, range.0), (ev.t_us, epoch.0, *command));
+            }
+            What::Sys(Sys::Activated { server, range, epoch, .. }) => {
+                if let Some((tm, _, command)) = missed.remove(&(server.0, range.0)).filter(|(_, e, _)| *e < epoch.0) {
+                    let lever = Lever { from: "@leader".into(), to: format!("server-{}", server.0), kind: command.into() };
+                    out.push(("missed_command_before_reopen", NearMiss { gap_us: ev.t_us - tm, first_us: tm, second_us: ev.t_us, lever: Some(lever), cover: None }));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The faults that missed the protocol step they act on (see [`near_misses`]): for each race,
