@@ -391,10 +391,14 @@ pub struct HuntArgs {
     /// Only these mutations (repeatable; default: all).
     #[arg(long = "only", value_parser = Mutation::parse)]
     pub only: Vec<Mutation>,
-    /// The explorer's seed.
+    /// The first round's explorer seed (round k explores with SEED+k).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Worker threads (each takes whole mutations).
+    /// Independent rounds: round k sweeps seeds k*RUNS..(k+1)*RUNS and explores with seed
+    /// SEED+k; the table gives medians over rounds (one round's first catch is mostly luck).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: u64,
+    /// Worker threads (each takes one mutation's round at a time).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,
     /// Write the table to REPORT_DIR/hunt.md.

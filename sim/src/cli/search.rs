@@ -17,8 +17,9 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
 
 /// `hunt`: random sweep against explore, per named mutation, CPU to first catch.
 pub fn hunt(args: HuntArgs) -> ExitCode {
-    let HuntArgs { runs, only, seed, jobs, write_table, report_dir } = args;
-    cmd_hunt(runs, only, seed, jobs as usize, write_table.then_some(report_dir))
+    let HuntArgs { runs, only, seed, rounds, jobs, write_table, report_dir } = args;
+    let cfg = partmap_sim::search::hunt::HuntConfig { runs, rounds, seed, jobs: jobs as usize };
+    cmd_hunt(cfg, only, write_table.then_some(report_dir))
 }
 
 /// `goals`: the goals registry, one line each.
@@ -110,7 +111,8 @@ fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &part
 }
 
 /// `hunt`: random against explore for each mutation; print (and write) the table.
-fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Option<PathBuf>) -> ExitCode {
+fn cmd_hunt(cfg: partmap_sim::search::hunt::HuntConfig, only: Vec<Mutation>, write_to: Option<PathBuf>) -> ExitCode {
+    let partmap_sim::search::hunt::HuntConfig { runs, rounds, seed, jobs } = cfg;
     if let Some(dir) = &write_to {
         if let Err(e) = sweep::check_report_dir(dir) {
             return usage(e);
@@ -118,9 +120,8 @@ fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Op
     }
     let mutations: Vec<Mutation> = if only.is_empty() { Mutation::ALL.iter().map(|(m, _)| *m).collect() } else { only.clone() };
     let base = RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default_swarm(), scenario_label: format!("scenarios/swarm.json{}", partmap_sim::run::BUILTIN_SUFFIX), mutation: None, trace: false, echo_header: false };
-    println!("hunt: {} mutation(s), {runs} runs each per search, explorer seed {seed}, jobs {jobs}", mutations.len());
-    println!("| mutation | random caught | random CPU s to first | random per 1000 | explore caught | explore CPU s to first | explore per 1000 | ratio |");
-    let hunts = match partmap_sim::search::hunt::hunt(&base, &mutations, runs, seed, jobs, &|l| println!("{l}")) {
+    println!("hunt: {} mutation(s), {runs} runs per search and round, {rounds} round(s), explorer seeds {seed}..{}, jobs {jobs}", mutations.len(), seed + rounds);
+    let hunts = match partmap_sim::search::hunt::hunt(&base, &mutations, cfg, &|l| eprintln!("{l}")) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
@@ -128,8 +129,8 @@ fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Op
         }
     };
     let only_flags: String = only.iter().map(|m| format!(" --only {}", m.name())).collect();
-    let command = format!("partmap-sim hunt --runs {runs} --seed {seed}{only_flags} --write-table");
-    let table = partmap_sim::search::hunt::render(&hunts, &command);
+    let command = format!("partmap-sim hunt --runs {runs} --rounds {rounds} --seed {seed} --jobs {jobs}{only_flags} --write-table");
+    let table = partmap_sim::search::hunt::render(&hunts, cfg, &command);
     if let Some(dir) = write_to {
         let path = dir.join("hunt.md");
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, &table)) {
@@ -138,6 +139,6 @@ fn cmd_hunt(runs: u64, only: Vec<Mutation>, seed: u64, jobs: usize, write_to: Op
         }
         println!("written: {}", path.display());
     }
-    print!("{}", table.lines().skip_while(|l| !l.starts_with("CPU per run")).map(|l| format!("{l}\n")).collect::<String>());
+    print!("{}", table.lines().skip_while(|l| !l.starts_with("| mutation")).map(|l| format!("{l}\n")).collect::<String>());
     ExitCode::SUCCESS
 }
