@@ -150,15 +150,19 @@ pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, 
 /// - `missed_command_before_reopen`: a manager's pause or release that missed its range at a
 ///   server (`command_missed`) before that server activated the range again at a newer epoch
 ///   (arriving after, it would have been a stale command at a holder);
-/// - `corrupt_missed_precopy`: a `corrupt` fault's window on a link into a server and the
-///   nearest pre-copy round that server finished, before or after the window, or inside it
-///   (its reads may have been sent before the window opened): a window over a round's reads
-///   makes the copy diverge.
+/// - `corrupt_missed_copy`: a `corrupt` fault's window on a link into a server and the
+///   nearest copy that server finished, before or after the window, or inside it (its reads
+///   may have been sent before the window opened): a pre-copy round, or a handoff that copied
+///   a tail during the pause (stop-and-copy's whole copy, pre-copy's last round). A window over
+///   a copy's reads makes the copy diverge.
 ///
 /// Each race keeps its smallest gap with the times of its two steps and, for the races whose
 /// first step is a message's arrival (an old write, a missed command), that message
 /// ([`NearMiss::lever`]); for a
-/// fault that missed its step, the fault's start and the step ([`NearMiss::cover`]).
+/// fault that missed its step, the fault's start and the step ([`NearMiss::cover`]); for the
+/// races between a lease its holder trusts and the authority's end of it (an admission or a
+/// strong read at the holder, then the expiry or the owner change), the two clocks whose
+/// drift moves the steps toward each other ([`NearMiss::clocks`]).
 pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
     use partmap::event::Event as Sys;
     let mut out: BTreeMap<&'static str, NearMiss> = BTreeMap::new();
@@ -166,13 +170,19 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
         keep_closest(&mut out, race, m);
     }
     let mut note = |name: &'static str, first_us: u64, second_us: u64, lever: Option<Lever>| {
-        keep_closest(&mut out, name, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever, cover: None });
+        keep_closest(&mut out, name, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever, cover: None, clocks: None });
+    };
+    // A lease race's clocks: the holder's slow, the authority's fast.
+    let lease_race = |name: &'static str, first_us: u64, second_us: u64, server: u32, out: &mut BTreeMap<&'static str, NearMiss>| {
+        let clocks = Some(Clocks { slow: format!("server-{server}"), fast: "lock-1".into() });
+        keep_closest(out, name, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever: None, cover: None, clocks });
     };
     let append = |server: u32| Some(Lever { from: format!("server-{server}"), to: "store-1".into(), kind: "store_append".into() });
     let mut last_fence: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stream -> (t, epoch)
     let mut last_effect: BTreeMap<u64, (u64, u64, u32)> = BTreeMap::new(); // stream -> (t, epoch, server)
     let mut last_admit: BTreeMap<u32, u64> = BTreeMap::new(); // server -> t
-    let mut last_read: BTreeMap<u64, u64> = BTreeMap::new(); // range -> t
+    let mut last_read: BTreeMap<u64, (u64, u32)> = BTreeMap::new(); // range -> (t, server)
+    let mut lease_races: Vec<(&'static str, u64, u64, u32)> = Vec::new();
     let mut owners: BTreeMap<u64, (Option<u32>, u64)> = BTreeMap::new(); // range -> (owner, epoch)
     let mut drained: BTreeSet<(u64, u64)> = BTreeSet::new(); // (range, epoch) drained by a pause
     for ev in events {
@@ -206,24 +216,27 @@ pub fn near_misses(events: &[Event]) -> BTreeMap<&'static str, NearMiss> {
             }
             Sys::LeaseExpired { server, .. } => {
                 if let Some(ta) = last_admit.get(&server.0) {
-                    note("admit_before_expiry", *ta, t, None);
+                    lease_races.push(("admit_before_expiry", *ta, t, server.0));
                 }
             }
-            Sys::ReadServed { range, bounded: false, .. } => {
-                last_read.insert(range.0, t);
+            Sys::ReadServed { range, server, bounded: false, .. } => {
+                last_read.insert(range.0, (t, server.0));
             }
             Sys::MapCommit { map, .. } => {
                 for row in map.rows.live().values() {
                     let now = (row.owner.map(|o| o.0), row.epoch.0);
                     if owners.insert(row.id.0, now).is_some_and(|before| before != now) {
-                        if let Some(tr) = last_read.get(&row.id.0) {
-                            note("read_before_owner_change", *tr, t, None);
+                        if let Some((tr, server)) = last_read.get(&row.id.0) {
+                            lease_races.push(("read_before_owner_change", *tr, t, *server));
                         }
                     }
                 }
             }
             _ => {}
         }
+    }
+    for (race, first_us, second_us, server) in lease_races {
+        lease_race(race, first_us, second_us, server, &mut out);
     }
     out
 }
@@ -248,6 +261,21 @@ pub struct NearMiss {
     /// moved to cover the step reaches the situation).
     #[serde(default)]
     pub cover: Option<Cover>,
+    /// Where the race is between a lease its holder trusts and the authority's end of it: the
+    /// node whose clock, run slow, and the node whose clock, run fast, bring the two steps
+    /// together (a drift pinned at the bound, `knobs.clock_drift_pinned_ppm`, stretches the
+    /// holder's lease past the authority's by up to twice the bound).
+    #[serde(default)]
+    pub clocks: Option<Clocks>,
+}
+
+/// The two clocks of a lease race ([`NearMiss::clocks`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Clocks {
+    /// The lease's holder.
+    pub slow: String,
+    /// The authority.
+    pub fast: String,
 }
 
 /// A fault whose window missed the protocol step it acts on.
@@ -284,7 +312,7 @@ fn missed_commands(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
             What::Sys(Sys::Activated { server, range, epoch, .. }) => {
                 if let Some((tm, _, command)) = missed.remove(&(server.0, range.0)).filter(|(_, e, _)| *e < epoch.0) {
                     let lever = Lever { from: "@leader".into(), to: format!("server-{}", server.0), kind: command.into() };
-                    out.push(("missed_command_before_reopen", NearMiss { gap_us: ev.t_us - tm, first_us: tm, second_us: ev.t_us, lever: Some(lever), cover: None }));
+                    out.push(("missed_command_before_reopen", NearMiss { gap_us: ev.t_us - tm, first_us: tm, second_us: ev.t_us, lever: Some(lever), cover: None, clocks: None }));
                 }
             }
             _ => {}
@@ -306,10 +334,11 @@ fn missed_steps(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
             What::Fault { fault, duration_ms, .. } => {
                 let end = t + duration_ms * 1000;
                 if let Fault::Corrupt(_, to) = &**fault {
-                    windows.push(("corrupt_missed_precopy", to.clone(), t, end));
+                    windows.push(("corrupt_missed_copy", to.clone(), t, end));
                 }
             }
-            What::Sys(Sys::Precopied { server, .. }) => steps.push(("corrupt_missed_precopy", format!("server-{}", server.0), t)),
+            What::Sys(Sys::Precopied { server, .. }) => steps.push(("corrupt_missed_copy", format!("server-{}", server.0), t)),
+            What::Sys(Sys::Handoff { server, tail_bytes, .. }) if *tail_bytes > 0 => steps.push(("corrupt_missed_copy", format!("server-{}", server.0), t)),
             _ => {}
         }
     }
@@ -321,7 +350,7 @@ fn missed_steps(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
         let nearest = steps.iter().filter(|(r, n, _)| r == race && n == node).map(|(_, _, t)| *t).min_by_key(|t| dist(*t));
         if let Some(t) = nearest {
             let (first_us, second_us) = if t > *end { (*end, t) } else { (t.min(*start), t.max(*start)) };
-            out.push((*race, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever: None, cover: Some(Cover { fault_at_ms: start / 1000, step_ms: t / 1000, node: node.clone() }) }));
+            out.push((*race, NearMiss { gap_us: second_us - first_us, first_us, second_us, lever: None, cover: Some(Cover { fault_at_ms: start / 1000, step_ms: t / 1000, node: node.clone() }), clocks: None }));
         }
     }
     out

@@ -43,6 +43,8 @@ impl Default for KnobsSpec {
             disk_sync_ms: 1,
             latency_ms: [1, 5],
             clock_drift_ppm: 0,
+            clock_drift_pinned_ppm: std::collections::BTreeMap::new(),
+            clock_drift_worst_case: false,
             torn_writes: false,
             map_staleness_ms: 5000,
         }

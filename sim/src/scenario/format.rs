@@ -99,6 +99,21 @@ pub struct KnobsSpec {
     /// The lease margin covers drift up to about `lease_margin_ms / (2 * lease_ms)` (50000 ppm
     /// at the defaults); beyond that `single_writer` must catch two owners at once.
     pub clock_drift_ppm: u64,
+    /// Per node, a clock drift pinned in parts per million, instead of the seed's draw for that
+    /// node (the draw is still made, so the other nodes' rates and the rest of the run stay the
+    /// seed's): the corners of the drift bound, an owner's clock slow while the authority's is
+    /// fast, that a uniform draw seldom gives (Jepsen's clock nemesis skews clocks on purpose).
+    /// Keys are nodes of the topology, values within `±clock_drift_ppm`. Default: none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub clock_drift_pinned_ppm: std::collections::BTreeMap<String, i64>,
+    /// The worst case of the drift bound for leases: the authority's clock (lock-1) runs fast
+    /// by the whole `clock_drift_ppm` and every lease holder's (servers and managers) slow by
+    /// it, so each holder trusts its lease as long past the authority's end of it as the bound
+    /// allows; the other nodes draw as usual, and `clock_drift_pinned_ppm` overrides it per
+    /// node. A lease margin that covers the bound covers this; boundary values, as Jepsen's
+    /// clock nemesis skews clocks on purpose, where a uniform draw seldom lands. Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub clock_drift_worst_case: bool,
     /// A crash of the authority or the store keeps a random prefix (0 to 8 records) of what it
     /// had written but not synced, and tears the record after it (recovery detects it by its
     /// checksum and drops it). Default false: a crash loses everything unsynced.

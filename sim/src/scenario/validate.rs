@@ -113,6 +113,19 @@ impl Scenario {
             ));
         }
         in_range("knobs.clock_drift_ppm", k.clock_drift_ppm, 0, 500_000)?;
+        if k.clock_drift_worst_case && k.clock_drift_ppm == 0 {
+            return Err("knobs.clock_drift_worst_case: the clocks do not drift (knobs.clock_drift_ppm is 0), so there is no bound to run them at; set a drift bound or drop it".to_string());
+        }
+        let names = self.node_names();
+        for (node, ppm) in &k.clock_drift_pinned_ppm {
+            let path = format!("knobs.clock_drift_pinned_ppm.{node}");
+            if !names.contains(node) {
+                return Err(format!("{path}: no node `{node}` in the topology (nodes: {})", names.join(", ")));
+            }
+            if ppm.unsigned_abs() > k.clock_drift_ppm {
+                return Err(format!("{path}: {ppm} ppm is beyond the drift bound, knobs.clock_drift_ppm = {}: a pinned drift must lie within it", k.clock_drift_ppm));
+            }
+        }
         if k.map_staleness_ms != 0 {
             in_range("knobs.map_staleness_ms", k.map_staleness_ms, 100, 600_000).map_err(|e| format!("{e} (or 0: no bound)"))?;
             // Frontends re-read the map every renew_interval_ms, each read taking up to

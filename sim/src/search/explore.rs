@@ -189,7 +189,7 @@ impl Candidate {
     /// The explicit schedule that replays `report`, this candidate's run: a swarm candidate's
     /// drawn faults written out, any other candidate's own schedule.
     fn schedule(&self, base: &RunOptions, report: &RunReport) -> Scenario {
-        if self.origin == "swarm" { crate::search::schedule::from_run(report, &self.opts(base)) } else { self.scenario.clone() }
+        if self.origin == "swarm" || self.origin == "corner" { crate::search::schedule::from_run(report, &self.opts(base)) } else { self.scenario.clone() }
     }
 }
 
@@ -268,10 +268,12 @@ impl<'a> Explorer<'a> {
         weighted(&mut self.rng, &weights).expect("a corpus entry weighs at least 1")
     }
 
-    /// How rare near-miss race `race` is: one over the number of corpus entries that came
-    /// within 4 s on it.
-    fn race_rarity(&self, race: &str) -> f64 {
-        1.0 / self.seen.get(&format!("near:{race}:<2^12ms")).copied().unwrap_or(1).max(1) as f64
+    /// How rare a near miss on `race` this close is: one over the number of corpus entries
+    /// that came at least as close on it (its gap's log2 ms bucket, [`features`]). A race few
+    /// runs come near weighs much, and so does an unusually close call on a common one.
+    fn race_rarity(&self, race: &str, miss: &crate::measure::goals::NearMiss) -> f64 {
+        let bucket = (64 - (miss.gap_us / 1000).max(1).leading_zeros()).min(12);
+        1.0 / self.seen.get(&format!("near:{race}:<2^{bucket}ms")).copied().unwrap_or(1).max(1) as f64
     }
 
     /// A moment of `e` worth branching from: shortly before the first reach of one of its
@@ -304,8 +306,8 @@ impl<'a> Explorer<'a> {
 
     /// The index of one of `races` (near-miss race names), drawn with a weight of one over the
     /// number of corpus entries that came within 4 s on it: the rarer race first.
-    fn pick_race<'r>(&mut self, races: impl Iterator<Item = &'r str>) -> usize {
-        let weights: Vec<f64> = races.map(|r| self.race_rarity(r)).collect();
+    fn pick_race<'r>(&mut self, races: impl Iterator<Item = (&'r String, &'r crate::measure::goals::NearMiss)>) -> usize {
+        let weights: Vec<f64> = races.map(|(r, m)| self.race_rarity(r, m)).collect();
         weighted(&mut self.rng, &weights).expect("called with at least one race")
     }
 
@@ -319,7 +321,7 @@ impl<'a> Explorer<'a> {
         if levered.is_empty() {
             return false;
         }
-        let miss = levered[self.pick_race(levered.iter().map(|(r, _)| r.as_str()))].1.clone();
+        let miss = levered[self.pick_race(levered.iter().copied())].1.clone();
         let lever = miss.lever.expect("filtered");
         let at_ms = (miss.first_us / 1000).saturating_sub(self.rng.gen_range(5..=100));
         // Past the gap, and up to what the flow the message belongs to may still do after it
@@ -345,7 +347,7 @@ impl<'a> Explorer<'a> {
         let (fault_at_ms, step_ms) = (cover.fault_at_ms, cover.step_ms);
         use crate::scenario::FaultSpec;
         let kind_fits = |f: &FaultSpec| match race {
-            "corrupt_missed_precopy" => matches!(f, FaultSpec::Corrupt { .. }),
+            "corrupt_missed_copy" => matches!(f, FaultSpec::Corrupt { .. }),
             _ => false,
         };
         let timed = s.faults.schedule.iter().position(|f| f.on.is_none() && f.duration_ms.is_some() && f.at_ms.abs_diff(fault_at_ms) <= 5 && kind_fits(&f.fault));
@@ -372,7 +374,7 @@ impl<'a> Explorer<'a> {
             return false;
         }
         let misses: Vec<(&String, &crate::measure::goals::NearMiss)> = e.near.iter().collect();
-        let (race, miss) = misses[self.pick_race(misses.iter().map(|(r, _)| r.as_str()))];
+        let (race, miss) = misses[self.pick_race(misses.iter().copied())];
         let miss = miss.clone();
         if let Some(cover) = &miss.cover {
             let ok = self.cover_step(s, race, cover);
@@ -405,7 +407,15 @@ impl<'a> Explorer<'a> {
     fn candidate(&mut self) -> Candidate {
         let roll = self.rng.gen_range(0..100);
         if self.corpus.is_empty() || roll < 25 {
-            return Candidate { seed: self.rng.gen::<u64>() >> 1, scenario: self.base.scenario.clone(), origin: "swarm" };
+            let seed = self.rng.gen::<u64>() >> 1;
+            // Half the fresh runs at the worst case of the drift bound for leases, where a
+            // uniform draw seldom lands (`knobs.clock_drift_worst_case`).
+            if self.base.scenario.knobs.clock_drift_ppm > 0 && !self.base.scenario.knobs.clock_drift_worst_case && self.rng.gen_bool(0.5) {
+                let mut scenario = self.base.scenario.clone();
+                scenario.knobs.clock_drift_worst_case = true;
+                return Candidate { seed, scenario, origin: "corner" };
+            }
+            return Candidate { seed, scenario: self.base.scenario.clone(), origin: "swarm" };
         }
         let close = if (75..90).contains(&roll) { self.close_candidate() } else { None };
         let i = self.pick();
@@ -431,22 +441,42 @@ impl<'a> Explorer<'a> {
     /// at one of its handoff steps ([`Explorer::fault_at_step`]). `None` when no entry has a
     /// near miss or a step, or the change found nothing to act on.
     fn close_candidate(&mut self) -> Option<(Entry, Scenario)> {
-        let weights: Vec<f64> = self.corpus.iter().map(|e| e.near.keys().map(|r| self.race_rarity(r)).fold(0.0, f64::max) + if e.steps.is_empty() { 0.0 } else { 0.02 }).collect();
+        let weights: Vec<f64> = self.corpus.iter().map(|e| e.near.iter().map(|(r, m)| self.race_rarity(r, m)).fold(0.0, f64::max) + if e.steps.is_empty() { 0.0 } else { 0.02 }).collect();
         let i = weighted(&mut self.rng, &weights)?;
         let entry = self.corpus[i].clone();
         let mut s = entry.scenario.clone();
-        let closed = match self.rng.gen_range(0..3) {
+        let closed = match self.rng.gen_range(0..4) {
             0 => self.hold_lever(&entry, &mut s) || self.close_gap(&entry, &mut s),
             1 => self.close_gap(&entry, &mut s) || self.hold_lever(&entry, &mut s),
+            2 => self.pin_clocks(&entry, &mut s) || self.close_gap(&entry, &mut s),
             _ => self.fault_at_step(&entry, &mut s),
         };
         s.faults.schedule.sort_by_key(|f| f.at_ms);
         closed.then_some((entry, s))
     }
 
+    /// Pin the clocks of one of `e`'s lease races ([`crate::measure::goals::NearMiss::clocks`])
+    /// at the corners of the drift bound: the lease holder's slow by the whole bound, the
+    /// authority's fast by it (`knobs.clock_drift_pinned_ppm`), so the holder trusts its
+    /// lease up to twice the bound longer than the authority keeps it; a lease margin that
+    /// covers drift still covers that, a margin that does not is exposed. The whole run
+    /// changes (every clock rate acts from the start), the schedule stays. `false` when `e`
+    /// has no lease race or the scenario's clocks do not drift.
+    fn pin_clocks(&mut self, e: &Entry, s: &mut Scenario) -> bool {
+        let races: Vec<(&String, &crate::measure::goals::NearMiss)> = e.near.iter().filter(|(_, m)| m.clocks.is_some()).collect();
+        let ppm = s.knobs.clock_drift_ppm as i64;
+        if races.is_empty() || ppm == 0 {
+            return false;
+        }
+        let clocks = races[self.pick_race(races.iter().copied())].1.clocks.clone().expect("filtered");
+        s.knobs.clock_drift_pinned_ppm.insert(clocks.slow, -ppm);
+        s.knobs.clock_drift_pinned_ppm.insert(clocks.fast, ppm);
+        true
+    }
+
     /// A fault placed at one of `e`'s handoff steps ([`steps_of`]), at the node that took it
     /// (named, not a role): a `corrupt` of the store's answers over the time before a
-    /// `precopied` (the round's reads), or a crash or pause of the server just after a
+    /// `precopied` or a `handoff` (the copy's reads), or a crash or pause of the server just after a
     /// `paused` or `drained` (a source lost, or stalled, mid-handoff), lasting around the
     /// protocol's margins. The run up to the fault is the entry's, so the step is there.
     /// `false` when `e` kept no steps.
@@ -459,7 +489,7 @@ impl<'a> Explorer<'a> {
         let knobs = s.node_knobs();
         let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
         let d = nemesis::margin_ms(&mut self.rng, &knobs, long).max(1);
-        let (at_ms, fault) = if event == "precopied" {
+        let (at_ms, fault) = if event == "precopied" || event == "handoff" {
             (t_ms.saturating_sub(d - self.rng.gen_range(0..=d / 2)), FaultSpec::Corrupt { from: "store-1".into(), to: node })
         } else {
             let after = t_ms + self.rng.gen_range(0..=20);
@@ -587,7 +617,8 @@ impl<'a> Explorer<'a> {
 }
 
 /// The handoff steps of a run a fault can act on, as `(event, node, ms)`: each `precopied`
-/// (a pre-copy round's reads ended at that server), `paused` and `drained` (a source or
+/// (a pre-copy round's reads ended at that server), `handoff` with a tail copied during the
+/// pause (the copy's last reads ended at that target), `paused` and `drained` (a source or
 /// parent stopped writes and drained), at most [`STEPS_KEPT`] of each, evenly spread over
 /// the run.
 pub fn steps_of(report: &RunReport) -> Vec<(String, String, u64)> {
@@ -598,6 +629,7 @@ pub fn steps_of(report: &RunReport) -> Vec<(String, String, u64)> {
             What::Sys(Sys::Precopied { server, .. }) => ("precopied", server),
             What::Sys(Sys::Paused { server, .. }) => ("paused", server),
             What::Sys(Sys::Drained { server, .. }) => ("drained", server),
+            What::Sys(Sys::Handoff { server, tail_bytes, .. }) if *tail_bytes > 0 => ("handoff", server),
             _ => continue,
         };
         by_kind.entry(kind).or_default().push((format!("server-{}", server.0), ev.t_us / 1000));

@@ -7,6 +7,7 @@ mod common;
 
 mod aimed_faults;
 mod availability;
+mod clock_corners;
 mod cli;
 mod competing;
 mod golden;

@@ -55,15 +55,46 @@ mod tests {
     /// it, so the near miss is 100 ms with a cover naming server-2; another node's round does
     /// not count.
     #[test]
-    fn near_miss_corrupt_missed_precopy_covers_the_nodes_round() {
+    fn near_miss_corrupt_missed_copy_covers_the_nodes_round() {
         use partmap::event::Event as Sys;
         use partmap::ids::{Epoch, RangeId, ServerId};
         let round = |t_us: u64, server: u32| Event { t_us, what: What::Sys(Sys::Precopied { server: ServerId(server), range: RangeId(4), epoch: Epoch(7), round: 1, bytes: 64 }) };
         let corrupt = Event { t_us: 2_000_000, what: What::Fault { fault: Box::new(Fault::Corrupt("store-1".into(), "server-2".into())), duration_ms: 500, crash: None } };
         let got = near_misses(&[round(1_900_000, 2), corrupt.clone(), round(2_450_000, 1)]);
-        let m = got.get("corrupt_missed_precopy").expect("a near miss");
+        let m = got.get("corrupt_missed_copy").expect("a near miss");
         assert_eq!(m.gap_us, 100_000);
         assert_eq!(m.cover, Some(Cover { fault_at_ms: 2000, step_ms: 1900, node: "server-2".into() }));
-        assert!(!near_misses(&[corrupt, round(2_450_000, 1)]).contains_key("corrupt_missed_precopy"), "no round at server-2");
+        assert!(!near_misses(&[corrupt, round(2_450_000, 1)]).contains_key("corrupt_missed_copy"), "no round at server-2");
+    }
+
+    /// A handoff that copied a tail during the pause is a copy step too (stop-and-copy's whole
+    /// copy); one with no tail read nothing then, and is none.
+    #[test]
+    fn near_miss_corrupt_missed_copy_counts_a_handoff_with_a_tail() {
+        use partmap::event::Event as Sys;
+        use partmap::ids::{Epoch, RangeId, ServerId};
+        use partmap::map::Strategy;
+        let handoff = |tail_bytes: u64| Event { t_us: 2_700_000, what: What::Sys(Sys::Handoff { server: ServerId(2), range: RangeId(4), epoch: Epoch(8), strategy: Strategy::StopAndCopy, precopy_bytes: 0, tail_bytes, bytes: tail_bytes }) };
+        let corrupt = Event { t_us: 2_000_000, what: What::Fault { fault: Box::new(Fault::Corrupt("store-1".into(), "server-2".into())), duration_ms: 500, crash: None } };
+        let got = near_misses(&[corrupt.clone(), handoff(640)]);
+        let m = got.get("corrupt_missed_copy").expect("a near miss");
+        assert_eq!(m.gap_us, 200_000, "the handoff 200 ms after the window closed");
+        assert_eq!(m.cover.as_ref().map(|c| c.step_ms), Some(2700));
+        assert!(!near_misses(&[corrupt, handoff(0)]).contains_key("corrupt_missed_copy"), "no tail copied in the pause");
+    }
+
+    /// An admission at server-3 300 ms before the authority expired its session: a lease race
+    /// whose clocks are server-3's (to run slow) and lock-1's (to run fast); no message lever.
+    #[test]
+    fn near_miss_admit_before_expiry_names_the_two_clocks() {
+        use partmap::event::Event as Sys;
+        use partmap::ids::{Epoch, RangeId, ServerId};
+        let admit = Event { t_us: 5_000_000, what: What::Sys(Sys::Admit { server: ServerId(3), session: 7, range: RangeId(2), epoch: Epoch(30), key: b"k000114".to_vec(), id: partmap::ids::OpId { client: 4, seq: 603 } }) };
+        let expired = Event { t_us: 5_300_000, what: What::Sys(Sys::LeaseExpired { server: ServerId(3), session: 7 }) };
+        let got = near_misses(&[admit, expired]);
+        let m = got.get("admit_before_expiry").expect("a near miss");
+        assert_eq!(m.gap_us, 300_000);
+        assert_eq!(m.clocks, Some(Clocks { slow: "server-3".into(), fast: "lock-1".into() }));
+        assert_eq!(m.lever, None);
     }
 }
