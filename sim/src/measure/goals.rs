@@ -151,10 +151,10 @@ pub fn count_aimed(goals: &mut BTreeMap<&'static str, Reached>, injected: (u64, 
 ///   server (`command_missed`) before that server activated the range again at a newer epoch
 ///   (arriving after, it would have been a stale command at a holder);
 /// - `corrupt_missed_copy`: a `corrupt` fault's window on a link into a server and the
-///   nearest copy that server finished, before or after the window, or inside it (its reads
-///   may have been sent before the window opened): a pre-copy round, or a handoff that copied
-///   a tail during the pause (stop-and-copy's whole copy, pre-copy's last round). A window over
-///   a copy's reads makes the copy diverge.
+///   nearest pre-copy round that server finished, before or after the window, or inside it
+///   (its reads may have been sent before the window opened): a window over a round's reads
+///   makes the copy diverge. (A `corrupt` flips bits in pre-copy reads only, not in the tail
+///   read during the pause nor in a load: `partmap::seam::net`.)
 ///
 /// Each race keeps its smallest gap with the times of its two steps and, for the races whose
 /// first step is a message's arrival (an old write, a missed command), that message
@@ -338,7 +338,6 @@ fn missed_steps(events: &[Event]) -> Vec<(&'static str, NearMiss)> {
                 }
             }
             What::Sys(Sys::Precopied { server, .. }) => steps.push(("corrupt_missed_copy", format!("server-{}", server.0), t)),
-            What::Sys(Sys::Handoff { server, tail_bytes, .. }) if *tail_bytes > 0 => steps.push(("corrupt_missed_copy", format!("server-{}", server.0), t)),
             _ => {}
         }
     }

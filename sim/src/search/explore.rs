@@ -417,13 +417,13 @@ impl<'a> Explorer<'a> {
             }
             return Candidate { seed, scenario: self.base.scenario.clone(), origin: "swarm" };
         }
-        let close = if (75..90).contains(&roll) { self.close_candidate() } else { None };
+        let close = if (65..90).contains(&roll) { self.close_candidate() } else { None };
         let i = self.pick();
         let entry = self.corpus[i].clone();
         let (entry, scenario, origin) = match (roll, close) {
             (_, Some((entry, scenario))) => (entry, scenario, "close"),
-            (25..=54, _) => (entry.clone(), self.branch(&entry), "branch"),
-            (55..=89, _) => (entry.clone(), self.mutate(&entry), "mutate"),
+            (25..=49, _) => (entry.clone(), self.branch(&entry), "branch"),
+            (50..=89, _) => (entry.clone(), self.mutate(&entry), "mutate"),
             _ => (entry.clone(), entry.scenario.clone(), "reseed"),
         };
         let seed = if origin == "reseed" { self.rng.gen::<u64>() >> 1 } else { entry.seed };
@@ -476,20 +476,27 @@ impl<'a> Explorer<'a> {
 
     /// A fault placed at one of `e`'s handoff steps ([`steps_of`]), at the node that took it
     /// (named, not a role): a `corrupt` of the store's answers over the time before a
-    /// `precopied` or a `handoff` (the copy's reads), or a crash or pause of the server just after a
+    /// `precopied` (the round's reads), or a crash or pause of the server just after a
     /// `paused` or `drained` (a source lost, or stalled, mid-handoff), lasting around the
-    /// protocol's margins. The run up to the fault is the entry's, so the step is there.
-    /// `false` when `e` kept no steps.
+    /// protocol's margins. The step is drawn with a weight of one over the runs that reached
+    /// the goal its fault leads to, so the rarer consequence comes first. The run up to the
+    /// fault is the entry's, so the step is there. `false` when `e` kept no steps.
     fn fault_at_step(&mut self, e: &Entry, s: &mut Scenario) -> bool {
         use crate::scenario::FaultSpec;
         if e.steps.is_empty() {
             return false;
         }
-        let (event, node, t_ms) = e.steps[self.rng.gen_range(0..e.steps.len())].clone();
+        // The step whose fault leads to the rarer goal first: a corrupt over a pre-copy round
+        // to a diverged copy, a source lost or stalled after its pause or drain to an
+        // unanswered pause.
+        let leads_to = |event: &str| if event == "precopied" { "finish_with_diverged_copy" } else { "move_pause_unanswered" };
+        let weights: Vec<f64> = e.steps.iter().map(|(event, ..)| 1.0 / (1 + self.goal_runs.get(leads_to(event)).copied().unwrap_or(0)) as f64).collect();
+        let pick = weighted(&mut self.rng, &weights).expect("steps weigh more than 0");
+        let (event, node, t_ms) = e.steps[pick].clone();
         let knobs = s.node_knobs();
         let long = self.base.scenario.faults.random.as_ref().map_or([200, 6000], |r| r.partition_ms);
         let d = nemesis::margin_ms(&mut self.rng, &knobs, long).max(1);
-        let (at_ms, fault) = if event == "precopied" || event == "handoff" {
+        let (at_ms, fault) = if event == "precopied" {
             (t_ms.saturating_sub(d - self.rng.gen_range(0..=d / 2)), FaultSpec::Corrupt { from: "store-1".into(), to: node })
         } else {
             let after = t_ms + self.rng.gen_range(0..=20);
@@ -617,8 +624,7 @@ impl<'a> Explorer<'a> {
 }
 
 /// The handoff steps of a run a fault can act on, as `(event, node, ms)`: each `precopied`
-/// (a pre-copy round's reads ended at that server), `handoff` with a tail copied during the
-/// pause (the copy's last reads ended at that target), `paused` and `drained` (a source or
+/// (a pre-copy round's reads ended at that server), `paused` and `drained` (a source or
 /// parent stopped writes and drained), at most [`STEPS_KEPT`] of each, evenly spread over
 /// the run.
 pub fn steps_of(report: &RunReport) -> Vec<(String, String, u64)> {
@@ -629,7 +635,6 @@ pub fn steps_of(report: &RunReport) -> Vec<(String, String, u64)> {
             What::Sys(Sys::Precopied { server, .. }) => ("precopied", server),
             What::Sys(Sys::Paused { server, .. }) => ("paused", server),
             What::Sys(Sys::Drained { server, .. }) => ("drained", server),
-            What::Sys(Sys::Handoff { server, tail_bytes, .. }) if *tail_bytes > 0 => ("handoff", server),
             _ => continue,
         };
         by_kind.entry(kind).or_default().push((format!("server-{}", server.0), ev.t_us / 1000));

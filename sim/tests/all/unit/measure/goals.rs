@@ -67,22 +67,6 @@ mod tests {
         assert!(!near_misses(&[corrupt, round(2_450_000, 1)]).contains_key("corrupt_missed_copy"), "no round at server-2");
     }
 
-    /// A handoff that copied a tail during the pause is a copy step too (stop-and-copy's whole
-    /// copy); one with no tail read nothing then, and is none.
-    #[test]
-    fn near_miss_corrupt_missed_copy_counts_a_handoff_with_a_tail() {
-        use partmap::event::Event as Sys;
-        use partmap::ids::{Epoch, RangeId, ServerId};
-        use partmap::map::Strategy;
-        let handoff = |tail_bytes: u64| Event { t_us: 2_700_000, what: What::Sys(Sys::Handoff { server: ServerId(2), range: RangeId(4), epoch: Epoch(8), strategy: Strategy::StopAndCopy, precopy_bytes: 0, tail_bytes, bytes: tail_bytes }) };
-        let corrupt = Event { t_us: 2_000_000, what: What::Fault { fault: Box::new(Fault::Corrupt("store-1".into(), "server-2".into())), duration_ms: 500, crash: None } };
-        let got = near_misses(&[corrupt.clone(), handoff(640)]);
-        let m = got.get("corrupt_missed_copy").expect("a near miss");
-        assert_eq!(m.gap_us, 200_000, "the handoff 200 ms after the window closed");
-        assert_eq!(m.cover.as_ref().map(|c| c.step_ms), Some(2700));
-        assert!(!near_misses(&[corrupt, handoff(0)]).contains_key("corrupt_missed_copy"), "no tail copied in the pause");
-    }
-
     /// An admission at server-3 300 ms before the authority expired its session: a lease race
     /// whose clocks are server-3's (to run slow) and lock-1's (to run fast); no message lever.
     #[test]
