@@ -12,10 +12,13 @@
 //!   near miss ([`crate::measure::goals::near_misses`]: how close a race the protocol must win came to
 //!   flipping) in log2 ms buckets, so that a run that comes closer than any before is kept. A run
 //!   that adds a feature no corpus entry has joins the corpus.
-//! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario);
-//!   a *close* of an entry's near miss (15 runs in 100; the
-//!   rarer the race, the likelier), by holding the race's lever message past the gap, by
-//!   moving or stretching the fault that missed the step, or by placing a fault at a handoff
+//! - **New runs** come, in a fixed mix, from: a plain swarm run (a fresh seed of the scenario;
+//!   a quarter of the runs, half of them with the clocks at the worst case of the drift bound,
+//!   `knobs.clock_drift_worst_case`, origin `corner`);
+//!   a *close* of an entry's near miss (25 runs in 100; the
+//!   rarer a call that close on the race, the likelier), by holding the race's lever message
+//!   past the gap, by moving or stretching the fault that missed the step, by pinning a lease
+//!   race's two clocks at the bound, or by placing a fault at a handoff
 //!   step the entry's run took (a corrupt over a pre-copy round's reads, a crash or pause of a
 //!   source just after it paused or drained), at the node that took it;
 //!   a *branch* of an entry (its schedule kept up to a moment shortly before one of its rare
@@ -435,10 +438,11 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    /// A *close* candidate: an entry with a near miss (the rarer its rarest race, the likelier)
-    /// with that gap closed, by a lever's hold or a fault moved or stretched
-    /// ([`Explorer::hold_lever`], [`Explorer::close_gap`]), or one time in three a fault placed
-    /// at one of its handoff steps ([`Explorer::fault_at_step`]). `None` when no entry has a
+    /// A *close* candidate: an entry with a near miss (the rarer its rarest call, the likelier)
+    /// with that gap closed, one time in four each: by a lever's hold or a fault moved or
+    /// stretched ([`Explorer::hold_lever`], [`Explorer::close_gap`], either first), by a lease
+    /// race's clocks pinned ([`Explorer::pin_clocks`]), or by a fault placed at one of its
+    /// handoff steps ([`Explorer::fault_at_step`]). `None` when no entry has a
     /// near miss or a step, or the change found nothing to act on.
     fn close_candidate(&mut self) -> Option<(Entry, Scenario)> {
         let weights: Vec<f64> = self.corpus.iter().map(|e| e.near.iter().map(|(r, m)| self.race_rarity(r, m)).fold(0.0, f64::max) + if e.steps.is_empty() { 0.0 } else { 0.02 }).collect();
