@@ -166,6 +166,8 @@ fn a_leader_term_durable_but_never_announced_is_recovered_and_its_commits_pass()
 /// a key in it failed all their attempts. A round now asks the target again before leaving the
 /// move (`handoff::FINISH_POLLS_PER_ROUND`; the mechanism itself is `handoff`'s transcript
 /// test). Seed 5398 of the same sweep failed liveness for another cause: see below.
+/// Since runs became prefix-stable these seeds' interleavings changed and may no longer
+/// contain the situation; they stay as passing seeds, and the transcript test guards it.
 #[test]
 fn swarm_seeds_whose_final_reads_waited_for_the_next_round_are_live() {
     for seed in [415, 1464, 2001, 8990] {
@@ -178,6 +180,9 @@ fn swarm_seeds_whose_final_reads_waited_for_the_next_round_are_live() {
 /// same session without the lease being granted anew, and server-3 admitted appends after the
 /// authority had expired the session (`single_writer`). The mechanism is the authority's unit
 /// test `authority_registration_retry_of_the_live_incarnation_grants_the_lease_anew`.
+/// Since runs became prefix-stable (`run::nemesis::spawn`, one driver task for the
+/// schedule) every seed's interleaving changed, so this seed may no longer contain the
+/// situation above; it stays as a passing seed, and the named unit test guards the mechanism.
 #[test]
 fn swarm_seed_whose_registration_retry_outlived_its_session_is_safe() {
     assert_default_seed_passes(2272);
@@ -191,6 +196,9 @@ fn swarm_seed_whose_registration_retry_outlived_its_session_is_safe() {
 /// them: appends refused `NotOwner` to the end of the run (`liveness`). The mechanism is the
 /// authority's unit test `authority_refuses_a_renewal_only_once_its_expiry_is_durable` and the
 /// golden schedule `scenarios/renewal-refused-then-crash.json`.
+/// Since runs became prefix-stable (`run::nemesis::spawn`, one driver task for the
+/// schedule) every seed's interleaving changed, so this seed may no longer contain the
+/// situation above; it stays as a passing seed, and the named unit test guards the mechanism.
 #[test]
 fn swarm_seed_whose_servers_were_told_of_an_expiry_a_crash_lost_is_live() {
     assert_default_seed_passes(5398);
@@ -205,6 +213,9 @@ fn swarm_seed_whose_servers_were_told_of_an_expiry_a_crash_lost_is_live() {
 /// the final strong read of k000730 (in r62) failed all 8 attempts. A repeated finish now
 /// waits for the running one (the mechanism is the server's unit test
 /// `server_repeated_finish_waits_for_the_running_one`).
+/// Since runs became prefix-stable (`run::nemesis::spawn`, one driver task for the
+/// schedule) every seed's interleaving changed, so this seed may no longer contain the
+/// situation above; it stays as a passing seed, and the named unit test guards the mechanism.
 #[test]
 fn swarm_seed_whose_repeated_finishes_were_answered_at_once_is_live() {
     assert_default_seed_passes(4189);
