@@ -317,6 +317,22 @@ pub struct ModelArgs {
     /// (default: the configuration's; 0 allowed: no cut).
     #[arg(long)]
     pub max_cuts: Option<u32>,
+    /// Duplications bound: a request in flight copied, the copy delivered later as well
+    /// (default: the configuration's; 0 allowed: no duplication).
+    #[arg(long)]
+    pub max_dups: Option<u32>,
+    /// Switch off the persistent-set partial-order reduction of urgent configurations
+    /// (every enabled action expanded), to measure what it saves.
+    #[arg(long)]
+    pub no_por: bool,
+    /// Switch off the history's folds: the state's key holds the whole history, every event
+    /// with its time, in order.
+    #[arg(long)]
+    pub no_fold: bool,
+    /// Switch off the network as a multiset and the tasks as a set: in the key, messages and
+    /// tasks in the order sent and made.
+    #[arg(long)]
+    pub no_multiset: bool,
 }
 
 /// The arguments of `mutants`.

@@ -37,9 +37,12 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let mutation = args.mutation.as_deref().unwrap_or("none");
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} crashes {} cuts {} horizon {} ms rounds {} urgent {} ticked {} closed_loop {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.urgent, b.ticked, b.closed_loop
+        "bounds: depth {} states {} in_flight {} drops {} dups {} crashes {} cuts {} horizon {} ms rounds {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.urgent, b.ticked, b.closed_loop
     );
+    let on = |x: bool| if x { "on" } else { "off" };
+    let por = if b.urgent { on(b.reduce.por) } else { "n/a (applies only to urgent configurations)" };
+    println!("reductions: por {por} fold {} multiset {}", on(b.reduce.fold), on(b.reduce.multiset));
     let report = match model::check_with(&config, first, also, b) {
         Ok(r) => r,
         Err(e) if e.starts_with("--mutation") => return bad(e),
@@ -49,13 +52,14 @@ pub fn model(args: ModelArgs) -> ExitCode {
         }
     };
     println!(
-        "states explored {} unique {} depth {} over_in_flight {} cut_by_depth {} cpu {:.2} s exhausted {}",
+        "states explored {} unique {} depth {} over_in_flight {} cut_by_depth {} cpu {:.2} s states/s {:.0} exhausted {}",
         report.explored,
         report.unique,
         report.depth,
         report.over_in_flight,
         report.cut_by_depth,
         report.cpu_s,
+        report.states_per_s(),
         if report.exhausted { "yes" } else if report.stopped_at_states { "no (state bound)" } else if report.violation.is_some() { "no (stopped at the violation)" } else { "no (depth bound)" }
     );
     let per_depth: Vec<String> = report.per_depth.iter().map(|n| n.to_string()).collect();
@@ -111,7 +115,7 @@ fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model
 fn all() -> ExitCode {
     println!("# partmap-sim model --all (commit {})", super::report::head_commit());
     println!("# every configuration on its default bounds, unmutated and under every mutation that lives in its cores; CPU: this thread, user+sys");
-    println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8}", "config", "mutation", "verdict", "steps", "unique", "explored", "depth", "cpu_s");
+    println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8} {:>8}", "config", "mutation", "verdict", "steps", "unique", "explored", "depth", "cpu_s", "states_s");
     let mut ok = true;
     for config in model::CONFIGS {
         let mutations = std::iter::once(None).chain(model::CORE_MUTATIONS.iter().map(|m| Some(*m)));
@@ -134,7 +138,7 @@ fn all() -> ExitCode {
             }
             let steps = r.violation.as_ref().map_or("-".to_string(), |cx| cx.steps.len().to_string());
             let name = m.map_or("none", |m| m.name());
-            println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8.2}", config.name, name, verdict, steps, r.unique, r.explored, r.depth, r.cpu_s);
+            println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8.2} {:>8.0}", config.name, name, verdict, steps, r.unique, r.explored, r.depth, r.cpu_s, r.states_per_s());
         }
     }
     if ok {
@@ -178,6 +182,8 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     b.max_drops = args.max_drops.unwrap_or(b.max_drops);
     b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
     b.max_cuts = args.max_cuts.unwrap_or(b.max_cuts);
+    b.max_dups = args.max_dups.unwrap_or(b.max_dups);
+    b.reduce = model::Reductions { por: !args.no_por, fold: !args.no_fold, multiset: !args.no_multiset };
     Ok(b)
 }
 

@@ -19,7 +19,7 @@ pub mod world;
 
 use partmap::config::{Knobs, Mutation};
 use std::collections::{HashSet, VecDeque};
-pub use world::{Action, Bounds, World};
+pub use world::{Action, Bounds, Reductions, World};
 
 /// What a configuration's setup plays before the search starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,21 +55,21 @@ pub const CONFIGS: [Config; 3] = [
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 120_000,
     },
     Config {
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 110_000,
     },
     Config {
         name: "failover",
         about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, urgent: true, ticked: true, closed_loop: true },
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
         min_unique: 680_000,
     },
 ];
@@ -158,6 +158,17 @@ pub struct Report {
     pub per_depth: Vec<u64>,
 }
 
+impl Report {
+    /// Unique states kept per CPU second of the search (0 when it took no measurable time).
+    pub fn states_per_s(&self) -> f64 {
+        if self.cpu_s > 0.0 {
+            self.unique as f64 / self.cpu_s
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The knobs `config` runs its cores with: the defaults, 2 servers, its copy strategy; the
 /// failover's lease is 1 s with a renewal every 700 ms (the default 200 ms margin), so a cut
 /// owner's session expires after one lost renewal, within a short horizon.
@@ -237,7 +248,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         }
         per_depth[depth as usize] += 1;
         let mut actions = w.enabled();
-        if bounds.urgent {
+        if bounds.urgent && bounds.reduce.por {
             if let Some(i) = w.net.iter().position(|p| p.answer && matches!(p.to, world::Node::Leader | world::Node::Client)) {
                 // A persistent set (Godefroid's partial-order reduction): an answer to the
                 // leader or the client, delivered or dropped, and nothing else. Sound in urgent

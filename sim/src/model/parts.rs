@@ -55,6 +55,10 @@ pub struct Packet {
     pub answer: bool,
     /// The message.
     pub msg: Msg,
+    /// 0: the message as sent; `k` > 0: the copy made by the run's `k`-th
+    /// [`Action::Duplicate`] (it names the task a server runs for it, apart from the
+    /// original's).
+    pub copy: u32,
 }
 
 /// What a server flow waits for, as the server driver (`server/node.rs`) would await it.
@@ -246,6 +250,8 @@ pub struct Bounds {
     pub max_in_flight: usize,
     /// Messages dropped per run.
     pub max_drops: u32,
+    /// Requests duplicated per run ([`Action::Duplicate`]).
+    pub max_dups: u32,
     /// Server crashes per run.
     pub max_crashes: u32,
     /// Cuts per run: a server loses its link to the authority, both ways, for the rest of the
@@ -267,6 +273,33 @@ pub struct Bounds {
     /// outstanding append, a closed loop). Off: it may send the next as soon as the previous
     /// was sent.
     pub closed_loop: bool,
+    /// The reductions the search applies (all on by default; each can be switched off to
+    /// measure what it saves).
+    pub reduce: Reductions,
+}
+
+/// The search's reductions: each changes which states are told apart or which actions are
+/// expanded, never a verdict within the bounds (DESIGN.md, "The model checker",
+/// Reductions, says why for each). Off, the search is the plain one it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reductions {
+    /// The persistent set of urgent mode: while an answer to the leader or the client is in
+    /// flight, only its delivery and its drop are expanded (applies only with
+    /// [`Bounds::urgent`]). Off (`--no-por`): every enabled action is expanded.
+    pub por: bool,
+    /// The history's folds: only the kinds `single_writer` reads, without their times, a
+    /// server's session events in a fold of their own. Off (`--no-fold`): the state's key
+    /// holds the whole history, every event with its time, in order.
+    pub fold: bool,
+    /// The network as a multiset and each server's tasks as a set (sorted in the key). Off
+    /// (`--no-multiset`): in the order they were sent and made, so two interleavings that
+    /// send the same messages in another order are two states.
+    pub multiset: bool,
+}
+
+impl Reductions {
+    /// Every reduction on: the search's default.
+    pub const ALL: Reductions = Reductions { por: true, fold: true, multiset: true };
 }
 
 /// One step the search can take.
@@ -276,6 +309,11 @@ pub enum Action {
     Deliver(usize),
     /// Drop it.
     Drop(usize),
+    /// Copy the request at this index of the network: the copy stays in flight, delivered
+    /// (or dropped) later as well, like the original. Only requests: a copy of an answer
+    /// changes nothing (its caller takes the first answer to its token, and the other is then
+    /// no one's; `World::collect_stale_answers` removes it).
+    Duplicate(usize),
     /// Run a server task that can go on (`timed_out`: its deadline passed, for a wait).
     Task {
         /// The server.

@@ -127,6 +127,10 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
                 }
             }
         }
+        if let Action::Duplicate(i) = a {
+            let p = &w.net[*i];
+            notes.push(format!("step {}: the model duplicated {} {} -> {}; not scheduled (the simulator duplicates a whole link, each copy at most 10 ms late), so the replay may not reproduce", k + 1, p.msg.kind_name(), sim_name(p.from), sim_name(p.to)));
+        }
         w.apply(a);
         let mut sent = Vec::new();
         for p in &w.net {

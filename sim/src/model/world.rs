@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, Node, Packet, ReplyTo, ServerSlot, Task, TaskSlot};
+pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, Node, Packet, Reductions, ReplyTo, ServerSlot, Task, TaskSlot};
 use super::parts::{judged, name};
 
 /// The whole model state.
@@ -63,6 +63,8 @@ pub struct World {
     session_hash: Vec<u64>,
     /// Drops so far.
     pub drops: u32,
+    /// Duplications so far.
+    pub dups: u32,
     /// Crashes so far.
     pub crashes: u32,
     /// The servers cut off from the authority (in the order cut).
@@ -103,7 +105,7 @@ impl World {
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), flow: None, calls: 0, next_round_us: 0 };
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
     }
 
     /// The canonical encoding's 128-bit hash ([`World::key_parts`] joined). Tokens and task ids
@@ -121,24 +123,30 @@ impl World {
 
     /// The canonical encoding, part by part: the clock, the authority, the store, each server
     /// (core, tasks as a set by id, down until, incarnations), the leader, the client, the
-    /// network as a multiset (sorted), the fault counts and cuts, and the history's two folds
-    /// (see `push_history`: the judged events other than session events, in order and without
-    /// their times; per server, its session events in order).
+    /// network as a multiset (sorted), the fault counts (drops, duplications, crashes) and
+    /// cuts, and the history's two folds (see `push_history`: the judged events other than
+    /// session events, in order and without their times; per server, its session events in
+    /// order). With [`Reductions::multiset`] off the network and the tasks are in the order
+    /// sent and made; with [`Reductions::fold`] off the first fold is of the whole history.
     pub fn key_parts(&self) -> Vec<String> {
         let mut net: Vec<String> = self.net.iter().map(|p| format!("{p:?}")).collect();
-        net.sort();
+        if self.bounds.reduce.multiset {
+            net.sort();
+        }
         let servers: Vec<String> = self
             .servers
             .iter()
             .map(|s| {
                 let mut tasks: Vec<&TaskSlot> = s.tasks.iter().collect();
-                tasks.sort_by_key(|t| t.id);
+                if self.bounds.reduce.multiset {
+                    tasks.sort_by_key(|t| t.id);
+                }
                 format!("{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)
             })
             .collect();
         let mut v = vec![format!("{}", self.now_us), format!("{:?}", self.authority), format!("{:?}", self.store)];
         v.extend(servers);
-        v.extend([format!("{:?}", self.leader), format!("{:?}", self.client), net.join(";"), format!("{}|{}|{:?}", self.drops, self.crashes, self.cut), format!("{}", self.history_hash), format!("{:?}", self.session_hash)]);
+        v.extend([format!("{:?}", self.leader), format!("{:?}", self.client), net.join(";"), format!("{}|{}|{}|{:?}", self.drops, self.dups, self.crashes, self.cut), format!("{}", self.history_hash), format!("{:?}", self.session_hash)]);
         v
     }
 
@@ -163,10 +171,17 @@ impl World {
     /// violation-free histories with equal folds leave the checker in the same state, and
     /// every extension gets the same verdict; what the fold forgets is the interleaving of one
     /// server's renewals with another's and with the range's events, and when each happened.
+    ///
+    /// With [`Reductions::fold`] off, every event, of any kind and with its time, goes into
+    /// the one fold in history order: the key then tells apart every two histories.
     fn push_history(&mut self, what: What) {
         let ev = Event { t_us: self.now_us, what };
         self.outputs.push(format!("{}", ev.what));
-        if judged(&ev.what) {
+        if !self.bounds.reduce.fold {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (ev.t_us, &ev.what, self.history_hash).hash(&mut h);
+            self.history_hash = h.finish();
+        } else if judged(&ev.what) {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             let fold = match &ev.what {
                 What::Sys(Sys::Renewed { server, session, ok, .. }) => {
@@ -205,7 +220,7 @@ impl World {
             return;
         }
         self.outputs.push(format!("{} {} -> {to}", if answer { "answer" } else { "send" }, msg.kind_name()));
-        self.net.push(Packet { to, from, token, answer, msg });
+        self.net.push(Packet { to, from, token, answer, msg, copy: 0 });
     }
 
     fn server(&mut self, n: u32) -> &mut ServerSlot {
@@ -415,6 +430,9 @@ impl World {
             if self.drops < self.bounds.max_drops {
                 out.push(Action::Drop(i));
             }
+            if self.dups < self.bounds.max_dups && !self.net[i].answer {
+                out.push(Action::Duplicate(i));
+            }
         }
         let now = self.now_us;
         for (i, s) in self.servers.iter().enumerate() {
@@ -536,6 +554,13 @@ impl World {
                 self.drops += 1;
                 ("network".to_string(), format!("drop {} {} -> {}", describe(&p.msg), p.from, p.to))
             }
+            Action::Duplicate(i) => {
+                self.dups += 1;
+                let copy = Packet { copy: self.dups, ..self.net[*i].clone() };
+                let input = format!("duplicate {} {} -> {} (copy {})", describe(&copy.msg), copy.from, copy.to, copy.copy);
+                self.net.push(copy);
+                ("network".to_string(), input)
+            }
             Action::Task { server, task, timed_out } => {
                 let input = self.run_task(*server, *task, *timed_out);
                 (format!("server-{server}"), input)
@@ -610,7 +635,7 @@ impl World {
                 if self.server(n).down_until.is_some() {
                     return;
                 }
-                let id = name(&[u64::from(n), p.token, 1 << 40]);
+                let id = name(&[u64::from(n), p.token, (1 << 40) + u64::from(p.copy)]);
                 self.server_input(n, id, 0, ReplyTo::Net { to: p.from, token: p.token }, Input::Request { msg: p.msg, link_backlog_us: 0 });
             }
             (Node::Server(n), true) => {
@@ -694,6 +719,7 @@ impl World {
                 self.leader.rounds_left = self.bounds.rounds;
                 self.start_us = self.now_us;
                 self.drops = 0;
+                self.dups = 0;
                 self.crashes = 0;
                 return Ok(());
             }
@@ -741,6 +767,7 @@ impl World {
                 self.leader.rounds_left = self.bounds.rounds;
                 self.start_us = self.now_us;
                 self.drops = 0;
+                self.dups = 0;
                 self.crashes = 0;
                 return Ok(t);
             }
