@@ -95,12 +95,13 @@ impl World {
                 return 1.0;
             }
             let drawn: f64 = madsim::rand::thread_rng().gen_range(-ppm..=ppm);
-            let worst = scenario.knobs.clock_drift_worst_case.then(|| match name {
+            let worst = match name {
+                _ if !scenario.knobs.clock_drift_worst_case => None,
                 "lock-1" => Some(ppm),
                 n if n.starts_with("server-") || n.starts_with("manager-") => Some(-ppm),
                 _ => None,
-            });
-            let drift = scenario.knobs.clock_drift_pinned_ppm.get(name).map(|p| *p as f64).or(worst.flatten()).unwrap_or(drawn);
+            };
+            let drift = scenario.knobs.clock_drift_pinned_ppm.get(name).map(|p| *p as f64).or(worst).unwrap_or(drawn);
             record(What::Clock { node: name.to_string(), drift_ppm: drift as i64 });
             1.0 + drift / 1e6
         };

@@ -121,27 +121,20 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let (code, err) = run(&["--config", "nope"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("unknown configuration `nope`"), "{err}");
-    let (code, err) = run(&["--config", "move", "--max-depth", "0"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("--max-depth"), "{err}");
-    let (code, err) = run(&["--config", "move", "--mutation", "server-keeps-fenced-range,nope"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("--mutation: unknown mutation `nope`"), "{err}");
-    let (code, err) = run(&["--config", "move", "--mutation", "source-ignores-pause,source-ignores-pause"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("named twice"), "{err}");
-    let (code, err) = run(&["--config", "move", "--mutation", "source-ignores-pause,pause-skips-drain,target-skips-verify"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("at most two"), "{err}");
-    let (code, err) = run(&["--config", "move", "--mutation", "store-ignores-fence,store-acks-before-sync"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("store's core"), "{err}");
-    let (code, err) = run(&["--config", "move", "--mutation", "new-leader-ignores-journal"]);
-    assert_eq!(code, Some(64), "{err}");
-    assert!(err.contains("not in a core"), "{err}");
+    let cases: [(&[&str], &str); 7] = [
+        (&["--config", "nope"], "unknown configuration `nope`"),
+        (&["--config", "move", "--max-depth", "0"], "--max-depth"),
+        (&["--config", "move", "--mutation", "server-keeps-fenced-range,nope"], "--mutation: unknown mutation `nope`"),
+        (&["--config", "move", "--mutation", "source-ignores-pause,source-ignores-pause"], "named twice"),
+        (&["--config", "move", "--mutation", "source-ignores-pause,pause-skips-drain,target-skips-verify"], "at most two"),
+        (&["--config", "move", "--mutation", "store-ignores-fence,store-acks-before-sync"], "store's core"),
+        (&["--config", "move", "--mutation", "new-leader-ignores-journal"], "not in a core"),
+    ];
+    for (args, says) in cases {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(64), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
 
 /// The stop-and-copy `move` configuration's counterexample for `source-ignores-pause` is at
