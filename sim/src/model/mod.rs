@@ -56,6 +56,9 @@ pub struct Config {
     /// The mutations it runs besides [`CORE_MUTATIONS`]: those that live in cores only it
     /// drives (the split's flow and the map's reshape journal).
     pub also_runs: &'static [Mutation],
+    /// Its final states (no action enabled) are also judged by `no_lost_append` on the map's
+    /// view of the content ([`map_content`]).
+    pub judge_content: bool,
 }
 
 /// Every configuration built.
@@ -67,6 +70,7 @@ pub const CONFIGS: [Config; 4] = [
         bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 120_000,
         also_runs: &[],
+        judge_content: false,
     },
     Config {
         name: "move-precopy",
@@ -75,6 +79,7 @@ pub const CONFIGS: [Config; 4] = [
         bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 110_000,
         also_runs: &[],
+        judge_content: false,
     },
     Config {
         name: "failover",
@@ -83,6 +88,7 @@ pub const CONFIGS: [Config; 4] = [
         bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
         min_unique: 680_000,
         also_runs: &[],
+        judge_content: false,
     },
     Config {
         name: "split",
@@ -91,6 +97,7 @@ pub const CONFIGS: [Config; 4] = [
         bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 210_000,
         also_runs: &SPLIT_MUTATIONS,
+        judge_content: true,
     },
 ];
 
@@ -282,6 +289,52 @@ fn judge(w: &World, from: usize, forget: &ForgetReshapes) -> Option<(&'static st
     })
 }
 
+/// The content the map says each key has, in `w`'s final state: per key some client appended
+/// to, the live row holding it in the authority's map, if that row is active: the records of
+/// that key in each stream of the row's lineage up to its sealed length
+/// ([`partmap::handoff::row_lineage`], what an owner loads when it opens the row), then in the
+/// row's own stream past what the lineage gave, in the workload's content format
+/// (`c<client>.<seq>;`), as [`crate::workload::parse_content`] reads it. Returns the content
+/// and the keys judged (those of an active row). A key whose row is not active (a split that
+/// stopped paused) is not judged, as the simulator's served view judges only the keys its
+/// final reads answered.
+pub fn map_content(w: &World) -> (crate::check::no_lost_append::Content, std::collections::BTreeSet<partmap::ids::Key>) {
+    let map = w.authority.map();
+    let streams = &w.store.streams.streams;
+    let mut content = crate::check::no_lost_append::Content::new();
+    let mut judged = std::collections::BTreeSet::new();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = w.client.iter().filter(|a| a.sent.is_some()).map(|a| &a.key).collect();
+    for key in keys {
+        let Some(row) = map.live_rows().into_iter().find(|r| r.contains(key)) else { continue };
+        if row.state != partmap::map::RangeState::Active {
+            continue;
+        }
+        let mut text = String::new();
+        let mut add = |stream: partmap::ids::RangeId, upto: Option<u64>| {
+            let Some(s) = streams.get(&stream) else { return };
+            let n = upto.map_or(s.records.len(), |u| (u as usize).min(s.records.len()));
+            for r in s.records[..n].iter().filter(|r| r.key == *key) {
+                text.push_str(&format!("c{}.{};", r.id.client, r.id.seq));
+            }
+        };
+        for src in partmap::handoff::row_lineage(map, row).iter().filter(|s| s.contains(key)) {
+            add(src.stream, Some(src.upto));
+        }
+        add(row.id, None);
+        content.insert(key.clone(), text.into_bytes());
+        judged.insert(key.clone());
+    }
+    (content, judged)
+}
+
+/// `no_lost_append` on [`map_content`] of a final state (the view named `map`).
+fn judge_final(w: &World, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
+    forget.off(|| {
+        let (content, judged) = map_content(w);
+        crate::check::no_lost_append::check(&w.history, &content, "map", Some(&judged)).err().map(|v| ("no_lost_append", v.message))
+    })
+}
+
 /// Search `config` under `mutation` within `bounds`, breadth first. Errors: the setup failed.
 pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
     check_with(config, mutation, None, bounds)
@@ -325,6 +378,22 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
                 // leader or the client, delivered or dropped, and nothing else. Sound in urgent
                 // mode: see DESIGN.md, "The model checker", Reductions.
                 actions.retain(|a| matches!(a, Action::Deliver(j) | Action::Drop(j) if *j == i));
+            }
+        }
+        if actions.is_empty() && config.judge_content {
+            if let Some((property, message)) = judge_final(&w, &forget) {
+                let mut path = Vec::new();
+                let mut at = idx;
+                while at != 0 {
+                    let (parent, action) = &tree[at as usize];
+                    path.push(action.clone());
+                    at = *parent;
+                }
+                path.reverse();
+                let mut replay = init.clone();
+                let steps = path.iter().map(|a| replay.apply(a)).collect();
+                report.violation = Some(Counterexample { property, message, steps, path });
+                break 'search;
             }
         }
         if depth >= bounds.max_depth {

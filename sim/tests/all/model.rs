@@ -224,7 +224,7 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         ("failover", Mutation::StoreAcksBeforeSync, Expect::Masked),
         ("failover", Mutation::ServerKeepsFencedRange, Expect::Masked),
         ("split", Mutation::RetireParentsFirst, Expect::Caught("map_tiles", 21)),
-        ("split", Mutation::SplitSealsOneShort, Expect::Masked),
+        ("split", Mutation::SplitSealsOneShort, Expect::Caught("no_lost_append", 31)),
         ("split", Mutation::MapForgetsReshapes, Expect::Masked),
     ];
     for m in model::CORE_MUTATIONS.iter().chain(&model::SPLIT_MUTATIONS) {
