@@ -461,7 +461,8 @@ thread_local! {
 /// or off for every map used on this thread: [`PartitionMap::reshape_of`] then returns nothing,
 /// for the authority, the managers and the map's own phase checks alike (a simulation runs
 /// every node on one thread). The harness sets it for a run's nodes and clears it before the
-/// checkers judge; nothing else calls it.
+/// checkers judge; the model checker (`partmap-sim model --config split`) sets it while its
+/// cores run and clears it while its checkers judge; nothing else calls it.
 pub fn forget_reshapes(on: bool) {
     FORGETS_RESHAPES.with(|f| f.set(on));
 }

@@ -118,7 +118,7 @@ fn all() -> ExitCode {
     println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8} {:>8}", "config", "mutation", "verdict", "steps", "unique", "explored", "depth", "cpu_s", "states_s");
     let mut ok = true;
     for config in model::CONFIGS {
-        let mutations = std::iter::once(None).chain(model::CORE_MUTATIONS.iter().map(|m| Some(*m)));
+        let mutations = std::iter::once(None).chain(model::CORE_MUTATIONS.iter().chain(config.also_runs).map(|m| Some(*m)));
         for m in mutations {
             let r = match model::check(&config, m, config.bounds) {
                 Ok(r) => r,

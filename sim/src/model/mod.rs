@@ -1,9 +1,11 @@
 //! Bounded model checking of the cores: a breadth-first search over every interleaving, within
 //! bounds, of the real pure cores ([`partmap::authority::AuthorityCore`],
 //! [`partmap::store::core::StoreCore`], [`partmap::server::ServerCore`], the leader's
-//! [`partmap::handoff::MoveFlow`] and [`partmap::manager::plan`]) wired by a model network
-//! ([`world`]). Each state is judged by the simulator's own `single_writer` checker
-//! ([`crate::check::single_writer::check`]) on the model's history. Breadth first, so the first
+//! [`partmap::handoff::MoveFlow`] and [`partmap::handoff::ReshapeFlow`], and
+//! [`partmap::manager::plan`]) wired by a model network ([`world`]). Each state is judged by
+//! the simulator's own checkers on the model's history: `single_writer`
+//! ([`crate::check::single_writer::check`]) and `map_tiles`' announced view
+//! ([`crate::check::map_tiles::check_announced`]). Breadth first, so the first
 //! violation found has a shortest counterexample (in actions after the setup). Idea: TLC's
 //! breadth-first state enumeration with state fingerprints, and stateright's checking of actor
 //! code; here on the cores the simulator runs.
@@ -27,6 +29,10 @@ pub enum Setup {
     /// A planned move of range 1 from server-1 to server-2 with this copy strategy, journaled
     /// (`BeginMove`) before the search.
     Move(partmap::map::Strategy),
+    /// An operator's split of range 1 at this key, journaled (`BeginSplit`) before the search:
+    /// the left child stays at server-1, the right child goes to server-2, and the leader
+    /// drives the real [`partmap::handoff::ReshapeFlow`].
+    Split(&'static [u8]),
     /// Range 1 active at server-1 with both sessions live; the search may cut server-1 off
     /// (drops, a crash) and move time to the lease deadlines, so the leader fails the range
     /// over to server-2 while server-1 may still believe it owns it.
@@ -47,16 +53,24 @@ pub struct Config {
     /// The fewest unique states its default bounds reach unmutated (measured, rounded down):
     /// the CI test fails when a change silently shrinks the model below it.
     pub min_unique: u64,
+    /// The mutations it runs besides [`CORE_MUTATIONS`]: those that live in cores only it
+    /// drives (the split's flow and the map's reshape journal).
+    pub also_runs: &'static [Mutation],
+    /// Its final states (no action enabled) are also judged by `no_lost_append` on the map's
+    /// view of the content ([`map_content`]).
+    pub judge_content: bool,
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 3] = [
+pub const CONFIGS: [Config; 4] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
         bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 120_000,
+        also_runs: &[],
+        judge_content: false,
     },
     Config {
         name: "move-precopy",
@@ -64,6 +78,8 @@ pub const CONFIGS: [Config; 3] = [
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
         bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 110_000,
+        also_runs: &[],
+        judge_content: false,
     },
     Config {
         name: "failover",
@@ -71,8 +87,22 @@ pub const CONFIGS: [Config; 3] = [
         setup: Setup::Failover,
         bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
         min_unique: 680_000,
+        also_runs: &[],
+        judge_content: false,
+    },
+    Config {
+        name: "split",
+        about: "1 range at server-1, 2 servers, the authority, the store, one leader driving an operator's split of the range at key k2 (ReshapeFlow): the left child [.., k2) stays at server-1, the right child [k2, ..) goes to server-2; 1 client with 2 appends, to k1 and k2 (one on each side)",
+        setup: Setup::Split(b"k2"),
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        min_unique: 210_000,
+        also_runs: &SPLIT_MUTATIONS,
+        judge_content: true,
     },
 ];
+
+/// The mutations that act on splits, run by `split` only.
+pub const SPLIT_MUTATIONS: [Mutation; 3] = [Mutation::RetireParentsFirst, Mutation::SplitSealsOneShort, Mutation::MapForgetsReshapes];
 
 /// The mutations every configuration runs: those that live in the cores they drive.
 pub const CORE_MUTATIONS: [Mutation; 17] = [
@@ -99,20 +129,21 @@ pub const CORE_MUTATIONS: [Mutation; 17] = [
 pub fn config(name: &str) -> Result<Config, String> {
     CONFIGS.iter().find(|c| c.name == name).copied().ok_or_else(|| {
         let names: Vec<&str> = CONFIGS.iter().map(|c| c.name).collect();
-        format!("--config: unknown configuration `{name}`; built: {} (split and merge are not built yet)", names.join(", "))
+        format!("--config: unknown configuration `{name}`; built: {} (merge is not built yet)", names.join(", "))
     })
 }
 
 /// Whether `config` runs `m`. Errors: why not (a mutation outside the cores, or in cores this
 /// configuration does not drive).
 pub fn runs(config: &Config, m: Mutation) -> Result<(), String> {
-    if CORE_MUTATIONS.contains(&m) {
+    if CORE_MUTATIONS.contains(&m) || config.also_runs.contains(&m) {
         return Ok(());
     }
     let why = match m {
         Mutation::NewLeaderIgnoresJournal => "it lives in the manager's async driver (`lead_once`), not in a core",
         Mutation::FreshIdOnRetry => "it lives in the frontend core, which no configuration built drives yet",
-        Mutation::RetireParentsFirst | Mutation::MergeFromStaleView | Mutation::SplitSealsOneShort | Mutation::MapForgetsReshapes => "it acts on splits and merges, and the split and merge configurations are not built yet",
+        Mutation::MergeFromStaleView => "it acts on merges, and the merge configuration is not built yet",
+        Mutation::RetireParentsFirst | Mutation::SplitSealsOneShort | Mutation::MapForgetsReshapes => "it acts on splits: configuration `split` runs it",
         _ => "the configuration does not drive the core it lives in",
     };
     Err(format!("--mutation {}: not run by configuration `{}`: {why}", m.name(), config.name))
@@ -181,6 +212,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
     let base = Knobs { servers: 2, mutation, also_mutation: also, ..Knobs::default() };
     match config.setup {
         Setup::Move(strategy) => Knobs { strategy, ..base },
+        Setup::Split(_) => base,
         Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
     }
 }
@@ -204,12 +236,103 @@ fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<
             w.setup_move()?;
         }
         Setup::Failover => w.setup_failover()?,
+        Setup::Split(at) => {
+            w.setup_split(at)?;
+        }
     }
     Ok(w)
 }
 
-fn judge(w: &World) -> Option<(&'static str, String)> {
-    crate::check::single_writer::check(&w.history).err().map(|v| ("single_writer", v.message))
+/// Mutation `map-forgets-reshapes` lives in the map's code behind a thread-local switch
+/// ([`partmap::map::forget_reshapes`]), as in the simulator: on while the cores run, off while
+/// the checkers judge (they read the journal as it is), and off again when this is dropped.
+pub(crate) struct ForgetReshapes(bool);
+
+impl ForgetReshapes {
+    /// Switch it on for `mutation` (either of the two) until dropped.
+    pub(crate) fn new(knobs: &Knobs) -> ForgetReshapes {
+        let on = knobs.mutated(Mutation::MapForgetsReshapes);
+        partmap::map::forget_reshapes(on);
+        ForgetReshapes(on)
+    }
+
+    /// Run `f` with it off (the checkers), then back as it was.
+    fn off<T>(&self, f: impl FnOnce() -> T) -> T {
+        partmap::map::forget_reshapes(false);
+        let out = f();
+        partmap::map::forget_reshapes(self.0);
+        out
+    }
+}
+
+impl Drop for ForgetReshapes {
+    fn drop(&mut self) {
+        partmap::map::forget_reshapes(false);
+    }
+}
+
+/// Judge `w`'s history: `single_writer`, then `map_tiles` on the announced maps (the
+/// `map_commit` events; only when an event from `from` on is one, since its verdict reads no
+/// other kind). The model keeps no authority log, so `map_tiles`' durable view is not judged.
+fn judge(w: &World, from: usize, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
+    forget.off(|| {
+        if let Err(v) = crate::check::single_writer::check(&w.history) {
+            return Some(("single_writer", v.message));
+        }
+        let maps_changed = w.history[from..].iter().any(|e| matches!(e.what, crate::events::What::Sys(crate::events::Sys::MapCommit { .. } | crate::events::Sys::MapRestored { .. })));
+        if maps_changed {
+            if let Err(v) = crate::check::map_tiles::check_announced(&w.history) {
+                return Some(("map_tiles", v.message));
+            }
+        }
+        None
+    })
+}
+
+/// The content the map says each key has, in `w`'s final state: per key some client appended
+/// to, the live row holding it in the authority's map, if that row is active: the records of
+/// that key in each stream of the row's lineage up to its sealed length
+/// ([`partmap::handoff::row_lineage`], what an owner loads when it opens the row), then in the
+/// row's own stream past what the lineage gave, in the workload's content format
+/// (`c<client>.<seq>;`), as [`crate::workload::parse_content`] reads it. Returns the content
+/// and the keys judged (those of an active row). A key whose row is not active (a split that
+/// stopped paused) is not judged, as the simulator's served view judges only the keys its
+/// final reads answered.
+pub fn map_content(w: &World) -> (crate::check::no_lost_append::Content, std::collections::BTreeSet<partmap::ids::Key>) {
+    let map = w.authority.map();
+    let streams = &w.store.streams.streams;
+    let mut content = crate::check::no_lost_append::Content::new();
+    let mut judged = std::collections::BTreeSet::new();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = w.client.iter().filter(|a| a.sent.is_some()).map(|a| &a.key).collect();
+    for key in keys {
+        let Some(row) = map.live_rows().into_iter().find(|r| r.contains(key)) else { continue };
+        if row.state != partmap::map::RangeState::Active {
+            continue;
+        }
+        let mut text = String::new();
+        let mut add = |stream: partmap::ids::RangeId, upto: Option<u64>| {
+            let Some(s) = streams.get(&stream) else { return };
+            let n = upto.map_or(s.records.len(), |u| (u as usize).min(s.records.len()));
+            for r in s.records[..n].iter().filter(|r| r.key == *key) {
+                text.push_str(&format!("c{}.{};", r.id.client, r.id.seq));
+            }
+        };
+        for src in partmap::handoff::row_lineage(map, row).iter().filter(|s| s.contains(key)) {
+            add(src.stream, Some(src.upto));
+        }
+        add(row.id, None);
+        content.insert(key.clone(), text.into_bytes());
+        judged.insert(key.clone());
+    }
+    (content, judged)
+}
+
+/// `no_lost_append` on [`map_content`] of a final state (the view named `map`).
+fn judge_final(w: &World, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
+    forget.off(|| {
+        let (content, judged) = map_content(w);
+        crate::check::no_lost_append::check(&w.history, &content, "map", Some(&judged)).err().map(|v| ("no_lost_append", v.message))
+    })
 }
 
 /// Search `config` under `mutation` within `bounds`, breadth first. Errors: the setup failed.
@@ -226,10 +349,11 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         return Err("--mutation: two mutations of the store's core at once are not supported (it takes one)".to_string());
     }
     let cpu0 = crate::cpu::thread_cpu_ns();
+    let forget = ForgetReshapes::new(&knobs_with(config, mutation, also));
     let init = initial_world_with(config, mutation, also, bounds, false)?;
     let setup_steps = init.history.len();
     let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps, per_depth: Vec::new() };
-    if let Some((property, message)) = judge(&init) {
+    if let Some((property, message)) = judge(&init, 0, &forget) {
         report.violation = Some(Counterexample { property, message, steps: Vec::new(), path: Vec::new() });
         report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
         return Ok(report);
@@ -256,6 +380,22 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
                 actions.retain(|a| matches!(a, Action::Deliver(j) | Action::Drop(j) if *j == i));
             }
         }
+        if actions.is_empty() && config.judge_content {
+            if let Some((property, message)) = judge_final(&w, &forget) {
+                let mut path = Vec::new();
+                let mut at = idx;
+                while at != 0 {
+                    let (parent, action) = &tree[at as usize];
+                    path.push(action.clone());
+                    at = *parent;
+                }
+                path.reverse();
+                let mut replay = init.clone();
+                let steps = path.iter().map(|a| replay.apply(a)).collect();
+                report.violation = Some(Counterexample { property, message, steps, path });
+                break 'search;
+            }
+        }
         if depth >= bounds.max_depth {
             report.cut_by_depth += u64::from(!actions.is_empty());
             continue;
@@ -266,7 +406,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
             n.apply(&a);
             report.explored += 1;
             if n.history.len() > grew {
-                if let Some((property, message)) = judge(&n) {
+                if let Some((property, message)) = judge(&n, grew, &forget) {
                     let mut path = vec![a];
                     let mut at = idx;
                     while at != 0 {

@@ -2,10 +2,10 @@
 //! leader's state, the client's appends, the search's bounds and its actions. Types only; the
 //! [`super::world::World`] that owns them applies the actions.
 
-use partmap::handoff::MoveFlow;
+use partmap::handoff::{Flow, MoveFlow, ReshapeFlow, Reply, Step};
 use partmap::ids::OpId;
 use std::hash::{Hash, Hasher};
-use partmap::map::{PartitionMap, RangeRow, Transfer};
+use partmap::map::{PartitionMap, RangeRow, Reshape, Transfer};
 use partmap::msg::Msg;
 use partmap::server::{ServerCore, Then, Wait};
 use crate::events::{Outcome, Sys, What};
@@ -200,7 +200,50 @@ pub enum Awaiting {
     FlowCommit,
 }
 
-/// The leading manager as the model drives it: rounds of [`manager::plan`] and [`MoveFlow`].
+/// The flow the leader is driving: a planned move or a split (or merge), each the real pure
+/// core of `partmap::handoff`, as `manager::lead_once` drives them one after the other.
+#[derive(Clone, Debug)]
+pub enum LeaderFlow {
+    /// A planned move.
+    Move(MoveFlow),
+    /// A split or merge.
+    Reshape(ReshapeFlow),
+}
+
+impl Flow for LeaderFlow {
+    fn next(&mut self, reply: Option<Reply>, now_ms: u64) -> Step {
+        match self {
+            LeaderFlow::Move(f) => f.next(reply, now_ms),
+            LeaderFlow::Reshape(f) => f.next(reply, now_ms),
+        }
+    }
+}
+
+/// A route the client may send an append on: `server` holds (or will hold) `range` at
+/// `epoch`, for the keys in `[start, end)` (`end` `None`: unbounded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The server.
+    pub server: u32,
+    /// The range.
+    pub range: u64,
+    /// The range epoch the append names.
+    pub epoch: u64,
+    /// The first key of the range.
+    pub start: Vec<u8>,
+    /// The key past its last (`None`: unbounded).
+    pub end: Option<Vec<u8>>,
+}
+
+impl Route {
+    /// Whether `key` is in the route's range.
+    pub fn holds(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
+    }
+}
+
+/// The leading manager as the model drives it: rounds of [`manager::plan`], [`MoveFlow`] and
+/// [`ReshapeFlow`].
 #[derive(Clone, Debug)]
 pub struct Leader {
     /// Its leader term.
@@ -219,8 +262,10 @@ pub struct Leader {
     pub opens: VecDeque<RangeRow>,
     /// Moves still to drive this round.
     pub moves: VecDeque<Transfer>,
-    /// The move being driven.
-    pub flow: Option<MoveFlow>,
+    /// Splits and merges still to drive this round (after the moves, as `lead_once` does).
+    pub reshapes: VecDeque<Reshape>,
+    /// The move, split or merge being driven.
+    pub flow: Option<LeaderFlow>,
     /// Calls made so far (they name its tokens).
     pub calls: u32,
     /// With [`Bounds::ticked`]: the next round starts at this time (µs), a tick after the last
@@ -327,10 +372,12 @@ pub enum Action {
     StartRound,
     /// The leader's pending call times out.
     LeaderTimeout,
-    /// The client sends its next append to `server` at `epoch`.
+    /// The client sends its next append to `server` for `range` at `epoch`.
     SendAppend {
         /// The server.
         server: u32,
+        /// The range named.
+        range: u64,
         /// The epoch named.
         epoch: u64,
     },

@@ -1,5 +1,5 @@
 //! The model's world: the real cores ([`AuthorityCore`], [`StoreCore`], two [`ServerCore`]s, the
-//! leader's [`MoveFlow`] and [`manager::plan`]) wired to a model network, a discrete clock and a
+//! leader's [`MoveFlow`] and [`ReshapeFlow`], and [`manager::plan`]) wired to a model network, a discrete clock and a
 //! client, with every step one [`Action`] the search picks. Nothing here decides a protocol
 //! rule: each action feeds one input to one core and performs the outputs it returns, as the
 //! drivers (`server/node.rs`, `store/node.rs`, `lock.rs`, `manager::lead_once`) do.
@@ -14,16 +14,21 @@
 //! - a call's timeout, a sleep, a wait's bound and a detached flow's patience are deadlines on
 //!   one global clock (no drift); time moves only by [`Action::Advance`], to the next deadline;
 //! - the client sends each append once, to the old owner at the old epoch or the new owner at
-//!   the transfer's epoch (the two routes a frontend's map or a `Moved` hint gives); no reads.
+//!   the transfer's epoch (the two routes a frontend's map or a `Moved` hint gives), or for a
+//!   split to the parent at its epoch or the child that will hold the key at the child's
+//!   epoch; no reads;
+//! - the leader collects no load reports (a split is the operator's request), and does not
+//!   release the children of a split or merge a failover dropped (`lead_once`'s
+//!   `release_abandoned_children`: unreached, as no configuration drops one).
 
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::authority::{Action as AuthorityAction, AuthorityCore};
 use partmap::config::{Knobs, Mutation};
 use partmap::event::ClientOp;
-use partmap::handoff::{Flow, MoveFlow, Peer as LeaderPeer, Reply, Step as FlowStep};
+use partmap::handoff::{Flow, MoveFlow, Peer as LeaderPeer, Reply, ReshapeFlow, Step as FlowStep};
 use partmap::ids::{show_key, Epoch, OpId, RangeId, ServerId};
 use partmap::manager;
-use partmap::map::{MapOp, PartitionMap, Transfer};
+use partmap::map::{MapOp, PartitionMap, Reshape, Transfer};
 use partmap::msg::Msg;
 use partmap::server::{Effect, Input, Next, Peer, ServerCore};
 use partmap::store::core::{chunk_budget, Input as StoreInput, Next as StoreNext, StoreCore};
@@ -31,7 +36,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, Node, Packet, Reductions, ReplyTo, ServerSlot, Task, TaskSlot};
+pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Node, Packet, Reductions, ReplyTo, Route, ServerSlot, Task, TaskSlot};
 use super::parts::{judged, name};
 
 /// The whole model state.
@@ -52,8 +57,8 @@ pub struct World {
     pub leader: Leader,
     /// The client's appends, sent in order.
     pub client: Vec<ClientAppend>,
-    /// Where the client may send: (server, epoch).
-    pub routes: Vec<(u32, u64)>,
+    /// Where the client may send (each route for the keys of its range).
+    pub routes: Vec<Route>,
     /// Messages in flight.
     pub net: Vec<Packet>,
     /// The history, as the simulator's checkers read it.
@@ -79,8 +84,8 @@ pub struct World {
     /// The history index where the replay's triggers are armed: the operator's move request
     /// (move configurations) or the end of the setup (failover).
     pub armed_from: usize,
-    /// The client may also send to the range's owner at its epoch in the authority's current
-    /// map (a frontend's fresh map), besides `routes`.
+    /// The client may also send to the owner, at its epoch, of the range holding the key in
+    /// the authority's current map (a frontend's fresh map), besides `routes`.
     pub current_route: bool,
     /// The bounds.
     pub bounds: Bounds,
@@ -104,50 +109,61 @@ impl World {
         let (store, _) = StoreCore::recover(&[], store_mutation);
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
-        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), flow: None, calls: 0, next_round_us: 0 };
+        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0 };
         World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
     }
 
-    /// The canonical encoding's 128-bit hash ([`World::key_parts`] joined). Tokens and task ids
-    /// are named by their makers' own steps (`name`), so they do not depend on the
+    /// The canonical encoding's 128-bit hash: two SipHash-1-3 digests (one keyed by a leading
+    /// byte) of the text [`World::write_key`] writes, into a buffer this thread reuses (the
+    /// search's hot spot was building, joining and freeing the parts' strings). Tokens and task
+    /// ids are named by their makers' own steps (`name`), so they do not depend on the
     /// interleaving.
     pub fn key(&self) -> u128 {
-        let text = self.key_parts().join("|");
-        let mut a = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut a);
-        let mut b = std::collections::hash_map::DefaultHasher::new();
-        0xb5u8.hash(&mut b);
-        text.hash(&mut b);
-        ((a.finish() as u128) << 64) | b.finish() as u128
+        thread_local! {
+            static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        TEXT.with(|t| {
+            let mut text = t.borrow_mut();
+            text.clear();
+            self.write_key(&mut *text).expect("a String takes any text");
+            let mut a = std::collections::hash_map::DefaultHasher::new();
+            text.as_str().hash(&mut a);
+            let mut b = std::collections::hash_map::DefaultHasher::new();
+            0xb5u8.hash(&mut b);
+            text.as_str().hash(&mut b);
+            ((a.finish() as u128) << 64) | b.finish() as u128
+        })
     }
 
-    /// The canonical encoding, part by part: the clock, the authority, the store, each server
-    /// (core, tasks as a set by id, down until, incarnations), the leader, the client, the
-    /// network as a multiset (sorted), the fault counts (drops, duplications, crashes) and
-    /// cuts, and the history's two folds (see `push_history`: the judged events other than
-    /// session events, in order and without their times; per server, its session events in
-    /// order). With [`Reductions::multiset`] off the network and the tasks are in the order
-    /// sent and made; with [`Reductions::fold`] off the first fold is of the whole history.
-    pub fn key_parts(&self) -> Vec<String> {
+    /// The canonical encoding as text (what [`World::key`] hashes), for looking at a state.
+    pub fn key_text(&self) -> String {
+        let mut s = String::new();
+        self.write_key(&mut s).expect("a String takes any text");
+        s
+    }
+
+    /// Write the canonical encoding, part by part, `|` between parts: the clock, the
+    /// authority, the store, each server (core, tasks as a set by id, down until,
+    /// incarnations), the leader, the client, the network as a multiset (sorted), the fault
+    /// counts (drops, duplications, crashes) and cuts, and the history's two folds (see
+    /// `push_history`: the judged events other than session events, in order and without
+    /// their times; per server, its session events in order). With [`Reductions::multiset`]
+    /// off the network and the tasks are in the order sent and made; with
+    /// [`Reductions::fold`] off the first fold is of the whole history.
+    pub fn write_key(&self, out: &mut dyn std::fmt::Write) -> std::fmt::Result {
         let mut net: Vec<String> = self.net.iter().map(|p| format!("{p:?}")).collect();
         if self.bounds.reduce.multiset {
             net.sort();
         }
-        let servers: Vec<String> = self
-            .servers
-            .iter()
-            .map(|s| {
-                let mut tasks: Vec<&TaskSlot> = s.tasks.iter().collect();
-                if self.bounds.reduce.multiset {
-                    tasks.sort_by_key(|t| t.id);
-                }
-                format!("{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)
-            })
-            .collect();
-        let mut v = vec![format!("{}", self.now_us), format!("{:?}", self.authority), format!("{:?}", self.store)];
-        v.extend(servers);
-        v.extend([format!("{:?}", self.leader), format!("{:?}", self.client), net.join(";"), format!("{}|{}|{}|{:?}", self.drops, self.dups, self.crashes, self.cut), format!("{}", self.history_hash), format!("{:?}", self.session_hash)]);
-        v
+        write!(out, "{}|{:?}|{:?}", self.now_us, self.authority, self.store)?;
+        for s in &self.servers {
+            let mut tasks: Vec<&TaskSlot> = s.tasks.iter().collect();
+            if self.bounds.reduce.multiset {
+                tasks.sort_by_key(|t| t.id);
+            }
+            write!(out, "|{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)?;
+        }
+        write!(out, "|{:?}|{:?}|{}|{}|{}|{}|{:?}|{}|{:?}", self.leader, self.client, net.join(";"), self.drops, self.dups, self.crashes, self.cut, self.history_hash, self.session_hash)
     }
 
     fn emit(&mut self, sys: Sys) {
@@ -310,6 +326,7 @@ impl World {
         l.flow = None;
         l.opens.clear();
         l.moves.clear();
+        l.reshapes.clear();
         l.map = None;
         l.next_round_us = self.now_us + self.knobs.manager_tick_ms * 1000;
         self.outputs.push("round ends".into());
@@ -343,7 +360,14 @@ impl World {
             if let Some(t) = self.leader.moves.pop_front() {
                 let map = self.leader.map.as_ref().expect("a round's map");
                 let Some(row) = map.rows.get(&t.range) else { continue };
-                self.leader.flow = Some(MoveFlow::new(&t, row, map, self.leader.epoch, &self.knobs));
+                self.leader.flow = Some(LeaderFlow::Move(MoveFlow::new(&t, row, map, self.leader.epoch, &self.knobs)));
+                continue;
+            }
+            if let Some(r) = self.leader.reshapes.pop_front() {
+                let map = self.leader.map.as_ref().expect("a round's map");
+                // No load reports: the model's leader collects none (the reshaping thresholds
+                // are off; the split is the operator's request).
+                self.leader.flow = Some(LeaderFlow::Reshape(ReshapeFlow::new(&r, map, &BTreeMap::new(), self.leader.epoch, &self.knobs)));
                 continue;
             }
             return self.end_round();
@@ -368,6 +392,7 @@ impl World {
                 self.leader.map = Some(PartitionMap::clone(&map));
                 self.leader.opens = p.opens.into();
                 self.leader.moves = p.moves.into();
+                self.leader.reshapes = p.reshapes.into();
                 self.leader_go_on(None);
             }
             (Awaiting::Open(row), Some(Msg::Opened { result: Ok(()) })) => self.leader_commit(MapOp::Activate { range: row.id, epoch: row.epoch }, Awaiting::Activate),
@@ -476,8 +501,8 @@ impl World {
         }
         if let Some(i) = self.client.iter().position(|a| a.sent.is_none()) {
             if i == 0 || (self.client[i - 1].sent.is_some() && (!self.bounds.closed_loop || matches!(self.client[i - 1].sent, Some((_, Some(_)))))) {
-                for (server, epoch) in self.routes() {
-                    out.push(Action::SendAppend { server, epoch });
+                for r in self.routes(&self.client[i].key) {
+                    out.push(Action::SendAppend { server: r.server, range: r.range, epoch: r.epoch });
                 }
             }
         }
@@ -523,15 +548,16 @@ impl World {
         ds.into_iter().filter(|d| *d > now && *d <= horizon).min()
     }
 
-    /// Where the client may send its next append: `routes`, and with `current_route` the
-    /// owner of range 1 at its epoch in the authority's current map.
-    pub fn routes(&self) -> Vec<(u32, u64)> {
-        let mut out = self.routes.clone();
+    /// Where the client may send an append to `key`: the `routes` whose range holds it, and
+    /// with `current_route` the owner, at its epoch, of the live row holding it in the
+    /// authority's current map.
+    pub fn routes(&self, key: &[u8]) -> Vec<Route> {
+        let mut out: Vec<Route> = self.routes.iter().filter(|r| r.holds(key)).cloned().collect();
         if self.current_route {
-            if let Some(row) = self.authority.map().rows.get(&RangeId(1)) {
+            if let Some(row) = self.authority.map().live_rows().into_iter().find(|r| r.contains(key)) {
                 if let Some(o) = row.owner {
-                    if !out.contains(&(o.0, row.epoch.0)) {
-                        out.push((o.0, row.epoch.0));
+                    if !out.iter().any(|r| (r.server, r.range, r.epoch) == (o.0, row.id.0, row.epoch.0)) {
+                        out.push(Route { server: o.0, range: row.id.0, epoch: row.epoch.0, start: row.start.clone(), end: row.end.clone() });
                     }
                 }
             }
@@ -575,15 +601,15 @@ impl World {
                 self.leader_answered(None);
                 ("manager-1".to_string(), "call timed out".to_string())
             }
-            Action::SendAppend { server, epoch } => {
+            Action::SendAppend { server, range, epoch } => {
                 let i = self.client.iter().position(|a| a.sent.is_none()).expect("enabled");
                 let (id, key) = (self.client[i].id, self.client[i].key.clone());
                 let token = name(&[u64::MAX - 1, id.seq]);
                 self.client[i].sent = Some((token, None));
                 self.push_history(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
-                let msg = Msg::Append { range: RangeId(1), epoch: Epoch(*epoch), key, id, bytes: bytes::Bytes::from_static(b"x"), bulk: 0 };
+                let msg = Msg::Append { range: RangeId(*range), epoch: Epoch(*epoch), key, id, bytes: bytes::Bytes::from_static(b"x"), bulk: 0 };
                 self.send(Node::Client, Node::Server(*server), token, msg, false);
-                ("client-1".to_string(), format!("append {}.{} to server-{server} at e{epoch}", id.client, id.seq))
+                ("client-1".to_string(), format!("append {}.{} to server-{server} for r{range} at e{epoch}", id.client, id.seq))
             }
             Action::Crash(n) => {
                 let knobs = self.knobs.clone();
@@ -713,7 +739,7 @@ impl World {
         for _ in 0..8 {
             let map = self.authority.map();
             if let Some(row) = map.rows.get(&RangeId(1)).filter(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1))) {
-                self.routes = vec![(1, row.epoch.0)];
+                self.routes = vec![Route { server: 1, range: 1, epoch: row.epoch.0, start: row.start.clone(), end: row.end.clone() }];
                 self.current_route = true;
                 self.armed_from = self.history.len();
                 self.leader.rounds_left = self.bounds.rounds;
@@ -763,7 +789,9 @@ impl World {
             let map = self.authority.map();
             if let Some(t) = map.transfers.values().next() {
                 let t = t.clone();
-                self.routes = vec![(t.from.0 .0, t.from_epoch.0), (t.to.0 .0, t.epoch.0)];
+                let row = map.rows.get(&t.range).ok_or("the move's range is not in the map")?;
+                let route = |server: u32, epoch: u64| Route { server, range: t.range.0, epoch, start: row.start.clone(), end: row.end.clone() };
+                self.routes = vec![route(t.from.0 .0, t.from_epoch.0), route(t.to.0 .0, t.epoch.0)];
                 self.leader.rounds_left = self.bounds.rounds;
                 self.start_us = self.now_us;
                 self.drops = 0;
@@ -783,6 +811,48 @@ impl World {
             self.run_fifo();
         }
         Err(format!("the setup did not reach a journaled move; map: {:?}", self.authority.map()))
+    }
+
+    /// The split configuration's setup, with no choice made: the servers register, the
+    /// leader bootstraps the map, assigns range 1 to server-1, opens and activates it; the
+    /// operator asks to split it at `at`; the leader begins the split (`BeginSplit`: the
+    /// reshape is journaled, its left child to stay at server-1, its right child to go to
+    /// server-2). Then `rounds` more rounds, with the client's routes: the parent at its epoch
+    /// for every key, and each child at its epoch for the keys it will hold. Errors: the setup
+    /// did not reach the journaled split.
+    pub fn setup_split(&mut self, at: &[u8]) -> Result<Reshape, String> {
+        for n in 1..=self.servers.len() as u32 {
+            self.start_server(n);
+        }
+        self.run_fifo();
+        for _ in 0..8 {
+            let map = self.authority.map();
+            if let Some(r) = map.reshapes.values().next() {
+                let r = r.clone();
+                let (parent, parent_epoch) = r.parents[0];
+                let row = map.rows.get(&parent).ok_or("the split's parent is not in the map")?;
+                let owner = row.owner.ok_or("the split's parent has no owner")?;
+                self.routes = vec![Route { server: owner.0, range: parent.0, epoch: parent_epoch.0, start: row.start.clone(), end: row.end.clone() }];
+                self.routes.extend(r.children.iter().map(|c| Route { server: c.owner.0 .0, range: c.id.0, epoch: c.epoch.0, start: c.start.clone(), end: c.end.clone() }));
+                self.leader.rounds_left = self.bounds.rounds;
+                self.start_us = self.now_us;
+                self.drops = 0;
+                self.dups = 0;
+                self.crashes = 0;
+                return Ok(r);
+            }
+            let active = map.rows.get(&RangeId(1)).is_some_and(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1)));
+            if active && map.reshape_requests.is_empty() {
+                self.armed_from = self.history.len();
+                let token = name(&[u64::MAX - 2]);
+                self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![MapOp::RequestSplit { range: RangeId(1), at: at.to_vec() }] }, false);
+                self.run_fifo();
+            }
+            self.leader.rounds_left = 1;
+            self.apply(&Action::StartRound);
+            self.run_fifo();
+        }
+        Err(format!("the setup did not reach a journaled split; map: {:?}", self.authority.map()))
     }
 }
 

@@ -108,11 +108,19 @@ fn model_move_source_ignores_pause_yields_a_single_writer_counterexample() {
 
 #[test]
 fn model_refuses_unknown_configs_and_mutations_outside_the_cores() {
-    assert!(model::config("split").unwrap_err().contains("--config"));
+    assert!(model::config("merge").unwrap_err().contains("--config"));
     let config = model::config("move").expect("built");
     let e = model::runs(&config, Mutation::NewLeaderIgnoresJournal).unwrap_err();
     assert!(e.contains("not in a core"), "{e}");
     assert!(model::runs(&config, Mutation::SourceIgnoresPause).is_ok());
+    // The mutations that act on splits run on `split` only; the merge's on none yet.
+    let e = model::runs(&config, Mutation::RetireParentsFirst).unwrap_err();
+    assert!(e.contains("configuration `split` runs it"), "{e}");
+    let split = model::config("split").expect("built");
+    for m in model::SPLIT_MUTATIONS {
+        assert!(model::runs(&split, m).is_ok(), "{}", m.name());
+    }
+    assert!(model::runs(&split, Mutation::MergeFromStaleView).unwrap_err().contains("merge configuration is not built"));
 }
 
 #[test]
@@ -155,32 +163,53 @@ fn model_counterexample_replays_in_the_simulator() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The `split` configuration's counterexample for `retire-parents-first` is `map_tiles`' (the
+/// commit that retires the parent before the children are published leaves the map with no
+/// live row), 21 steps (every step of the split's flow is forced: see DESIGN.md), and its
+/// replay scenario, derived from it (an operator's `split_range` at the model's split key),
+/// fails `map_tiles` in the simulator on seed 0.
+#[test]
+fn model_split_counterexample_is_map_tiles_and_replays_in_the_simulator() {
+    let config = model::config("split").expect("built");
+    let m = Some(Mutation::RetireParentsFirst);
+    let r = model::check(&config, m, config.bounds).expect("setup");
+    let cx = r.violation.expect("a counterexample");
+    assert_eq!(cx.property, "map_tiles");
+    assert!(cx.message.contains("no live rows"), "{}", cx.message);
+    assert_eq!(cx.steps.len(), 21);
+    let dir = std::env::temp_dir().join(format!("partmap-model-split-replay-{}", std::process::id()));
+    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, 2, "test").expect("written");
+    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// What the model finds for a mutation on its configuration (`reports/model.md`'s table).
 enum Expect {
-    /// A `single_writer` counterexample of at most this many steps.
-    Caught(usize),
+    /// A counterexample of this property of at most this many steps.
+    Caught(&'static str, usize),
     /// The configuration exhausted within its bounds with no violation.
     Masked,
 }
 
 /// CI: every configuration unmutated (exhausted, no violation, at least its measured unique
 /// states), and every core mutation on its configuration (the one whose cores it breaks:
-/// `move` for the handoff, the leader and the authority, `failover` for leases and fences),
-/// caught or masked as `reports/model.md` says.
+/// `move` for the handoff, the leader and the authority, `failover` for leases and fences,
+/// `split` for the split's flow and the map's reshape journal), caught or masked as
+/// `reports/model.md` says.
 #[test]
 fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
-    for name in ["move", "move-precopy", "failover"] {
+    for name in ["move", "move-precopy", "failover", "split"] {
         let config = model::config(name).expect("built");
         let r = model::check(&config, None, config.bounds).expect("setup");
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
         assert!(r.exhausted, "{name}: not exhausted");
         assert!(r.unique >= config.min_unique, "{name}: {} unique states, below {}", r.unique, config.min_unique);
     }
-    let table: [(&str, Mutation, Expect); 17] = [
-        ("move", Mutation::ServerSkipsAuthorityCheck, Expect::Caught(15)),
-        ("move", Mutation::CheckThenAwaitThenAdmit, Expect::Caught(15)),
-        ("move", Mutation::PauseSkipsDrain, Expect::Caught(15)),
-        ("move", Mutation::SourceIgnoresPause, Expect::Caught(15)),
+    let table: [(&str, Mutation, Expect); 20] = [
+        ("move", Mutation::ServerSkipsAuthorityCheck, Expect::Caught("single_writer", 15)),
+        ("move", Mutation::CheckThenAwaitThenAdmit, Expect::Caught("single_writer", 15)),
+        ("move", Mutation::PauseSkipsDrain, Expect::Caught("single_writer", 15)),
+        ("move", Mutation::SourceIgnoresPause, Expect::Caught("single_writer", 15)),
         ("move", Mutation::TargetSkipsVerify, Expect::Masked),
         ("move", Mutation::PublishBeforeFence, Expect::Masked),
         ("move", Mutation::AuthoritySkipsLeaderEpoch, Expect::Masked),
@@ -188,23 +217,26 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         ("move", Mutation::AuthorityLogsRefusedCas, Expect::Masked),
         ("move", Mutation::ServerObeysDeposedLeader, Expect::Masked),
         ("move", Mutation::ServerAdmitsNewerEpoch, Expect::Masked),
-        ("failover", Mutation::ServerIgnoresLeaseExpiry, Expect::Caught(45)),
+        ("failover", Mutation::ServerIgnoresLeaseExpiry, Expect::Caught("single_writer", 45)),
         ("failover", Mutation::StoreIgnoresFence, Expect::Masked),
         ("failover", Mutation::ServerSkipsEpochCheck, Expect::Masked),
         ("failover", Mutation::ZeroLeaseMargin, Expect::Masked),
         ("failover", Mutation::StoreAcksBeforeSync, Expect::Masked),
         ("failover", Mutation::ServerKeepsFencedRange, Expect::Masked),
+        ("split", Mutation::RetireParentsFirst, Expect::Caught("map_tiles", 21)),
+        ("split", Mutation::SplitSealsOneShort, Expect::Caught("no_lost_append", 31)),
+        ("split", Mutation::MapForgetsReshapes, Expect::Masked),
     ];
-    for m in model::CORE_MUTATIONS {
-        assert!(table.iter().any(|(_, t, _)| *t == m), "{} has no row", m.name());
+    for m in model::CORE_MUTATIONS.iter().chain(&model::SPLIT_MUTATIONS) {
+        assert!(table.iter().any(|(_, t, _)| t == m), "{} has no row", m.name());
     }
     for (name, m, expect) in table {
         let config = model::config(name).expect("built");
         let r = model::check(&config, Some(m), config.bounds).expect("setup");
         match expect {
-            Expect::Caught(bound) => {
+            Expect::Caught(property, bound) => {
                 let cx = r.violation.unwrap_or_else(|| panic!("{name} {}: not caught", m.name()));
-                assert_eq!(cx.property, "single_writer");
+                assert_eq!(cx.property, property);
                 assert!(cx.steps.len() <= bound, "{name} {}: {} steps", m.name(), cx.steps.len());
             }
             Expect::Masked => {
