@@ -314,7 +314,8 @@ pub fn flux_key(keys: u32, spans: &[(&[u8], Option<&[u8]>)], rng: &mut impl Rng)
 }
 
 /// The script client (`client-<clients+1>`): each append of `workload.script` at its time, one
-/// at a time, recorded like any other client's.
+/// at a time, recorded like any other client's. An append waiting on a trigger that has not
+/// fired by the end of the workload (`workload.duration_s`) ends the script there.
 pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
     let rpc = Rpc::bind(client_addr(n), &client_net(&knobs)).await;
     for (i, a) in scenario.workload.script.iter().enumerate() {
@@ -326,7 +327,14 @@ pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
             let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
             let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
             let what = format!("append {} on {} by {} #{}", a.key, on.event, on.node, on.count);
-            crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+            let wait = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what });
+            // A trigger that has not fired when the workload ends never sends its append (nor
+            // the ones after it), and the run's end lists it as unfired: waiting on past the
+            // end would keep the run from ever finishing.
+            let left_us = (scenario.workload.duration_s * 1_000_000).saturating_sub(now_us());
+            if madsim::time::timeout(std::time::Duration::from_micros(left_us), wait).await.is_err() {
+                return;
+            }
             if on.delay_ms > 0 {
                 sleep_us(on.delay_ms * 1000).await;
             }

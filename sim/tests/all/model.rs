@@ -183,6 +183,24 @@ fn model_split_counterexample_is_map_tiles_and_replays_in_the_simulator() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `split-seals-one-short` on `split`: a `no_lost_append` counterexample of 31 steps (judged
+/// once the split has finished), whose replay scenario fails `no_lost_append` in the simulator
+/// on seed 0. The replay used to never end: its script's last append waits on a fourth map
+/// commit that never comes, and the script client waited past the workload for ever
+/// (`aim_scripted_append_on_a_trigger_that_never_fires_ends_with_the_workload`).
+#[test]
+fn model_split_seals_one_short_replays_as_a_lost_append() {
+    let config = model::config("split").expect("built");
+    let m = Some(Mutation::SplitSealsOneShort);
+    let r = model::check(&config, m, config.bounds).expect("setup");
+    let cx = r.violation.expect("a counterexample");
+    assert_eq!((cx.property, cx.steps.len()), ("no_lost_append", 31), "{}", cx.message);
+    let dir = std::env::temp_dir().join(format!("partmap-model-seal-replay-{}", std::process::id()));
+    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, 1, "test").expect("written");
+    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// What the model finds for a mutation on its configuration (`reports/model.md`'s table).
 enum Expect {
     /// A counterexample of this property of at most this many steps.
