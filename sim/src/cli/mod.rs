@@ -89,7 +89,9 @@ pub enum Command {
     /// runs that reached a new goal, coverage situation or fault x flow cell, and make new runs
     /// by branching an entry before a rare goal (its schedule kept, a new future drawn), by
     /// mutating its schedule (shift, lengthen, retarget to a role, add an aimed fault, drop),
-    /// by reseeding it, or as plain swarm runs. Deterministic for a given --seed and --runs.
+    /// by reseeding it, or as swarm runs, each with a fault mix of its own (kinds left out,
+    /// aimed and message faults denser, clocks at the drift bound's worst case). Deterministic
+    /// for a given --seed and --runs.
     /// Stops at the first violation (exit 1) and writes it as a scenario file under
     /// REPORT_DIR/explore/, with its timeline and a repro line; exit 0 when nothing failed.
     Explore(ExploreArgs),
