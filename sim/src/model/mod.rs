@@ -335,6 +335,23 @@ fn judge_final(w: &World, forget: &ForgetReshapes) -> Option<(&'static str, Stri
     })
 }
 
+/// The counterexample that ends at state `idx` of the search `tree` (each state's parent and
+/// the action that led to it; state 0 the initial one), then `last` if given: the actions
+/// from `init`, and the steps they take replayed from it.
+fn counterexample(init: &World, tree: &[(u32, Action)], idx: u32, last: Option<Action>, property: &'static str, message: String) -> Counterexample {
+    let mut path: Vec<Action> = last.into_iter().collect();
+    let mut at = idx;
+    while at != 0 {
+        let (parent, action) = &tree[at as usize];
+        path.push(action.clone());
+        at = *parent;
+    }
+    path.reverse();
+    let mut replay = init.clone();
+    let steps = path.iter().map(|a| replay.apply(a)).collect();
+    Counterexample { property, message, steps, path }
+}
+
 /// Search `config` under `mutation` within `bounds`, breadth first. Errors: the setup failed.
 pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
     check_with(config, mutation, None, bounds)
@@ -382,17 +399,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         }
         if actions.is_empty() && config.judge_content {
             if let Some((property, message)) = judge_final(&w, &forget) {
-                let mut path = Vec::new();
-                let mut at = idx;
-                while at != 0 {
-                    let (parent, action) = &tree[at as usize];
-                    path.push(action.clone());
-                    at = *parent;
-                }
-                path.reverse();
-                let mut replay = init.clone();
-                let steps = path.iter().map(|a| replay.apply(a)).collect();
-                report.violation = Some(Counterexample { property, message, steps, path });
+                report.violation = Some(counterexample(&init, &tree, idx, None, property, message));
                 break 'search;
             }
         }
@@ -407,17 +414,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
             report.explored += 1;
             if n.history.len() > grew {
                 if let Some((property, message)) = judge(&n, grew, &forget) {
-                    let mut path = vec![a];
-                    let mut at = idx;
-                    while at != 0 {
-                        let (parent, action) = &tree[at as usize];
-                        path.push(action.clone());
-                        at = *parent;
-                    }
-                    path.reverse();
-                    let mut replay = init.clone();
-                    let steps = path.iter().map(|a| replay.apply(a)).collect();
-                    report.violation = Some(Counterexample { property, message, steps, path });
+                    report.violation = Some(counterexample(&init, &tree, idx, Some(a), property, message));
                     break 'search;
                 }
             }

@@ -781,36 +781,13 @@ impl World {
     /// Then `rounds` more rounds, with the client's routes: the source at the old epoch and
     /// the target at the transfer's epoch. Errors: the setup did not reach the journaled move.
     pub fn setup_move(&mut self) -> Result<Transfer, String> {
-        for n in 1..=self.servers.len() as u32 {
-            self.start_server(n);
-        }
-        self.run_fifo();
-        for _ in 0..8 {
-            let map = self.authority.map();
-            if let Some(t) = map.transfers.values().next() {
-                let t = t.clone();
-                let row = map.rows.get(&t.range).ok_or("the move's range is not in the map")?;
-                let route = |server: u32, epoch: u64| Route { server, range: t.range.0, epoch, start: row.start.clone(), end: row.end.clone() };
-                self.routes = vec![route(t.from.0 .0, t.from_epoch.0), route(t.to.0 .0, t.epoch.0)];
-                self.leader.rounds_left = self.bounds.rounds;
-                self.start_us = self.now_us;
-                self.drops = 0;
-                self.dups = 0;
-                self.crashes = 0;
-                return Ok(t);
-            }
-            let active = map.rows.get(&RangeId(1)).is_some_and(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1)));
-            if active && map.move_requests.is_empty() {
-                self.armed_from = self.history.len();
-                let token = name(&[u64::MAX - 2]);
-                self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![MapOp::RequestMove { range: RangeId(1), to: ServerId(2) }] }, false);
-                self.run_fifo();
-            }
-            self.leader.rounds_left = 1;
-            self.apply(&Action::StartRound);
-            self.run_fifo();
-        }
-        Err(format!("the setup did not reach a journaled move; map: {:?}", self.authority.map()))
+        let request = MapOp::RequestMove { range: RangeId(1), to: ServerId(2) };
+        self.setup_until(request, "move", |map| map.move_requests.is_empty(), |map| {
+            let Some(t) = map.transfers.values().next() else { return Ok(None) };
+            let row = map.rows.get(&t.range).ok_or("the move's range is not in the map")?;
+            let route = |server: u32, epoch: u64| Route { server, range: t.range.0, epoch, start: row.start.clone(), end: row.end.clone() };
+            Ok(Some((t.clone(), vec![route(t.from.0 .0, t.from_epoch.0), route(t.to.0 .0, t.epoch.0)])))
+        })
     }
 
     /// The split configuration's setup, with no choice made: the servers register, the
@@ -821,38 +798,51 @@ impl World {
     /// for every key, and each child at its epoch for the keys it will hold. Errors: the setup
     /// did not reach the journaled split.
     pub fn setup_split(&mut self, at: &[u8]) -> Result<Reshape, String> {
+        let request = MapOp::RequestSplit { range: RangeId(1), at: at.to_vec() };
+        self.setup_until(request, "split", |map| map.reshape_requests.is_empty(), |map| {
+            let Some(r) = map.reshapes.values().next() else { return Ok(None) };
+            let (parent, parent_epoch) = r.parents[0];
+            let row = map.rows.get(&parent).ok_or("the split's parent is not in the map")?;
+            let owner = row.owner.ok_or("the split's parent has no owner")?;
+            let mut routes = vec![Route { server: owner.0, range: parent.0, epoch: parent_epoch.0, start: row.start.clone(), end: row.end.clone() }];
+            routes.extend(r.children.iter().map(|c| Route { server: c.owner.0 .0, range: c.id.0, epoch: c.epoch.0, start: c.start.clone(), end: c.end.clone() }));
+            Ok(Some((r.clone(), routes)))
+        })
+    }
+
+    /// The setups' common loop: start the servers, then up to 8 leader rounds, the operator's
+    /// `request` sent once range 1 is active at server-1 and `not_requested` holds, until
+    /// `journaled` finds the journaled flow in the map (with the client's routes for it). Then
+    /// the search's counters start from there. Errors: `journaled`'s, or the `what` (a move, a
+    /// split) never journaled.
+    fn setup_until<T>(&mut self, request: MapOp, what: &str, not_requested: impl Fn(&partmap::map::PartitionMap) -> bool, journaled: impl Fn(&partmap::map::PartitionMap) -> Result<Option<(T, Vec<Route>)>, String>) -> Result<T, String> {
         for n in 1..=self.servers.len() as u32 {
             self.start_server(n);
         }
         self.run_fifo();
         for _ in 0..8 {
             let map = self.authority.map();
-            if let Some(r) = map.reshapes.values().next() {
-                let r = r.clone();
-                let (parent, parent_epoch) = r.parents[0];
-                let row = map.rows.get(&parent).ok_or("the split's parent is not in the map")?;
-                let owner = row.owner.ok_or("the split's parent has no owner")?;
-                self.routes = vec![Route { server: owner.0, range: parent.0, epoch: parent_epoch.0, start: row.start.clone(), end: row.end.clone() }];
-                self.routes.extend(r.children.iter().map(|c| Route { server: c.owner.0 .0, range: c.id.0, epoch: c.epoch.0, start: c.start.clone(), end: c.end.clone() }));
+            if let Some((found, routes)) = journaled(map)? {
+                self.routes = routes;
                 self.leader.rounds_left = self.bounds.rounds;
                 self.start_us = self.now_us;
                 self.drops = 0;
                 self.dups = 0;
                 self.crashes = 0;
-                return Ok(r);
+                return Ok(found);
             }
             let active = map.rows.get(&RangeId(1)).is_some_and(|r| r.state == partmap::map::RangeState::Active && r.owner == Some(ServerId(1)));
-            if active && map.reshape_requests.is_empty() {
+            if active && not_requested(map) {
                 self.armed_from = self.history.len();
                 let token = name(&[u64::MAX - 2]);
-                self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![MapOp::RequestSplit { range: RangeId(1), at: at.to_vec() }] }, false);
+                self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![request.clone()] }, false);
                 self.run_fifo();
             }
             self.leader.rounds_left = 1;
             self.apply(&Action::StartRound);
             self.run_fifo();
         }
-        Err(format!("the setup did not reach a journaled split; map: {:?}", self.authority.map()))
+        Err(format!("the setup did not reach a journaled {what}; map: {:?}", self.authority.map()))
     }
 }
 

@@ -145,22 +145,31 @@ fn model_cli_exits_64_on_bad_input() {
     }
 }
 
+/// `config` under `mutation` has a counterexample of `property`, and its replay scenario,
+/// derived from it, fails that property in the simulator on seed 0 (of `seeds` tried).
+/// Returns the counterexample.
+fn caught_and_replayed(config: &str, mutation: Mutation, property: &str, seeds: u64) -> model::Counterexample {
+    let config = model::config(config).expect("built");
+    let m = Some(mutation);
+    let r = model::check(&config, m, config.bounds).expect("setup");
+    let cx = r.violation.expect("a counterexample");
+    assert_eq!(cx.property, property, "{}", cx.message);
+    let dir = std::env::temp_dir().join(format!("partmap-model-replay-{}-{}", mutation.name(), std::process::id()));
+    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, seeds, "test").expect("written");
+    assert!(rep.path.exists());
+    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
+    assert_eq!(rep.found.last().and_then(|p| p.clone()).as_deref(), Some(property));
+    let _ = std::fs::remove_dir_all(&dir);
+    cx
+}
+
 /// The stop-and-copy `move` configuration's counterexample for `source-ignores-pause` is at
 /// most 15 steps, and its replay scenario, derived from it, fails `single_writer` in the
 /// simulator.
 #[test]
 fn model_counterexample_replays_in_the_simulator() {
-    let config = model::config("move").expect("built");
-    let m = Some(Mutation::SourceIgnoresPause);
-    let r = model::check(&config, m, config.bounds).expect("setup");
-    let cx = r.violation.expect("a counterexample");
+    let cx = caught_and_replayed("move", Mutation::SourceIgnoresPause, "single_writer", 4);
     assert!(cx.steps.len() <= 15, "{} steps", cx.steps.len());
-    let dir = std::env::temp_dir().join(format!("partmap-model-replay-{}", std::process::id()));
-    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, 4, "test").expect("written");
-    assert!(rep.path.exists());
-    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
-    assert_eq!(rep.found.last().and_then(|p| p.clone()).as_deref(), Some("single_writer"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The `split` configuration's counterexample for `retire-parents-first` is `map_tiles`' (the
@@ -170,17 +179,9 @@ fn model_counterexample_replays_in_the_simulator() {
 /// fails `map_tiles` in the simulator on seed 0.
 #[test]
 fn model_split_counterexample_is_map_tiles_and_replays_in_the_simulator() {
-    let config = model::config("split").expect("built");
-    let m = Some(Mutation::RetireParentsFirst);
-    let r = model::check(&config, m, config.bounds).expect("setup");
-    let cx = r.violation.expect("a counterexample");
-    assert_eq!(cx.property, "map_tiles");
+    let cx = caught_and_replayed("split", Mutation::RetireParentsFirst, "map_tiles", 2);
     assert!(cx.message.contains("no live rows"), "{}", cx.message);
     assert_eq!(cx.steps.len(), 21);
-    let dir = std::env::temp_dir().join(format!("partmap-model-split-replay-{}", std::process::id()));
-    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, 2, "test").expect("written");
-    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `split-seals-one-short` on `split`: a `no_lost_append` counterexample of 31 steps (judged
@@ -190,15 +191,8 @@ fn model_split_counterexample_is_map_tiles_and_replays_in_the_simulator() {
 /// (`aim_scripted_append_on_a_trigger_that_never_fires_ends_with_the_workload`).
 #[test]
 fn model_split_seals_one_short_replays_as_a_lost_append() {
-    let config = model::config("split").expect("built");
-    let m = Some(Mutation::SplitSealsOneShort);
-    let r = model::check(&config, m, config.bounds).expect("setup");
-    let cx = r.violation.expect("a counterexample");
-    assert_eq!((cx.property, cx.steps.len()), ("no_lost_append", 31), "{}", cx.message);
-    let dir = std::env::temp_dir().join(format!("partmap-model-seal-replay-{}", std::process::id()));
-    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, 1, "test").expect("written");
-    assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
-    let _ = std::fs::remove_dir_all(&dir);
+    let cx = caught_and_replayed("split", Mutation::SplitSealsOneShort, "no_lost_append", 1);
+    assert_eq!(cx.steps.len(), 31);
 }
 
 /// What the model finds for a mutation on its configuration (`reports/model.md`'s table).
