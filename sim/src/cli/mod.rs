@@ -416,6 +416,11 @@ pub struct HuntArgs {
     /// SEED+k; the table gives medians over rounds (one round's first catch is mostly luck).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: u64,
+    /// More rounds for each mutation random catches on 5% of runs or more, each stopping at
+    /// its first catch: they resolve first catches that come within a few runs on both sides,
+    /// and count in the time to first catch only.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    pub first_rounds: u64,
     /// Worker threads (each takes one mutation's round at a time).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,

@@ -17,8 +17,8 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
 
 /// `hunt`: random sweep against explore, per named mutation, CPU to first catch.
 pub fn hunt(args: HuntArgs) -> ExitCode {
-    let HuntArgs { runs, only, seed, rounds, jobs, write_table, report_dir } = args;
-    let cfg = partmap_sim::search::hunt::HuntConfig { runs, rounds, seed, jobs: jobs as usize };
+    let HuntArgs { runs, only, seed, rounds, first_rounds, jobs, write_table, report_dir } = args;
+    let cfg = partmap_sim::search::hunt::HuntConfig { runs, rounds, seed, jobs: jobs as usize, first_rounds };
     cmd_hunt(cfg, only, write_table.then_some(report_dir))
 }
 
@@ -112,7 +112,7 @@ fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &part
 
 /// `hunt`: random against explore for each mutation; print (and write) the table.
 fn cmd_hunt(cfg: partmap_sim::search::hunt::HuntConfig, only: Vec<Mutation>, write_to: Option<PathBuf>) -> ExitCode {
-    let partmap_sim::search::hunt::HuntConfig { runs, rounds, seed, jobs } = cfg;
+    let partmap_sim::search::hunt::HuntConfig { runs, rounds, seed, jobs, first_rounds } = cfg;
     if let Some(dir) = &write_to {
         if let Err(e) = sweep::check_report_dir(dir) {
             return usage(e);
@@ -120,7 +120,7 @@ fn cmd_hunt(cfg: partmap_sim::search::hunt::HuntConfig, only: Vec<Mutation>, wri
     }
     let mutations: Vec<Mutation> = if only.is_empty() { Mutation::ALL.iter().map(|(m, _)| *m).collect() } else { only.clone() };
     let base = RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default_swarm(), scenario_label: format!("scenarios/swarm.json{}", partmap_sim::run::BUILTIN_SUFFIX), mutation: None, trace: false, echo_header: false };
-    println!("hunt: {} mutation(s), {runs} runs per search and round, {rounds} round(s), explorer seeds {seed}..{}, jobs {jobs}", mutations.len(), seed + rounds);
+    println!("hunt: {} mutation(s), {runs} runs per search and round, {rounds} round(s) (+{first_rounds} first-catch rounds for the common ones), explorer seeds from {seed}, jobs {jobs}", mutations.len());
     let hunts = match partmap_sim::search::hunt::hunt(&base, &mutations, cfg, &|l| eprintln!("{l}")) {
         Ok(h) => h,
         Err(e) => {
@@ -129,7 +129,7 @@ fn cmd_hunt(cfg: partmap_sim::search::hunt::HuntConfig, only: Vec<Mutation>, wri
         }
     };
     let only_flags: String = only.iter().map(|m| format!(" --only {}", m.name())).collect();
-    let command = format!("partmap-sim hunt --runs {runs} --rounds {rounds} --seed {seed} --jobs {jobs}{only_flags} --write-table");
+    let command = format!("partmap-sim hunt --runs {runs} --rounds {rounds} --first-rounds {first_rounds} --seed {seed} --jobs {jobs}{only_flags} --write-table");
     let table = partmap_sim::search::hunt::render(&hunts, cfg, &command);
     if let Some(dir) = write_to {
         let path = dir.join("hunt.md");
