@@ -275,7 +275,7 @@ pub struct BenchArgs {
 /// The arguments of `model`.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// The configuration (built: move, move-precopy, failover, split; merge is not built). Required unless --all.
+    /// The configuration (built: move, move-precopy, failover, split, merge). Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
     /// Run every configuration unmutated and under every core mutation on its default bounds,

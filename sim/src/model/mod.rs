@@ -33,6 +33,12 @@ pub enum Setup {
     /// the left child stays at server-1, the right child goes to server-2, and the leader
     /// drives the real [`partmap::handoff::ReshapeFlow`].
     Split(&'static [u8]),
+    /// The split at this key played out in the setup, then the leader's own merge of the two
+    /// cold children (the knobs reshape by load: [`Knobs::merge_ops_per_s`] 1,000 ops/s, no
+    /// hysteresis), journaled (`BeginMerge`) before the search: the right child, at server-2,
+    /// merges with the left, at server-1, into one range at server-1, by the real
+    /// [`partmap::handoff::ReshapeFlow`].
+    Merge(&'static [u8]),
     /// Range 1 active at server-1 with both sessions live; the search may cut server-1 off
     /// (drops, a crash) and move time to the lease deadlines, so the leader fails the range
     /// over to server-2 while server-1 may still believe it owns it.
@@ -62,7 +68,7 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 4] = [
+pub const CONFIGS: [Config; 5] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
@@ -99,7 +105,19 @@ pub const CONFIGS: [Config; 4] = [
         also_runs: &SPLIT_MUTATIONS,
         judge_content: true,
     },
+    Config {
+        name: "merge",
+        about: "2 adjacent ranges, the left [.., k2) at server-1 and the right [k2, ..) at server-2 (made by a split in the setup), 2 servers, the authority, the store, one leader that collects load reports every round and merges the two cold neighbours onto server-1 (ReshapeFlow); 1 client with 2 appends, to k1 and k2 (one in each parent)",
+        setup: Setup::Merge(b"k2"),
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        min_unique: 395_000,
+        also_runs: &MERGE_MUTATIONS,
+        judge_content: true,
+    },
 ];
+
+/// The mutations that act on merges, run by `merge` only.
+pub const MERGE_MUTATIONS: [Mutation; 3] = [Mutation::MergeFromStaleView, Mutation::RetireParentsFirst, Mutation::MapForgetsReshapes];
 
 /// The mutations that act on splits, run by `split` only.
 pub const SPLIT_MUTATIONS: [Mutation; 3] = [Mutation::RetireParentsFirst, Mutation::SplitSealsOneShort, Mutation::MapForgetsReshapes];
@@ -129,7 +147,7 @@ pub const CORE_MUTATIONS: [Mutation; 17] = [
 pub fn config(name: &str) -> Result<Config, String> {
     CONFIGS.iter().find(|c| c.name == name).copied().ok_or_else(|| {
         let names: Vec<&str> = CONFIGS.iter().map(|c| c.name).collect();
-        format!("--config: unknown configuration `{name}`; built: {} (merge is not built yet)", names.join(", "))
+        format!("--config: unknown configuration `{name}`; built: {}", names.join(", "))
     })
 }
 
@@ -142,8 +160,9 @@ pub fn runs(config: &Config, m: Mutation) -> Result<(), String> {
     let why = match m {
         Mutation::NewLeaderIgnoresJournal => "it lives in the manager's async driver (`lead_once`), not in a core",
         Mutation::FreshIdOnRetry => "it lives in the frontend core, which no configuration built drives yet",
-        Mutation::MergeFromStaleView => "it acts on merges, and the merge configuration is not built yet",
-        Mutation::RetireParentsFirst | Mutation::SplitSealsOneShort | Mutation::MapForgetsReshapes => "it acts on splits: configuration `split` runs it",
+        Mutation::MergeFromStaleView => "it acts on merges: configuration `merge` runs it",
+        Mutation::SplitSealsOneShort => "it acts on splits: configuration `split` runs it",
+        Mutation::RetireParentsFirst | Mutation::MapForgetsReshapes => "it acts on splits and merges: configurations `split` and `merge` run it",
         _ => "the configuration does not drive the core it lives in",
     };
     Err(format!("--mutation {}: not run by configuration `{}`: {why}", m.name(), config.name))
@@ -213,6 +232,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
     match config.setup {
         Setup::Move(strategy) => Knobs { strategy, ..base },
         Setup::Split(_) => base,
+        Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
     }
 }
@@ -238,6 +258,9 @@ fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<
         Setup::Failover => w.setup_failover()?,
         Setup::Split(at) => {
             w.setup_split(at)?;
+        }
+        Setup::Merge(at) => {
+            w.setup_merge(at)?;
         }
     }
     Ok(w)

@@ -5,11 +5,12 @@
 use partmap::handoff::{Flow, MoveFlow, ReshapeFlow, Reply, Step};
 use partmap::ids::OpId;
 use std::hash::{Hash, Hasher};
+use partmap::ids::RangeId;
 use partmap::map::{PartitionMap, RangeRow, Reshape, Transfer};
-use partmap::msg::Msg;
+use partmap::msg::{Msg, RangeLoad, SessionView};
 use partmap::server::{ServerCore, Then, Wait};
 use crate::events::{Outcome, Sys, What};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// A node of the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -198,6 +199,9 @@ pub enum Awaiting {
     FlowCall,
     /// A flow's commit.
     FlowCommit,
+    /// A server's load report (`GetLoad`), asked when the knobs reshape by load, as
+    /// `manager::lead_once`'s `collect_loads` asks each live server (here one at a time).
+    Load,
 }
 
 /// The flow the leader is driving: a planned move or a split (or merge), each the real pure
@@ -271,6 +275,13 @@ pub struct Leader {
     /// With [`Bounds::ticked`]: the next round starts at this time (µs), a tick after the last
     /// one ended, as `manager::run` sleeps `manager_tick_ms` between rounds.
     pub next_round_us: u64,
+    /// The round's state (map and sessions) while its load reports are collected.
+    pub planning: Option<(PartitionMap, Vec<SessionView>)>,
+    /// Servers still to ask for a load report this round.
+    pub load_asks: VecDeque<u32>,
+    /// The round's load reports, by range (only the owner's at the map's epoch), which the
+    /// planner and the round's splits and merges read.
+    pub loads: BTreeMap<RangeId, RangeLoad>,
 }
 
 /// One of the client's appends.

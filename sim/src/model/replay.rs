@@ -124,10 +124,10 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
             let id = (p.from, p.to, p.token, p.answer);
             ended.insert(id, (k, matches!(a, Action::Drop(_))));
             if p.from == Node::Client && matches!(a, Action::Deliver(_)) {
-                // A split's appends keep their keys (each side of the split key matters); a
+                // A split's or merge's appends keep their keys (each side of the split key matters); a
                 // move's are named in delivery order.
                 let key = match (config.setup, &p.msg) {
-                    (Setup::Split(_), partmap::msg::Msg::Append { key, .. }) => sim_key(key),
+                    (Setup::Split(_) | Setup::Merge(_), partmap::msg::Msg::Append { key, .. }) => sim_key(key),
                     _ => format!("k{:06}", appends.len() + 1),
                 };
                 appends.push((k, anchor.clone(), key));
@@ -168,7 +168,9 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     let mut schedule: Vec<Value> = Vec::new();
     match config.setup {
         Setup::Move(_) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
-        Setup::Split(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
+        // A merge's setup is a split first; the simulator's leader then merges the two cold
+        // children itself, as the model's does (the scenario's `splits` below).
+        Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
         Setup::Failover => {}
     }
     let end_ms = DURATION_S * 1000;
@@ -221,17 +223,22 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     }
     let strategy = match config.setup {
         Setup::Move(s) => s,
-        Setup::Failover | Setup::Split(_) => partmap::map::Strategy::StopAndCopy,
+        Setup::Failover | Setup::Split(_) | Setup::Merge(_) => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
     let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
-    let doc = json!({
+    let mut doc = json!({
         "description": format!("Replay of a model counterexample: `partmap-sim model --config {}{m}` at commit {commit} found a {}-step {} violation; this schedule was derived from it (appends and held messages on the events before them), not written by hand.", config.name, n, cx.property),
         "topology": { "servers": 2, "managers": 1, "frontends": 1, "clients": 1, "initial_ranges": 1 },
-        "workload": { "duration_s": DURATION_S, "ops_per_s": 0.0, "keys": 1000, "script": script },
+        // The model's client is open loop unless the configuration's bounds say closed.
+        "workload": { "duration_s": DURATION_S, "ops_per_s": 0.0, "keys": 1000, "script": script, "script_open_loop": !bounds.closed_loop },
         "moves": { "strategy": strategy },
         "faults": { "random": null, "schedule": schedule },
     });
+    if let Setup::Merge(_) = config.setup {
+        let k = super::knobs(config, mutation);
+        doc["splits"] = json!({ "merge_ops_per_s": k.merge_ops_per_s, "merge_hysteresis_ms": k.merge_hysteresis_ms });
+    }
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
     let s = crate::scenario::Scenario::parse(&text, "model-replay.json")?;
     Ok((s, notes))

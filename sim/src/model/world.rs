@@ -17,9 +17,10 @@
 //!   the transfer's epoch (the two routes a frontend's map or a `Moved` hint gives), or for a
 //!   split to the parent at its epoch or the child that will hold the key at the child's
 //!   epoch; no reads;
-//! - the leader collects no load reports (a split is the operator's request), and does not
-//!   release the children of a split or merge a failover dropped (`lead_once`'s
-//!   `release_abandoned_children`: unreached, as no configuration drops one).
+//! - the leader collects load reports only when the knobs reshape by load (`merge`; a split
+//!   is the operator's request), one server at a time, and does not release the children of
+//!   a split or merge a failover dropped (`lead_once`'s `release_abandoned_children`:
+//!   unreached, as no configuration drops one).
 
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::authority::{Action as AuthorityAction, AuthorityCore};
@@ -109,7 +110,7 @@ impl World {
         let (store, _) = StoreCore::recover(&[], store_mutation);
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
-        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0 };
+        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() };
         World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
     }
 
@@ -328,6 +329,9 @@ impl World {
         l.moves.clear();
         l.reshapes.clear();
         l.map = None;
+        l.planning = None;
+        l.load_asks.clear();
+        l.loads.clear();
         l.next_round_us = self.now_us + self.knobs.manager_tick_ms * 1000;
         self.outputs.push("round ends".into());
     }
@@ -365,13 +369,37 @@ impl World {
             }
             if let Some(r) = self.leader.reshapes.pop_front() {
                 let map = self.leader.map.as_ref().expect("a round's map");
-                // No load reports: the model's leader collects none (the reshaping thresholds
-                // are off; the split is the operator's request).
-                self.leader.flow = Some(LeaderFlow::Reshape(ReshapeFlow::new(&r, map, &BTreeMap::new(), self.leader.epoch, &self.knobs)));
+                // The round's load reports (none unless the knobs reshape by load).
+                self.leader.flow = Some(LeaderFlow::Reshape(ReshapeFlow::new(&r, map, &self.leader.loads, self.leader.epoch, &self.knobs)));
                 continue;
             }
             return self.end_round();
         }
+    }
+
+    /// Ask the next server for its load report, or, with every report in, plan the round.
+    fn ask_load(&mut self) {
+        if let Some(server) = self.leader.load_asks.pop_front() {
+            let msg = Msg::GetLoad { leader_epoch: self.leader.epoch };
+            return self.leader_call(Node::Server(server), msg, self.knobs.rpc_timeout_ms, Awaiting::Load);
+        }
+        let (map, sessions) = self.leader.planning.take().expect("a round's state while it collects loads");
+        self.leader_plan(map, &sessions);
+    }
+
+    /// Plan the round on `map` and `sessions` (and the round's load reports): commit the
+    /// planner's ops (the round then ends), or go on with its opens, moves and reshapes.
+    fn leader_plan(&mut self, map: PartitionMap, sessions: &[partmap::msg::SessionView]) {
+        let p = manager::plan(&map, sessions, &self.leader.loads, self.now_us / 1000, &self.knobs);
+        if !p.ops.is_empty() {
+            let cas = Msg::CasMap { expected_version: map.version, leader_epoch: self.leader.epoch, candidate: 1, ops: p.ops };
+            return self.leader_call(Node::Authority, cas, self.knobs.rpc_timeout_ms, Awaiting::PlanCas);
+        }
+        self.leader.map = Some(map);
+        self.leader.opens = p.opens.into();
+        self.leader.moves = p.moves.into();
+        self.leader.reshapes = p.reshapes.into();
+        self.leader_go_on(None);
     }
 
     /// The leader's pending call was answered (`Some`) or timed out.
@@ -383,17 +411,23 @@ impl World {
                 self.leader_call(Node::Authority, Msg::GetState, self.knobs.rpc_timeout_ms, Awaiting::State);
             }
             (Awaiting::State, Some(Msg::State { map, sessions })) => {
-                let p = manager::plan(&map, &sessions, &BTreeMap::new(), self.now_us / 1000, &self.knobs);
                 self.leader.version = map.version;
-                if !p.ops.is_empty() {
-                    let cas = Msg::CasMap { expected_version: map.version, leader_epoch: self.leader.epoch, candidate: 1, ops: p.ops };
-                    return self.leader_call(Node::Authority, cas, self.knobs.rpc_timeout_ms, Awaiting::PlanCas);
+                if self.knobs.split_ops_per_s > 0.0 || self.knobs.merge_ops_per_s > 0.0 {
+                    // As `lead_once`: reshaping by load, ask every live server for its report.
+                    self.leader.load_asks = sessions.iter().filter(|s| s.live).map(|s| s.server.0).collect();
+                    self.leader.planning = Some((PartitionMap::clone(&map), sessions));
+                    return self.ask_load();
                 }
-                self.leader.map = Some(PartitionMap::clone(&map));
-                self.leader.opens = p.opens.into();
-                self.leader.moves = p.moves.into();
-                self.leader.reshapes = p.reshapes.into();
-                self.leader_go_on(None);
+                self.leader_plan(PartitionMap::clone(&map), &sessions);
+            }
+            (Awaiting::Load, answer) => {
+                // Only the report of the range's owner at the map's epoch, as `collect_loads`.
+                if let (Some(Msg::Load { ranges }), Some((map, _))) = (answer, self.leader.planning.as_ref()) {
+                    for l in ranges.into_iter().filter(|l| map.rows.get(&l.range).is_some_and(|r| r.epoch == l.epoch)) {
+                        self.leader.loads.insert(l.range, l);
+                    }
+                }
+                self.ask_load();
             }
             (Awaiting::Open(row), Some(Msg::Opened { result: Ok(()) })) => self.leader_commit(MapOp::Activate { range: row.id, epoch: row.epoch }, Awaiting::Activate),
             (Awaiting::Open(_), _) => self.leader_go_on(None),
@@ -794,19 +828,30 @@ impl World {
     /// leader bootstraps the map, assigns range 1 to server-1, opens and activates it; the
     /// operator asks to split it at `at`; the leader begins the split (`BeginSplit`: the
     /// reshape is journaled, its left child to stay at server-1, its right child to go to
-    /// server-2). Then `rounds` more rounds, with the client's routes: the parent at its epoch
-    /// for every key, and each child at its epoch for the keys it will hold. Errors: the setup
-    /// did not reach the journaled split.
+    /// server-2). Then `rounds` more rounds, with the client's routes ([`reshape_routes`]).
+    /// Errors: the setup did not reach the journaled split.
     pub fn setup_split(&mut self, at: &[u8]) -> Result<Reshape, String> {
+        self.setup_reshape(at, partmap::map::ReshapeKind::Split)
+    }
+
+    /// The merge configuration's setup, with no choice made: as [`World::setup_split`], then
+    /// the split runs to its end (its children active, the left at server-1, the right at
+    /// server-2), and the leader's planner, reading the servers' load reports, merges the two
+    /// cold neighbours onto the left one's owner (`BeginMerge` journaled). Then `rounds` more
+    /// rounds, with the client's routes ([`reshape_routes`]). Errors: the setup did not reach
+    /// the journaled merge.
+    pub fn setup_merge(&mut self, at: &[u8]) -> Result<Reshape, String> {
+        self.setup_reshape(at, partmap::map::ReshapeKind::Merge)
+    }
+
+    /// The split's and merge's setup: the operator's split of range 1 at `at`, until a
+    /// reshape of `kind` is journaled.
+    fn setup_reshape(&mut self, at: &[u8], kind: partmap::map::ReshapeKind) -> Result<Reshape, String> {
         let request = MapOp::RequestSplit { range: RangeId(1), at: at.to_vec() };
-        self.setup_until(request, "split", |map| map.reshape_requests.is_empty(), |map| {
-            let Some(r) = map.reshapes.values().next() else { return Ok(None) };
-            let (parent, parent_epoch) = r.parents[0];
-            let row = map.rows.get(&parent).ok_or("the split's parent is not in the map")?;
-            let owner = row.owner.ok_or("the split's parent has no owner")?;
-            let mut routes = vec![Route { server: owner.0, range: parent.0, epoch: parent_epoch.0, start: row.start.clone(), end: row.end.clone() }];
-            routes.extend(r.children.iter().map(|c| Route { server: c.owner.0 .0, range: c.id.0, epoch: c.epoch.0, start: c.start.clone(), end: c.end.clone() }));
-            Ok(Some((r.clone(), routes)))
+        let what = format!("{kind:?}").to_lowercase();
+        self.setup_until(request, &what, |map| map.reshape_requests.is_empty() && map.reshapes.is_empty(), |map| {
+            let Some(r) = map.reshapes.values().find(|r| r.kind == kind) else { return Ok(None) };
+            Ok(Some((r.clone(), reshape_routes(map, r)?)))
         })
     }
 
@@ -844,6 +889,20 @@ impl World {
         }
         Err(format!("the setup did not reach a journaled {what}; map: {:?}", self.authority.map()))
     }
+}
+
+/// The client's routes for a journaled split or merge `r` in `map`: each parent at its owner
+/// and epoch for the keys it holds, and each child at its owner and epoch for the keys it will
+/// hold. Errors: a parent not in the map, or with no owner.
+fn reshape_routes(map: &PartitionMap, r: &Reshape) -> Result<Vec<Route>, String> {
+    let mut routes = Vec::new();
+    for &(parent, parent_epoch) in &r.parents {
+        let row = map.rows.get(&parent).ok_or_else(|| format!("the reshape's parent {parent} is not in the map"))?;
+        let owner = row.owner.ok_or_else(|| format!("the reshape's parent {parent} has no owner"))?;
+        routes.push(Route { server: owner.0, range: parent.0, epoch: parent_epoch.0, start: row.start.clone(), end: row.end.clone() });
+    }
+    routes.extend(r.children.iter().map(|c| Route { server: c.owner.0 .0, range: c.id.0, epoch: c.epoch.0, start: c.start.clone(), end: c.end.clone() }));
+    Ok(routes)
 }
 
 /// A message in a line: its kind and the fields that tell apart its instances in a transcript.

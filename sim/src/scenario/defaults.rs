@@ -70,6 +70,7 @@ impl Default for Workload {
             in_flight_per_client: 1,
             shed_after_ms: 1000,
             script: Vec::new(),
+            script_open_loop: false,
         }
     }
 }

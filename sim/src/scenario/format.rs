@@ -182,6 +182,12 @@ pub struct Workload {
     /// Appends at fixed times, made by one more client (`client-<clients+1>`) besides the
     /// random load, for worked examples. Default empty.
     pub script: Vec<ScriptedAppend>,
+    /// The script client is open loop: each scripted append waits for its time and its
+    /// trigger from the start of the run, and none waits for the appends before it (as the
+    /// model checker's client, whose counterexamples a replay scenario carries; a trigger's
+    /// count then runs from the append's `at_ms`, not from the previous append's end).
+    /// Default false: one at a time, in order.
+    pub script_open_loop: bool,
 }
 
 /// One append at a fixed time.
@@ -200,7 +206,7 @@ pub struct ScriptedAppend {
     pub frontend: u32,
     /// Send it on a protocol event instead of at `at_ms`: the script waits, from `at_ms` on,
     /// for the trigger's event (as a fault's `on`), then `delay_ms`, then sends. Appends still
-    /// go one at a time, in order. Default none.
+    /// go one at a time, in order, unless `workload.script_open_loop`. Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<Trigger>,
 }

@@ -314,33 +314,51 @@ pub fn flux_key(keys: u32, spans: &[(&[u8], Option<&[u8]>)], rng: &mut impl Rng)
 }
 
 /// The script client (`client-<clients+1>`): each append of `workload.script` at its time, one
-/// at a time, recorded like any other client's. An append waiting on a trigger that has not
-/// fired by the end of the workload (`workload.duration_s`) ends the script there.
+/// at a time, recorded like any other client's; with `workload.script_open_loop`, every append
+/// on its own from the start (none waits for the ones before it). An append waiting on a
+/// trigger that has not fired by the end of the workload (`workload.duration_s`) ends the
+/// script there (one at a time), or is never sent (open loop).
 pub async fn script(n: u32, scenario: Scenario, knobs: Knobs) {
     let rpc = Rpc::bind(client_addr(n), &client_net(&knobs)).await;
-    for (i, a) in scenario.workload.script.iter().enumerate() {
-        let now = now_us();
-        if a.at_ms * 1000 > now {
-            sleep_us(a.at_ms * 1000 - now).await;
-        }
-        if let Some(on) = &a.on {
-            let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-            let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
-            let what = format!("append {} on {} by {} #{}", a.key, on.event, on.node, on.count);
-            let wait = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what });
-            // A trigger that has not fired when the workload ends never sends its append (nor
-            // the ones after it), and the run's end lists it as unfired: waiting on past the
-            // end would keep the run from ever finishing.
-            let left_us = (scenario.workload.duration_s * 1_000_000).saturating_sub(now_us());
-            if madsim::time::timeout(std::time::Duration::from_micros(left_us), wait).await.is_err() {
-                return;
-            }
-            if on.delay_ms > 0 {
-                sleep_us(on.delay_ms * 1000).await;
-            }
-        }
-        append(&rpc, &knobs, a.frontend, a.key.clone().into_bytes(), OpId { client: n, seq: i as u64 + 1 }, a.bytes as usize, 0).await;
+    let w = &scenario.workload;
+    if w.script_open_loop {
+        let mut all: futures_util::stream::FuturesUnordered<_> = w.script.iter().enumerate().map(|(i, a)| scripted(&rpc, &knobs, w.duration_s, n, i, a)).collect();
+        while futures_util::StreamExt::next(&mut all).await.is_some() {}
+        return;
     }
+    for (i, a) in w.script.iter().enumerate() {
+        if !scripted(&rpc, &knobs, w.duration_s, n, i, a).await {
+            return;
+        }
+    }
+}
+
+/// Scripted append `i` (`a`) of client `n`: wait for its time and its trigger, then send it and
+/// wait for its outcome. Returns false when its trigger had not fired by the workload's end
+/// (`duration_s`): it was never sent.
+async fn scripted(rpc: &Rpc, knobs: &Knobs, duration_s: u64, n: u32, i: usize, a: &crate::scenario::ScriptedAppend) -> bool {
+    let now = now_us();
+    if a.at_ms * 1000 > now {
+        sleep_us(a.at_ms * 1000 - now).await;
+    }
+    if let Some(on) = &a.on {
+        let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
+        let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
+        let what = format!("append {} on {} by {} #{}", a.key, on.event, on.node, on.count);
+        let wait = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what });
+        // A trigger that has not fired when the workload ends never sends its append (nor,
+        // one at a time, the ones after it), and the run's end lists it as unfired: waiting
+        // on past the end would keep the run from ever finishing.
+        let left_us = (duration_s * 1_000_000).saturating_sub(now_us());
+        if madsim::time::timeout(std::time::Duration::from_micros(left_us), wait).await.is_err() {
+            return false;
+        }
+        if on.delay_ms > 0 {
+            sleep_us(on.delay_ms * 1000).await;
+        }
+    }
+    append(rpc, knobs, a.frontend, a.key.clone().into_bytes(), OpId { client: n, seq: i as u64 + 1 }, a.bytes as usize, 0).await;
+    true
 }
 
 /// What the probe found in the heal phase.

@@ -166,3 +166,27 @@ fn aim_scripted_append_on_a_trigger_that_never_fires_ends_with_the_workload() {
     assert!(appended.contains(&b"k000001".as_slice()) && !appended.contains(&b"k000002".as_slice()) && !appended.contains(&b"k000003".as_slice()), "only the first append is sent");
     assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts);
 }
+
+/// With `workload.script_open_loop` each scripted append waits for its own time and trigger
+/// only: the same script as above sends `k000003` at 2 s although `k000002`'s trigger never
+/// fires (one at a time, it is never sent), and `k000002` is still listed as never fired.
+#[test]
+fn aim_open_loop_script_sends_each_append_on_its_own() {
+    let text = r#"{"description": "open-loop script", "topology": {"servers": 2, "managers": 1, "frontends": 1, "clients": 1, "initial_ranges": 1},
+        "workload": {"duration_s": 6, "ops_per_s": 0, "script_open_loop": true, "script": [
+            {"at_ms": 1000, "key": "k000001", "bytes": 16},
+            {"at_ms": 1000, "key": "k000002", "bytes": 16, "on": {"event": "diverged", "node": "server-1"}},
+            {"at_ms": 2000, "key": "k000003", "bytes": 16}
+        ]},
+        "faults": {"random": null, "schedule": []}}"#;
+    let scenario = Scenario::parse(text, "open-loop-script.json").expect("parses");
+    let opts = RunOptions { seed: 4, scenario, scenario_label: "open-loop-script.json".into(), mutation: None, trace: false, echo_header: false };
+    let report = run_seed(&opts);
+    assert_eq!(report.unfired_triggers.len(), 1, "{:?}", report.unfired_triggers);
+    assert!(report.unfired_triggers[0].starts_with("append k000002 on diverged by server-1 #1"), "{:?}", report.unfired_triggers);
+    let invoked: Vec<(&[u8], u64)> = report.events.iter().filter_map(|e| match &e.what { What::Invoke { id, key, .. } if id.client != 0 => Some((key.as_slice(), e.t_us)), _ => None }).collect();
+    let keys: Vec<&[u8]> = invoked.iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys, vec![b"k000001".as_slice(), b"k000003".as_slice()], "k000003 does not wait for k000002's trigger");
+    assert!(invoked[1].1 >= 2_000_000, "k000003 at its own time: {} µs", invoked[1].1);
+    assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts);
+}
