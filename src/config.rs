@@ -87,6 +87,12 @@ impl Knobs {
         self.mutation == Some(m) || self.also_mutation == Some(m)
     }
 
+    /// The store's mutation: of the two on (`mutation`, `also_mutation`), the one that lives in
+    /// the store's core (`store-ignores-fence`, `store-acks-before-sync`), which takes one.
+    pub fn store_mutation(&self) -> Option<Mutation> {
+        [self.mutation, self.also_mutation].into_iter().flatten().find(|m| matches!(m, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync))
+    }
+
     /// The lease safety margin in force, ms (0 under [`Mutation::ZeroLeaseMargin`]).
     pub fn lease_margin(&self) -> u64 {
         if self.mutated(Mutation::ZeroLeaseMargin) {

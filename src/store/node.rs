@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 /// Run the store node forever. `disk` survives restarts (the harness owns it).
 pub async fn run(knobs: Knobs, disk: Disk<StoreRecord>, net: crate::seam::Net) {
-    let (core, events) = StoreCore::recover(&disk.read_all(), knobs.mutation);
+    let (core, events) = StoreCore::recover(&disk.read_all(), knobs.store_mutation());
     events.into_iter().for_each(emit);
     let core = Rc::new(RefCell::new(core));
     let rpc = Rpc::bind(crate::config::store_addr(), &net).await;

@@ -191,7 +191,7 @@ impl ScenarioCost {
 pub fn scenario(scenario: &Scenario, label: &str, seeds: std::ops::Range<u64>) -> ScenarioCost {
     let mut cost = ScenarioCost::default();
     for seed in seeds {
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.to_string(), mutation: None, trace: false, echo_header: false };
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.to_string(), mutation: None, also_mutation: None, trace: false, echo_header: false };
         let (cpu0, msgs0, check0) = (thread_cpu_ns(), partmap::seam::messages_sent(), crate::check::checker_cpu_ns());
         let by_view0 = crate::check::checker_cpu_by_view();
         let report = run_seed(&opts);

@@ -124,9 +124,11 @@ pub struct RunArgs {
     /// Stream every event with its simulated time.
     #[arg(long)]
     pub trace: bool,
-    /// Switch off one safety mechanism (to prove a checker catches it).
-    #[arg(long, value_parser = MutationParser)]
-    pub mutation: Option<Mutation>,
+    /// Switch off one safety mechanism (to prove a checker catches it); `A,B` switches off
+    /// two at once (a defence-in-depth mutation with the layer that masks it). An unknown
+    /// name, more than two, a name twice, or two of the store's: exit 64.
+    #[arg(long, value_parser = MutationsParser)]
+    pub mutation: Option<Mutations>,
     /// Also write the run as a scenario file whose explicit `faults.schedule` holds every
     /// fault and operator request the seed injected, with the topology and knobs it drew;
     /// run with the same seed it replays this run exactly.
@@ -215,9 +217,10 @@ pub struct SweepArgs {
     /// Worker threads (each runs whole seeds).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,
-    /// Switch off one safety mechanism (to prove a checker catches it).
-    #[arg(long, value_parser = MutationParser)]
-    pub mutation: Option<Mutation>,
+    /// Switch off one safety mechanism (to prove a checker catches it); `A,B` two at once,
+    /// as `run --mutation`.
+    #[arg(long, value_parser = MutationsParser)]
+    pub mutation: Option<Mutations>,
     /// Where the JSON summary and failing seeds' logs go (checked writable before any
     /// seed runs).
     #[arg(long, default_value = "reports")]
@@ -382,9 +385,11 @@ pub struct ExploreArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,
-    /// Switch off one safety mechanism (the search never looks at which).
-    #[arg(long, value_parser = Mutation::parse)]
-    pub mutation: Option<Mutation>,
+    /// Switch off one safety mechanism (the search never looks at which); `A,B` two at once
+    /// (a defence-in-depth mutation with the layer that masks it). With two, `--shrink` is
+    /// refused (the shrinker runs one). Errors as `run --mutation`.
+    #[arg(long, value_parser = MutationsParser)]
+    pub mutation: Option<Mutations>,
     /// Collect every violation instead of stopping at the first.
     #[arg(long)]
     pub keep_going: bool,
@@ -522,6 +527,49 @@ pub fn parse_seed(s: &str) -> Result<u64, String> {
         let what = if s.trim().starts_with('-') { "is negative" } else { "is not a number" };
         format!("`{s}` {what}: a seed is an integer from 0 to {}", u64::MAX)
     })
+}
+
+/// The `--mutation` of `run` and `explore`: one mutation, or two at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mutations {
+    /// The first.
+    pub first: Mutation,
+    /// The second (`A,B`), if any: a defence-in-depth mutation's masking layer also broken.
+    pub also: Option<Mutation>,
+}
+
+/// One mutation name, or two joined by a comma (`A,B`). Errors: an unknown name (the accepted
+/// names listed), more than two, a name twice, or two that live in the store's core (which
+/// takes one).
+pub fn parse_mutations(text: &str) -> Result<Mutations, String> {
+    let ms = text.split(',').map(|n| Mutation::parse(n.trim())).collect::<Result<Vec<_>, _>>()?;
+    let store = |m: &Mutation| matches!(m, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync);
+    match ms.as_slice() {
+        [a] => Ok(Mutations { first: *a, also: None }),
+        [a, b] if a == b => Err(format!("`{}` named twice", a.name())),
+        [a, b] if store(a) && store(b) => Err(format!("`{}` and `{}` both live in the store's core, which takes one", a.name(), b.name())),
+        [a, b] => Ok(Mutations { first: *a, also: Some(*b) }),
+        _ => Err(format!("at most two mutations at once, got {}", ms.len())),
+    }
+}
+
+/// `--mutation A[,B]` of `run` and `explore`: [`parse_mutations`].
+#[derive(Clone)]
+pub struct MutationsParser;
+
+impl clap::builder::TypedValueParser for MutationsParser {
+    type Value = Mutations;
+
+    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<Mutations, clap::Error> {
+        let flag = arg.and_then(|a| a.get_long()).map_or(String::from("the mutation"), |l| format!("--{l}"));
+        let text = value.to_string_lossy();
+        parse_mutations(&text).map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("invalid value '{text}' for {flag}: {e}\n")).with_cmd(cmd))
+    }
+
+    /// The names, so `--help` lists them (`A,B` is checked by `parse_ref`).
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Mutation::ALL.iter().map(|(_, name)| clap::builder::PossibleValue::new(*name))))
+    }
 }
 
 /// `--mutation` and `--only`: [`Mutation::parse`] (whose error lists the accepted names), and

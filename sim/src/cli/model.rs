@@ -148,17 +148,12 @@ fn all() -> ExitCode {
     }
 }
 
-/// `--mutation`'s value: one name, or two joined by a comma. Errors (naming `--mutation`): an
-/// unknown name, more than two, or one name twice.
+/// `--mutation`'s value: one name, or two joined by a comma ([`super::parse_mutations`]).
+/// Errors name `--mutation`.
 fn mutations(arg: Option<&str>) -> Result<(Option<partmap::config::Mutation>, Option<partmap::config::Mutation>), String> {
     let Some(arg) = arg else { return Ok((None, None)) };
-    let ms = arg.split(',').map(|n| partmap::config::Mutation::parse(n.trim()).map_err(|e| format!("--mutation: {e}"))).collect::<Result<Vec<_>, _>>()?;
-    match ms.as_slice() {
-        [a] => Ok((Some(*a), None)),
-        [a, b] if a == b => Err(format!("--mutation: `{}` named twice", a.name())),
-        [a, b] => Ok((Some(*a), Some(*b))),
-        _ => Err(format!("--mutation: at most two mutations at once, got {}", ms.len())),
-    }
+    let ms = super::parse_mutations(arg).map_err(|e| format!("--mutation: {e}"))?;
+    Ok((Some(ms.first), ms.also))
 }
 
 /// The configuration's bounds with the flags' overrides. `Err`: a bound of 0, naming its flag.

@@ -13,7 +13,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
-    let opts = RunOptions { seed, scenario, scenario_label, mutation, trace, echo_header: true };
+    let opts = RunOptions { seed, scenario, scenario_label, mutation: mutation.map(|m| m.first), also_mutation: mutation.and_then(|m| m.also), trace, echo_header: true };
     let report = match std::panic::catch_unwind(|| run_seed(&opts)) {
         Ok(report) => report,
         Err(_) => {
@@ -199,7 +199,7 @@ pub fn timeline(args: TimelineArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
-    let opts = RunOptions { seed, scenario, scenario_label, mutation, trace: false, echo_header: false };
+    let opts = RunOptions { seed, scenario, scenario_label, mutation, also_mutation: None, trace: false, echo_header: false };
     let report = match std::panic::catch_unwind(|| run_seed(&opts)) {
         Ok(report) => report,
         Err(_) => {

@@ -81,7 +81,10 @@ pub fn mutants(args: MutantsArgs) -> ExitCode {
 }
 
 /// `explore`: load the scenario, search, print the findings and the goals never reached.
-fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &partmap_sim::search::explore::ExploreConfig) -> ExitCode {
+fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<super::Mutations>, cfg: &partmap_sim::search::explore::ExploreConfig) -> ExitCode {
+    if cfg.shrink && mutation.is_some_and(|m| m.also.is_some()) {
+        return usage("--shrink: the shrinker runs one mutation; give --mutation one name, or leave --shrink out".to_string());
+    }
     if let Some(dir) = &cfg.report_dir {
         if let Err(e) = sweep::check_report_dir(dir) {
             return usage(e);
@@ -91,8 +94,9 @@ fn cmd_explore(scenario: Option<PathBuf>, mutation: Option<Mutation>, cfg: &part
         Ok(s) => s,
         Err(e) => return usage(e),
     };
-    let base = RunOptions { seed: 0, scenario, scenario_label, mutation, trace: false, echo_header: false };
-    println!("explore: scenario={} mutation={} seed={} runs={} jobs={}", base.scenario_label, mutation.map_or("none", |m| m.name()), cfg.seed, cfg.runs, cfg.jobs);
+    let base = RunOptions { seed: 0, scenario, scenario_label, mutation: mutation.map(|m| m.first), also_mutation: mutation.and_then(|m| m.also), trace: false, echo_header: false };
+    let names = base.mutation.map_or("none".to_string(), |m| partmap_sim::run::mutation_names(m, base.also_mutation));
+    println!("explore: scenario={} mutation={names} seed={} runs={} jobs={}", base.scenario_label, cfg.seed, cfg.runs, cfg.jobs);
     let out = match partmap_sim::search::explore::explore(&base, cfg, &mut |l| println!("{l}")) {
         Ok(out) => out,
         Err(e) => return usage(e),
@@ -119,7 +123,7 @@ fn cmd_hunt(cfg: partmap_sim::search::hunt::HuntConfig, only: Vec<Mutation>, wri
         }
     }
     let mutations: Vec<Mutation> = if only.is_empty() { Mutation::ALL.iter().map(|(m, _)| *m).collect() } else { only.clone() };
-    let base = RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default_swarm(), scenario_label: format!("scenarios/swarm.json{}", partmap_sim::run::BUILTIN_SUFFIX), mutation: None, trace: false, echo_header: false };
+    let base = RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default_swarm(), scenario_label: format!("scenarios/swarm.json{}", partmap_sim::run::BUILTIN_SUFFIX), mutation: None, also_mutation: None, trace: false, echo_header: false };
     println!("hunt: {} mutation(s), {runs} runs per search and round, {rounds} round(s) (+{first_rounds} first-catch rounds for the common ones), explorer seeds from {seed}, jobs {jobs}", mutations.len());
     let hunts = match partmap_sim::search::hunt::hunt(&base, &mutations, cfg, &|l| eprintln!("{l}")) {
         Ok(h) => h,

@@ -34,7 +34,7 @@ pub fn sweep(args: SweepArgs) -> ExitCode {
         (None, None) => unreachable!("clap requires --seeds or --seeds-file"),
     };
     let selection = SeedSelection { source, shard };
-    let base = RunOptions { seed: 0, scenario, scenario_label, mutation, trace: false, echo_header: false };
+    let base = RunOptions { seed: 0, scenario, scenario_label, mutation: mutation.map(|m| m.first), also_mutation: mutation.and_then(|m| m.also), trace: false, echo_header: false };
     let cfg = SweepConfig { jobs: jobs as usize, report_dir, junit, time_budget, progress: true };
     let stop = Stop::new();
     let _signals = match stop.on_signals() {
@@ -105,7 +105,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
     }
     let out = out.unwrap_or_else(|| {
         let b = &merged.build;
-        let mutation = b.mutation.as_ref().map_or(String::new(), |m| format!("-{m}"));
+        let mutation = b.mutation.as_ref().map_or(String::new(), |m| format!("-{}", m.replace(',', "+")));
         PathBuf::from("reports").join(format!("sweep-{}{mutation}-merged.json", sweep::scenario_stem(&b.scenario)))
     });
     if let Err(code) = check(&out, "--out", "reports/merged.json") {

@@ -269,7 +269,7 @@ pub fn write_and_replay(config: &Config, mutation: Option<Mutation>, bounds: sup
     crate::search::schedule::write(&path, &s)?;
     let mut out = Replayed { path: path.clone(), seed: None, tried: 0, found: Vec::new(), notes };
     for seed in 0..seeds {
-        let opts = crate::run::RunOptions { seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation, trace: false, echo_header: false };
+        let opts = crate::run::RunOptions { seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation, also_mutation: None, trace: false, echo_header: false };
         let r = crate::run::run_seed(&opts);
         out.tried += 1;
         let first = r.verdicts.iter().find(|v| v.violation.is_some()).map(|v| v.property.to_string());

@@ -24,7 +24,7 @@
 
 use crate::events::{Event, Outcome, Sys, What};
 use partmap::authority::{Action as AuthorityAction, AuthorityCore};
-use partmap::config::{Knobs, Mutation};
+use partmap::config::Knobs;
 use partmap::event::ClientOp;
 use partmap::handoff::{Flow, MoveFlow, Peer as LeaderPeer, Reply, ReshapeFlow, Step as FlowStep};
 use partmap::ids::{show_key, Epoch, OpId, RangeId, ServerId};
@@ -105,9 +105,7 @@ impl World {
     pub fn new(knobs: Knobs, servers: u32, appends: u64, bounds: Bounds) -> World {
         let servers_n = servers;
         let (authority, _) = AuthorityCore::recover(&knobs, &[], T0_US);
-        // The store's core takes one mutation: of the two, the one that lives in it.
-        let store_mutation = [knobs.mutation, knobs.also_mutation].into_iter().flatten().find(|m| matches!(m, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync));
-        let (store, _) = StoreCore::recover(&[], store_mutation);
+        let (store, _) = StoreCore::recover(&[], knobs.store_mutation());
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() };

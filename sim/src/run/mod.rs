@@ -33,6 +33,10 @@ pub struct RunOptions {
     pub scenario_label: String,
     /// A deliberately broken safety mechanism, if any.
     pub mutation: Option<Mutation>,
+    /// A second one on at once (`--mutation A,B`, [`partmap::config::Knobs::also_mutation`]):
+    /// a defence-in-depth mutation with the layer that masks it also broken. `None` unless
+    /// `mutation` is set.
+    pub also_mutation: Option<Mutation>,
     /// Print every event as it happens (`--trace`).
     pub trace: bool,
     /// Print the header (seed and knobs) as soon as it is known.
@@ -214,9 +218,17 @@ pub fn repro_command(opts: &RunOptions, seed: u64) -> String {
     }
     if let Some(m) = opts.mutation {
         cmd.push_str(" --mutation ");
-        cmd.push_str(m.name());
+        cmd.push_str(&mutation_names(m, opts.also_mutation));
     }
     cmd
+}
+
+/// `A` or `A,B`: the `--mutation` argument of one mutation, or of two at once.
+pub fn mutation_names(m: Mutation, also: Option<Mutation>) -> String {
+    match also {
+        Some(b) => format!("{},{}", m.name(), b.name()),
+        None => m.name().to_string(),
+    }
 }
 
 /// What a built-in scenario's label ends with (`scenarios/swarm.json (built-in)`).
@@ -244,7 +256,7 @@ pub fn header(opts: &RunOptions, s: &Scenario, knobs: &Knobs) -> Vec<String> {
     let mut h = vec![
         format!("seed={}", opts.seed),
         format!("scenario={}", opts.scenario_label),
-        format!("mutation={}", opts.mutation.map_or("none", |m| m.name())),
+        format!("mutation={}", opts.mutation.map_or("none".to_string(), |m| mutation_names(m, opts.also_mutation))),
         format!(
             "topology{}: servers={} managers={} frontends={} clients={} initial_ranges={}",
             if opts.scenario.swarm.is_some() { " (drawn)" } else { "" },
@@ -365,7 +377,8 @@ pub fn run_seed(opts: &RunOptions) -> RunReport {
     let sim = {
         // Mutation `map-forgets-reshapes` lives in the map's code: on for the nodes, off
         // again (even on a panic) before the checkers replay the authority's log.
-        let _forget = ForgetReshapes::new(opts.mutation == Some(partmap::config::Mutation::MapForgetsReshapes));
+        let forget = [opts.mutation, opts.also_mutation].contains(&Some(partmap::config::Mutation::MapForgetsReshapes));
+        let _forget = ForgetReshapes::new(forget);
         rt.block_on(simulate(opts.clone()))
     };
     drop(rt);
@@ -593,6 +606,7 @@ async fn simulate(opts: RunOptions) -> Simulated {
     let s = opts.scenario.draw_swarm(&mut plan_rng);
     let mut knobs = s.node_knobs();
     knobs.mutation = opts.mutation;
+    knobs.also_mutation = opts.also_mutation;
     let mut header = header(&opts, &s, &knobs);
     if opts.echo_header {
         for l in &header {

@@ -188,7 +188,7 @@ struct Candidate {
 impl Candidate {
     /// The options that run this candidate under `base`'s label and mutation.
     fn opts(&self, base: &RunOptions) -> RunOptions {
-        RunOptions { seed: self.seed, scenario: self.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, trace: false, echo_header: false }
+        RunOptions { seed: self.seed, scenario: self.scenario.clone(), scenario_label: base.scenario_label.clone(), mutation: base.mutation, also_mutation: base.also_mutation, trace: false, echo_header: false }
     }
 
     /// The explicit schedule that replays `report`, this candidate's run: a swarm candidate's
@@ -880,7 +880,8 @@ pub fn explore(base: &RunOptions, cfg: &ExploreConfig, echo: &mut dyn FnMut(&str
 /// Write a finding's scenario, replay it to check it fails again, draw its timeline and, with
 /// `--shrink`, shrink it; print the repro line.
 fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: &mut dyn FnMut(&str)) -> Result<(), String> {
-    let dir = cfg.report_dir.as_ref().expect("checked").join("explore").join(format!("{}{}", crate::run::scenario_stem(&base.scenario_label), base.mutation.map_or(String::new(), |m| format!("-{}", m.name()))));
+    let names = base.mutation.map(|m| crate::run::mutation_names(m, base.also_mutation));
+    let dir = cfg.report_dir.as_ref().expect("checked").join("explore").join(format!("{}{}", crate::run::scenario_stem(&base.scenario_label), names.as_ref().map_or(String::new(), |m| format!("-{}", m.replace(',', "+")))));
     let path = dir.join(format!("find-{}-seed-{}.json", f.run, f.seed));
     let mut s = f.scenario.clone();
     s.description = format!(
@@ -888,18 +889,18 @@ fn write_finding(base: &RunOptions, cfg: &ExploreConfig, f: &mut Finding, echo: 
         cfg.seed,
         f.run,
         f.seed,
-        base.mutation.map_or(String::new(), |m| format!(" with --mutation {}", m.name())),
+        names.as_ref().map_or(String::new(), |m| format!(" with --mutation {m}")),
         f.property,
         f.seed,
         path.display(),
-        base.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name())),
+        names.as_ref().map_or(String::new(), |m| format!(" --mutation {m}")),
     );
     s.expect.outcome = crate::scenario::ExpectedOutcome::Pass;
     crate::search::schedule::write(&path, &s)?;
     f.path = Some(path.clone());
-    let flag = base.mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    let flag = names.as_ref().map_or(String::new(), |m| format!(" --mutation {m}"));
     // The file must fail on a plain run, the way the search saw it.
-    let replay = RunOptions { seed: f.seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation: base.mutation, trace: false, echo_header: false };
+    let replay = RunOptions { seed: f.seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation: base.mutation, also_mutation: base.also_mutation, trace: false, echo_header: false };
     match std::panic::catch_unwind(|| run_seed(&replay)) {
         Ok(r) => {
             let again = violation(&r).map(|(p, _)| p);

@@ -171,7 +171,7 @@ impl Hunt {
 fn options(target: &Target, seed: u64, mutated: bool) -> Result<RunOptions, String> {
     let scenario = builtin_scenario(target.scenario)?;
     let mutation = mutated.then_some(target.mutation);
-    Ok(RunOptions { seed, scenario, scenario_label: format!("scenarios/{}", target.scenario), mutation, trace: false, echo_header: false })
+    Ok(RunOptions { seed, scenario, scenario_label: format!("scenarios/{}", target.scenario), mutation, also_mutation: None, trace: false, echo_header: false })
 }
 
 /// The property name a run whose harness panicked is given. Not a catch: a panic is

@@ -100,7 +100,7 @@ fn first_violation(opts: &RunOptions) -> Result<Option<(String, String)>, String
 
 impl Oracle {
     fn options(&self, scenario: &Scenario) -> RunOptions {
-        RunOptions { seed: self.seed, scenario: scenario.clone(), scenario_label: self.label.clone(), mutation: self.mutation, trace: false, echo_header: false }
+        RunOptions { seed: self.seed, scenario: scenario.clone(), scenario_label: self.label.clone(), mutation: self.mutation, also_mutation: None, trace: false, echo_header: false }
     }
 
     fn spent(&self) -> bool {
@@ -380,7 +380,7 @@ impl std::fmt::Display for ShrinkError {
 pub fn shrink(opts: &ShrinkOptions) -> Result<Shrunk, ShrinkError> {
     let started = Instant::now();
     let mutation = opts.mutation.map_or(String::new(), |m| format!(" with --mutation {}", m.name()));
-    let run_opts = RunOptions { seed: opts.seed, scenario: opts.scenario.clone(), scenario_label: opts.scenario_label.clone(), mutation: opts.mutation, trace: false, echo_header: false };
+    let run_opts = RunOptions { seed: opts.seed, scenario: opts.scenario.clone(), scenario_label: opts.scenario_label.clone(), mutation: opts.mutation, also_mutation: None, trace: false, echo_header: false };
     let report = catch_unwind(AssertUnwindSafe(|| run_seed(&run_opts))).map_err(|_| ShrinkError::HarnessPanic(format!("seed {} of {}{mutation}: the harness panicked (its message is above); nothing to shrink", opts.seed, opts.scenario_label)))?;
     let Some((property, evidence)) = report.verdicts.iter().find_map(|v| v.violation.clone().map(|e| (v.property.to_string(), e))) else {
         return Err(ShrinkError::Passes(format!("seed {} of {}{mutation} passes every property: nothing to shrink", opts.seed, opts.scenario_label)));

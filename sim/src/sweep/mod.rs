@@ -131,7 +131,7 @@ pub use crate::run::scenario_stem;
 pub fn report_stem(base: &RunOptions) -> String {
     let stem = scenario_stem(&base.scenario_label);
     match base.mutation {
-        Some(m) => format!("{stem}-{}", m.name()),
+        Some(m) => format!("{stem}-{}", crate::run::mutation_names(m, base.also_mutation).replace(',', "+")),
         None => stem,
     }
 }

@@ -58,7 +58,7 @@ impl Build {
             commit: option_env!("PARTMAP_COMMIT").map(str::to_string),
             scenario: opts.scenario_label.clone(),
             scenario_hash: format!("{:016x}", fnv1a(canonical.as_bytes())),
-            mutation: opts.mutation.map(|m| m.name().to_string()),
+            mutation: opts.mutation.map(|m| crate::run::mutation_names(m, opts.also_mutation)),
             expected: opts.scenario.expect.outcome,
         }
     }

@@ -21,7 +21,7 @@ fn aim_crash_of_the_leader_hits_whoever_leads_at_that_moment() {
             {"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": "server-2"}}
         ]}}"#;
     let scenario = Scenario::parse(text, "aimed.json").expect("parses");
-    let opts = RunOptions { seed: 1, scenario, scenario_label: "aimed.json".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 1, scenario, scenario_label: "aimed.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let mut leader = None;
     let mut hit = Vec::new();
@@ -58,7 +58,7 @@ fn nemesis_held_message_is_delivered_after_its_sender_crashed() {
             {"at_ms": 5300, "duration_ms": 3000, "fault": {"kind": "crash", "node": {"role": "owner", "key": "k000001"}}}
         ]}}"#;
     let scenario = Scenario::parse(text, "in-flight.json").expect("parses");
-    let opts = RunOptions { seed: 2, scenario, scenario_label: "in-flight.json".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 2, scenario, scenario_label: "in-flight.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let crashed_at = report.events.iter().find(|e| matches!(&e.what, What::Fault { fault, .. } if fault.kind() == "crash_server")).map(|e| e.t_us).expect("the owner crashed");
     let delivered = report.events.iter().any(|e| e.t_us > crashed_at && matches!(&e.what, What::Sys(Event::HeldDelivered { msg: "store_append", .. })));
@@ -77,7 +77,7 @@ fn aim_goal_counts_only_aimed_faults_that_took_effect() {
             "workload": {{"duration_s": 8, "ops_per_s": 20}}, "faults": {{"random": null, "schedule": [{schedule}]}}}}"#
         );
         let scenario = Scenario::parse(&text, "aimed.json").expect("parses");
-        let opts = RunOptions { seed: 3, scenario, scenario_label: "aimed.json".into(), mutation: None, trace: false, echo_header: false };
+        let opts = RunOptions { seed: 3, scenario, scenario_label: "aimed.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
         run_seed(&opts).goals.get("aimed_fault_injected").copied()
     };
     let never = r#"{"at_ms": 1000, "on": {"event": "diverged", "node": "server-1"}, "duration_ms": 100, "fault": {"kind": "crash", "node": {"role": "leader"}}},
@@ -108,7 +108,7 @@ fn nemesis_stale_owner_writes_land_in_the_takeover() {
         fence(1), fence(2), fence(3)
     );
     let scenario = Scenario::parse(&text, "stale-owner.json").expect("parses");
-    let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "stale-owner.json".into(), mutation, trace: false, echo_header: false });
+    let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "stale-owner.json".into(), mutation, also_mutation: None, trace: false, echo_header: false });
     assert_eq!(run(None).outcome(), RunOutcome::Pass);
     let mutated = run(Some(partmap::config::Mutation::PublishBeforeFence));
     assert_eq!(mutated.outcome(), RunOutcome::SafetyViolation, "{:?}", mutated.verdicts);
@@ -134,7 +134,7 @@ fn nemesis_late_pause_outlives_its_aborted_move() {
         on(0)
     );
     let scenario = Scenario::parse(&text, "late-pause.json").expect("parses");
-    let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "late-pause.json".into(), mutation, trace: false, echo_header: false });
+    let run = |mutation| run_seed(&RunOptions { seed: 1, scenario: scenario.clone(), scenario_label: "late-pause.json".into(), mutation, also_mutation: None, trace: false, echo_header: false });
     assert_eq!(run(None).outcome(), RunOutcome::Pass);
     let mutated = run(Some(partmap::config::Mutation::ServerSkipsEpochCheck));
     assert_eq!(mutated.outcome(), RunOutcome::SafetyViolation, "{:?}", mutated.verdicts);
@@ -158,7 +158,7 @@ fn aim_scripted_append_on_a_trigger_that_never_fires_ends_with_the_workload() {
         ]},
         "faults": {"random": null, "schedule": []}}"#;
     let scenario = Scenario::parse(text, "unfired-script.json").expect("parses");
-    let opts = RunOptions { seed: 4, scenario, scenario_label: "unfired-script.json".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 4, scenario, scenario_label: "unfired-script.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     assert_eq!(report.unfired_triggers.len(), 1, "{:?}", report.unfired_triggers);
     assert!(report.unfired_triggers[0].starts_with("append k000002 on diverged by server-1 #1"), "{:?}", report.unfired_triggers);
@@ -180,7 +180,7 @@ fn aim_open_loop_script_sends_each_append_on_its_own() {
         ]},
         "faults": {"random": null, "schedule": []}}"#;
     let scenario = Scenario::parse(text, "open-loop-script.json").expect("parses");
-    let opts = RunOptions { seed: 4, scenario, scenario_label: "open-loop-script.json".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 4, scenario, scenario_label: "open-loop-script.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     assert_eq!(report.unfired_triggers.len(), 1, "{:?}", report.unfired_triggers);
     assert!(report.unfired_triggers[0].starts_with("append k000002 on diverged by server-1 #1"), "{:?}", report.unfired_triggers);

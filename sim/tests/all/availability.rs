@@ -66,7 +66,7 @@ fn availability_nothing_acknowledged_exceeds_the_bound_with_its_own_outcome() {
         "expect": { "max_unavailable_ms": 5000, "max_range_unavailable_ms": 5000 }
     }"#;
     let s = Scenario::parse(text, "store-cut-off.json").unwrap();
-    let opts = RunOptions { seed: 1, scenario: s, scenario_label: "store-cut-off.json".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 1, scenario: s, scenario_label: "store-cut-off.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     // Operations the clients were still retrying at the end complete after the heal; none
     // was acknowledged within the workload.

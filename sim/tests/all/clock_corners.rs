@@ -12,7 +12,7 @@ fn failover() -> Scenario {
 }
 
 fn clocks(s: &Scenario, seed: u64, mutation: Option<partmap::config::Mutation>) -> (Vec<(String, i64)>, RunOutcome) {
-    let opts = RunOptions { seed, scenario: s.clone(), scenario_label: "failover.json".into(), mutation, trace: false, echo_header: false };
+    let opts = RunOptions { seed, scenario: s.clone(), scenario_label: "failover.json".into(), mutation, also_mutation: None, trace: false, echo_header: false };
     let r = run_seed(&opts);
     let rates = r.events.iter().filter_map(|e| match &e.what { What::Clock { node, drift_ppm } => Some((node.clone(), *drift_ppm)), _ => None }).collect();
     (rates, r.outcome())

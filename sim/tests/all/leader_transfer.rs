@@ -18,7 +18,7 @@ fn leader_transfer_standby_leads_within_the_bound_and_every_property_holds() {
     let scenario = Scenario::load(std::path::Path::new(path)).expect("the scenario parses");
     let mut worst_ms = 0;
     for seed in 0..6 {
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: path.into(), mutation: None, trace: false, echo_header: false };
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: path.into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
         let report = run_seed(&opts);
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?}", report.verdicts);
         let mut released: Option<(u64, u32, u64)> = None;
@@ -58,7 +58,7 @@ fn leader_transfer_with_one_manager_leads_again_after_a_lease() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/leader-transfer.json");
     let mut scenario = Scenario::load(std::path::Path::new(path)).expect("the scenario parses");
     scenario.topology.managers = 1;
-    let opts = RunOptions { seed: 0, scenario, scenario_label: "leader-transfer, one manager".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 0, scenario, scenario_label: "leader-transfer, one manager".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts);
     let terms: Vec<u32> = report.events.iter().filter_map(|e| match &e.what { What::Sys(Event::Leader { manager, .. }) => Some(*manager), _ => None }).collect();

@@ -29,7 +29,7 @@ fn mutants_defence_in_depth_changes_no_verdict_and_is_reached_as_measured() {
         let scenario = builtin_scenario(d.scenario).expect("built in");
         let mut differ = Vec::new();
         for seed in 0..d.seeds {
-            let opts = |mutation| RunOptions { seed, scenario: scenario.clone(), scenario_label: format!("scenarios/{}", d.scenario), mutation, trace: false, echo_header: false };
+            let opts = |mutation| RunOptions { seed, scenario: scenario.clone(), scenario_label: format!("scenarios/{}", d.scenario), mutation, also_mutation: None, trace: false, echo_header: false };
             let plain = run_seed(&opts(None));
             let mutated = run_seed(&opts(Some(d.mutation)));
             assert_eq!(plain.outcome(), RunOutcome::Pass, "{} seed {seed}: the unmutated system fails", d.scenario);

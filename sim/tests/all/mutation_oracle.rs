@@ -42,7 +42,7 @@ fn mutation_oracle_sweep_finds_no_violation() {
         let text = std::fs::read_to_string(format!("{dir}{name}")).unwrap_or_else(|e| panic!("scenarios/{name}: {e}"));
         let scenario = Scenario::parse(&text, &format!("scenarios/{name}")).expect("a valid scenario");
         for seed in 0..seeds {
-            runs.push(RunOptions { seed, scenario: scenario.clone(), scenario_label: format!("scenarios/{name}"), mutation: None, trace: false, echo_header: false });
+            runs.push(RunOptions { seed, scenario: scenario.clone(), scenario_label: format!("scenarios/{name}"), mutation: None, also_mutation: None, trace: false, echo_header: false });
         }
     }
     let next = AtomicU64::new(0);

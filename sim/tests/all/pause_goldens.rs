@@ -20,7 +20,7 @@ use partmap_sim::scenario::Scenario;
 fn opts(file: &str, seed: u64) -> RunOptions {
     let path = format!("{}/../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
     let scenario = Scenario::load(std::path::Path::new(&path)).expect("scenario");
-    RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation: None, trace: false, echo_header: false }
+    RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation: None, also_mutation: None, trace: false, echo_header: false }
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn rolling_restart_managers_restarts_each_standing_aside_and_keeps_the_bounds() 
     let scenario = Scenario::load(std::path::Path::new(path)).expect("the scenario parses");
     let bound = scenario.expect.max_range_unavailable_ms.expect("the scenario bounds one range's unavailability") as f64;
     for seed in 0..6 {
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: path.into(), mutation: None, trace: false, echo_header: false };
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: path.into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
         let report = run_seed(&opts);
         assert_eq!(report.outcome(), RunOutcome::Pass, "seed {seed}: {:?} {:?}", report.verdicts, report.availability);
         let turns = restarts(&report.events, &report.handoffs, scenario.workload.duration_s * 1_000_000);

@@ -14,7 +14,7 @@ use partmap_sim::run::{run_seed, RunOptions, RunReport};
 
 fn run(seed: u64, mutation: Option<Mutation>) -> RunReport {
     let scenario = builtin_scenario("swarm.json").expect("built-in default scenario");
-    run_seed(&RunOptions { seed, scenario, scenario_label: "scenarios/swarm.json (built-in)".into(), mutation, trace: false, echo_header: false })
+    run_seed(&RunOptions { seed, scenario, scenario_label: "scenarios/swarm.json (built-in)".into(), mutation, also_mutation: None, trace: false, echo_header: false })
 }
 
 fn view<'a>(report: &'a RunReport, property: &str, view: &str) -> Option<&'a str> {
@@ -62,7 +62,7 @@ fn a_record_lost_in_a_store_restart_is_not_blamed_on_single_writer() {
 fn scenario_run(file: &str, seed: u64, mutation: Option<Mutation>) -> RunReport {
     let path = format!("{}/../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
     let scenario = partmap_sim::scenario::Scenario::load(std::path::Path::new(&path)).expect("scenario");
-    run_seed(&RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation, trace: false, echo_header: false })
+    run_seed(&RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation, also_mutation: None, trace: false, echo_header: false })
 }
 
 /// Golden: `scenarios/split-late-append.json` reaches its window on every seed (the trigger

@@ -24,7 +24,7 @@ fn first_violation(opts: &RunOptions) -> Option<(String, String)> {
 
 #[test]
 fn schedule_of_a_swarm_seed_replays_it_bit_for_bit() {
-    let opts = RunOptions { seed: 3, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 3, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let emitted = partmap_sim::search::schedule::from_run(&report, &opts);
     assert!(emitted.swarm.is_none() && emitted.faults.random.is_none(), "the schedule is explicit");
@@ -46,7 +46,7 @@ fn schedule_of_a_swarm_seed_replays_it_bit_for_bit() {
 /// order differ from the first millisecond.)
 #[test]
 fn a_fault_added_at_t_leaves_the_run_before_t_unchanged() {
-    let opts = RunOptions { seed: 3, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed: 3, scenario: Scenario::default_swarm(), scenario_label: "scenarios/swarm.json (built-in)".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let explicit = partmap_sim::search::schedule::from_run(&run_seed(&opts), &opts);
     let before = run_seed(&RunOptions { scenario: explicit.clone(), ..opts.clone() });
     let t_ms = 20_000;
@@ -86,7 +86,7 @@ fn shrink_fence_lease_and_split_mutations_to_at_most_five_faults_that_fail_the_s
         assert!(described.description.contains(&format!("seed {seed} of scenarios/{scenario}")), "{}", described.description);
         partmap_sim::search::schedule::write(&path, &described).expect("written");
         let loaded = Scenario::load(&path).expect("the shrunk file parses and validates");
-        let rerun = RunOptions { seed, scenario: loaded, scenario_label: path.display().to_string(), mutation: Some(mutation), trace: false, echo_header: false };
+        let rerun = RunOptions { seed, scenario: loaded, scenario_label: path.display().to_string(), mutation: Some(mutation), also_mutation: None, trace: false, echo_header: false };
         let (again, evidence) = first_violation(&rerun).unwrap_or_else(|| panic!("{}: the written file passes\n{steps}", mutation.name()));
         assert_eq!(again, property, "{}: {evidence}", mutation.name());
         // Without the mutation the shrunk schedule is harmless: the mutation is the cause.

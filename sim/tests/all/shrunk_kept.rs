@@ -24,7 +24,7 @@ fn every_kept_shrunk_schedule_fails_with_its_mutation_and_property_and_passes_wi
         assert!(said.iter().any(|(m, p)| *m == mutation && *p == property), "{}: {mutation} violating {property} is not a row of the table in scenarios/shrunk/README.md", path.display());
         let m = Mutation::parse(&mutation).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let label = path.display().to_string();
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.clone(), mutation: Some(m), trace: false, echo_header: false };
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: label.clone(), mutation: Some(m), also_mutation: None, trace: false, echo_header: false };
         let broken = run_seed(&opts);
         let violated: Vec<&str> = broken.verdicts.iter().filter(|v| v.violation.is_some()).map(|v| v.property).collect();
         if !violated.contains(&property.as_str()) {

@@ -13,6 +13,7 @@ fn opts(seed: u64) -> RunOptions {
         scenario: Scenario::default_failover(),
         scenario_label: "scenarios/failover.json (built-in)".into(),
         mutation: None,
+        also_mutation: None,
         trace: false,
         echo_header: false,
     }

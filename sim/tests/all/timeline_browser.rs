@@ -14,7 +14,7 @@ use std::process::Command;
 fn timeline_browser_page_runs_without_console_messages_and_opens_on_the_evidence() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/cut-off-owner.json");
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let opts = RunOptions { seed: 0, scenario, scenario_label: "scenarios/cut-off-owner.json".into(), mutation: Some(Mutation::ServerIgnoresLeaseExpiry), trace: false, echo_header: false };
+    let opts = RunOptions { seed: 0, scenario, scenario_label: "scenarios/cut-off-owner.json".into(), mutation: Some(Mutation::ServerIgnoresLeaseExpiry), also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let evidence_s: Vec<f64> = report.verdicts.iter().filter(|v| v.violation.is_some()).flat_map(|v| v.evidence.times_us.iter().map(|t| *t as f64 / 1e6)).collect();
     assert!(!evidence_s.is_empty(), "seed 0 under the lease mutation violates a property with evidence times");

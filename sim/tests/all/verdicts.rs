@@ -16,7 +16,7 @@ use partmap_sim::scenario::Scenario;
 fn opts(file: &str, seed: u64, mutation: Option<Mutation>) -> RunOptions {
     let path = format!("{}/../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
     let scenario = Scenario::load(std::path::Path::new(&path)).expect("scenario");
-    RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation, trace: false, echo_header: false }
+    RunOptions { seed, scenario, scenario_label: format!("scenarios/{file}"), mutation, also_mutation: None, trace: false, echo_header: false }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 pub fn scenario(name: &str) -> RunOptions {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name);
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    RunOptions { seed: 1, scenario, scenario_label: format!("scenarios/{name}"), mutation: None, trace: false, echo_header: false }
+    RunOptions { seed: 1, scenario, scenario_label: format!("scenarios/{name}"), mutation: None, also_mutation: None, trace: false, echo_header: false }
 }
 
 /// The run's control-plane events, each with its simulated time (µs), in history order.

@@ -443,7 +443,7 @@ pub fn measure_cell(cell: &Cell, seed: u64) -> (Result<Measured, Measured>, Opti
 /// its aborted handoffs only) and, when the seed did not pass its checkers, why.
 pub(crate) fn measure_in(cell: &Cell, scenario: Scenario, seed: u64) -> (Result<Measured, Measured>, Option<String>) {
     let threshold = scenario.moves.precopy_threshold_bytes;
-    let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, trace: false, echo_header: false };
+    let opts = RunOptions { seed, scenario, scenario_label: "report pause".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
     let report = run_seed(&opts);
     let failed = (report.outcome() != RunOutcome::Pass).then(|| {
         let why: Vec<String> = report.verdicts.iter().filter_map(|v| v.violation.as_ref().map(|x| format!("{}: {x}", v.property))).collect();

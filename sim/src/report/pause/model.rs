@@ -110,7 +110,7 @@ pub fn calibrate(bandwidth: u64) -> Result<Calibration, String> {
     let chunk = partmap::store::chunk_budget(bandwidth, knobs.store_timeout_ms, 0) as f64;
     let (mut ls, mut cs, mut rs) = (Vec::new(), Vec::new(), Vec::new());
     for seed in 0..CALIBRATION_SEEDS {
-        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: "report pause calibration".into(), mutation: None, trace: false, echo_header: false };
+        let opts = RunOptions { seed, scenario: scenario.clone(), scenario_label: "report pause calibration".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
         let report = run_seed(&opts);
         let h = report.handoffs.iter().find(|h| h.committed).ok_or_else(|| format!("calibration at {bandwidth} B/s, seed {seed}: the move did not commit"))?;
         let mut drained = None;

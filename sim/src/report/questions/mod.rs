@@ -85,7 +85,7 @@ pub struct Seed {
 /// Run and measure one seed.
 fn measure(scenario: usize, s: &Scenario, seed: u64, mutated: bool) -> Seed {
     let mutation = mutated.then_some(DUELING_MUTATION);
-    let opts = RunOptions { seed, scenario: s.clone(), scenario_label: SCENARIOS[scenario].into(), mutation, trace: false, echo_header: false };
+    let opts = RunOptions { seed, scenario: s.clone(), scenario_label: SCENARIOS[scenario].into(), mutation, also_mutation: None, trace: false, echo_header: false };
     crate::events::record_routing(true);
     let report = run_seed(&opts);
     crate::events::record_routing(false);

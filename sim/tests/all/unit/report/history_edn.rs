@@ -181,7 +181,7 @@ mod tests {
     fn history_edn_of_a_run_parses_line_by_line() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/split-late-append.json");
         let scenario = partmap_sim::scenario::Scenario::load(std::path::Path::new(path)).expect("scenario");
-        let report = partmap_sim::run::run_seed(&partmap_sim::run::RunOptions { seed: 0, scenario, scenario_label: path.into(), mutation: None, trace: false, echo_header: false });
+        let report = partmap_sim::run::run_seed(&partmap_sim::run::RunOptions { seed: 0, scenario, scenario_label: path.into(), mutation: None, also_mutation: None, trace: false, echo_header: false });
         let lines = lines(&report.events, &report.served);
         let mut open: BTreeMap<i128, bool> = BTreeMap::new();
         let (mut ok_appends, mut ok_reads) = (0, 0);

@@ -8,7 +8,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn base() -> RunOptions {
-        RunOptions { seed: 0, scenario: Scenario::default_failover(), scenario_label: "scenarios/failover.json".into(), mutation: None, trace: false, echo_header: false }
+        RunOptions { seed: 0, scenario: Scenario::default_failover(), scenario_label: "scenarios/failover.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false }
     }
 
     fn entry(format: u32, hash: &str) -> Entry {

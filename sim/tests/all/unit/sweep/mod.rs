@@ -31,7 +31,7 @@ mod tests {
     #[test]
     fn seed_stem_does_not_repeat_a_shrunk_scenario_s_mutation_and_seed() {
         let m = partmap::mutation::Mutation::parse("server-ignores-lease-expiry").unwrap();
-        let opts = |label: &str, mutation| RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default(), scenario_label: label.into(), mutation, trace: false, echo_header: false };
+        let opts = |label: &str, mutation| RunOptions { seed: 0, scenario: partmap_sim::scenario::Scenario::default(), scenario_label: label.into(), mutation, also_mutation: None, trace: false, echo_header: false };
         let shrunk = opts("scenarios/shrunk/cut-off-owner-server-ignores-lease-expiry-seed-0.json", Some(m));
         assert_eq!(seed_stem(&shrunk, 0), "cut-off-owner-server-ignores-lease-expiry-seed-0");
         // Another seed, or no mutation: the usual name.

@@ -113,7 +113,7 @@ mod tests {
         let stop = Cell { strategy: Strategy::StopAndCopy, size: 256 * KIB, ratio: 0.25, bandwidth: GIB, faults: true };
         let pre = Cell { strategy: Strategy::PreCopy, ..stop.clone() };
         let seed = 3;
-        let run = |scenario: Scenario| run_seed(&RunOptions { seed, scenario, scenario_label: "pairing test".into(), mutation: None, trace: false, echo_header: false });
+        let run = |scenario: Scenario| run_seed(&RunOptions { seed, scenario, scenario_label: "pairing test".into(), mutation: None, also_mutation: None, trace: false, echo_header: false });
         let (a, b, random) = (run(stop.scenario_for(seed).unwrap()), run(pre.scenario_for(seed).unwrap()), run(stop.scenario().unwrap()));
         let injected = |r: &partmap_sim::run::RunReport| -> Vec<(u64, String)> { r.events.iter().filter(|e| matches!(e.what, partmap_sim::events::What::Fault { .. })).map(|e| (e.t_us, e.what.to_string())).collect() };
         assert!(a.plan.len() > 1 && a.plan == b.plan && a.plan == random.plan, "plans: {:?}\n{:?}\n{:?}", a.plan, b.plan, random.plan);
