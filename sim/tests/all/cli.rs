@@ -17,7 +17,7 @@ fn cli_unknown_mutation_lists_the_accepted_ones_and_exits_64() {
 /// `--mutation A,B` switches off two mechanisms at once: the second is on (a defence-in-depth
 /// mutation with `server-skips-authority-check`, which the default scenario catches on every
 /// seed, fails as that one does) and both are named in the header and the sweep's repro line; a name
-/// twice, three names, or two of the store's: exit 64.
+/// twice, three names, or two of the store's, or `explore --shrink` with two: exit 64.
 #[test]
 fn cli_two_mutations_at_once_and_their_errors() {
     let (code, out, err) = sim(&["run", "--seed", "0", "--mutation", "server-keeps-fenced-range,server-skips-authority-check"]);
@@ -38,6 +38,9 @@ fn cli_two_mutations_at_once_and_their_errors() {
         assert_eq!(code, 64, "{arg}: {err}");
         assert!(err.contains(why), "{arg}: {err}");
     }
+    let (code, _, err) = sim(&["explore", "--runs", "1", "--shrink", "--mutation", "server-keeps-fenced-range,server-ignores-lease-expiry"]);
+    assert_eq!(code, 64, "explore --shrink with two: {err}");
+    assert!(err.contains("--shrink") && err.contains("one mutation"), "{err}");
 }
 
 #[test]
