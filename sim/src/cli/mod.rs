@@ -278,7 +278,9 @@ pub struct BenchArgs {
 /// The arguments of `model`.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// The configuration (built: move, move-precopy, failover, split, merge). Required unless --all.
+    /// The configuration (built: move, move-precopy, failover, split, merge, depose; depose:
+    /// a standby manager takes a newer leader term while the leader's move is in flight).
+    /// Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
     /// Run every configuration unmutated and under every core mutation on its default bounds,
@@ -326,6 +328,13 @@ pub struct ModelArgs {
     /// (default: the configuration's; 0 allowed: no duplication).
     #[arg(long)]
     pub max_dups: Option<u32>,
+    /// Rounds of the standby manager, `manager-2` (default: the configuration's; 0 allowed:
+    /// no standby, in `depose` refused as its setup needs one).
+    #[arg(long)]
+    pub standby_rounds: Option<u32>,
+    /// The client's appends (default: the configuration's; 0 allowed: no client).
+    #[arg(long)]
+    pub appends: Option<u64>,
     /// Switch off the persistent-set partial-order reduction of urgent configurations
     /// (every enabled action expanded), to measure what it saves.
     #[arg(long)]

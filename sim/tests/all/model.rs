@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn model_duplication_is_bounded_counted_and_holds_on_a_small_failover() {
     }
     assert!(one.unique > none.unique, "one duplication: {} unique, none: {}", one.unique, none.unique);
     let mut w = model::initial(&failover, None, Bounds { max_dups: 1, ..small }).expect("setup");
-    w.apply(&model::Action::StartRound);
+    w.apply(&model::Action::StartRound(1));
     let i = w.enabled().into_iter().find_map(|a| if let model::Action::Duplicate(i) = a { Some(i) } else { None }).expect("a request to copy");
     let (before, key) = (w.net.len(), w.key());
     w.apply(&model::Action::Duplicate(i));
@@ -137,9 +137,11 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
+        (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
+        (&["--config", "depose", "--mutation", "new-leader-ignores-journal"], "not in a core"),
         (&["--config", "move", "--mutation", "server-keeps-fenced-range,nope"], "--mutation: unknown mutation `nope`"),
         (&["--config", "move", "--mutation", "source-ignores-pause,source-ignores-pause"], "named twice"),
         (&["--config", "move", "--mutation", "source-ignores-pause,pause-skips-drain,target-skips-verify"], "at most two"),
