@@ -58,6 +58,19 @@ struct Step {
     anchor: Anchor,
     /// Packets it sent: (from, to, kind).
     sent: Vec<(Node, Node, &'static str, u64, bool)>,
+    /// The manager that held the latest leader term before the step (its `leader` event).
+    leader: u32,
+}
+
+/// A node of the model as a scenario names it: with two managers, a manager by its role when
+/// the entry arms (`leader` if it held the latest term before the step, else
+/// `standby-manager`), since which candidate wins the simulator's first term is a race; any
+/// other node by its name ([`sim_name`]).
+fn sim_node(n: Node, leader: u32, managers: u32) -> Value {
+    match n {
+        Node::Manager(c) if managers > 1 => json!({ "role": if c == leader { "leader" } else { "standby-manager" } }),
+        other => json!(sim_name(other)),
+    }
 }
 
 /// The sim's name of a model node: the model's client is the frontend that carries its
@@ -135,8 +148,14 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     // the setup, `renew_interval_ms` before the search starts).
     let lease_end_us = w.start_us + (super::DEPOSE_LEASE_MS - super::DEPOSE_RENEW_MS) * 1000;
     let mut deposed_at: Option<usize> = None;
+    let managers = w.managers.len() as u32;
     for (k, a) in cx.path.iter().enumerate() {
         let anchor = last_anchor(&w, w.history.len(), from);
+        let leader = w.history.iter().rev().find_map(|e| match &e.what {
+            What::Sys(partmap::event::Event::Leader { manager, .. }) => Some(*manager),
+            _ => None,
+        });
+        let leader = leader.unwrap_or(1);
         let before: Vec<(Node, Node, u64, bool)> = w.net.iter().map(|p| (p.from, p.to, p.token, p.answer)).collect();
         if let Action::Deliver(i) | Action::Drop(i) = a {
             let p = &w.net[*i];
@@ -182,7 +201,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
                 sent.push((p.from, p.to, p.msg.kind_name(), p.token, p.answer));
             }
         }
-        steps.push(Step { action: a.clone(), anchor, sent });
+        steps.push(Step { action: a.clone(), anchor, sent, leader });
     }
     let n = steps.len();
     let latency_max_ms = 5u64;
@@ -202,8 +221,8 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     let crosses = |k: usize, id: &(Node, Node, u64, bool)| deposed_at.is_some_and(|d| k < d && ended.get(id).is_none_or(|(j, _)| *j > d));
     if let Some(d) = deposed_at {
         let first = steps.iter().enumerate().find_map(|(k, s)| s.sent.iter().any(|&(a, b, _, t, ans)| a == Node::Manager(1) && crosses(k, &(a, b, t, ans))).then_some(k));
-        let anchor = &steps[first.unwrap_or(d)].anchor;
-        let mut e = entry(anchor, DEPOSE_CUT_MS, json!({ "kind": "one_way", "from": "manager-1", "to": "lock-1" }));
+        let at = &steps[first.unwrap_or(d)];
+        let mut e = entry(&at.anchor, DEPOSE_CUT_MS, json!({ "kind": "one_way", "from": sim_node(Node::Manager(1), at.leader, managers), "to": "lock-1" }));
         match e.get_mut("on") {
             Some(on) => on["delay_ms"] = json!(DEPOSE_CUT_DELAY_MS),
             None => e["at_ms"] = json!(ARM_MS + DEPOSE_CUT_DELAY_MS),
@@ -233,7 +252,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
                 None => ((n - k) as u64 * step_ms, "in flight at the violation"),
                 _ => continue,
             };
-            schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_name(a), "to": sim_name(b), "message": kind })));
+            schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_node(a, s.leader, managers), "to": sim_node(b, s.leader, managers), "message": kind })));
             notes.push(format!("step {}: hold {kind} {} -> {} for {held} ms ({why})", k + 1, sim_name(a), sim_name(b)));
         }
     }
