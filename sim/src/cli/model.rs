@@ -172,6 +172,9 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     if defaults.standby_rounds > 0 && args.standby_rounds == Some(0) {
         return Err("--standby-rounds: this configuration's setup needs a standby; give at least 1".to_string());
     }
+    if defaults.standby_rounds == 0 && args.standby_rounds.is_some_and(|n| n > 0) {
+        return Err("--standby-rounds: this configuration has no standby manager (only depose's setup plays one)".to_string());
+    }
     b.max_depth = args.max_depth.unwrap_or(b.max_depth);
     b.max_states = args.max_states.unwrap_or(b.max_states);
     b.max_in_flight = args.max_in_flight.unwrap_or(b.max_in_flight);

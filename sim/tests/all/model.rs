@@ -141,12 +141,13 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
         (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
         (&["--config", "depose", "--mutation", "new-leader-ignores-journal"], "not in a core"),
         (&["--config", "depose", "--standby-rounds", "0"], "--standby-rounds"),
+        (&["--config", "move", "--standby-rounds", "1"], "no standby manager"),
         (&["--config", "move", "--mutation", "server-keeps-fenced-range,nope"], "--mutation: unknown mutation `nope`"),
         (&["--config", "move", "--mutation", "source-ignores-pause,source-ignores-pause"], "named twice"),
         (&["--config", "move", "--mutation", "source-ignores-pause,pause-skips-drain,target-skips-verify"], "at most two"),
