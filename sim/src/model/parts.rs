@@ -328,7 +328,8 @@ pub struct Bounds {
     pub max_cuts: u32,
     /// Time horizon after the setup, ms: time does not advance past it.
     pub horizon_ms: u64,
-    /// Leader rounds after the setup (of `manager-1`, the leader after the setup).
+    /// Leader rounds after the setup (of `manager-1`, the leader after the setup; in `depose`
+    /// counting the round its setup starts and leaves in flight).
     pub rounds: u32,
     /// Rounds of the standby manager (`manager-2`) after the setup; 0: no standby (one
     /// manager, as every configuration but `depose`). With a standby each round checks its own
