@@ -77,9 +77,11 @@ pub enum Command {
     /// unmutated system failed a seed too, or the harness panicked).
     Mutants(MutantsArgs),
     /// Check the cores exhaustively within bounds: a breadth-first search over every
-    /// interleaving of the real authority, store, server cores and the leader's move flow,
+    /// interleaving of the real authority, store, server cores and the leader's move flow
+    /// (in `depose` two managers: the leader deposed mid-move, a standby at a newer term),
     /// wired by a model network (deliver or drop any message, crash a server, jump to the next
-    /// deadline), each state judged by the simulator's `single_writer` checker. Prints states
+    /// deadline), each state judged by the simulator's `single_writer` checker (and `map_tiles`,
+    /// `no_lost_append` and `manager_exclusive` where the configuration says). Prints states
     /// explored, unique states, depth, CPU seconds and whether the space was exhausted. On a
     /// violation prints the shortest counterexample as a numbered transcript and exits 1; exits
     /// 0 when exhausted with no violation (or 5 when a bound cut the search short), 64 on a bad
@@ -278,7 +280,9 @@ pub struct BenchArgs {
 /// The arguments of `model`.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// The configuration (built: move, move-precopy, failover, split, merge). Required unless --all.
+    /// The configuration (built: move, move-precopy, failover, split, merge, depose; depose:
+    /// a standby manager takes a newer leader term while the leader's move is in flight).
+    /// Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
     /// Run every configuration unmutated and under every core mutation on its default bounds,
@@ -326,6 +330,13 @@ pub struct ModelArgs {
     /// (default: the configuration's; 0 allowed: no duplication).
     #[arg(long)]
     pub max_dups: Option<u32>,
+    /// Rounds of the standby manager, `manager-2` (default: the configuration's). Only
+    /// `depose` has one, and needs at least 1; elsewhere only 0 is accepted.
+    #[arg(long)]
+    pub standby_rounds: Option<u32>,
+    /// The client's appends (default: the configuration's; 0 allowed: no client).
+    #[arg(long)]
+    pub appends: Option<u64>,
     /// Switch off the persistent-set partial-order reduction of urgent configurations
     /// (every enabled action expanded), to measure what it saves.
     #[arg(long)]

@@ -37,8 +37,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let mutation = args.mutation.as_deref().unwrap_or("none");
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} dups {} crashes {} cuts {} horizon {} ms rounds {} urgent {} ticked {} closed_loop {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.urgent, b.ticked, b.closed_loop
+        "bounds: depth {} states {} in_flight {} drops {} dups {} crashes {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
     );
     let on = |x: bool| if x { "on" } else { "off" };
     let por = if b.urgent { on(b.reduce.por) } else { "n/a (applies only to urgent configurations)" };
@@ -169,6 +169,12 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     if let Some((flag, _)) = positive.iter().find(|(_, v)| *v == Some(0)) {
         return Err(format!("{flag}: a bound of 0 explores nothing; give at least 1"));
     }
+    if defaults.standby_rounds > 0 && args.standby_rounds == Some(0) {
+        return Err("--standby-rounds: this configuration's setup needs a standby; give at least 1".to_string());
+    }
+    if defaults.standby_rounds == 0 && args.standby_rounds.is_some_and(|n| n > 0) {
+        return Err("--standby-rounds: this configuration has no standby manager (only depose's setup plays one)".to_string());
+    }
     b.max_depth = args.max_depth.unwrap_or(b.max_depth);
     b.max_states = args.max_states.unwrap_or(b.max_states);
     b.max_in_flight = args.max_in_flight.unwrap_or(b.max_in_flight);
@@ -178,6 +184,8 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
     b.max_cuts = args.max_cuts.unwrap_or(b.max_cuts);
     b.max_dups = args.max_dups.unwrap_or(b.max_dups);
+    b.standby_rounds = args.standby_rounds.unwrap_or(b.standby_rounds);
+    b.appends = args.appends.unwrap_or(b.appends);
     b.reduce = model::Reductions { por: !args.no_por, fold: !args.no_fold, multiset: !args.no_multiset };
     Ok(b)
 }

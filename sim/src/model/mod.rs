@@ -39,6 +39,11 @@ pub enum Setup {
     /// merges with the left, at server-1, into one range at server-1, by the real
     /// [`partmap::handoff::ReshapeFlow`].
     Merge(&'static [u8]),
+    /// The stop-and-copy move of [`Setup::Move`] journaled at leader term 1, then `manager-1`'s
+    /// next round started with its lease renewed, its state request in flight while the
+    /// servers renew their sessions (`World::setup_depose`): the search may let the leader's
+    /// lease end mid-flow, and the standby `manager-2` take term 2 and the journal.
+    Depose,
     /// Range 1 active at server-1 with both sessions live; the search may cut server-1 off
     /// (drops, a crash) and move time to the lease deadlines, so the leader fails the range
     /// over to server-2 while server-1 may still believe it owns it.
@@ -68,12 +73,12 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 5] = [
+pub const CONFIGS: [Config; 6] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 120_000,
         also_runs: &[],
         judge_content: false,
@@ -82,7 +87,7 @@ pub const CONFIGS: [Config; 5] = [
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 110_000,
         also_runs: &[],
         judge_content: false,
@@ -91,7 +96,7 @@ pub const CONFIGS: [Config; 5] = [
         name: "failover",
         about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
         min_unique: 680_000,
         also_runs: &[],
         judge_content: false,
@@ -100,7 +105,7 @@ pub const CONFIGS: [Config; 5] = [
         name: "split",
         about: "1 range at server-1, 2 servers, the authority, the store, one leader driving an operator's split of the range at key k2 (ReshapeFlow): the left child [.., k2) stays at server-1, the right child [k2, ..) goes to server-2; 1 client with 2 appends, to k1 and k2 (one on each side)",
         setup: Setup::Split(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 210_000,
         also_runs: &SPLIT_MUTATIONS,
         judge_content: true,
@@ -109,10 +114,19 @@ pub const CONFIGS: [Config; 5] = [
         name: "merge",
         about: "2 adjacent ranges, the left [.., k2) at server-1 and the right [k2, ..) at server-2 (made by a split in the setup), 2 servers, the authority, the store, one leader that collects load reports every round and merges the two cold neighbours onto server-1 (ReshapeFlow); 1 client with 2 appends, to k1 and k2 (one in each parent)",
         setup: Setup::Merge(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 395_000,
         also_runs: &MERGE_MUTATIONS,
         judge_content: true,
+    },
+    Config {
+        name: "depose",
+        about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2, journaled at leader term 1, with a standby manager: manager-1's round is in flight when its lease (900 ms) may end; manager-2 then takes term 2, reads the journal and drives the same move (MoveFlow) while manager-1's late calls and commits are still in flight or still sent; no client append (the data path is move's)",
+        setup: Setup::Depose,
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        min_unique: 150_000,
+        also_runs: &[],
+        judge_content: false,
     },
 ];
 
@@ -234,8 +248,16 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         Setup::Split(_) => base,
         Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
+        // The lease (900 ms) ends before the servers' second renewal (960 ms), and their first
+        // one (480 ms) comes before the leader's call in flight times out (500 ms).
+        Setup::Depose => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: DEPOSE_LEASE_MS, renew_interval_ms: DEPOSE_RENEW_MS, ..base },
     }
 }
+
+/// `depose`'s lease (ms): the leader's and the servers' sessions'.
+pub const DEPOSE_LEASE_MS: u64 = 900;
+/// `depose`'s session renewal interval (ms).
+pub const DEPOSE_RENEW_MS: u64 = 480;
 
 /// The initial state of `config` under `mutation`: the setup played out.
 pub fn initial(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Result<World, String> {
@@ -249,13 +271,16 @@ pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds
 
 fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let knobs = knobs_with(config, mutation, also);
-    let mut w = World::new(knobs, 2, 2, bounds);
+    let mut w = World::new(knobs, 2, bounds.appends, bounds);
     w.track = track;
     match config.setup {
         Setup::Move(_) => {
             w.setup_move()?;
         }
         Setup::Failover => w.setup_failover()?,
+        Setup::Depose => {
+            w.setup_depose()?;
+        }
         Setup::Split(at) => {
             w.setup_split(at)?;
         }
@@ -296,16 +321,40 @@ impl Drop for ForgetReshapes {
 
 /// Judge `w`'s history: `single_writer`, then `map_tiles` on the announced maps (the
 /// `map_commit` events; only when an event from `from` on is one, since its verdict reads no
-/// other kind). The model keeps no authority log, so `map_tiles`' durable view is not judged.
-fn judge(w: &World, from: usize, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
+/// other kind). With more than one manager ([`World::judge_managers`]) also, in the
+/// simulator's report order, `map_tiles`' durable view (the authority's log, `lock_log`, from
+/// `logged` on grown) and `manager_exclusive`, durable and announced (when the step logged a
+/// record or announced a term or a commit). Without, the model keeps no authority log, so the
+/// durable views are not judged.
+fn judge(w: &World, from: usize, logged: usize, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
+    use crate::events::{Sys, What};
     forget.off(|| {
         if let Err(v) = crate::check::single_writer::check(&w.history) {
             return Some(("single_writer", v.message));
         }
-        let maps_changed = w.history[from..].iter().any(|e| matches!(e.what, crate::events::What::Sys(crate::events::Sys::MapCommit { .. } | crate::events::Sys::MapRestored { .. })));
+        let maps_changed = w.history[from..].iter().any(|e| matches!(e.what, What::Sys(Sys::MapCommit { .. } | Sys::MapRestored { .. })));
+        let log_grew = w.lock_log.len() > logged;
+        if w.judge_managers && (log_grew || maps_changed) {
+            if let Err(v) = crate::check::map_tiles::check_durable(&w.lock_log, &w.history) {
+                return Some(("map_tiles", v.message));
+            }
+        }
         if maps_changed {
             if let Err(v) = crate::check::map_tiles::check_announced(&w.history) {
                 return Some(("map_tiles", v.message));
+            }
+        }
+        if w.judge_managers {
+            if log_grew {
+                if let Err(v) = crate::check::manager_exclusive::check_durable(&w.lock_log) {
+                    return Some(("manager_exclusive", v.message));
+                }
+            }
+            let terms_changed = w.history[from..].iter().any(|e| matches!(e.what, What::Sys(Sys::MapCommit { .. } | Sys::Leader { .. } | Sys::LeaderRecovered { .. })));
+            if terms_changed {
+                if let Err(v) = crate::check::manager_exclusive::check(&w.history) {
+                    return Some(("manager_exclusive", v.message));
+                }
             }
         }
         None
@@ -393,7 +442,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
     let init = initial_world_with(config, mutation, also, bounds, false)?;
     let setup_steps = init.history.len();
     let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps, per_depth: Vec::new() };
-    if let Some((property, message)) = judge(&init, 0, &forget) {
+    if let Some((property, message)) = judge(&init, 0, 0, &forget) {
         report.violation = Some(Counterexample { property, message, steps: Vec::new(), path: Vec::new() });
         report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
         return Ok(report);
@@ -413,7 +462,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         per_depth[depth as usize] += 1;
         let mut actions = w.enabled();
         if bounds.urgent && bounds.reduce.por {
-            if let Some(i) = w.net.iter().position(|p| p.answer && matches!(p.to, world::Node::Leader | world::Node::Client)) {
+            if let Some(i) = w.net.iter().position(|p| p.answer && matches!(p.to, world::Node::Manager(_) | world::Node::Client)) {
                 // A persistent set (Godefroid's partial-order reduction): an answer to the
                 // leader or the client, delivered or dropped, and nothing else. Sound in urgent
                 // mode: see DESIGN.md, "The model checker", Reductions.
@@ -432,11 +481,11 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         }
         for a in actions {
             let mut n = w.clone();
-            let grew = n.history.len();
+            let (grew, logged) = (n.history.len(), n.lock_log.len());
             n.apply(&a);
             report.explored += 1;
-            if n.history.len() > grew {
-                if let Some((property, message)) = judge(&n, grew, &forget) {
+            if n.history.len() > grew || n.lock_log.len() > logged {
+                if let Some((property, message)) = judge(&n, grew, logged, &forget) {
                     report.violation = Some(counterexample(&init, &tree, idx, Some(a), property, message));
                     break 'search;
                 }

@@ -21,8 +21,9 @@ pub enum Node {
     Store,
     /// `server-N`.
     Server(u32),
-    /// The leading manager (`manager-1`).
-    Leader,
+    /// Manager candidate `manager-N` (`Manager(1)` leads after the setup; `Manager(2)`, in
+    /// configurations with a standby, is the standby).
+    Manager(u32),
     /// The client (`client-1`).
     Client,
     /// The operator (the setup's move request).
@@ -35,7 +36,7 @@ impl std::fmt::Display for Node {
             Node::Authority => write!(f, "lock-1"),
             Node::Store => write!(f, "store-1"),
             Node::Server(n) => write!(f, "server-{n}"),
-            Node::Leader => write!(f, "manager-1"),
+            Node::Manager(n) => write!(f, "manager-{n}"),
             Node::Client => write!(f, "client-1"),
             Node::Operator => write!(f, "operator"),
         }
@@ -246,12 +247,24 @@ impl Route {
     }
 }
 
-/// The leading manager as the model drives it: rounds of [`manager::plan`], [`MoveFlow`] and
-/// [`ReshapeFlow`].
+/// A manager candidate as the model drives it (`manager::run`'s loop): rounds of the leader
+/// lease, [`manager::plan`], [`MoveFlow`] and [`ReshapeFlow`].
 #[derive(Clone, Debug)]
 pub struct Leader {
-    /// Its leader term.
+    /// Its candidate number (`manager-N`; its requests and commits name it).
+    pub candidate: u32,
+    /// Its leader term (the one the round acts on).
     pub epoch: u64,
+    /// The last term it was granted (0: none), as `manager::run`'s `last_term`: under mutation
+    /// `authority-skips-leader-epoch` a round refused the lease leads on at this term.
+    pub last_term: u64,
+    /// Until when (µs) the round trusts its lease, as `lead_once`'s `valid_until`: the
+    /// `AcquireLeader` request's sending time plus `lease_ms - lease_margin` (`u64::MAX`: the
+    /// mutated deposed leader, which trusts its old term without end). Checked before every
+    /// commit only when [`Bounds::standby_rounds`] > 0 (see `World::trusts_lease`).
+    pub valid_until_us: u64,
+    /// When the round's `AcquireLeader` was sent (µs).
+    pub lease_sent_us: u64,
     /// The map version the next commit expects.
     pub version: u64,
     /// Rounds it may still start.
@@ -315,8 +328,15 @@ pub struct Bounds {
     pub max_cuts: u32,
     /// Time horizon after the setup, ms: time does not advance past it.
     pub horizon_ms: u64,
-    /// Leader rounds after the setup.
+    /// Leader rounds after the setup (of `manager-1`, the leader after the setup; in `depose`
+    /// counting the round its setup starts and leaves in flight).
     pub rounds: u32,
+    /// Rounds of the standby manager (`manager-2`) after the setup; 0: no standby (one
+    /// manager, as every configuration but `depose`). With a standby each round checks its own
+    /// lease before it writes, as `lead_once` does.
+    pub standby_rounds: u32,
+    /// The client's appends (`k1`, `k2`, ...), sent in order.
+    pub appends: u64,
     /// Time advances only once no message is in flight and no server task can go on without
     /// it: every message is faster than every timer (a slower one is a drop or a cut).
     pub urgent: bool,
@@ -379,10 +399,10 @@ pub enum Action {
         /// Whether the wait's bound passed (only for waits).
         timed_out: bool,
     },
-    /// The leader starts a round.
-    StartRound,
-    /// The leader's pending call times out.
-    LeaderTimeout,
+    /// Manager `manager-N` starts a round (asks the authority for the leader lease).
+    StartRound(u32),
+    /// Manager `manager-N`'s pending call times out.
+    LeaderTimeout(u32),
     /// The client sends its next append to `server` for `range` at `epoch`.
     SendAppend {
         /// The server.

@@ -35,6 +35,18 @@ use std::collections::BTreeMap;
 pub const ARM_MS: u64 = 1_000;
 /// The replay's workload, s.
 pub const DURATION_S: u64 = 10;
+/// `depose`: how long (ms) a message of `manager-1` in flight across the model's deposition
+/// (the clock moved past the end of its lease) is held: past a lease (900 ms) from the cut and
+/// a standby's tick (200 ms), so that it arrives once `manager-2` holds term 2.
+pub const DEPOSE_HOLD_MS: u64 = 1_600;
+/// `depose`: from the event before the first message of `manager-1` that the deposition
+/// held, this long (ms) until `manager-1`'s link to `lock-1` is cut (its lease renewals
+/// lost): past the simulator's next round start (a tick, 200 ms), whose own lease request must
+/// get through for the round to send its commit.
+pub const DEPOSE_CUT_DELAY_MS: u64 = 300;
+/// `depose`: how long (ms) the cut lasts: its lease (900 ms) runs out and `manager-2` is
+/// elected at its next tick; it ends before the held messages are released.
+pub const DEPOSE_CUT_MS: u64 = 1_200;
 
 /// A trigger: the last event before a step, as the scenario's `on` names it.
 type Anchor = Option<Value>;
@@ -46,6 +58,19 @@ struct Step {
     anchor: Anchor,
     /// Packets it sent: (from, to, kind).
     sent: Vec<(Node, Node, &'static str, u64, bool)>,
+    /// The manager that held the latest leader term before the step (its `leader` event).
+    leader: u32,
+}
+
+/// A node of the model as a scenario names it: with two managers, a manager by its role when
+/// the entry arms (`leader` if it held the latest term before the step, else
+/// `standby-manager`), since which candidate wins the simulator's first term is a race; any
+/// other node by its name ([`sim_name`]).
+fn sim_node(n: Node, leader: u32, managers: u32) -> Value {
+    match n {
+        Node::Manager(c) if managers > 1 => json!({ "role": if c == leader { "leader" } else { "standby-manager" } }),
+        other => json!(sim_name(other)),
+    }
 }
 
 /// The sim's name of a model node: the model's client is the frontend that carries its
@@ -71,6 +96,9 @@ fn sim_key(key: &[u8]) -> String {
 /// The trigger for "after the history's event `i`" (counted among events of the same name,
 /// emitter, range and epoch since `from`).
 fn anchor_of(w: &World, i: usize, from: usize) -> Anchor {
+    if w.unanchored.contains(&i) {
+        return None;
+    }
     let What::Sys(ev) = &w.history[i].what else { return None };
     let by = w.emitters[i]?;
     let (range, epoch) = crate::fault::trigger::range_epoch(ev);
@@ -116,8 +144,18 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     let mut appends: Vec<(usize, Anchor, String)> = Vec::new();
     let mut stale_routes: Vec<Anchor> = Vec::new();
     let mut notes = Vec::new();
+    // `depose`: the step that moved the clock past the end of manager-1's lease (granted in
+    // the setup, `renew_interval_ms` before the search starts).
+    let lease_end_us = w.start_us + (super::DEPOSE_LEASE_MS - super::DEPOSE_RENEW_MS) * 1000;
+    let mut deposed_at: Option<usize> = None;
+    let managers = w.managers.len() as u32;
     for (k, a) in cx.path.iter().enumerate() {
         let anchor = last_anchor(&w, w.history.len(), from);
+        let leader = w.history.iter().rev().find_map(|e| match &e.what {
+            What::Sys(partmap::event::Event::Leader { manager, .. }) => Some(*manager),
+            _ => None,
+        });
+        let leader = leader.unwrap_or(1);
         let before: Vec<(Node, Node, u64, bool)> = w.net.iter().map(|p| (p.from, p.to, p.token, p.answer)).collect();
         if let Action::Deliver(i) | Action::Drop(i) = a {
             let p = &w.net[*i];
@@ -152,6 +190,9 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
             notes.push(format!("step {}: the model duplicated {} {} -> {}; not scheduled (the simulator duplicates a whole link, each copy at most 10 ms late), so the replay may not reproduce", k + 1, p.msg.kind_name(), sim_name(p.from), sim_name(p.to)));
         }
         w.apply(a);
+        if config.setup == Setup::Depose && matches!(a, Action::Advance) && w.now_us >= lease_end_us && deposed_at.is_none() {
+            deposed_at = Some(k);
+        }
         let mut sent = Vec::new();
         for p in &w.net {
             let id = (p.from, p.to, p.token, p.answer);
@@ -160,14 +201,14 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
                 sent.push((p.from, p.to, p.msg.kind_name(), p.token, p.answer));
             }
         }
-        steps.push(Step { action: a.clone(), anchor, sent });
+        steps.push(Step { action: a.clone(), anchor, sent, leader });
     }
     let n = steps.len();
     let latency_max_ms = 5u64;
     let step_ms = 2 * latency_max_ms;
     let mut schedule: Vec<Value> = Vec::new();
     match config.setup {
-        Setup::Move(_) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
+        Setup::Move(_) | Setup::Depose => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
         // A merge's setup is a split first; the simulator's leader then merges the two cold
         // children itself, as the model's does (the scenario's `splits` below).
         Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
@@ -175,6 +216,20 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     }
     let end_ms = DURATION_S * 1000;
     let first_append = appends.first().map_or(n, |a| a.0);
+    // `depose`: the first step (before the deposition) that sent a message of manager-1 still
+    // in flight at it; the cut of manager-1's link to lock-1 is armed on the event before it.
+    let crosses = |k: usize, id: &(Node, Node, u64, bool)| deposed_at.is_some_and(|d| k < d && ended.get(id).is_none_or(|(j, _)| *j > d));
+    if let Some(d) = deposed_at {
+        let first = steps.iter().enumerate().find_map(|(k, s)| s.sent.iter().any(|&(a, b, _, t, ans)| a == Node::Manager(1) && crosses(k, &(a, b, t, ans))).then_some(k));
+        let at = &steps[first.unwrap_or(d)];
+        let mut e = entry(&at.anchor, DEPOSE_CUT_MS, json!({ "kind": "one_way", "from": sim_node(Node::Manager(1), at.leader, managers), "to": "lock-1" }));
+        match e.get_mut("on") {
+            Some(on) => on["delay_ms"] = json!(DEPOSE_CUT_DELAY_MS),
+            None => e["at_ms"] = json!(ARM_MS + DEPOSE_CUT_DELAY_MS),
+        }
+        schedule.push(e);
+        notes.push(format!("step {}: the clock passed the end of manager-1's lease: cut manager-1 -> lock-1 for {DEPOSE_CUT_MS} ms, {DEPOSE_CUT_DELAY_MS} ms after the event before step {} (its renewals lost)", d + 1, first.unwrap_or(d) + 1));
+    }
     for (k, s) in steps.iter().enumerate() {
         match &s.action {
             Action::Crash(m) => schedule.push(entry(&s.anchor, super::world::RESTART_US / 1000, json!({ "kind": "crash", "node": format!("server-{m}") }))),
@@ -192,11 +247,12 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
             }
             let (held, why) = match ended.get(&(a, b, token, answer)) {
                 Some((_, true)) => (end_ms, "dropped"),
+                _ if a == Node::Manager(1) && crosses(k, &(a, b, token, answer)) => (DEPOSE_HOLD_MS, "in flight across manager-1's deposition"),
                 Some((j, false)) if *j > first_append && k < first_append => ((*j - k) as u64 * step_ms, "overtaken by a client append"),
                 None => ((n - k) as u64 * step_ms, "in flight at the violation"),
                 _ => continue,
             };
-            schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_name(a), "to": sim_name(b), "message": kind })));
+            schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_node(a, s.leader, managers), "to": sim_node(b, s.leader, managers), "message": kind })));
             notes.push(format!("step {}: hold {kind} {} -> {} for {held} ms ({why})", k + 1, sim_name(a), sim_name(b)));
         }
     }
@@ -223,18 +279,22 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
     }
     let strategy = match config.setup {
         Setup::Move(s) => s,
-        Setup::Failover | Setup::Split(_) | Setup::Merge(_) => partmap::map::Strategy::StopAndCopy,
+        Setup::Failover | Setup::Split(_) | Setup::Merge(_) | Setup::Depose => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
     let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
     let mut doc = json!({
         "description": format!("Replay of a model counterexample: `partmap-sim model --config {}{m}` at commit {commit} found a {}-step {} violation; this schedule was derived from it (appends and held messages on the events before them), not written by hand.", config.name, n, cx.property),
-        "topology": { "servers": 2, "managers": 1, "frontends": 1, "clients": 1, "initial_ranges": 1 },
+        "topology": { "servers": 2, "managers": if config.setup == Setup::Depose { 2 } else { 1 }, "frontends": 1, "clients": 1, "initial_ranges": 1 },
         // The model's client is open loop unless the configuration's bounds say closed.
         "workload": { "duration_s": DURATION_S, "ops_per_s": 0.0, "keys": 1000, "script": script, "script_open_loop": !bounds.closed_loop },
         "moves": { "strategy": strategy },
         "faults": { "random": null, "schedule": schedule },
     });
+    if config.setup == Setup::Depose {
+        let k = super::knobs(config, mutation);
+        doc["knobs"] = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms });
+    }
     if let Setup::Merge(_) = config.setup {
         let k = super::knobs(config, mutation);
         doc["splits"] = json!({ "merge_ops_per_s": k.merge_ops_per_s, "merge_hysteresis_ms": k.merge_hysteresis_ms });

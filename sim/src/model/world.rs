@@ -1,5 +1,6 @@
 //! The model's world: the real cores ([`AuthorityCore`], [`StoreCore`], two [`ServerCore`]s, the
-//! leader's [`MoveFlow`] and [`ReshapeFlow`], and [`manager::plan`]) wired to a model network, a discrete clock and a
+//! leader's [`MoveFlow`] and [`ReshapeFlow`], and [`manager::plan`]; in `depose` two manager
+//! candidates, each driving them in its own rounds) wired to a model network, a discrete clock and a
 //! client, with every step one [`Action`] the search picks. Nothing here decides a protocol
 //! rule: each action feeds one input to one core and performs the outputs it returns, as the
 //! drivers (`server/node.rs`, `store/node.rs`, `lock.rs`, `manager::lead_once`) do.
@@ -8,9 +9,11 @@
 //! - the store syncs at once (no store crash, no torn writes); the authority applies its durable
 //!   records at once (no authority crash);
 //! - the leader's round is sequential (opens, then the moves, one call at a time; the real
-//!   round opens concurrently), starts any time it is idle (not on the manager's tick), renews
-//!   its lease once at the start of each round, and does not check its own lease before a
-//!   commit (one manager, so `manager_exclusive` is not at stake);
+//!   round opens concurrently), starts any time it is idle (not on the manager's tick), and
+//!   renews its lease once at the start of each round (no background `Renewer`: a round that
+//!   outlives its lease had its renewals lost). With one manager it does not check its own
+//!   lease before a commit (`manager_exclusive` is not at stake); with a standby
+//!   (`depose`) every round does, as `lead_once` and `Leader::commit` do;
 //! - a call's timeout, a sleep, a wait's bound and a detached flow's patience are deadlines on
 //!   one global clock (no drift); time moves only by [`Action::Advance`], to the next deadline;
 //! - the client sends each append once, to the old owner at the old epoch or the new owner at
@@ -54,8 +57,18 @@ pub struct World {
     pub store: StoreCore,
     /// The servers (`servers[0]` is server-1).
     pub servers: Vec<ServerSlot>,
-    /// The leader.
-    pub leader: Leader,
+    /// The manager candidates (`managers[0]` is `manager-1`, the leader after the setup;
+    /// `managers[1]`, with [`Bounds::standby_rounds`] > 0, the standby `manager-2`).
+    pub managers: Vec<Leader>,
+    /// The authority's durable log, every record its core asked to persist, in order (the
+    /// model applies each at once: no torn write, no authority crash).
+    pub lock_log: Vec<partmap::authority::LockRecord>,
+    /// A fold of `lock_log` (each record's text, in order), in the key when `judge_managers`.
+    log_hash: u64,
+    /// The configuration has more than one manager: `manager_exclusive` judges each state
+    /// (announced and durable) and `map_tiles` the durable view, so the key also holds the
+    /// fold of the `leader` events and of `lock_log`.
+    pub judge_managers: bool,
     /// The client's appends, sent in order.
     pub client: Vec<ClientAppend>,
     /// Where the client may send (each route for the keys of its range).
@@ -82,6 +95,9 @@ pub struct World {
     pub emitters: Vec<Option<Node>>,
     /// The node whose core is taking the step being applied.
     emitting: Option<Node>,
+    /// History indices the replay's triggers do not name: the depose setup's session renewals,
+    /// which the simulator's servers make on their own clock, not at a step of the move.
+    pub unanchored: std::ops::Range<usize>,
     /// The history index where the replay's triggers are armed: the operator's move request
     /// (move configurations) or the end of the setup (failover).
     pub armed_from: usize,
@@ -108,8 +124,9 @@ impl World {
         let (store, _) = StoreCore::recover(&[], knobs.store_mutation());
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
-        let leader = Leader { epoch: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() };
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, leader, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, bounds, outputs: Vec::new() }
+        let managers_n = if bounds.standby_rounds > 0 { 2 } else { 1 };
+        let managers = (1..=managers_n).map(|candidate| Leader { candidate, epoch: 0, last_term: 0, valid_until_us: 0, lease_sent_us: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() }).collect();
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, outputs: Vec::new() }
     }
 
     /// The canonical encoding's 128-bit hash: two SipHash-1-3 digests (one keyed by a leading
@@ -162,7 +179,16 @@ impl World {
             }
             write!(out, "|{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)?;
         }
-        write!(out, "|{:?}|{:?}|{}|{}|{}|{}|{:?}|{}|{:?}", self.leader, self.client, net.join(";"), self.drops, self.dups, self.crashes, self.cut, self.history_hash, self.session_hash)
+        // One manager is written as it was before the standby (a lone `Leader`).
+        match self.managers.as_slice() {
+            [one] => write!(out, "|{one:?}")?,
+            many => write!(out, "|{many:?}")?,
+        }
+        write!(out, "|{:?}|{}|{}|{}|{}|{:?}|{}|{:?}", self.client, net.join(";"), self.drops, self.dups, self.crashes, self.cut, self.history_hash, self.session_hash)?;
+        if self.judge_managers {
+            write!(out, "|{}", self.log_hash)?;
+        }
+        Ok(())
     }
 
     fn emit(&mut self, sys: Sys) {
@@ -196,7 +222,7 @@ impl World {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             (ev.t_us, &ev.what, self.history_hash).hash(&mut h);
             self.history_hash = h.finish();
-        } else if judged(&ev.what) {
+        } else if judged(&ev.what) || (self.judge_managers && matches!(ev.what, What::Sys(Sys::Leader { .. } | Sys::LeaderRecovered { .. }))) {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             let fold = match &ev.what {
                 What::Sys(Sys::Renewed { server, session, ok, .. }) => {
@@ -304,22 +330,48 @@ impl World {
         }
     }
 
-    // ---- the leader ----------------------------------------------------------------------
+    // ---- the managers ---------------------------------------------------------------------
 
-    fn leader_call(&mut self, to: Node, msg: Msg, timeout_ms: u64, what: Awaiting) {
-        self.leader.calls += 1;
-        let token = name(&[u64::MAX, u64::from(self.leader.calls)]);
-        self.send(Node::Leader, to, token, msg, false);
-        self.leader.pending = Some((token, self.now_us + timeout_ms * 1000, what));
+    /// Whether the rounds check their own lease before they write (`lead_once`'s
+    /// `valid_until`): only with a standby. With one manager the check guards nothing the
+    /// model judges, and the figures of the configurations measured without it stay theirs.
+    fn checks_lease(&self) -> bool {
+        self.managers.len() > 1
     }
 
-    fn leader_commit(&mut self, op: MapOp, what: Awaiting) {
-        let cas = Msg::CasMap { expected_version: self.leader.version, leader_epoch: self.leader.epoch, candidate: 1, ops: vec![op] };
-        self.leader_call(Node::Authority, cas, self.knobs.rpc_timeout_ms, what);
+    /// Manager `m` (index: 0 is `manager-1`) calls `to`; its calls are named by its own count.
+    fn leader_call(&mut self, m: usize, to: Node, msg: Msg, timeout_ms: u64, what: Awaiting) {
+        let l = &mut self.managers[m];
+        l.calls += 1;
+        // `manager-1`'s tokens as they were with one manager; another's name it too.
+        let token = if m == 0 { name(&[u64::MAX, u64::from(l.calls)]) } else { name(&[u64::MAX, m as u64, u64::from(l.calls)]) };
+        let from = Node::Manager(l.candidate);
+        self.send(from, to, token, msg, false);
+        self.managers[m].pending = Some((token, self.now_us + timeout_ms * 1000, what));
     }
 
-    fn end_round(&mut self) {
-        let l = &mut self.leader;
+    /// Whether manager `m`'s round still trusts its lease now (always, without a standby).
+    fn trusts_lease(&self, m: usize) -> bool {
+        !self.checks_lease() || self.now_us < self.managers[m].valid_until_us
+    }
+
+    /// Commit `op` as `manager::Leader::commit` does: not once the lease is no longer trusted
+    /// (the round stops; an activation's open just ends, as its task does in `lead_once`).
+    fn leader_commit(&mut self, m: usize, op: MapOp, what: Awaiting) {
+        if !self.trusts_lease(m) {
+            self.outputs.push("lease no longer trusted: no commit".into());
+            return match what {
+                Awaiting::Activate => self.leader_go_on(m, None),
+                _ => self.end_round(m),
+            };
+        }
+        let l = &self.managers[m];
+        let cas = Msg::CasMap { expected_version: l.version, leader_epoch: l.epoch, candidate: l.candidate, ops: vec![op] };
+        self.leader_call(m, Node::Authority, cas, self.knobs.rpc_timeout_ms, what);
+    }
+
+    fn end_round(&mut self, m: usize) {
+        let l = &mut self.managers[m];
         l.busy = false;
         l.pending = None;
         l.flow = None;
@@ -330,116 +382,147 @@ impl World {
         l.planning = None;
         l.load_asks.clear();
         l.loads.clear();
+        l.valid_until_us = 0;
+        l.lease_sent_us = 0;
         l.next_round_us = self.now_us + self.knobs.manager_tick_ms * 1000;
         self.outputs.push("round ends".into());
     }
 
-    /// Go on with the round: the flow's next step given `reply`, or the next open or move.
-    fn leader_go_on(&mut self, mut reply: Option<Reply>) {
+    /// Go on with manager `m`'s round: the flow's next step given `reply`, or the next open or
+    /// move.
+    fn leader_go_on(&mut self, m: usize, mut reply: Option<Reply>) {
         loop {
-            if let Some(flow) = self.leader.flow.as_mut() {
+            if let Some(flow) = self.managers[m].flow.as_mut() {
                 match flow.next(reply.take(), self.now_us / 1000) {
-                    FlowStep::Done => self.leader.flow = None,
-                    FlowStep::StopRound => return self.end_round(),
-                    FlowStep::Commit(op) => return self.leader_commit(op, Awaiting::FlowCommit),
+                    FlowStep::Done => self.managers[m].flow = None,
+                    FlowStep::StopRound => return self.end_round(m),
+                    FlowStep::Commit(op) => return self.leader_commit(m, op, Awaiting::FlowCommit),
                     FlowStep::Call { to, msg, timeout_ms } => {
                         let to = match to {
                             LeaderPeer::Server(s) => Node::Server(s.0),
                             LeaderPeer::Store => Node::Store,
                         };
-                        return self.leader_call(to, msg, timeout_ms, Awaiting::FlowCall);
+                        return self.leader_call(m, to, msg, timeout_ms, Awaiting::FlowCall);
                     }
                 }
                 continue;
             }
-            if let Some(row) = self.leader.opens.pop_front() {
-                let map = self.leader.map.as_ref().expect("a round's map");
+            let l = &mut self.managers[m];
+            if let Some(row) = l.opens.pop_front() {
+                let map = l.map.as_ref().expect("a round's map");
                 let lineage = manager::row_lineage(map, &row);
                 let owner = row.owner.expect("preparing rows have an owner");
-                let open = Msg::Open { row: Box::new(row.clone()), leader_epoch: self.leader.epoch, lineage };
-                return self.leader_call(Node::Server(owner.0), open, self.knobs.store_timeout_ms + self.knobs.rpc_timeout_ms, Awaiting::Open(Box::new(row)));
+                let open = Msg::Open { row: Box::new(row.clone()), leader_epoch: l.epoch, lineage };
+                return self.leader_call(m, Node::Server(owner.0), open, self.knobs.store_timeout_ms + self.knobs.rpc_timeout_ms, Awaiting::Open(Box::new(row)));
             }
-            if let Some(t) = self.leader.moves.pop_front() {
-                let map = self.leader.map.as_ref().expect("a round's map");
+            if let Some(t) = l.moves.pop_front() {
+                let map = l.map.as_ref().expect("a round's map");
                 let Some(row) = map.rows.get(&t.range) else { continue };
-                self.leader.flow = Some(LeaderFlow::Move(MoveFlow::new(&t, row, map, self.leader.epoch, &self.knobs)));
+                l.flow = Some(LeaderFlow::Move(MoveFlow::new(&t, row, map, l.epoch, &self.knobs)));
                 continue;
             }
-            if let Some(r) = self.leader.reshapes.pop_front() {
-                let map = self.leader.map.as_ref().expect("a round's map");
+            if let Some(r) = l.reshapes.pop_front() {
+                let map = l.map.as_ref().expect("a round's map");
                 // The round's load reports (none unless the knobs reshape by load).
-                self.leader.flow = Some(LeaderFlow::Reshape(ReshapeFlow::new(&r, map, &self.leader.loads, self.leader.epoch, &self.knobs)));
+                l.flow = Some(LeaderFlow::Reshape(ReshapeFlow::new(&r, map, &l.loads, l.epoch, &self.knobs)));
                 continue;
             }
-            return self.end_round();
+            return self.end_round(m);
         }
     }
 
-    /// Ask the next server for its load report, or, with every report in, plan the round.
-    fn ask_load(&mut self) {
-        if let Some(server) = self.leader.load_asks.pop_front() {
-            let msg = Msg::GetLoad { leader_epoch: self.leader.epoch };
-            return self.leader_call(Node::Server(server), msg, self.knobs.rpc_timeout_ms, Awaiting::Load);
+    /// Manager `m` asks the next server for its load report, or, with every report in, plans
+    /// the round.
+    fn ask_load(&mut self, m: usize) {
+        if let Some(server) = self.managers[m].load_asks.pop_front() {
+            let msg = Msg::GetLoad { leader_epoch: self.managers[m].epoch };
+            return self.leader_call(m, Node::Server(server), msg, self.knobs.rpc_timeout_ms, Awaiting::Load);
         }
-        let (map, sessions) = self.leader.planning.take().expect("a round's state while it collects loads");
-        self.leader_plan(map, &sessions);
+        let (map, sessions) = self.managers[m].planning.take().expect("a round's state while it collects loads");
+        self.leader_plan(m, map, &sessions);
     }
 
-    /// Plan the round on `map` and `sessions` (and the round's load reports): commit the
-    /// planner's ops (the round then ends), or go on with its opens, moves and reshapes.
-    fn leader_plan(&mut self, map: PartitionMap, sessions: &[partmap::msg::SessionView]) {
-        let p = manager::plan(&map, sessions, &self.leader.loads, self.now_us / 1000, &self.knobs);
+    /// Manager `m` plans the round on `map` and `sessions` (and the round's load reports):
+    /// commit the planner's ops (the round then ends), or go on with its opens, moves and
+    /// reshapes. As `lead_once`, a round that no longer trusts its lease stops here, before
+    /// any write.
+    fn leader_plan(&mut self, m: usize, map: PartitionMap, sessions: &[partmap::msg::SessionView]) {
+        let p = manager::plan(&map, sessions, &self.managers[m].loads, self.now_us / 1000, &self.knobs);
+        if !self.trusts_lease(m) {
+            self.outputs.push("lease no longer trusted: the round stops".into());
+            return self.end_round(m);
+        }
         if !p.ops.is_empty() {
-            let cas = Msg::CasMap { expected_version: map.version, leader_epoch: self.leader.epoch, candidate: 1, ops: p.ops };
-            return self.leader_call(Node::Authority, cas, self.knobs.rpc_timeout_ms, Awaiting::PlanCas);
+            let l = &self.managers[m];
+            let cas = Msg::CasMap { expected_version: map.version, leader_epoch: l.epoch, candidate: l.candidate, ops: p.ops };
+            return self.leader_call(m, Node::Authority, cas, self.knobs.rpc_timeout_ms, Awaiting::PlanCas);
         }
-        self.leader.map = Some(map);
-        self.leader.opens = p.opens.into();
-        self.leader.moves = p.moves.into();
-        self.leader.reshapes = p.reshapes.into();
-        self.leader_go_on(None);
+        let l = &mut self.managers[m];
+        l.map = Some(map);
+        l.opens = p.opens.into();
+        l.moves = p.moves.into();
+        l.reshapes = p.reshapes.into();
+        self.leader_go_on(m, None);
     }
 
-    /// The leader's pending call was answered (`Some`) or timed out.
-    fn leader_answered(&mut self, answer: Option<Msg>) {
-        let Some((_, _, what)) = self.leader.pending.take() else { return };
+    /// Manager `m`'s pending call was answered (`Some`) or timed out.
+    fn leader_answered(&mut self, m: usize, answer: Option<Msg>) {
+        let Some((_, _, what)) = self.managers[m].pending.take() else { return };
+        let candidate = self.managers[m].candidate;
         match (what, answer) {
-            (Awaiting::Lease, Some(Msg::LeaderLease { epoch: Some(e), holder: Some(1) })) => {
-                self.leader.epoch = e;
-                self.leader_call(Node::Authority, Msg::GetState, self.knobs.rpc_timeout_ms, Awaiting::State);
+            (Awaiting::Lease, Some(Msg::LeaderLease { epoch: Some(e), holder: Some(h) })) if h == candidate => {
+                let trusted_ms = self.knobs.lease_ms.saturating_sub(self.knobs.lease_margin());
+                let two = self.checks_lease();
+                let l = &mut self.managers[m];
+                l.epoch = e;
+                if two {
+                    l.last_term = e;
+                    l.valid_until_us = l.lease_sent_us + trusted_ms * 1000;
+                }
+                self.leader_call(m, Node::Authority, Msg::GetState, self.knobs.rpc_timeout_ms, Awaiting::State);
+            }
+            // Mutation `authority-skips-leader-epoch`, as `manager::run`: refused the lease, a
+            // manager that led before leads on at its last term, trusting it without end.
+            (Awaiting::Lease, Some(Msg::LeaderLease { epoch: None, .. })) if self.managers[m].last_term > 0 && self.knobs.mutated(partmap::config::Mutation::AuthoritySkipsLeaderEpoch) => {
+                let l = &mut self.managers[m];
+                l.epoch = l.last_term;
+                l.valid_until_us = u64::MAX;
+                self.outputs.push(format!("refused the lease: leads on at its last term {}", l.last_term));
+                self.leader_call(m, Node::Authority, Msg::GetState, self.knobs.rpc_timeout_ms, Awaiting::State);
             }
             (Awaiting::State, Some(Msg::State { map, sessions })) => {
-                self.leader.version = map.version;
+                self.managers[m].version = map.version;
                 if self.knobs.split_ops_per_s > 0.0 || self.knobs.merge_ops_per_s > 0.0 {
                     // As `lead_once`: reshaping by load, ask every live server for its report.
-                    self.leader.load_asks = sessions.iter().filter(|s| s.live).map(|s| s.server.0).collect();
-                    self.leader.planning = Some((PartitionMap::clone(&map), sessions));
-                    return self.ask_load();
+                    self.managers[m].load_asks = sessions.iter().filter(|s| s.live).map(|s| s.server.0).collect();
+                    self.managers[m].planning = Some((PartitionMap::clone(&map), sessions));
+                    return self.ask_load(m);
                 }
-                self.leader_plan(PartitionMap::clone(&map), &sessions);
+                self.leader_plan(m, PartitionMap::clone(&map), &sessions);
             }
             (Awaiting::Load, answer) => {
                 // Only the report of the range's owner at the map's epoch, as `collect_loads`.
-                if let (Some(Msg::Load { ranges }), Some((map, _))) = (answer, self.leader.planning.as_ref()) {
-                    for l in ranges.into_iter().filter(|l| map.rows.get(&l.range).is_some_and(|r| r.epoch == l.epoch)) {
-                        self.leader.loads.insert(l.range, l);
+                let l = &mut self.managers[m];
+                if let (Some(Msg::Load { ranges }), Some((map, _))) = (answer, l.planning.as_ref()) {
+                    for r in ranges.into_iter().filter(|r| map.rows.get(&r.range).is_some_and(|row| row.epoch == r.epoch)) {
+                        l.loads.insert(r.range, r);
                     }
                 }
-                self.ask_load();
+                self.ask_load(m);
             }
-            (Awaiting::Open(row), Some(Msg::Opened { result: Ok(()) })) => self.leader_commit(MapOp::Activate { range: row.id, epoch: row.epoch }, Awaiting::Activate),
-            (Awaiting::Open(_), _) => self.leader_go_on(None),
+            (Awaiting::Open(row), Some(Msg::Opened { result: Ok(()) })) => self.leader_commit(m, MapOp::Activate { range: row.id, epoch: row.epoch }, Awaiting::Activate),
+            (Awaiting::Open(_), _) => self.leader_go_on(m, None),
             (Awaiting::Activate, Some(Msg::CasResult { map, .. })) => {
-                self.leader.version = map.version;
-                self.leader_go_on(None);
+                self.managers[m].version = map.version;
+                self.leader_go_on(m, None);
             }
-            (Awaiting::FlowCall, answer) => self.leader_go_on(Some(answer.map_or(Reply::NoAnswer, Reply::Answer))),
+            (Awaiting::FlowCall, answer) => self.leader_go_on(m, Some(answer.map_or(Reply::NoAnswer, Reply::Answer))),
             (Awaiting::FlowCommit, Some(Msg::CasResult { map, error })) => {
-                self.leader.version = map.version;
-                self.leader_go_on(Some(Reply::Committed(error.is_none())));
+                self.managers[m].version = map.version;
+                self.leader_go_on(m, Some(Reply::Committed(error.is_none())));
             }
             // The lease refused, the plan's commit answered or not, a commit unanswered.
-            _ => self.end_round(),
+            _ => self.end_round(m),
         }
     }
 
@@ -452,8 +535,14 @@ impl World {
         loop {
             match action {
                 AuthorityAction::NeedLock => action = self.authority.handle(&p.msg, now, true),
-                AuthorityAction::Persist { after, events, .. } => {
+                AuthorityAction::Persist { after, events, records } => {
                     events.into_iter().for_each(|e| self.emit(e));
+                    for r in records.into_iter().filter(|_| self.judge_managers) {
+                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        (format!("{r:?}"), self.log_hash).hash(&mut h);
+                        self.log_hash = h.finish();
+                        self.lock_log.push(r);
+                    }
                     action = self.authority.apply(after, now);
                 }
                 AuthorityAction::Reply { msg, events } => {
@@ -525,11 +614,13 @@ impl World {
                 out.push(Action::Cut(server));
             }
         }
-        if !self.leader.busy && self.leader.rounds_left > 0 && (!self.bounds.ticked || self.leader.next_round_us <= now) {
-            out.push(Action::StartRound);
-        }
-        if self.leader.pending.as_ref().is_some_and(|(_, d, _)| *d <= now) {
-            out.push(Action::LeaderTimeout);
+        for l in &self.managers {
+            if !l.busy && l.rounds_left > 0 && (!self.bounds.ticked || l.next_round_us <= now) {
+                out.push(Action::StartRound(l.candidate));
+            }
+            if l.pending.as_ref().is_some_and(|(_, d, _)| *d <= now) {
+                out.push(Action::LeaderTimeout(l.candidate));
+            }
         }
         if let Some(i) = self.client.iter().position(|a| a.sent.is_none()) {
             if i == 0 || (self.client[i - 1].sent.is_some() && (!self.bounds.closed_loop || matches!(self.client[i - 1].sent, Some((_, Some(_)))))) {
@@ -541,7 +632,7 @@ impl World {
         // Urgent: time waits for every message in flight and every server step that can go
         // on without it (messages are faster than any timer, as the simulator's 1 to 5 ms
         // latencies are; a slower message is a drop or a cut).
-        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_)) || (self.bounds.ticked && *a == Action::StartRound)));
+        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_)) || (self.bounds.ticked && matches!(a, Action::StartRound(_)))));
         if settled && self.next_deadline().is_some() {
             out.push(Action::Advance);
         }
@@ -570,11 +661,13 @@ impl World {
                 }
             }
         }
-        if let Some((_, d, _)) = &self.leader.pending {
-            ds.push(*d);
-        }
-        if self.bounds.ticked && !self.leader.busy && self.leader.rounds_left > 0 {
-            ds.push(self.leader.next_round_us);
+        for l in &self.managers {
+            if let Some((_, d, _)) = &l.pending {
+                ds.push(*d);
+            }
+            if self.bounds.ticked && !l.busy && l.rounds_left > 0 {
+                ds.push(l.next_round_us);
+            }
         }
         let horizon = self.start_us + self.bounds.horizon_ms * 1000;
         ds.into_iter().filter(|d| *d > now && *d <= horizon).min()
@@ -623,15 +716,21 @@ impl World {
                 let input = self.run_task(*server, *task, *timed_out);
                 (format!("server-{server}"), input)
             }
-            Action::StartRound => {
-                self.leader.busy = true;
-                self.leader.rounds_left -= 1;
-                self.leader_call(Node::Authority, Msg::AcquireLeader { candidate: 1 }, self.knobs.rpc_timeout_ms, Awaiting::Lease);
-                ("manager-1".to_string(), "start a round".to_string())
+            Action::StartRound(c) => {
+                let m = *c as usize - 1;
+                let now = self.now_us;
+                let l = &mut self.managers[m];
+                l.busy = true;
+                l.rounds_left -= 1;
+                if self.managers.len() > 1 {
+                    self.managers[m].lease_sent_us = now;
+                }
+                self.leader_call(m, Node::Authority, Msg::AcquireLeader { candidate: *c }, self.knobs.rpc_timeout_ms, Awaiting::Lease);
+                (format!("manager-{c}"), "start a round".to_string())
             }
-            Action::LeaderTimeout => {
-                self.leader_answered(None);
-                ("manager-1".to_string(), "call timed out".to_string())
+            Action::LeaderTimeout(c) => {
+                self.leader_answered(*c as usize - 1, None);
+                (format!("manager-{c}"), "call timed out".to_string())
             }
             Action::SendAppend { server, range, epoch } => {
                 let i = self.client.iter().position(|a| a.sent.is_none()).expect("enabled");
@@ -703,7 +802,7 @@ impl World {
                 let Task::Call { then, .. } = t.task else { unreachable!("matched") };
                 self.server_input(n, t.id, t.steps, t.reply_to, Input::Answered { then, answer: Some(p.msg) });
             }
-            (Node::Leader, true) if self.leader.pending.as_ref().is_some_and(|(t, _, _)| *t == p.token) => self.leader_answered(Some(p.msg)),
+            (Node::Manager(c), true) if self.managers[c as usize - 1].pending.as_ref().is_some_and(|(t, _, _)| *t == p.token) => self.leader_answered(c as usize - 1, Some(p.msg)),
             (Node::Client, true) => {
                 let Some(i) = self.client.iter().position(|a| matches!(a.sent, Some((t, None)) if t == p.token)) else { return };
                 let (outcome, reason) = match &p.msg {
@@ -742,7 +841,7 @@ impl World {
     /// Drop the answers no one waits for any more (their delivery would change nothing).
     fn collect_stale_answers(&mut self) {
         let servers = &self.servers;
-        let leader = &self.leader;
+        let managers = &self.managers;
         let client = &self.client;
         self.net.retain(|p| {
             if !p.answer {
@@ -750,7 +849,7 @@ impl World {
             }
             match p.to {
                 Node::Server(n) => servers[n as usize - 1].tasks.iter().any(|t| matches!(&t.task, Task::Call { token, .. } if *token == p.token)),
-                Node::Leader => leader.pending.as_ref().is_some_and(|(t, _, _)| *t == p.token),
+                Node::Manager(c) => managers[c as usize - 1].pending.as_ref().is_some_and(|(t, _, _)| *t == p.token),
                 Node::Client => client.iter().any(|a| matches!(a.sent, Some((t, None)) if t == p.token)),
                 _ => false,
             }
@@ -774,15 +873,15 @@ impl World {
                 self.routes = vec![Route { server: 1, range: 1, epoch: row.epoch.0, start: row.start.clone(), end: row.end.clone() }];
                 self.current_route = true;
                 self.armed_from = self.history.len();
-                self.leader.rounds_left = self.bounds.rounds;
+                self.managers[0].rounds_left = self.bounds.rounds;
                 self.start_us = self.now_us;
                 self.drops = 0;
                 self.dups = 0;
                 self.crashes = 0;
                 return Ok(());
             }
-            self.leader.rounds_left = 1;
-            self.apply(&Action::StartRound);
+            self.managers[0].rounds_left = 1;
+            self.apply(&Action::StartRound(1));
             self.run_fifo();
         }
         Err(format!("the setup did not activate range 1 at server-1; map: {:?}", self.authority.map()))
@@ -820,6 +919,78 @@ impl World {
             let route = |server: u32, epoch: u64| Route { server, range: t.range.0, epoch, start: row.start.clone(), end: row.end.clone() };
             Ok(Some((t.clone(), vec![route(t.from.0 .0, t.from_epoch.0), route(t.to.0 .0, t.epoch.0)])))
         })
+    }
+
+    /// The depose configuration's setup, with no choice made: [`World::setup_move`] (the move
+    /// of range 1 to server-2 journaled by `manager-1` at leader term 1, at time 0), then
+    /// `manager-1` starts its next round at time 0 (the first of its [`Bounds::rounds`]): the
+    /// authority renews its lease (to
+    /// `lease_ms`), it sends `GetState`, and that request stays in flight while the clock moves
+    /// to the servers' first session renewal (`renew_interval_ms`, under `rpc_timeout_ms`), which
+    /// the servers send and the authority answers. So each server's session now outlasts the
+    /// leader's lease by `renew_interval_ms`, and the search starts with the round in flight: it
+    /// may move the clock past the lease's end (its renewals lost: the model's rounds renew
+    /// only at their start), after which the standby `manager-2` is granted term 2, reads the
+    /// journal and drives the inherited move (`manager::plan`, `MoveFlow`), while
+    /// `manager-1`'s round goes on with its calls and stops at its next commit (its own lease
+    /// check). Errors: the setup did not reach the journaled move, or the leader's request was
+    /// not the one left in flight.
+    pub fn setup_depose(&mut self) -> Result<Transfer, String> {
+        if self.managers.len() < 2 {
+            return Err("the depose setup needs a standby manager (standby rounds at least 1)".to_string());
+        }
+        let t = self.setup_move()?;
+        // `rounds` counts the round the setup starts.
+        let rounds = self.managers[0].rounds_left.saturating_sub(1);
+        self.managers[0].rounds_left = 1;
+        self.apply(&Action::StartRound(1));
+        // The lease request and its answer; the state request is then the one in flight.
+        for _ in 0..2 {
+            self.apply(&Action::Deliver(0));
+        }
+        if !(self.net.len() == 1 && matches!(self.net[0].msg, Msg::GetState)) {
+            return Err(format!("the depose setup expected manager-1's GetState in flight, found {:?}", self.net.iter().map(|p| describe(&p.msg)).collect::<Vec<_>>()));
+        }
+        self.managers[0].rounds_left = rounds;
+        let renewals = self.history.len();
+        self.advance_and_settle_servers();
+        self.unanchored = renewals..self.history.len();
+        if self.now_us >= self.managers[0].pending.as_ref().map_or(0, |p| p.1) {
+            return Err("the depose setup's clock passed the leader's call timeout".to_string());
+        }
+        self.managers[1].rounds_left = self.bounds.standby_rounds;
+        self.start_us = self.now_us;
+        self.drops = 0;
+        self.dups = 0;
+        self.crashes = 0;
+        Ok(t)
+    }
+
+    /// Move the clock to the servers' next timer (their sessions' renewal) and let the
+    /// servers' steps and their exchanges with the authority run (in order), leaving every
+    /// manager's message in flight.
+    fn advance_and_settle_servers(&mut self) {
+        let timers = self.servers.iter().flat_map(|s| s.tasks.iter()).filter_map(|t| match &t.task {
+            Task::Sleep { until_us, .. } => Some(*until_us),
+            _ => None,
+        });
+        if let Some(to) = timers.min() {
+            self.now_us = self.now_us.max(to);
+        }
+        let of_manager = |p: &Packet| matches!(p.from, Node::Manager(_)) || matches!(p.to, Node::Manager(_));
+        for _ in 0..10_000 {
+            if let Some(i) = self.net.iter().position(|p| !of_manager(p)) {
+                self.apply(&Action::Deliver(i));
+                continue;
+            }
+            match self.enabled().into_iter().find(|a| matches!(a, Action::Task { timed_out: false, .. })) {
+                Some(a) => {
+                    self.apply(&a);
+                }
+                None => return,
+            }
+        }
+        panic!("the depose setup did not come to rest");
     }
 
     /// The split configuration's setup, with no choice made: the servers register, the
@@ -867,7 +1038,7 @@ impl World {
             let map = self.authority.map();
             if let Some((found, routes)) = journaled(map)? {
                 self.routes = routes;
-                self.leader.rounds_left = self.bounds.rounds;
+                self.managers[0].rounds_left = self.bounds.rounds;
                 self.start_us = self.now_us;
                 self.drops = 0;
                 self.dups = 0;
@@ -881,8 +1052,8 @@ impl World {
                 self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![request.clone()] }, false);
                 self.run_fifo();
             }
-            self.leader.rounds_left = 1;
-            self.apply(&Action::StartRound);
+            self.managers[0].rounds_left = 1;
+            self.apply(&Action::StartRound(1));
             self.run_fifo();
         }
         Err(format!("the setup did not reach a journaled {what}; map: {:?}", self.authority.map()))

@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn model_duplication_is_bounded_counted_and_holds_on_a_small_failover() {
     }
     assert!(one.unique > none.unique, "one duplication: {} unique, none: {}", one.unique, none.unique);
     let mut w = model::initial(&failover, None, Bounds { max_dups: 1, ..small }).expect("setup");
-    w.apply(&model::Action::StartRound);
+    w.apply(&model::Action::StartRound(1));
     let i = w.enabled().into_iter().find_map(|a| if let model::Action::Duplicate(i) = a { Some(i) } else { None }).expect("a request to copy");
     let (before, key) = (w.net.len(), w.key());
     w.apply(&model::Action::Duplicate(i));
@@ -123,6 +123,10 @@ fn model_refuses_unknown_configs_and_mutations_outside_the_cores() {
     }
     let e = model::runs(&split, Mutation::MergeFromStaleView).unwrap_err();
     assert!(e.contains("configuration `merge` runs it"), "{e}");
+    let depose = model::config("depose").expect("built");
+    let e = model::runs(&depose, Mutation::NewLeaderIgnoresJournal).unwrap_err();
+    assert!(e.contains("not in a core"), "{e}");
+    assert!(model::runs(&depose, Mutation::ServerObeysDeposedLeader).is_ok());
     let merge = model::config("merge").expect("built");
     for m in model::MERGE_MUTATIONS {
         assert!(model::runs(&merge, m).is_ok(), "{}", m.name());
@@ -137,9 +141,13 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
+        (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
+        (&["--config", "depose", "--mutation", "new-leader-ignores-journal"], "not in a core"),
+        (&["--config", "depose", "--standby-rounds", "0"], "--standby-rounds"),
+        (&["--config", "move", "--standby-rounds", "1"], "no standby manager"),
         (&["--config", "move", "--mutation", "server-keeps-fenced-range,nope"], "--mutation: unknown mutation `nope`"),
         (&["--config", "move", "--mutation", "source-ignores-pause,source-ignores-pause"], "named twice"),
         (&["--config", "move", "--mutation", "source-ignores-pause,pause-skips-drain,target-skips-verify"], "at most two"),
@@ -217,6 +225,65 @@ fn model_merge_from_stale_view_replays_as_a_lost_append() {
     assert!(cx.message.contains("not in the final content"), "{}", cx.message);
 }
 
+/// `depose`, unmutated, one interleaving played by hand: manager-1's state request times out
+/// (500 ms), the clock passes the end of its lease (900 ms, renewed last at 0), and the
+/// standby manager-2 is granted term 2, reads the map and drives the move journaled under
+/// term 1 (the real `plan` and `MoveFlow`): its first commit, the move's pause, is at term 2
+/// by manager-2, and `manager_exclusive` holds.
+#[test]
+fn model_depose_standby_takes_term_two_and_the_journal() {
+    use partmap_sim::events::{Sys, What};
+    let config = model::config("depose").expect("built");
+    let mut w = model::initial(&config, None, config.bounds).expect("setup");
+    assert!(w.net.len() == 1 && w.net[0].msg.kind_name() == "get_state", "manager-1's state request in flight");
+    w.apply(&model::Action::Advance);
+    w.apply(&model::Action::LeaderTimeout(1));
+    w.apply(&model::Action::Advance);
+    assert_eq!(w.now_us - w.start_us, 420_001, "the clock at the lease's end");
+    w.apply(&model::Action::StartRound(2));
+    // Deliver in order and run ready tasks until manager-2's first commit lands.
+    let committed = |w: &model::World| w.history.iter().any(|e| matches!(&e.what, What::Sys(Sys::MapCommit { manager: 2, .. })));
+    for _ in 0..100 {
+        if committed(&w) {
+            break;
+        }
+        let a = w.enabled().into_iter().find(|a| matches!(a, model::Action::Deliver(_) | model::Action::Task { timed_out: false, .. })).expect("a step");
+        w.apply(&a);
+    }
+    assert!(w.history.iter().any(|e| matches!(&e.what, What::Sys(Sys::Leader { manager: 2, leader_epoch: 2 }))), "manager-2 holds term 2");
+    let commit = w.history.iter().rev().find_map(|e| match &e.what {
+        What::Sys(Sys::MapCommit { manager: 2, leader_epoch, map }) => Some((*leader_epoch, map.transfers.values().next().map(|t| t.phase.clone()))),
+        _ => None,
+    });
+    assert_eq!(commit.as_ref().map(|c| c.0), Some(2), "manager-2 commits at term 2");
+    assert!(commit.and_then(|c| c.1).is_some(), "the inherited move is still journaled");
+    assert!(partmap_sim::check::manager_exclusive::check(&w.history).is_ok());
+    assert!(partmap_sim::check::manager_exclusive::check_durable(&w.lock_log).is_ok());
+}
+
+/// `depose`: a standby asking for the lease while the leader holds it is told it leads
+/// under `authority-shares-leader-term`, at the incumbent's term, and its first commit (the
+/// inherited move's pause) is `manager_exclusive`'s "two leaders at one term", 8 steps; the
+/// replay (two managers, the standby asking on its tick) fails it on seed 0.
+#[test]
+fn model_depose_shared_leader_term_replays() {
+    let cx = caught_and_replayed("depose", Mutation::AuthoritySharesLeaderTerm, "manager_exclusive", 1);
+    assert!(cx.message.contains("two leaders at one term"), "{}", cx.message);
+    assert_eq!(cx.steps.len(), 8);
+}
+
+/// `depose`: the deposed leader's pause commit, sent while it trusted its lease and delivered
+/// after the lease ended, is refused, and under `authority-logs-refused-cas` written to the
+/// authority's log anyway: `map_tiles`' durable view (a record no commit announced), 6 steps.
+/// Its replay (the leader's link to lock-1 cut, its commit held 1.6 s; the managers named by
+/// role, as the simulator's first term may go to either) fails `map_tiles` on seed 0.
+#[test]
+fn model_depose_refused_cas_logged_is_map_tiles_durable_and_replays() {
+    let cx = caught_and_replayed("depose", Mutation::AuthorityLogsRefusedCas, "map_tiles", 1);
+    assert!(cx.message.contains("no commit announced"), "{}", cx.message);
+    assert_eq!(cx.steps.len(), 6);
+}
+
 /// What the model finds for a mutation on its configuration (`reports/model.md`'s table).
 enum Expect {
     /// A counterexample of this property of at most this many steps.
@@ -229,11 +296,12 @@ enum Expect {
 /// states), and every core mutation on its configuration (the one whose cores it breaks:
 /// `move` for the handoff, the leader and the authority, `failover` for leases and fences,
 /// `split` for the split's flow and the map's reshape journal, `merge` for the merge's stale
-/// view), caught or masked as
+/// view, `depose` for the leader terms: the authority's lease and log, a deposed leader's
+/// commands), caught or masked as
 /// `reports/model.md` says.
 #[test]
 fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
-    for name in ["move", "move-precopy", "failover", "split", "merge"] {
+    for name in ["move", "move-precopy", "failover", "split", "merge", "depose"] {
         let config = model::config(name).expect("built");
         let r = model::check(&config, None, config.bounds).expect("setup");
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
@@ -247,10 +315,6 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         ("move", Mutation::SourceIgnoresPause, Expect::Caught("single_writer", 15)),
         ("move", Mutation::TargetSkipsVerify, Expect::Masked),
         ("move", Mutation::PublishBeforeFence, Expect::Masked),
-        ("move", Mutation::AuthoritySkipsLeaderEpoch, Expect::Masked),
-        ("move", Mutation::AuthoritySharesLeaderTerm, Expect::Masked),
-        ("move", Mutation::AuthorityLogsRefusedCas, Expect::Masked),
-        ("move", Mutation::ServerObeysDeposedLeader, Expect::Masked),
         ("move", Mutation::ServerAdmitsNewerEpoch, Expect::Masked),
         ("failover", Mutation::ServerIgnoresLeaseExpiry, Expect::Caught("single_writer", 45)),
         ("failover", Mutation::StoreIgnoresFence, Expect::Masked),
@@ -262,6 +326,10 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         ("split", Mutation::SplitSealsOneShort, Expect::Caught("no_lost_append", 31)),
         ("split", Mutation::MapForgetsReshapes, Expect::Masked),
         ("merge", Mutation::MergeFromStaleView, Expect::Caught("no_lost_append", 36)),
+        ("depose", Mutation::AuthoritySkipsLeaderEpoch, Expect::Caught("manager_exclusive", 8)),
+        ("depose", Mutation::AuthoritySharesLeaderTerm, Expect::Caught("manager_exclusive", 8)),
+        ("depose", Mutation::AuthorityLogsRefusedCas, Expect::Caught("map_tiles", 6)),
+        ("depose", Mutation::ServerObeysDeposedLeader, Expect::Masked),
     ];
     for m in model::CORE_MUTATIONS.iter().chain(&model::SPLIT_MUTATIONS).chain(&model::MERGE_MUTATIONS) {
         assert!(table.iter().any(|(_, t, _)| t == m), "{} has no row", m.name());
