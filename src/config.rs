@@ -90,7 +90,7 @@ impl Knobs {
     /// The store's mutation: of the two on (`mutation`, `also_mutation`), the one that lives in
     /// the store's core (`store-ignores-fence`, `store-acks-before-sync`), which takes one.
     pub fn store_mutation(&self) -> Option<Mutation> {
-        [self.mutation, self.also_mutation].into_iter().flatten().find(|m| matches!(m, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync))
+        [self.mutation, self.also_mutation].into_iter().flatten().find(|m| m.lives_in_store())
     }
 
     /// The lease safety margin in force, ms (0 under [`Mutation::ZeroLeaseMargin`]).

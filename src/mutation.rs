@@ -159,4 +159,10 @@ impl Mutation {
             format!("unknown mutation `{name}`; accepted: {}", names.join(", "))
         })
     }
+
+    /// Whether it lives in the store's core (`store-ignores-fence`, `store-acks-before-sync`),
+    /// which takes one mutation: two of these cannot be on at once.
+    pub fn lives_in_store(self) -> bool {
+        matches!(self, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync)
+    }
 }

@@ -129,7 +129,7 @@ pub struct RunArgs {
     /// Switch off one safety mechanism (to prove a checker catches it); `A,B` switches off
     /// two at once (a defence-in-depth mutation with the layer that masks it). An unknown
     /// name, more than two, a name twice, or two of the store's: exit 64.
-    #[arg(long, value_parser = MutationsParser)]
+    #[arg(long, value_parser = MutationNames(parse_mutations))]
     pub mutation: Option<Mutations>,
     /// Also write the run as a scenario file whose explicit `faults.schedule` holds every
     /// fault and operator request the seed injected, with the topology and knobs it drew;
@@ -153,7 +153,7 @@ pub struct ShrinkArgs {
     #[arg(long)]
     pub scenario: Option<PathBuf>,
     /// The mutation the seed fails under, if any.
-    #[arg(long, value_parser = MutationParser)]
+    #[arg(long, value_parser = MutationNames(Mutation::parse))]
     pub mutation: Option<Mutation>,
     /// Worker threads (each runs whole candidates).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -180,7 +180,7 @@ pub struct TimelineArgs {
     #[arg(long)]
     pub scenario: Option<PathBuf>,
     /// Switch off one safety mechanism.
-    #[arg(long, value_parser = MutationParser)]
+    #[arg(long, value_parser = MutationNames(Mutation::parse))]
     pub mutation: Option<Mutation>,
     /// The HTML file to write.
     #[arg(long, value_name = "FILE")]
@@ -221,7 +221,7 @@ pub struct SweepArgs {
     pub jobs: u32,
     /// Switch off one safety mechanism (to prove a checker catches it); `A,B` two at once,
     /// as `run --mutation`.
-    #[arg(long, value_parser = MutationsParser)]
+    #[arg(long, value_parser = MutationNames(parse_mutations))]
     pub mutation: Option<Mutations>,
     /// Where the JSON summary and failing seeds' logs go (checked writable before any
     /// seed runs).
@@ -363,7 +363,7 @@ pub struct MutantsArgs {
     pub rate: bool,
     /// Only these mutations (repeatable; default: all that a checker must catch, not the
     /// three defence-in-depth ones, which are refused here).
-    #[arg(long = "only", value_parser = MutationParser)]
+    #[arg(long = "only", value_parser = MutationNames(Mutation::parse))]
     pub only: Vec<Mutation>,
     /// Worker threads (each takes whole mutations).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -399,7 +399,7 @@ pub struct ExploreArgs {
     /// Switch off one safety mechanism (the search never looks at which); `A,B` two at once
     /// (a defence-in-depth mutation with the layer that masks it). With two, `--shrink` is
     /// refused (the shrinker runs one). Errors as `run --mutation`.
-    #[arg(long, value_parser = MutationsParser)]
+    #[arg(long, value_parser = MutationNames(parse_mutations))]
     pub mutation: Option<Mutations>,
     /// Collect every violation instead of stopping at the first.
     #[arg(long)]
@@ -554,47 +554,29 @@ pub struct Mutations {
 /// takes one).
 pub fn parse_mutations(text: &str) -> Result<Mutations, String> {
     let ms = text.split(',').map(|n| Mutation::parse(n.trim())).collect::<Result<Vec<_>, _>>()?;
-    let store = |m: &Mutation| matches!(m, Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync);
     match ms.as_slice() {
         [a] => Ok(Mutations { first: *a, also: None }),
         [a, b] if a == b => Err(format!("`{}` named twice", a.name())),
-        [a, b] if store(a) && store(b) => Err(format!("`{}` and `{}` both live in the store's core, which takes one", a.name(), b.name())),
+        [a, b] if a.lives_in_store() && b.lives_in_store() => Err(format!("`{}` and `{}` both live in the store's core, which takes one", a.name(), b.name())),
         [a, b] => Ok(Mutations { first: *a, also: Some(*b) }),
         _ => Err(format!("at most two mutations at once, got {}", ms.len())),
     }
 }
 
-/// `--mutation A[,B]` of `run` and `explore`: [`parse_mutations`].
+/// A `--mutation` or `--only` value parser: `parse` turns the text into the value (one name,
+/// [`Mutation::parse`], whose error lists the accepted names; or `A[,B]`, [`parse_mutations`]),
+/// and the names are the argument's possible values, so `--help` lists them. Its error names
+/// the flag.
 #[derive(Clone)]
-pub struct MutationsParser;
+pub struct MutationNames<T>(pub fn(&str) -> Result<T, String>);
 
-impl clap::builder::TypedValueParser for MutationsParser {
-    type Value = Mutations;
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for MutationNames<T> {
+    type Value = T;
 
-    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<Mutations, clap::Error> {
+    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<T, clap::Error> {
         let flag = arg.and_then(|a| a.get_long()).map_or(String::from("the mutation"), |l| format!("--{l}"));
         let text = value.to_string_lossy();
-        parse_mutations(&text).map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("invalid value '{text}' for {flag}: {e}\n")).with_cmd(cmd))
-    }
-
-    /// The names, so `--help` lists them (`A,B` is checked by `parse_ref`).
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(Mutation::ALL.iter().map(|(_, name)| clap::builder::PossibleValue::new(*name))))
-    }
-}
-
-/// `--mutation` and `--only`: [`Mutation::parse`] (whose error lists the accepted names), and
-/// the names as the argument's possible values, so `--help` lists them.
-#[derive(Clone)]
-pub struct MutationParser;
-
-impl clap::builder::TypedValueParser for MutationParser {
-    type Value = Mutation;
-
-    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<Mutation, clap::Error> {
-        let flag = arg.and_then(|a| a.get_long()).map_or(String::from("the mutation"), |l| format!("--{l}"));
-        let text = value.to_string_lossy();
-        Mutation::parse(&text).map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("invalid value '{text}' for {flag}: {e}\n")).with_cmd(cmd))
+        (self.0)(&text).map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("invalid value '{text}' for {flag}: {e}\n")).with_cmd(cmd))
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {

@@ -66,11 +66,7 @@ pub fn model(args: ModelArgs) -> ExitCode {
     println!("states expanded per depth: {}", per_depth.join(" "));
     if let Some(cx) = &report.violation {
         print_counterexample(cx, report.setup_steps);
-        if also.is_some() {
-            println!("replay: not written: the simulator runs one mutation at a time (`run --mutation M`)");
-        } else {
-            replay(&args, &config, b, cx, first);
-        }
+        replay(&args, &config, b, cx, first, also);
         return ExitCode::from(1);
     }
     if report.exhausted {
@@ -82,9 +78,9 @@ pub fn model(args: ModelArgs) -> ExitCode {
 
 /// Write the counterexample's replay scenario under REPORT_DIR/model/, run it, and print the
 /// result and the repro line.
-fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model::Counterexample, mutation: Option<partmap::config::Mutation>) {
+fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model::Counterexample, mutation: Option<partmap::config::Mutation>, also: Option<partmap::config::Mutation>) {
     let dir = args.report_dir.join("model");
-    let r = match model::replay::write_and_replay(config, mutation, b, cx, &dir, args.replay_seeds, &super::report::head_commit()) {
+    let r = match model::replay::write_and_replay(config, (mutation, also), b, cx, &dir, args.replay_seeds, &super::report::head_commit()) {
         Ok(r) => r,
         Err(e) => {
             println!("replay: not written: {e}");
@@ -94,7 +90,7 @@ fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model
     for n in &r.notes {
         println!("replay: {n}");
     }
-    let flag = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    let flag = mutation.map_or(String::new(), |m| format!(" --mutation {}", partmap_sim::run::mutation_names(m, also)));
     match r.seed {
         Some(seed) => {
             println!("replay: {}: fails again ({}) on seed {seed}", r.path.display(), cx.property);

@@ -433,8 +433,7 @@ pub fn check(config: &Config, mutation: Option<Mutation>, bounds: Bounds) -> Res
 /// layer that masks it). Errors: the setup failed, or both mutations live in the store's core
 /// (it takes one).
 pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds) -> Result<Report, String> {
-    let store = |m: Option<Mutation>| matches!(m, Some(Mutation::StoreIgnoresFence | Mutation::StoreAcksBeforeSync));
-    if store(mutation) && store(also) {
+    if mutation.is_some_and(Mutation::lives_in_store) && also.is_some_and(Mutation::lives_in_store) {
         return Err("--mutation: two mutations of the store's core at once are not supported (it takes one)".to_string());
     }
     let cpu0 = crate::cpu::thread_cpu_ns();

@@ -129,12 +129,13 @@ fn entry(anchor: &Anchor, duration_ms: u64, fault: Value) -> Value {
     e
 }
 
-/// The counterexample `cx` of `config` under `mutation` as a scenario (JSON), with the notes
+/// The counterexample `cx` of `config` under `mutation` (and `also`, a second one on at once)
+/// as a scenario (JSON), with the notes
 /// on what it approximates. Errors: the setup failed, or the scenario does not parse (a bug
 /// here).
-pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, commit: &str) -> Result<(crate::scenario::Scenario, Vec<String>), String> {
-    let _forget = super::ForgetReshapes::new(&super::knobs(config, mutation));
-    let mut w = super::initial_world(config, mutation, bounds, true)?;
+pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, commit: &str) -> Result<(crate::scenario::Scenario, Vec<String>), String> {
+    let _forget = super::ForgetReshapes::new(&super::knobs_with(config, mutation, also));
+    let mut w = super::initial_world_with(config, mutation, also, bounds, true)?;
     let from = w.armed_from;
     let mut steps = Vec::new();
     // Per packet (from, to, token, answer): the step that sent it and the step that ended it
@@ -282,7 +283,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, bounds: super::Boun
         Setup::Failover | Setup::Split(_) | Setup::Merge(_) | Setup::Depose => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
-    let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", m.name()));
+    let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", crate::run::mutation_names(m, also)));
     let mut doc = json!({
         "description": format!("Replay of a model counterexample: `partmap-sim model --config {}{m}` at commit {commit} found a {}-step {} violation; this schedule was derived from it (appends and held messages on the events before them), not written by hand.", config.name, n, cx.property),
         "topology": { "servers": 2, "managers": if config.setup == Setup::Depose { 2 } else { 1 }, "frontends": 1, "clients": 1, "initial_ranges": 1 },
@@ -319,17 +320,17 @@ pub struct Replayed {
     pub notes: Vec<String>,
 }
 
-/// Write `cx` as a scenario (its description naming `commit`) under `dir` (`model-<config>-<mutation>.json`) and run it in the
+/// Write `cx` as a scenario (its description naming `commit`) under `dir` (`model-<config>-<mutation>[+<also>].json`; `also`, the pair's second, a second mutation on at once) and run it in the
 /// simulator on seeds `0..seeds` until one violates the counterexample's property. Errors: the
 /// scenario cannot be built or written.
-pub fn write_and_replay(config: &Config, mutation: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, dir: &std::path::Path, seeds: u64, commit: &str) -> Result<Replayed, String> {
-    let (s, notes) = scenario(config, mutation, bounds, cx, commit)?;
-    let name = format!("model-{}-{}.json", config.name, mutation.map_or("none", |m| m.name()));
+pub fn write_and_replay(config: &Config, (mutation, also): (Option<Mutation>, Option<Mutation>), bounds: super::Bounds, cx: &Counterexample, dir: &std::path::Path, seeds: u64, commit: &str) -> Result<Replayed, String> {
+    let (s, notes) = scenario(config, mutation, also, bounds, cx, commit)?;
+    let name = format!("model-{}-{}.json", config.name, mutation.map_or("none".to_string(), |m| crate::run::mutation_names(m, also).replace(',', "+")));
     let path = dir.join(name);
     crate::search::schedule::write(&path, &s)?;
     let mut out = Replayed { path: path.clone(), seed: None, tried: 0, found: Vec::new(), notes };
     for seed in 0..seeds {
-        let opts = crate::run::RunOptions { seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation, also_mutation: None, trace: false, echo_header: false };
+        let opts = crate::run::RunOptions { seed, scenario: s.clone(), scenario_label: path.display().to_string(), mutation, also_mutation: also, trace: false, echo_header: false };
         let r = crate::run::run_seed(&opts);
         out.tried += 1;
         let first = r.verdicts.iter().find(|v| v.violation.is_some()).map(|v| v.property.to_string());

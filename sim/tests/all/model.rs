@@ -165,18 +165,34 @@ fn model_cli_exits_64_on_bad_input() {
 /// derived from it, fails that property in the simulator on seed 0 (of `seeds` tried).
 /// Returns the counterexample.
 fn caught_and_replayed(config: &str, mutation: Mutation, property: &str, seeds: u64) -> model::Counterexample {
+    caught_and_replayed_with(config, (mutation, None), property, seeds)
+}
+
+/// [`caught_and_replayed`] with a second mutation on at once, in the model and in the replay.
+fn caught_and_replayed_with(config: &str, (mutation, also): (Mutation, Option<Mutation>), property: &str, seeds: u64) -> model::Counterexample {
     let config = model::config(config).expect("built");
     let m = Some(mutation);
-    let r = model::check(&config, m, config.bounds).expect("setup");
+    let r = model::check_with(&config, m, also, config.bounds).expect("setup");
     let cx = r.violation.expect("a counterexample");
     assert_eq!(cx.property, property, "{}", cx.message);
     let dir = std::env::temp_dir().join(format!("partmap-model-replay-{}-{}", mutation.name(), std::process::id()));
-    let rep = model::replay::write_and_replay(&config, m, config.bounds, &cx, &dir, seeds, "test").expect("written");
+    let rep = model::replay::write_and_replay(&config, (m, also), config.bounds, &cx, &dir, seeds, "test").expect("written");
     assert!(rep.path.exists());
     assert_eq!(rep.seed, Some(0), "replays on seed 0: {:?}", rep.found);
     assert_eq!(rep.found.last().and_then(|p| p.clone()).as_deref(), Some(property));
     let _ = std::fs::remove_dir_all(&dir);
     cx
+}
+
+/// A pair's counterexample replays with both mutations on in the simulator too:
+/// `server-keeps-fenced-range` (which no run catches alone) with `source-ignores-pause` on
+/// `move` fails `single_writer` in 13 steps, and its replay, run with both, fails it on seed 0.
+/// Run with the first alone the replay would pass (the defence-in-depth mutation never acts
+/// alone), so this fails if the second is not passed on.
+#[test]
+fn model_pair_counterexample_replays_with_both_mutations() {
+    let cx = caught_and_replayed_with("move", (Mutation::ServerKeepsFencedRange, Some(Mutation::SourceIgnoresPause)), "single_writer", 1);
+    assert_eq!(cx.steps.len(), 13);
 }
 
 /// The stop-and-copy `move` configuration's counterexample for `source-ignores-pause` is at
