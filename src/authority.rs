@@ -29,7 +29,7 @@ use crate::msg::{CasRefusal, Msg, SessionView};
 use std::collections::BTreeMap;
 
 /// A durable record of the authority.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum LockRecord {
     /// The whole map after a committed mutation (the last one wins on recovery), with the
     /// leader term that committed it (0: an operator's request).
@@ -65,14 +65,14 @@ pub enum LockRecord {
     },
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 struct Lease {
     holder: u32,
     epoch: u64,
     expires_us: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 struct Session {
     session: u64,
     /// The server incarnation that registered it.
@@ -152,7 +152,7 @@ pub enum Pending {
 }
 
 /// The authority's state in memory; rebuilt from the disk on start.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct AuthorityCore {
     lease_us: u64,
     mutation: Option<Mutation>,

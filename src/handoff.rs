@@ -81,7 +81,7 @@ pub trait Flow {
 }
 
 /// The timeouts and policy a flow needs, from the knobs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Limits {
     rpc_timeout_ms: u64,
     store_timeout_ms: u64,
@@ -133,7 +133,7 @@ impl Limits {
 }
 
 /// Where a planned move stands in this round.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MovePhase {
     /// Stop-and-copy: ask the target for a load report, to know it is alive before pausing.
     CheckingTarget,
@@ -159,7 +159,7 @@ pub enum MovePhase {
 }
 
 /// A planned move driven one step at a time.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct MoveFlow {
     t: Transfer,
     /// The row as the target will hold it (the transfer's epoch, the target's session).
@@ -319,7 +319,7 @@ impl Flow for MoveFlow {
 }
 
 /// Where a split or merge stands in this round.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ReshapePhase {
     /// Committing `PauseReshape` to the journal.
     JournalingPause,
@@ -340,7 +340,7 @@ pub enum ReshapePhase {
 }
 
 /// A split or merge driven one step at a time.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct ReshapeFlow {
     r: Reshape,
     /// The parents' owners in the map the round began with (`None`: the map is wrong).

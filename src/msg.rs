@@ -8,7 +8,7 @@ use crate::map::{MapError, MapOp, PartitionMap, RangeRow, SharedMap, Strategy};
 use bytes::Bytes;
 
 /// One appended record in a stream at the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Record {
     /// Epoch of the owner that wrote it.
     pub epoch: Epoch,
@@ -87,7 +87,7 @@ impl StreamDigest {
 
 /// A sealed stream prefix that a range's content starts from (split and merge lineage): the
 /// records of `stream` below offset `upto` whose keys fall in `[start, end)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Source {
     /// The ancestor's stream.
     pub stream: RangeId,
@@ -106,7 +106,8 @@ impl Source {
     }
 }
 
-/// One range's load, as a server reports it to the leader.
+/// One range's load, as a server reports it to the leader. Its `Hash` takes the rate's bits
+/// (`f64::to_bits`): equal reports hash alike, as the model checker's state key needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RangeLoad {
     /// The range.
@@ -123,8 +124,15 @@ pub struct RangeLoad {
     pub keys: Vec<Key>,
 }
 
+impl std::hash::Hash for RangeLoad {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let RangeLoad { range, epoch, ops_per_s, bytes, records, keys } = self;
+        (range, epoch, ops_per_s.to_bits(), bytes, records, keys).hash(h);
+    }
+}
+
 /// How far a move's target has pre-copied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CopyProgress {
     /// Copy rounds done.
     pub rounds: u32,
@@ -138,7 +146,7 @@ pub struct CopyProgress {
 }
 
 /// Why a move target did not finish a move.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum FinishError {
     /// The copy does not match the source's digest: the move must abort.
     Diverged(String),
@@ -159,7 +167,7 @@ pub fn finish_patience_ms(rpc_timeout_ms: u64) -> u64 {
 }
 
 /// A server's session as the authority sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SessionView {
     /// The server.
     pub server: ServerId,
@@ -211,7 +219,7 @@ pub enum Refusal {
 }
 
 /// Outcome of one client operation, as the frontend reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// Applied (append) or answered (read).
     Ok,
@@ -229,7 +237,7 @@ pub enum Outcome {
 ///
 /// Idea: bounded staleness as in Azure Cosmos DB's consistency levels and Spanner's bounded
 /// reads; here the bound is on how old the answering server's knowledge of the range may be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReadLevel {
     /// Only the current owner, holding a valid lease, active and not paused, may answer.
     Strong,
@@ -244,7 +252,7 @@ pub enum ReadLevel {
 
 /// Why the authority refused a `CasMap` or an `Admin` batch (the map is unchanged). Its
 /// [`Display`](std::fmt::Display) is the reason the authority traces in its `CasRefused` event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum CasRefusal {
     /// The sender's leader epoch is not the current, unexpired leader lease's.
     StaleLeaderEpoch {
@@ -283,7 +291,7 @@ impl std::fmt::Display for CasRefusal {
 pub const MSG_BYTES_MAX: usize = 104;
 
 /// All messages. Requests and their responses are listed together per service.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum Msg {
     // ---- coordination authority (`lock-1`) ----
     /// Server → authority: start a session (a new one per incarnation).

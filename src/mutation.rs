@@ -8,7 +8,7 @@
 /// cannot set it, and it is never on by default. `partmap-sim mutants` runs each on the
 /// scenario where it applies and requires a checker to catch it (FoundationDB's negative tests
 /// with a deliberately broken resolver, TigerBeetle's fuzzer that must fail).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Mutation {
     /// The store appends whatever the fence says (a stale owner's delayed write lands).
     StoreIgnoresFence,

@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 
 /// The outputs a core's steps queued, in order, until the caller takes them.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Out(Vec<Effect>);
 
 impl Out {
@@ -48,7 +48,7 @@ impl Out {
 }
 
 /// Whether a held range is being loaded or serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HeldState {
     /// Fencing and loading from the store; refuses requests with `NotReady`.
     Loading,
@@ -56,7 +56,8 @@ pub enum HeldState {
     Active,
 }
 
-/// A range this server holds.
+/// A range this server holds. Its `Hash` (the model checker's state key) hashes `applied` in
+/// sorted order: a hash set's iteration order depends on how it was filled.
 #[derive(Clone, Debug)]
 pub struct Held {
     /// The map row it was opened from (bounds and epoch).
@@ -113,6 +114,16 @@ const LOAD_SAMPLE: usize = 256;
 /// The window a load report's rate is measured over, µs.
 const LOAD_WINDOW_US: u64 = 2_000_000;
 
+impl std::hash::Hash for Held {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Held { row, state, objects, applied, inflight, next_offset, acked, progress, paused, paused_at_us, digest, base, base_bytes, recent_ops, recent_keys, load_from, doubtful } = self;
+        let mut applied: Vec<&OpId> = applied.iter().collect();
+        applied.sort_unstable();
+        (row, state, objects, applied, inflight, next_offset, acked, progress).hash(h);
+        (paused, paused_at_us, digest, base, base_bytes, recent_ops, recent_keys, load_from, doubtful).hash(h);
+    }
+}
+
 impl Held {
     fn note_op(&mut self, key: &[u8], now_us: u64) {
         if self.recent_ops.len() == LOAD_SAMPLE {
@@ -147,7 +158,7 @@ impl Held {
 }
 
 /// A move target's copy of a range's stream, built by pre-copy rounds before the source pauses.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct CopyState {
     /// The target row (the transfer's epoch and this server's session).
     pub row: RangeRow,

@@ -12,7 +12,7 @@ use crate::msg::{Msg, Record, Source, StreamDigest};
 use std::rc::Rc;
 
 /// One output of the server core, performed by the driver in the order the core queued it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Effect {
     /// Emit this event to the history.
     Event(Event),
@@ -132,7 +132,7 @@ pub enum Next {
 }
 
 /// A condition a flow waits for, looked at each time the range it names makes progress.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Wait {
     /// An append stored at `epoch` is visible to reads here (or the range left that epoch).
     Applied {
@@ -158,7 +158,7 @@ pub enum Wait {
 }
 
 /// What a flow does with the next answer: the flow's state between two steps.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Then {
     /// The session upkeep's next round: register or renew.
     Session,
@@ -203,7 +203,7 @@ pub enum Then {
 }
 
 /// A move's cutover as the target was asked for it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct FinishMove {
     /// The target row (the transfer's epoch).
     pub row: RangeRow,
@@ -241,7 +241,7 @@ impl std::fmt::Display for LoadError {
 pub const CHUNK_ATTEMPTS: u32 = 3;
 
 /// Whether a transfer is still wanted, asked before each chunk.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Want {
     /// While `row` is loading here at its epoch ([`crate::server::ServerCore::loading`]).
     Loading(RangeRow),
@@ -260,7 +260,7 @@ pub enum Want {
 ///
 /// Errors (to `after`): `NoAnswer` when a chunk went unanswered that many times, or the stream
 /// ended short of `end`; `Abandoned` when no longer wanted.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Chunks {
     /// The stream.
     pub stream: RangeId,
@@ -281,7 +281,7 @@ pub struct Chunks {
 }
 
 /// What a flow does with a transfer's records (or its [`LoadError`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum After {
     /// One source of a lineage was read.
     Lineage(Box<Lineage>),
@@ -314,7 +314,7 @@ pub enum After {
 
 /// A move's cutover once the lineage is read: the records pre-copied and what the copy is
 /// checked against.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Tail {
     /// The cutover asked for.
     pub finish: FinishMove,
@@ -326,7 +326,7 @@ pub struct Tail {
 
 /// The sealed ancestors of a range read one after the other (oldest first), keeping the
 /// records that fall in each source's key range, in order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Lineage {
     /// The sources.
     pub sources: Vec<Source>,
@@ -339,7 +339,7 @@ pub struct Lineage {
 }
 
 /// What a lineage is read for.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum LineageFor {
     /// An open from offset `from`.
     Open {
@@ -358,7 +358,7 @@ pub enum LineageFor {
 }
 
 /// A fence sent for a load and what follows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct FenceCall {
     /// The row whose stream is fenced.
     pub row: RangeRow,

@@ -47,7 +47,7 @@ pub enum StoreRecord {
 }
 
 /// One stream: its fence and its records in append order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Stream {
     /// Appends below this epoch fail.
     pub fence: Epoch,
@@ -88,7 +88,7 @@ impl Stream {
 }
 
 /// The store's streams, rebuilt from disk on start.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Streams {
     /// Streams by id.
     pub streams: BTreeMap<RangeId, Stream>,
@@ -220,7 +220,7 @@ pub enum Next {
 }
 
 /// What a request does once the disk is synced.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Then {
     /// Answer a read of `stream[from..end)` (`end` fixed when the request arrived: only what was
     /// there, and is now durable).
@@ -265,7 +265,7 @@ pub enum Then {
 }
 
 /// An append the store took (new, or already there), as its event names it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Appended {
     /// The stream.
     pub stream: RangeId,
@@ -285,7 +285,7 @@ pub struct Appended {
 
 /// The store's protocol state: its streams, and a deliberately broken rule (`knobs.mutation`,
 /// `None` in normal runs): `store-ignores-fence` or `store-acks-before-sync`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct StoreCore {
     /// The streams.
     pub streams: Streams,

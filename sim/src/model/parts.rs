@@ -45,7 +45,7 @@ impl std::fmt::Display for Node {
 
 /// A message in flight: a request (`answer` false) from `from`, answered to `from` with the same
 /// `token`, or that answer (`answer` true).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Packet {
     /// The receiver.
     pub to: Node,
@@ -64,7 +64,7 @@ pub struct Packet {
 }
 
 /// What a server flow waits for, as the server driver (`server/node.rs`) would await it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum Task {
     /// An answer to call `token`, or its timeout at `deadline_us`.
     Call {
@@ -104,7 +104,7 @@ pub enum Task {
 }
 
 /// Whom a server flow answers when it ends.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum ReplyTo {
     /// Nobody (session upkeep, spawned flows).
     Nobody,
@@ -120,7 +120,7 @@ pub enum ReplyTo {
 }
 
 /// One task of a server.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct TaskSlot {
     /// Its id (per server).
     pub id: u64,
@@ -184,7 +184,7 @@ pub struct ServerSlot {
 }
 
 /// What the leader waits for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum Awaiting {
     /// Its lease (the round's start).
     Lease,
@@ -207,7 +207,7 @@ pub enum Awaiting {
 
 /// The flow the leader is driving: a planned move or a split (or merge), each the real pure
 /// core of `partmap::handoff`, as `manager::lead_once` drives them one after the other.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum LeaderFlow {
     /// A planned move.
     Move(MoveFlow),
@@ -249,7 +249,7 @@ impl Route {
 
 /// A manager candidate as the model drives it (`manager::run`'s loop): rounds of the leader
 /// lease, [`manager::plan`], [`MoveFlow`] and [`ReshapeFlow`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Leader {
     /// Its candidate number (`manager-N`; its requests and commits name it).
     pub candidate: u32,
@@ -298,7 +298,7 @@ pub struct Leader {
 }
 
 /// One of the client's appends.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct ClientAppend {
     /// Its id.
     pub id: OpId,

@@ -129,29 +129,70 @@ impl World {
         World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, outputs: Vec::new() }
     }
 
-    /// The canonical encoding's 128-bit hash: two SipHash-1-3 digests (one keyed by a leading
-    /// byte) of the text [`World::write_key`] writes, into a buffer this thread reuses (the
-    /// search's hot spot was building, joining and freeing the parts' strings). Tokens and task
+    /// The state's 128-bit fingerprint: the parts [`World::hash_parts`] feeds, as bytes into a
+    /// buffer this thread reuses ([`KeyBytes`]), then two SipHash-1-3 digests of the buffer (one
+    /// keyed by a leading byte). Structural hashing (`#[derive(Hash)]` on the cores' types),
+    /// not their `Debug` text: formatting the key was 57% of the search's CPU. Tokens and task
     /// ids are named by their makers' own steps (`name`), so they do not depend on the
-    /// interleaving.
+    /// interleaving. Two states have one key exactly when they have one [`World::key_text`]
+    /// (test `model_key_and_key_text_tell_the_same_states_apart`).
     pub fn key(&self) -> u128 {
         thread_local! {
-            static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+            static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        TEXT.with(|t| {
-            let mut text = t.borrow_mut();
-            text.clear();
-            self.write_key(&mut *text).expect("a String takes any text");
-            let mut a = std::collections::hash_map::DefaultHasher::new();
-            text.as_str().hash(&mut a);
-            let mut b = std::collections::hash_map::DefaultHasher::new();
-            0xb5u8.hash(&mut b);
-            text.as_str().hash(&mut b);
-            ((a.finish() as u128) << 64) | b.finish() as u128
+        BYTES.with(|b| {
+            let mut buf = b.borrow_mut();
+            buf.clear();
+            let mut bytes = KeyBytes(std::mem::take(&mut *buf));
+            self.hash_parts(&mut bytes);
+            let fingerprint = fingerprint(&bytes.0);
+            *buf = bytes.0;
+            fingerprint
         })
     }
 
-    /// The canonical encoding as text (what [`World::key`] hashes), for looking at a state.
+    /// Feed the parts of the key to `h`, in [`World::write_key`]'s order and with its
+    /// reductions: the clock, the authority, the store, each server (its core without the
+    /// fields fixed for the search, its tasks as a set by id, down until, incarnations), the
+    /// managers, the client, the network (each message's own fingerprint, sorted with
+    /// [`Reductions::multiset`]), the fault counts and cuts, and the history's folds.
+    fn hash_parts(&self, h: &mut KeyBytes) {
+        self.now_us.hash(h);
+        self.authority.hash(h);
+        self.store.hash(h);
+        for s in &self.servers {
+            hash_server_core(&s.core, h);
+            let mut tasks: Vec<&TaskSlot> = s.tasks.iter().collect();
+            if self.bounds.reduce.multiset {
+                tasks.sort_by_key(|t| t.id);
+            }
+            tasks.hash(h);
+            s.down_until.hash(h);
+            s.starts.hash(h);
+        }
+        self.managers.hash(h);
+        self.client.hash(h);
+        let mut net: Vec<u128> = self
+            .net
+            .iter()
+            .map(|p| {
+                let mut one = KeyBytes(Vec::new());
+                p.hash(&mut one);
+                fingerprint(&one.0)
+            })
+            .collect();
+        if self.bounds.reduce.multiset {
+            net.sort_unstable();
+        }
+        net.hash(h);
+        (self.drops, self.dups, self.crashes, &self.cut, self.history_hash, &self.session_hash).hash(h);
+        if self.judge_managers {
+            self.log_hash.hash(h);
+        }
+    }
+
+    /// The canonical encoding as text (the parts [`World::key`] hashes, as `Debug` text), for
+    /// looking at a state.
     pub fn key_text(&self) -> String {
         let mut s = String::new();
         self.write_key(&mut s).expect("a String takes any text");
@@ -177,7 +218,9 @@ impl World {
             if self.bounds.reduce.multiset {
                 tasks.sort_by_key(|t| t.id);
             }
-            write!(out, "|{:?}|{tasks:?}|{:?}|{}", s.core, s.down_until, s.starts)?;
+            out.write_char('|')?;
+            write_server_core(out, &s.core)?;
+            write!(out, "|{tasks:?}|{:?}|{}", s.down_until, s.starts)?;
         }
         // One manager is written as it was before the standby (a lone `Leader`).
         match self.managers.as_slice() {
@@ -1104,3 +1147,43 @@ pub fn describe(msg: &Msg) -> String {
     }
 }
 
+
+/// A server core's part of the key: every field but those fixed for the whole search (the
+/// knobs, the mutation and the drift allowance, all from the configuration), which the derived
+/// `Debug` would write for each server in every state (a third of the key's text). The
+/// destructuring names every field, so a field added to [`ServerCore`] does not compile here
+/// until it is written or said to be fixed.
+fn write_server_core(out: &mut dyn std::fmt::Write, core: &ServerCore) -> std::fmt::Result {
+    let ServerCore { id, session, lease_valid_until_us, ranges, mutation: _, copies, moved, leader_epoch_seen, drift_ppm: _, knobs: _, incarnation, held_serial, out: effects } = core;
+    write!(out, "{id:?} {session:?} {lease_valid_until_us} {ranges:?} {copies:?} {moved:?} {leader_epoch_seen} {incarnation} {held_serial} {effects:?}")
+}
+
+/// A server core's part of [`World::key`]: [`write_server_core`]'s fields, hashed.
+fn hash_server_core(core: &ServerCore, h: &mut KeyBytes) {
+    let ServerCore { id, session, lease_valid_until_us, ranges, mutation: _, copies, moved, leader_epoch_seen, drift_ppm: _, knobs: _, incarnation, held_serial, out: effects } = core;
+    (id, session, lease_valid_until_us, ranges, copies, moved, leader_epoch_seen, incarnation, held_serial, effects).hash(h);
+}
+
+/// A [`Hasher`] that keeps the bytes it is fed, for [`fingerprint`]: the std `Hash` impls
+/// prefix what has a length with it, so the bytes are an unambiguous encoding of the parts.
+pub struct KeyBytes(pub Vec<u8>);
+
+impl Hasher for KeyBytes {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn finish(&self) -> u64 {
+        fingerprint(&self.0) as u64
+    }
+}
+
+/// 128 bits of `bytes`: two SipHash-1-3 digests (std's `DefaultHasher`, fixed keys), the
+/// second keyed by a leading byte. Equal bytes, equal fingerprints, in every run.
+fn fingerprint(bytes: &[u8]) -> u128 {
+    let mut a = std::collections::hash_map::DefaultHasher::new();
+    a.write(bytes);
+    let mut b = std::collections::hash_map::DefaultHasher::new();
+    b.write_u8(0xb5);
+    b.write(bytes);
+    ((a.finish() as u128) << 64) | b.finish() as u128
+}
