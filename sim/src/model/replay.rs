@@ -60,6 +60,8 @@ struct Step {
     sent: Vec<(Node, Node, &'static str, u64, bool)>,
     /// The manager that held the latest leader term before the step (its `leader` event).
     leader: u32,
+    /// The model's clock after the step (µs).
+    now_us: u64,
 }
 
 /// A node of the model as a scenario names it: with two managers, a manager by its role when
@@ -202,7 +204,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 sent.push((p.from, p.to, p.msg.kind_name(), p.token, p.answer));
             }
         }
-        steps.push(Step { action: a.clone(), anchor, sent, leader });
+        steps.push(Step { action: a.clone(), anchor, sent, leader, now_us: w.now_us });
     }
     let n = steps.len();
     let latency_max_ms = 5u64;
@@ -249,7 +251,11 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             let (held, why) = match ended.get(&(a, b, token, answer)) {
                 Some((_, true)) => (end_ms, "dropped"),
                 _ if a == Node::Manager(1) && crosses(k, &(a, b, token, answer)) => (DEPOSE_HOLD_MS, "in flight across manager-1's deposition"),
-                Some((j, false)) if *j > first_append && k < first_append => ((*j - k) as u64 * step_ms, "overtaken by a client append"),
+                // The append's two hops overtake it (`step_ms`), plus the time the model's
+                // clock moved meanwhile: not a step count, which in the model is instantaneous
+                // and in the simulator would push the message past the server's timers (a
+                // 10 ms admission sleep: 3 steps held it 30 ms, after the sleep ended).
+                Some((j, false)) if *j > first_append && k < first_append => (step_ms + (steps[*j].now_us - s.now_us) / 1000, "overtaken by a client append"),
                 None => ((n - k) as u64 * step_ms, "in flight at the violation"),
                 _ => continue,
             };

@@ -204,6 +204,16 @@ fn model_counterexample_replays_in_the_simulator() {
     assert!(cx.steps.len() <= 15, "{} steps", cx.steps.len());
 }
 
+/// `check-then-await-then-admit` on `move` (15 steps: the append checked, the pause delivered
+/// and drained during the 10 ms admission sleep, then the admit) replays: its pause is held
+/// the append's two hops (10 ms), not a count of model steps (30 ms held it past the sleep,
+/// and no seed reproduced it).
+#[test]
+fn model_check_then_await_then_admit_replays_within_the_admission_sleep() {
+    let cx = caught_and_replayed("move", Mutation::CheckThenAwaitThenAdmit, "single_writer", 1);
+    assert_eq!(cx.steps.len(), 15);
+}
+
 /// The `split` configuration's counterexample for `retire-parents-first` is `map_tiles`' (the
 /// commit that retires the parent before the children are published leaves the map with no
 /// live row), 21 steps (every step of the split's flow is forced: see DESIGN.md), and its
