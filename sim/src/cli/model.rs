@@ -111,7 +111,7 @@ fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model
 fn all() -> ExitCode {
     println!("# partmap-sim model --all (commit {})", super::report::head_commit());
     println!("# every configuration on its default bounds, unmutated and under every mutation that lives in its cores; CPU: this thread, user+sys");
-    println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8} {:>8}", "config", "mutation", "verdict", "steps", "unique", "explored", "depth", "cpu_s", "states_s");
+    println!("{:<13} {:<30} {:<9} {:<17} {:>5} {:>9} {:>9} {:>6} {:>8} {:>8}", "config", "mutation", "verdict", "property", "steps", "unique", "explored", "depth", "cpu_s", "states_s");
     let mut ok = true;
     for config in model::CONFIGS {
         let mutations = std::iter::once(None).chain(model::CORE_MUTATIONS.iter().chain(config.also_runs).map(|m| Some(*m)));
@@ -133,8 +133,9 @@ fn all() -> ExitCode {
                 ok = false;
             }
             let steps = r.violation.as_ref().map_or("-".to_string(), |cx| cx.steps.len().to_string());
+            let property = r.violation.as_ref().map_or("-", |cx| cx.property);
             let name = m.map_or("none", |m| m.name());
-            println!("{:<13} {:<30} {:<9} {:>5} {:>9} {:>9} {:>6} {:>8.2} {:>8.0}", config.name, name, verdict, steps, r.unique, r.explored, r.depth, r.cpu_s, r.states_per_s());
+            println!("{:<13} {:<30} {:<9} {:<17} {:>5} {:>9} {:>9} {:>6} {:>8.2} {:>8.0}", config.name, name, verdict, property, steps, r.unique, r.explored, r.depth, r.cpu_s, r.states_per_s());
         }
     }
     if ok {
