@@ -180,11 +180,12 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
     b.max_cuts = args.max_cuts.unwrap_or(b.max_cuts);
     b.max_store_crashes = args.max_store_crashes.unwrap_or(b.max_store_crashes);
-    if let Some(t) = args.torn_writes.as_deref() {
-        b.torn_writes = t == "on";
-    }
-    if b.torn_writes && b.max_store_crashes == 0 {
-        return Err("--torn-writes: on needs a store crash within the bounds (--max-store-crashes at least 1)".to_string());
+    match args.torn_writes.as_deref() {
+        Some("on") if b.max_store_crashes == 0 => return Err("--torn-writes: on needs a store crash within the bounds (--max-store-crashes at least 1)".to_string()),
+        Some(t) => b.torn_writes = t == "on",
+        // No store crash: nothing to tear (store-crash's default on goes with its crash).
+        None if b.max_store_crashes == 0 => b.torn_writes = false,
+        None => {}
     }
     b.max_dups = args.max_dups.unwrap_or(b.max_dups);
     b.standby_rounds = args.standby_rounds.unwrap_or(b.standby_rounds);
