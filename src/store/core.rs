@@ -20,7 +20,7 @@ use crate::msg::{Msg, Record, StreamDigest};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A durable record of the store.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum StoreRecord {
     /// The fence of `stream` was raised to `epoch`.
     Fence {

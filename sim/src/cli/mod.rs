@@ -280,8 +280,9 @@ pub struct BenchArgs {
 /// The arguments of `model`.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// The configuration (built: move, move-precopy, failover, split, merge, depose; depose:
-    /// a standby manager takes a newer leader term while the leader's move is in flight).
+    /// The configuration (built: move, move-precopy, failover, split, merge, depose,
+    /// store-crash; depose: a standby manager takes a newer leader term while the leader's
+    /// move is in flight; store-crash: the store crashes with unsynced or torn writes).
     /// Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
@@ -326,6 +327,17 @@ pub struct ModelArgs {
     /// (default: the configuration's; 0 allowed: no cut).
     #[arg(long)]
     pub max_cuts: Option<u32>,
+    /// Store crashes bound: the store loses its memory and its pending syncs, its unsynced
+    /// writes are lost (or torn, with --torn-writes on), and it restarts from its durable
+    /// records; with at least 1 the store's disk sync is a step of its own (default: the
+    /// configuration's, 1 in store-crash and 0 elsewhere; 0 allowed: no store crash).
+    #[arg(long)]
+    pub max_store_crashes: Option<u32>,
+    /// Whether a store crash may keep a prefix (0 to 8 records) of the unsynced writes and
+    /// tear the next, as the simulator's `torn_writes` knob: on or off (default: the
+    /// configuration's, on in store-crash; needs a store crash in the bounds).
+    #[arg(long, value_parser = ["on", "off"])]
+    pub torn_writes: Option<String>,
     /// Duplications bound: a request in flight copied, the copy delivered later as well
     /// (default: the configuration's; 0 allowed: no duplication).
     #[arg(long)]

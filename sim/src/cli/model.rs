@@ -37,8 +37,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let mutation = args.mutation.as_deref().unwrap_or("none");
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} dups {} crashes {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_crashes, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
+        "bounds: depth {} states {} in_flight {} drops {} dups {} crashes {} store_crashes {} torn_writes {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_crashes, b.max_store_crashes, b.torn_writes, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
     );
     let on = |x: bool| if x { "on" } else { "off" };
     let por = if b.urgent { on(b.reduce.por) } else { "n/a (applies only to urgent configurations)" };
@@ -180,6 +180,14 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     b.max_drops = args.max_drops.unwrap_or(b.max_drops);
     b.max_crashes = args.max_crashes.unwrap_or(b.max_crashes);
     b.max_cuts = args.max_cuts.unwrap_or(b.max_cuts);
+    b.max_store_crashes = args.max_store_crashes.unwrap_or(b.max_store_crashes);
+    match args.torn_writes.as_deref() {
+        Some("on") if b.max_store_crashes == 0 => return Err("--torn-writes: on needs a store crash within the bounds (--max-store-crashes at least 1)".to_string()),
+        Some(t) => b.torn_writes = t == "on",
+        // No store crash: nothing to tear (store-crash's default on goes with its crash).
+        None if b.max_store_crashes == 0 => b.torn_writes = false,
+        None => {}
+    }
     b.max_dups = args.max_dups.unwrap_or(b.max_dups);
     b.standby_rounds = args.standby_rounds.unwrap_or(b.standby_rounds);
     b.appends = args.appends.unwrap_or(b.appends);

@@ -48,6 +48,10 @@ pub enum Setup {
     /// (drops, a crash) and move time to the lease deadlines, so the leader fails the range
     /// over to server-2 while server-1 may still believe it owns it.
     Failover,
+    /// Range 1 active at server-1 (the failover's setup), no leader round after it: the
+    /// client's appends go to server-1, whose store may crash (`Bounds::max_store_crashes`),
+    /// losing or tearing what it had not synced.
+    StoreCrash,
 }
 
 /// A configuration the model checks.
@@ -73,12 +77,12 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 6] = [
+pub const CONFIGS: [Config; 7] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 120_000,
         also_runs: &[],
         judge_content: false,
@@ -87,7 +91,7 @@ pub const CONFIGS: [Config; 6] = [
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 110_000,
         also_runs: &[],
         judge_content: false,
@@ -96,7 +100,7 @@ pub const CONFIGS: [Config; 6] = [
         name: "failover",
         about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
         min_unique: 680_000,
         also_runs: &[],
         judge_content: false,
@@ -105,7 +109,7 @@ pub const CONFIGS: [Config; 6] = [
         name: "split",
         about: "1 range at server-1, 2 servers, the authority, the store, one leader driving an operator's split of the range at key k2 (ReshapeFlow): the left child [.., k2) stays at server-1, the right child [k2, ..) goes to server-2; 1 client with 2 appends, to k1 and k2 (one on each side)",
         setup: Setup::Split(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 210_000,
         also_runs: &SPLIT_MUTATIONS,
         judge_content: true,
@@ -114,7 +118,7 @@ pub const CONFIGS: [Config; 6] = [
         name: "merge",
         about: "2 adjacent ranges, the left [.., k2) at server-1 and the right [k2, ..) at server-2 (made by a split in the setup), 2 servers, the authority, the store, one leader that collects load reports every round and merges the two cold neighbours onto server-1 (ReshapeFlow); 1 client with 2 appends, to k1 and k2 (one in each parent)",
         setup: Setup::Merge(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 395_000,
         also_runs: &MERGE_MUTATIONS,
         judge_content: true,
@@ -123,10 +127,19 @@ pub const CONFIGS: [Config; 6] = [
         name: "depose",
         about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2, journaled at leader term 1, with a standby manager: manager-1's round is in flight when its lease (900 ms) may end; manager-2 then takes term 2, reads the journal and drives the same move (MoveFlow) while manager-1's late calls and commits are still in flight or still sent; no client append (the data path is move's)",
         setup: Setup::Depose,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
         min_unique: 150_000,
         also_runs: &[],
         judge_content: false,
+    },
+    Config {
+        name: "store-crash",
+        about: "1 range active at server-1, 2 servers, the authority, the store, no leader round; the store syncs as a step of its own and may crash once (memory and pending syncs lost, unsynced writes lost or, torn, a prefix of them kept), restarting from its durable records; 1 client with 2 appends to server-1",
+        setup: Setup::StoreCrash,
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        min_unique: 1_100,
+        also_runs: &[],
+        judge_content: true,
     },
 ];
 
@@ -248,6 +261,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         Setup::Split(_) => base,
         Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
+        Setup::StoreCrash => base,
         // The lease (900 ms) ends before the servers' second renewal (960 ms), and their first
         // one (480 ms) comes before the leader's call in flight times out (500 ms).
         Setup::Depose => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: DEPOSE_LEASE_MS, renew_interval_ms: DEPOSE_RENEW_MS, ..base },
@@ -277,7 +291,7 @@ fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<
         Setup::Move(_) => {
             w.setup_move()?;
         }
-        Setup::Failover => w.setup_failover()?,
+        Setup::Failover | Setup::StoreCrash => w.setup_failover()?,
         Setup::Depose => {
             w.setup_depose()?;
         }

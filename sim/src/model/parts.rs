@@ -323,6 +323,17 @@ pub struct Bounds {
     pub max_dups: u32,
     /// Server crashes per run.
     pub max_crashes: u32,
+    /// Store crashes per run ([`Action::StoreCrash`]): the store's memory is lost, its
+    /// unsynced writes lost (or with [`Bounds::torn_writes`] a prefix of them kept, the next
+    /// one torn), and the core recovered from what is durable, as the simulator's harness
+    /// crashes `store-1` (`run/world.rs`, `Disk::crash`, `Disk::crash_torn`). With at least 1
+    /// the store's sync is a step of its own ([`Action::StoreSync`]); with 0 it is taken in the
+    /// request's step, as before store crashes were built (no crash can come between).
+    pub max_store_crashes: u32,
+    /// A store crash may keep a prefix (0 to 8 records, as the simulator's `torn_writes` knob
+    /// draws it) of the unsynced writes and tear the record after it (recovery drops it);
+    /// off, a store crash loses every unsynced write (the simulator's default disk).
+    pub torn_writes: bool,
     /// Cuts per run: a server loses its link to the authority, both ways, for the rest of the
     /// run (every message on it lost, those in flight included).
     pub max_cuts: u32,
@@ -419,6 +430,56 @@ pub enum Action {
     /// A server that owns a range in the authority's map loses its link to the authority, both
     /// ways, for the rest of the run.
     Cut(u32),
+    /// The store's oldest pending disk sync ends: every record written before it began is
+    /// durable, and the request that waited for it goes on (its event, its answer). Only with
+    /// [`Bounds::max_store_crashes`] > 0; the syncs end in the order they began, as the
+    /// simulator's do (each takes `disk_sync_ms`).
+    StoreSync,
+    /// The store crashes: memory and pending syncs lost (their requests are never answered),
+    /// of the unsynced writes the first `keep` survive (a torn write: only with
+    /// [`Bounds::torn_writes`]; 0: all lost), and requests delivered to it until
+    /// [`Action::StoreRestart`] are lost.
+    StoreCrash {
+        /// Unsynced records that reached the disk anyway.
+        keep: usize,
+    },
+    /// The crashed store restarts: its core recovered (`StoreCore::recover`) from the durable
+    /// records.
+    StoreRestart,
     /// Time jumps to the next deadline.
     Advance,
+}
+
+/// A store request waiting for its disk sync ([`Action::StoreSync`]).
+#[derive(Clone, Debug)]
+pub struct PendingSync {
+    /// The caller, answered once the sync is done.
+    pub to: Node,
+    /// The call.
+    pub token: u64,
+    /// What the core does once synced.
+    pub then: partmap::store::core::Then,
+    /// Records written to the store's disk before it began (a count over the disk's life, as
+    /// `Disk::sync` marks it): the sync makes them durable.
+    pub mark: u64,
+}
+
+/// The store's disk as the simulator's `Disk` keeps it: the durable records, and those
+/// written but not synced (lost or torn by a crash).
+#[derive(Clone, Debug, Default)]
+pub struct StoreDisk {
+    /// Durable records, in write order: what a restart recovers from.
+    pub durable: Vec<partmap::store::core::StoreRecord>,
+    /// Written, not yet synced, in write order.
+    pub unsynced: Vec<partmap::store::core::StoreRecord>,
+    /// Records ever written (durable, unsynced and lost), for the syncs' marks.
+    pub written: u64,
+    /// Records ever made durable or lost: `written - unsynced.len()`.
+    pub settled: u64,
+    /// The requests waiting for a sync, oldest first.
+    pub syncs: VecDeque<PendingSync>,
+    /// Crashed, until [`Action::StoreRestart`].
+    pub down: bool,
+    /// Store crashes so far.
+    pub crashes: u32,
 }

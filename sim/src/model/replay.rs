@@ -215,7 +215,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         // A merge's setup is a split first; the simulator's leader then merges the two cold
         // children itself, as the model's does (the scenario's `splits` below).
         Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
-        Setup::Failover => {}
+        Setup::Failover | Setup::StoreCrash => {}
     }
     let end_ms = DURATION_S * 1000;
     let first_append = appends.first().map_or(n, |a| a.0);
@@ -236,6 +236,18 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     for (k, s) in steps.iter().enumerate() {
         match &s.action {
             Action::Crash(m) => schedule.push(entry(&s.anchor, super::world::RESTART_US / 1000, json!({ "kind": "crash", "node": format!("server-{m}") }))),
+            Action::StoreCrash { keep } => {
+                // Down for as many steps as the model kept it down (each worth two maximum
+                // latencies), at least one: requests that reach it meanwhile are lost, as the
+                // model's are.
+                let restart = steps.iter().skip(k + 1).position(|t| t.action == Action::StoreRestart).map_or(n - k, |j| j + 1);
+                let down_ms = restart as u64 * step_ms;
+                schedule.push(entry(&s.anchor, down_ms, json!({ "kind": "crash", "node": "store-1" })));
+                notes.push(format!("step {}: crash store-1 for {down_ms} ms after {}", k + 1, s.anchor.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
+                if *keep > 0 {
+                    notes.push(format!("step {}: the model's store crash kept {keep} unsynced records (a torn write); the simulator's torn crash draws how many it keeps, and the replay runs with torn writes off (every unsynced record lost), so it may not reproduce", k + 1));
+                }
+            }
             Action::Cut(m) => {
                 for (a, b) in [(format!("server-{m}"), "lock-1".to_string()), ("lock-1".to_string(), format!("server-{m}"))] {
                     schedule.push(entry(&s.anchor, end_ms - ARM_MS, json!({ "kind": "one_way", "from": a, "to": b })));
@@ -286,7 +298,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     }
     let strategy = match config.setup {
         Setup::Move(s) => s,
-        Setup::Failover | Setup::Split(_) | Setup::Merge(_) | Setup::Depose => partmap::map::Strategy::StopAndCopy,
+        Setup::Failover | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
     let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", crate::run::mutation_names(m, also)));

@@ -6,7 +6,12 @@
 //! drivers (`server/node.rs`, `store/node.rs`, `lock.rs`, `manager::lead_once`) do.
 //!
 //! What the model simplifies, against the simulator:
-//! - the store syncs at once (no store crash, no torn writes); the authority applies its durable
+//! - without store crashes in the bounds ([`Bounds::max_store_crashes`] 0, every
+//!   configuration but `store-crash`) the store syncs in the request's step; with them its
+//!   sync is a step of its own ([`Action::StoreSync`], the oldest pending sync first, as the
+//!   simulator's equal-length syncs end), its disk is kept as `seam::Disk` keeps it (durable
+//!   records, unsynced ones, each sync's mark) and a crash ([`Action::StoreCrash`]) loses the
+//!   unsynced writes or, torn, keeps a prefix of them; the authority applies its durable
 //!   records at once (no authority crash);
 //! - the leader's round is sequential (opens, then the moves, one call at a time; the real
 //!   round opens concurrently), starts any time it is idle (not on the manager's tick), and
@@ -40,7 +45,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Node, Packet, Reductions, ReplyTo, Route, ServerSlot, Task, TaskSlot};
+pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Node, Packet, PendingSync, Reductions, ReplyTo, Route, ServerSlot, StoreDisk, Task, TaskSlot};
 use super::parts::{judged, name};
 
 /// The whole model state.
@@ -53,8 +58,11 @@ pub struct World {
     knobs: Knobs,
     /// The authority's core.
     pub authority: AuthorityCore,
-    /// The store's core.
+    /// The store's core (its memory: lost in a store crash).
     pub store: StoreCore,
+    /// The store's disk and pending syncs (kept only with [`Bounds::max_store_crashes`] > 0:
+    /// without store crashes the store syncs in the request's step and nothing is lost).
+    pub disk: StoreDisk,
     /// The servers (`servers[0]` is server-1).
     pub servers: Vec<ServerSlot>,
     /// The manager candidates (`managers[0]` is `manager-1`, the leader after the setup;
@@ -126,7 +134,7 @@ impl World {
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let managers_n = if bounds.standby_rounds > 0 { 2 } else { 1 };
         let managers = (1..=managers_n).map(|candidate| Leader { candidate, epoch: 0, last_term: 0, valid_until_us: 0, lease_sent_us: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() }).collect();
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, outputs: Vec::new() }
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, outputs: Vec::new() }
     }
 
     /// The state's 128-bit fingerprint: the parts [`World::hash_parts`] feeds, as bytes into a
@@ -186,6 +194,12 @@ impl World {
         }
         net.hash(h);
         (self.drops, self.dups, self.crashes, &self.cut, self.history_hash, &self.session_hash).hash(h);
+        if self.store_syncs_apart() {
+            // As in `write_key`: each pending sync's mark as the records it still covers.
+            let d = &self.disk;
+            let syncs: Vec<(Node, u64, &partmap::store::core::Then, u64)> = d.syncs.iter().map(|s| (s.to, s.token, &s.then, s.mark.saturating_sub(d.settled))).collect();
+            (&d.durable, &d.unsynced, syncs, d.down, d.crashes).hash(h);
+        }
         if self.judge_managers {
             self.log_hash.hash(h);
         }
@@ -202,7 +216,9 @@ impl World {
     /// Write the canonical encoding, part by part, `|` between parts: the clock, the
     /// authority, the store, each server (core, tasks as a set by id, down until,
     /// incarnations), the leader, the client, the network as a multiset (sorted), the fault
-    /// counts (drops, duplications, crashes) and cuts, and the history's two folds (see
+    /// counts (drops, duplications, crashes) and cuts, the history's two folds, and with
+    /// store crashes in the bounds the store's disk (durable and unsynced records, pending
+    /// syncs, down, crashes) (see
     /// `push_history`: the judged events other than session events, in order and without
     /// their times; per server, its session events in order). With [`Reductions::multiset`]
     /// off the network and the tasks are in the order sent and made; with
@@ -230,6 +246,13 @@ impl World {
         write!(out, "|{:?}|{}|{}|{}|{}|{:?}|{}|{:?}", self.client, net.join(";"), self.drops, self.dups, self.crashes, self.cut, self.history_hash, self.session_hash)?;
         if self.judge_managers {
             write!(out, "|{}", self.log_hash)?;
+        }
+        if self.store_syncs_apart() {
+            // The disk: durable and unsynced records, the pending syncs (each mark as the
+            // records it still covers, not the disk's lifetime count), down, crashes.
+            let d = &self.disk;
+            let syncs: Vec<(Node, u64, &partmap::store::core::Then, u64)> = d.syncs.iter().map(|s| (s.to, s.token, &s.then, s.mark.saturating_sub(d.settled))).collect();
+            write!(out, "|{:?}|{:?}|{syncs:?}|{}|{}", d.durable, d.unsynced, d.down, d.crashes)?;
         }
         Ok(())
     }
@@ -596,17 +619,90 @@ impl World {
         }
     }
 
+    /// Whether the store's sync is a step of its own ([`Action::StoreSync`]) and its disk is
+    /// kept: only when a store crash is within the bounds.
+    pub fn store_syncs_apart(&self) -> bool {
+        self.bounds.max_store_crashes > 0
+    }
+
     fn store_request(&mut self, p: Packet) {
+        if self.disk.down {
+            self.outputs.push(format!("lost: store-1 is down ({} from {})", p.msg.kind_name(), p.from));
+            return;
+        }
         let budget = chunk_budget(self.knobs.bandwidth_bytes_per_s, self.knobs.store_timeout_ms, 0);
         self.emitting = Some(Node::Store);
-        let mut step = self.store.handle(StoreInput::Request { msg: p.msg, budget });
+        let step = self.store.handle(StoreInput::Request { msg: p.msg, budget });
+        self.store_step(p.from, p.token, step);
+    }
+
+    /// Perform a store step as `store/node.rs`'s `answer` does: write its records to the disk
+    /// (unsynced), emit its events, then answer `to`, or begin a sync (its mark: every record
+    /// written so far) that [`Action::StoreSync`] ends later. Without store crashes in the
+    /// bounds the sync ends in this step and the disk is not kept.
+    fn store_step(&mut self, to: Node, token: u64, mut step: partmap::store::core::Step) {
+        let apart = self.store_syncs_apart();
         loop {
+            if apart {
+                self.disk.written += step.writes.len() as u64;
+                self.disk.unsynced.extend(step.writes);
+            }
             step.events.into_iter().for_each(|e| self.emit(e));
             match step.next {
-                StoreNext::Reply(msg) => return self.send(Node::Store, p.from, p.token, msg, true),
+                StoreNext::Reply(msg) => return self.send(Node::Store, to, token, msg, true),
+                StoreNext::Sync(then) if apart => {
+                    let mark = self.disk.written;
+                    self.outputs.push(format!("sync begins ({} unsynced)", self.disk.unsynced.len()));
+                    self.disk.syncs.push_back(PendingSync { to, token, then, mark });
+                    return;
+                }
                 StoreNext::Sync(then) => step = self.store.handle(StoreInput::Synced(then)),
             }
         }
+    }
+
+    /// End the store's oldest pending sync: the records written before it began are durable
+    /// (`Disk::sync`), and its request goes on.
+    fn store_sync(&mut self) {
+        let s = self.disk.syncs.pop_front().expect("enabled: a pending sync");
+        let d = &mut self.disk;
+        let n = (s.mark.saturating_sub(d.settled) as usize).min(d.unsynced.len());
+        d.durable.extend(d.unsynced.drain(..n));
+        d.settled += n as u64;
+        self.outputs.push(format!("{n} records durable"));
+        self.emitting = Some(Node::Store);
+        let step = self.store.handle(StoreInput::Synced(s.then));
+        self.store_step(s.to, s.token, step);
+    }
+
+    /// Crash the store: the first `keep` unsynced records survive (`Disk::crash_torn`; 0:
+    /// `Disk::crash`), the rest are lost (the one after the survivors torn), pending syncs and
+    /// memory lost. The core is the one the durable records recover, from now (it answers
+    /// nothing until [`Action::StoreRestart`]).
+    fn store_crash(&mut self, keep: usize) -> String {
+        let d = &mut self.disk;
+        let keep = keep.min(d.unsynced.len());
+        d.durable.extend(d.unsynced.drain(..keep));
+        let lost = d.unsynced.len();
+        d.unsynced.clear();
+        d.settled += (keep + lost) as u64;
+        let syncs = d.syncs.len();
+        d.syncs.clear();
+        d.down = true;
+        d.crashes += 1;
+        self.store = StoreCore::recover(&self.disk.durable, self.knobs.store_mutation()).0;
+        let torn = keep > 0 && lost > 0;
+        format!("crash (memory lost, {syncs} pending syncs lost; unsynced: {lost} lost, {keep} kept{})", if torn { ", the next torn" } else { "" })
+    }
+
+    /// Restart the store: its core recovered from the durable records (`store/node.rs`'s
+    /// `run`), and its `recovered` event.
+    fn store_restart(&mut self) {
+        self.disk.down = false;
+        let (core, events) = StoreCore::recover(&self.disk.durable, self.knobs.store_mutation());
+        self.store = core;
+        self.emitting = Some(Node::Store);
+        events.into_iter().for_each(|e| self.emit(e));
     }
 
     // ---- actions -------------------------------------------------------------------------
@@ -657,6 +753,20 @@ impl World {
                 out.push(Action::Cut(server));
             }
         }
+        if self.store_syncs_apart() {
+            if self.disk.down {
+                out.push(Action::StoreRestart);
+            } else {
+                if !self.disk.syncs.is_empty() {
+                    out.push(Action::StoreSync);
+                }
+                if self.disk.crashes < self.bounds.max_store_crashes {
+                    // As the simulator's torn crash draws it: 0 to 8 unsynced records kept.
+                    let most = if self.bounds.torn_writes { self.disk.unsynced.len().min(8) } else { 0 };
+                    out.extend((0..=most).map(|keep| Action::StoreCrash { keep }));
+                }
+            }
+        }
         for l in &self.managers {
             if !l.busy && l.rounds_left > 0 && (!self.bounds.ticked || l.next_round_us <= now) {
                 out.push(Action::StartRound(l.candidate));
@@ -675,7 +785,7 @@ impl World {
         // Urgent: time waits for every message in flight and every server step that can go
         // on without it (messages are faster than any timer, as the simulator's 1 to 5 ms
         // latencies are; a slower message is a drop or a cut).
-        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_)) || (self.bounds.ticked && matches!(a, Action::StartRound(_)))));
+        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_) | Action::StoreSync | Action::StoreRestart) || (self.bounds.ticked && matches!(a, Action::StartRound(_)))));
         if settled && self.next_deadline().is_some() {
             out.push(Action::Advance);
         }
@@ -808,6 +918,18 @@ impl World {
                 let lost = before - self.net.len();
                 (format!("server-{n}"), format!("cut from lock-1 ({lost} in flight lost)"))
             }
+            Action::StoreSync => {
+                self.store_sync();
+                ("store-1".to_string(), "sync ends".to_string())
+            }
+            Action::StoreCrash { keep } => {
+                let input = self.store_crash(*keep);
+                ("store-1".to_string(), input)
+            }
+            Action::StoreRestart => {
+                self.store_restart();
+                ("store-1".to_string(), "restart (recovered from the durable records)".to_string())
+            }
             Action::Advance => {
                 let to = self.next_deadline().expect("enabled");
                 let from = self.now_us;
@@ -938,6 +1060,10 @@ impl World {
                 self.apply(&Action::Deliver(0));
                 continue;
             }
+            if !self.disk.syncs.is_empty() {
+                self.apply(&Action::StoreSync);
+                continue;
+            }
             let ready = self.enabled().into_iter().find(|a| matches!(a, Action::Task { timed_out: false, .. }));
             match ready {
                 Some(a) => {
@@ -1024,6 +1150,10 @@ impl World {
         for _ in 0..10_000 {
             if let Some(i) = self.net.iter().position(|p| !of_manager(p)) {
                 self.apply(&Action::Deliver(i));
+                continue;
+            }
+            if !self.disk.syncs.is_empty() {
+                self.apply(&Action::StoreSync);
                 continue;
             }
             match self.enabled().into_iter().find(|a| matches!(a, Action::Task { timed_out: false, .. })) {
