@@ -349,6 +349,13 @@ pub struct ModelArgs {
     /// tasks in the order sent and made.
     #[arg(long)]
     pub no_multiset: bool,
+    /// Switch off the bounded liveness check (from each state where the search stops, once
+    /// the faults heal, every range must become active and accept an append).
+    #[arg(long, conflicts_with = "liveness_every_state")]
+    pub no_liveness: bool,
+    /// Judge liveness from every state the search keeps, not only where it stops.
+    #[arg(long)]
+    pub liveness_every_state: bool,
 }
 
 /// The arguments of `mutants`.

@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Node, Packet, Reductions, ReplyTo, Route, ServerSlot, Task, TaskSlot};
+pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Liveness, Node, Packet, Reductions, ReplyTo, Route, ServerSlot, Task, TaskSlot};
 use super::parts::{judged, name};
 
 /// The whole model state.
