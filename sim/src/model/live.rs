@@ -166,7 +166,6 @@ pub fn heal(w: &World, memo: Option<&mut HashMap<u128, bool>>, record: bool) -> 
     let mut keys = Vec::new();
     let mut transcript = Vec::new();
     let (mut steps, mut live, mut memo_hit) = (0, false, false);
-    let mut memo = memo;
     loop {
         if not_live(&h).is_none() {
             live = true;
@@ -192,7 +191,7 @@ pub fn heal(w: &World, memo: Option<&mut HashMap<u128, bool>>, record: bool) -> 
         }
         steps += 1;
     }
-    if let Some(m) = memo.as_deref_mut() {
+    if let Some(m) = memo {
         for k in keys {
             m.insert(k, live);
         }

@@ -141,7 +141,8 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
+        (&["--config", "move", "--no-liveness", "--liveness-every-state"], "'--no-liveness' cannot be used with '--liveness-every-state'"),
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
         (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
@@ -323,6 +324,8 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
         assert!(r.exhausted, "{name}: not exhausted");
         assert!(r.unique >= config.min_unique, "{name}: {} unique states, below {}", r.unique, config.min_unique);
+        // Bounded liveness judged the states where the search stops, and each healed.
+        assert!(r.live.judged > 0 && r.live.judged == r.live.live_by_schedule + r.live.live_by_search, "{name}: liveness {:?}", r.live);
     }
     let table: [(&str, Mutation, Expect); 21] = [
         ("move", Mutation::ServerSkipsAuthorityCheck, Expect::Caught("single_writer", 15)),
