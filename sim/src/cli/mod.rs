@@ -81,7 +81,9 @@ pub enum Command {
     /// (in `depose` two managers: the leader deposed mid-move, a standby at a newer term),
     /// wired by a model network (deliver or drop any message, crash a server, jump to the next
     /// deadline), each state judged by the simulator's `single_writer` checker (and `map_tiles`,
-    /// `no_lost_append` and `manager_exclusive` where the configuration says). Prints states
+    /// `no_lost_append` and `manager_exclusive` where the configuration says), and, from each
+    /// state where the search stops, bounded liveness (once the faults heal, every range
+    /// becomes active and accepts an append; `--no-liveness` switches it off). Prints states
     /// explored, unique states, depth, CPU seconds and whether the space was exhausted. On a
     /// violation prints the shortest counterexample as a numbered transcript and exits 1; exits
     /// 0 when exhausted with no violation (or 5 when a bound cut the search short), 64 on a bad
@@ -361,6 +363,13 @@ pub struct ModelArgs {
     /// tasks in the order sent and made.
     #[arg(long)]
     pub no_multiset: bool,
+    /// Switch off the bounded liveness check (from each state where the search stops, once
+    /// the faults heal, every range must become active and accept an append).
+    #[arg(long, conflicts_with = "liveness_every_state")]
+    pub no_liveness: bool,
+    /// Judge liveness from every state the search keeps, not only where it stops.
+    #[arg(long)]
+    pub liveness_every_state: bool,
 }
 
 /// The arguments of `mutants`.

@@ -43,6 +43,12 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let on = |x: bool| if x { "on" } else { "off" };
     let por = if b.urgent { on(b.reduce.por) } else { "n/a (applies only to urgent configurations)" };
     println!("reductions: por {por} fold {} multiset {}", on(b.reduce.fold), on(b.reduce.multiset));
+    let liveness = match b.liveness {
+        model::Liveness::Off => "off (--no-liveness)",
+        model::Liveness::Ends => "every state where the search stops",
+        model::Liveness::Every => "every state (--liveness-every-state)",
+    };
+    println!("liveness: {liveness}; heal: faults off, links restored, time up to {} ms on, rounds on the tick; confirmed by a search of the healed system (at most {} states)", model::live::HEAL_MS, model::live::CONFIRM_STATES);
     let report = match model::check_with(&config, first, also, b) {
         Ok(r) => r,
         Err(e) if e.starts_with("--mutation") => return bad(e),
@@ -62,6 +68,13 @@ pub fn model(args: ModelArgs) -> ExitCode {
         report.states_per_s(),
         if report.exhausted { "yes" } else if report.stopped_at_states { "no (state bound)" } else if report.violation.is_some() { "no (stopped at the violation)" } else { "no (depth bound)" }
     );
+    if b.liveness != model::Liveness::Off {
+        let l = &report.live;
+        println!(
+            "liveness: states healed {} live by the heal schedule {} by the confirming search {} undecided {} heal steps {} memo hits {} search states {} cpu {:.2} s",
+            l.judged, l.live_by_schedule, l.live_by_search, l.undecided, l.heal_steps, l.memo_hits, l.confirm_states, l.cpu_s
+        );
+    }
     let per_depth: Vec<String> = report.per_depth.iter().map(|n| n.to_string()).collect();
     println!("states expanded per depth: {}", per_depth.join(" "));
     if let Some(cx) = &report.violation {
@@ -192,6 +205,13 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     b.standby_rounds = args.standby_rounds.unwrap_or(b.standby_rounds);
     b.appends = args.appends.unwrap_or(b.appends);
     b.reduce = model::Reductions { por: !args.no_por, fold: !args.no_fold, multiset: !args.no_multiset };
+    b.liveness = if args.no_liveness {
+        model::Liveness::Off
+    } else if args.liveness_every_state {
+        model::Liveness::Every
+    } else {
+        model::Liveness::Ends
+    };
     Ok(b)
 }
 
@@ -206,4 +226,15 @@ fn print_counterexample(cx: &model::Counterexample, setup_steps: usize) {
         }
     }
     println!("{} steps", cx.steps.len());
+    if let Some(stuck) = &cx.stuck {
+        println!("the heal from the last state (faults off, links restored, servers restarted, time moving, the leader rounding; {} steps, {} ms):", stuck.heal.len(), stuck.heal_ms);
+        for (i, (node, input, outputs)) in stuck.heal.iter().enumerate() {
+            println!("  h{:<3} {node:<10} {input}", i + 1);
+            for o in outputs {
+                println!("        -> {o}");
+            }
+        }
+        println!("stuck: {}", stuck.at_end);
+        println!("no live state in the {} states of the healed system searched from the last state", stuck.searched);
+    }
 }

@@ -15,13 +15,14 @@
 //! | [`world`] | the model's state, its actions, how each action drives a core |
 //! | `mod.rs` | the configurations, the search, the report and the counterexample |
 
+pub mod live;
 pub mod parts;
 pub mod replay;
 pub mod world;
 
 use partmap::config::{Knobs, Mutation};
 use std::collections::{HashSet, VecDeque};
-pub use world::{Action, Bounds, Reductions, World};
+pub use world::{Action, Bounds, Liveness, Reductions, World};
 
 /// What a configuration's setup plays before the search starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +83,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 120_000,
         also_runs: &[],
         judge_content: false,
@@ -91,7 +92,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 110_000,
         also_runs: &[],
         judge_content: false,
@@ -100,7 +101,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "failover",
         about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 680_000,
         also_runs: &[],
         judge_content: false,
@@ -109,7 +110,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "split",
         about: "1 range at server-1, 2 servers, the authority, the store, one leader driving an operator's split of the range at key k2 (ReshapeFlow): the left child [.., k2) stays at server-1, the right child [k2, ..) goes to server-2; 1 client with 2 appends, to k1 and k2 (one on each side)",
         setup: Setup::Split(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 210_000,
         also_runs: &SPLIT_MUTATIONS,
         judge_content: true,
@@ -118,7 +119,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "merge",
         about: "2 adjacent ranges, the left [.., k2) at server-1 and the right [k2, ..) at server-2 (made by a split in the setup), 2 servers, the authority, the store, one leader that collects load reports every round and merges the two cold neighbours onto server-1 (ReshapeFlow); 1 client with 2 appends, to k1 and k2 (one in each parent)",
         setup: Setup::Merge(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 395_000,
         also_runs: &MERGE_MUTATIONS,
         judge_content: true,
@@ -127,7 +128,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "depose",
         about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2, journaled at leader term 1, with a standby manager: manager-1's round is in flight when its lease (900 ms) may end; manager-2 then takes term 2, reads the journal and drives the same move (MoveFlow) while manager-1's late calls and commits are still in flight or still sent; no client append (the data path is move's)",
         setup: Setup::Depose,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 150_000,
         also_runs: &[],
         judge_content: false,
@@ -136,7 +137,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "store-crash",
         about: "1 range active at server-1, 2 servers, the authority, the store, no leader round; the store syncs as a step of its own and may crash once (memory and pending syncs lost, unsynced writes lost or, torn, a prefix of them kept), restarting from its durable records; 1 client with 2 appends to server-1",
         setup: Setup::StoreCrash,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 1_100,
         also_runs: &[],
         judge_content: true,
@@ -206,6 +207,8 @@ pub struct Counterexample {
     pub steps: Vec<(String, String, Vec<String>)>,
     /// The actions of those steps, from the initial state.
     pub path: Vec<Action>,
+    /// For `liveness`: what the heal did from the last state and where it stuck.
+    pub stuck: Option<live::Stuck>,
 }
 
 /// What a search found.
@@ -233,6 +236,8 @@ pub struct Report {
     pub setup_steps: usize,
     /// Unique states expanded at each depth (index: actions after the setup).
     pub per_depth: Vec<u64>,
+    /// The liveness check's figures ([`Bounds::liveness`]).
+    pub live: live::LiveStats,
 }
 
 impl Report {
@@ -435,7 +440,7 @@ fn counterexample(init: &World, tree: &[(u32, Action)], idx: u32, last: Option<A
     path.reverse();
     let mut replay = init.clone();
     let steps = path.iter().map(|a| replay.apply(a)).collect();
-    Counterexample { property, message, steps, path }
+    Counterexample { property, message, steps, path, stuck: None }
 }
 
 /// Search `config` under `mutation` within `bounds`, breadth first. Errors: the setup failed.
@@ -454,9 +459,9 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
     let forget = ForgetReshapes::new(&knobs_with(config, mutation, also));
     let init = initial_world_with(config, mutation, also, bounds, false)?;
     let setup_steps = init.history.len();
-    let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps, per_depth: Vec::new() };
+    let mut report = Report { explored: 0, unique: 1, depth: 0, over_in_flight: 0, cut_by_depth: 0, stopped_at_states: false, exhausted: false, cpu_s: 0.0, violation: None, setup_steps, per_depth: Vec::new(), live: live::LiveStats::default() };
     if let Some((property, message)) = judge(&init, 0, 0, &forget) {
-        report.violation = Some(Counterexample { property, message, steps: Vec::new(), path: Vec::new() });
+        report.violation = Some(Counterexample { property, message, steps: Vec::new(), path: Vec::new(), stuck: None });
         report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
         return Ok(report);
     }
@@ -468,6 +473,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
     let mut queue: VecDeque<(World, u32, u32)> = VecDeque::new();
     queue.push_back((init.clone(), 0, 0));
     let mut per_depth: Vec<u64> = Vec::new();
+    let mut live_judge = live::Judge::default();
     'search: while let Some((w, idx, depth)) = queue.pop_front() {
         if per_depth.len() <= depth as usize {
             per_depth.push(0);
@@ -485,6 +491,15 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         if actions.is_empty() && config.judge_content {
             if let Some((property, message)) = judge_final(&w, &forget) {
                 report.violation = Some(counterexample(&init, &tree, idx, None, property, message));
+                break 'search;
+            }
+        }
+        let stops = actions.is_empty() || depth >= bounds.max_depth;
+        if bounds.liveness == Liveness::Every || (bounds.liveness == Liveness::Ends && stops) {
+            if let Some((message, stuck)) = live_judge.judge(&w) {
+                let mut cx = counterexample(&init, &tree, idx, None, "liveness", message);
+                cx.stuck = Some(stuck);
+                report.violation = Some(cx);
                 break 'search;
             }
         }
@@ -521,7 +536,8 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         }
     }
     report.per_depth = per_depth;
-    report.exhausted = report.violation.is_none() && !report.stopped_at_states && report.cut_by_depth == 0;
+    report.live = live_judge.stats;
+    report.exhausted = report.violation.is_none() && !report.stopped_at_states && report.cut_by_depth == 0 && report.live.undecided == 0;
     report.cpu_s = (crate::cpu::thread_cpu_ns() - cpu0) as f64 / 1e9;
     Ok(report)
 }

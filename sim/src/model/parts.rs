@@ -363,6 +363,22 @@ pub struct Bounds {
     /// The reductions the search applies (all on by default; each can be switched off to
     /// measure what it saves).
     pub reduce: Reductions,
+    /// Which states the bounded liveness check heals ([`Liveness`]; `--no-liveness`: none).
+    pub liveness: Liveness,
+}
+
+/// Which states of the search the bounded liveness check (`super::live`) judges: from each,
+/// once the faults heal, a state where every live range is active and accepts an append must
+/// be reachable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    /// None (`--no-liveness`).
+    Off,
+    /// Every state where the search stops expanding: no action enabled (the rounds spent,
+    /// the horizon reached, everything delivered), or the depth bound. The default.
+    Ends,
+    /// Every state the search keeps (`--liveness-every-state`).
+    Every,
 }
 
 /// The search's reductions: each changes which states are told apart or which actions are

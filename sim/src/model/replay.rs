@@ -323,12 +323,21 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     Ok((s, notes))
 }
 
+/// Whether the simulator's first violated property `found` is the model's `property`: the
+/// same name, or for the model's `liveness` (no live state reachable once the faults heal) the
+/// simulator's `liveness` (no append taken after its heal) or `no_stuck_range` (a range held
+/// paused with no flow of it, the same stuck state seen in the history).
+pub fn same_failure(property: &str, found: &str) -> bool {
+    property == found || (property == "liveness" && found == "no_stuck_range")
+}
+
 /// What [`write_and_replay`] did.
 #[derive(Clone, Debug)]
 pub struct Replayed {
     /// The scenario file written.
     pub path: std::path::PathBuf,
-    /// The first seed (of those tried) whose run violated the counterexample's property.
+    /// The first seed (of those tried) whose run violated the counterexample's property first
+    /// ([`same_failure`]).
     pub seed: Option<u64>,
     /// Seeds tried.
     pub tried: u64,
@@ -352,7 +361,7 @@ pub fn write_and_replay(config: &Config, (mutation, also): (Option<Mutation>, Op
         let r = crate::run::run_seed(&opts);
         out.tried += 1;
         let first = r.verdicts.iter().find(|v| v.violation.is_some()).map(|v| v.property.to_string());
-        let hit = first.as_deref() == Some(cx.property);
+        let hit = first.as_deref().is_some_and(|p| same_failure(cx.property, p));
         out.found.push(first);
         if hit {
             out.seed = Some(seed);

@@ -45,7 +45,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Node, Packet, PendingSync, Reductions, ReplyTo, Route, ServerSlot, StoreDisk, Task, TaskSlot};
+pub use super::parts::{Action, Awaiting, Bounds, ClientAppend, Leader, LeaderFlow, Liveness, Node, Packet, PendingSync, Reductions, ReplyTo, Route, ServerSlot, StoreDisk, Task, TaskSlot};
 use super::parts::{judged, name};
 
 /// The whole model state.

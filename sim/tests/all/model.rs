@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL, liveness: model::Liveness::Ends }
 }
 
 #[test]
@@ -141,9 +141,10 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 14] = [
         (&["--config", "store-crash", "--torn-writes", "maybe"], "--torn-writes"),
         (&["--config", "move", "--torn-writes", "on"], "--torn-writes"),
+        (&["--config", "move", "--no-liveness", "--liveness-every-state"], "'--no-liveness' cannot be used with '--liveness-every-state'"),
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
         (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
@@ -422,6 +423,8 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
         assert!(r.exhausted, "{name}: not exhausted");
         assert!(r.unique >= config.min_unique, "{name}: {} unique states, below {}", r.unique, config.min_unique);
+        // Bounded liveness judged the states where the search stops, and each healed.
+        assert!(r.live.judged > 0 && r.live.judged == r.live.live_by_schedule + r.live.live_by_search, "{name}: liveness {:?}", r.live);
     }
     let table: [(&str, Mutation, Expect); 21] = [
         ("move", Mutation::ServerSkipsAuthorityCheck, Expect::Caught("single_writer", 15)),
@@ -499,4 +502,49 @@ fn model_key_and_key_text_tell_the_same_states_apart() {
         let least = if name == "store-crash" { 1_000 } else { 3_000 };
         assert!(by_key.len() >= least && transitions > by_key.len(), "{name}: {} states, {transitions} transitions", by_key.len());
     }
+}
+
+/// Bounded liveness (`model::live`), the heal: on `move`, the leader's lease request dropped
+/// (time does not move within the horizon, so the round waits for ever and the journaled move
+/// never runs) is not live, and the heal schedule (time moves, the call times out, the next
+/// round on the tick drives the move) reaches a live state: the range active at server-2,
+/// which admits an append at the move's epoch.
+#[test]
+fn model_liveness_heal_drives_a_stalled_move_to_a_live_state() {
+    let config = model::config("move").expect("built");
+    let mut w = model::initial(&config, None, config.bounds).expect("setup");
+    w.apply(&model::Action::StartRound(1));
+    w.apply(&model::Action::Drop(0));
+    assert!(w.enabled().iter().all(|a| !matches!(a, model::Action::Advance | model::Action::LeaderTimeout(_))), "no timeout within the horizon");
+    let why = model::live::not_live(&w).expect("the move is journaled: not live");
+    assert!(why.contains("a move of it is still in the journal"), "{why}");
+    let run = model::live::heal(&w, None, true);
+    assert!(run.live, "the heal did not reach a live state: {:?}", model::live::not_live(&run.end));
+    assert_eq!(run.steps, run.transcript.len());
+    let row = run.end.authority.map().live_rows()[0].clone();
+    assert_eq!(row.owner.map(|o| o.0), Some(2), "the range moved to server-2");
+    assert!(run.end.history.len() > w.history.len());
+}
+
+/// Bounded liveness, the verdict: a range its owner holds paused with no flow of it in the
+/// journal (planted on `failover`'s initial state: nothing in the control plane will ever
+/// resume it) is not live, the heal schedule does not make it live, and the search of the
+/// healed system is exhausted with no live state, so the judge reports it, naming the range,
+/// the server and the pause.
+#[test]
+fn model_liveness_judges_a_range_paused_with_no_flow_stuck() {
+    let config = model::config("failover").expect("built");
+    let mut w = model::initial(&config, None, config.bounds).expect("setup");
+    assert_eq!(model::live::not_live(&w), None, "the setup is live");
+    let range = *w.servers[0].core.ranges.keys().next().expect("server-1 holds range 1");
+    w.servers[0].core.ranges.get_mut(&range).expect("held").paused = true;
+    let why = model::live::not_live(&w).expect("paused: not live");
+    assert!(why.contains("server-1 holds it paused"), "{why}");
+    assert!(!model::live::heal(&w, None, false).live);
+    let mut judge = model::live::Judge::default();
+    let (message, stuck) = judge.judge(&w).expect("a liveness violation");
+    assert!(message.contains("accepts an append"), "{message}");
+    assert!(stuck.at_end.contains("paused"), "{}", stuck.at_end);
+    assert!(stuck.searched > 1 && !stuck.heal.is_empty());
+    assert_eq!((judge.stats.judged, judge.stats.live_by_schedule, judge.stats.live_by_search, judge.stats.undecided), (1, 0, 0, 0));
 }
