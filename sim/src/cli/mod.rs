@@ -330,6 +330,17 @@ pub struct ModelArgs {
     /// (default: the configuration's; 0 allowed: no duplication).
     #[arg(long)]
     pub max_dups: Option<u32>,
+    /// Delays bound: a message in flight marked slow, so time may move while it is in flight
+    /// (with urgent time, where no other message does); delivered or dropped later (default:
+    /// the configuration's, 0 in every one but `stale-owner`, 1 there; 0 allowed).
+    #[arg(long)]
+    pub max_delays: Option<u32>,
+    /// Clock drift bound, parts per million: the authority's clock runs fast by it and every
+    /// server's slow by it, the corner of the bound for leases (default: the configuration's,
+    /// 0 in every one but `stale-owner`, 50000 there; at most 500000, as the simulator's
+    /// `knobs.clock_drift_ppm`).
+    #[arg(long)]
+    pub drift_ppm: Option<u64>,
     /// Rounds of the standby manager, `manager-2` (default: the configuration's). Only
     /// `depose` has one, and needs at least 1; elsewhere only 0 is accepted.
     #[arg(long)]

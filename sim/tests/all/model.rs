@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL }
 }
 
 #[test]
