@@ -324,8 +324,9 @@ pub struct Bounds {
     pub max_drops: u32,
     /// Requests duplicated per run ([`Action::Duplicate`]).
     pub max_dups: u32,
-    /// Messages delayed per run ([`Action::Delay`]): a message marked slow stays in flight
-    /// while time moves (with [`Bounds::urgent`], where no other message does).
+    /// Messages delayed per run ([`Action::Delay`], offered only with [`Bounds::urgent`]): a
+    /// message marked slow stays in flight while time moves, where no other message does.
+    /// Without urgent time every message may already do so, and a delay would add nothing.
     pub max_delays: u32,
     /// Clock drift bound, parts per million (0: one exact clock). With `d` > 0 the
     /// authority's clock runs fast by `d` and every server's slow by `d` (the managers' stay

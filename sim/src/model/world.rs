@@ -613,7 +613,9 @@ impl World {
             if self.dups < self.bounds.max_dups && !self.net[i].answer {
                 out.push(Action::Duplicate(i));
             }
-            if self.delays < self.bounds.max_delays && !self.net[i].slow {
+            // Only with urgent time: without it any message may already stay in flight while
+            // the clock moves, and the mark would change nothing but the state's key.
+            if self.bounds.urgent && self.delays < self.bounds.max_delays && !self.net[i].slow {
                 out.push(Action::Delay(i));
             }
         }
