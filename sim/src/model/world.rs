@@ -952,25 +952,36 @@ impl World {
         }
         let rounds = self.managers[0].rounds_left;
         self.managers[0].rounds_left = 0;
+        // The prefix's clock is not bounded by the search's horizon (which starts after it).
+        let horizon_ms = self.bounds.horizon_ms;
+        self.bounds.horizon_ms = PREFIX_HORIZON_MS;
         self.play(Action::Cut(1));
         let route = self.routes.iter().find(|r| r.server == 1).cloned().ok_or("stale-owner: no route to server-1")?;
         self.play(Action::SendAppend { server: 1, range: route.range, epoch: route.epoch });
         let i = self.net.iter().position(|p| p.from == Node::Client).ok_or("stale-owner: the client's append is not in flight")?;
         self.play(Action::Deliver(i));
+        // Until server-1's write is in flight: every other message delivered in order, every
+        // ready step run, the clock moved when nothing else can happen (a flow may sleep
+        // before it admits).
         let store_append = |w: &World| w.net.iter().position(|p| p.from == Node::Server(1) && matches!(p.msg, Msg::StoreAppend { .. }));
-        for _ in 0..16 {
+        for _ in 0..1_000 {
             if store_append(self).is_some() {
                 break;
             }
-            let Some(a) = self.enabled().into_iter().find(|a| matches!(a, Action::Task { server: 1, timed_out: false, .. })) else { break };
-            self.play(a);
+            let enabled = self.enabled();
+            let next = match self.net.iter().position(|p| !p.slow) {
+                Some(i) => Action::Deliver(i),
+                None => match enabled.into_iter().find(|a| matches!(a, Action::Task { .. } | Action::Restart(_))) {
+                    Some(a) => a,
+                    None if self.enabled().contains(&Action::Advance) => Action::Advance,
+                    None => break,
+                },
+            };
+            self.play(next);
         }
         let i = store_append(self).ok_or("stale-owner: server-1 sent no store_append for the client's append")?;
         self.play(Action::Delay(i));
         self.settle();
-        // The prefix's clock is not bounded by the search's horizon (which starts after it).
-        let horizon_ms = self.bounds.horizon_ms;
-        self.bounds.horizon_ms = PREFIX_HORIZON_MS;
         for _ in 0..1_000 {
             let expires = self.authority.session_expires_us(ServerId(1)).ok_or("stale-owner: server-1's session is not live at the authority")?;
             if self.local_us(Node::Authority) > expires {
