@@ -330,12 +330,12 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
     let table: [(&str, Mutation, Expect); 21] = [
         ("stale-owner", Mutation::StoreIgnoresFence, Expect::Caught("single_writer", 8)),
         ("stale-owner", Mutation::ZeroLeaseMargin, Expect::Caught("single_writer", 2)),
+        ("stale-owner", Mutation::PublishBeforeFence, Expect::Caught("single_writer", 9)),
         ("move", Mutation::ServerSkipsAuthorityCheck, Expect::Caught("single_writer", 15)),
         ("move", Mutation::CheckThenAwaitThenAdmit, Expect::Caught("single_writer", 15)),
         ("move", Mutation::PauseSkipsDrain, Expect::Caught("single_writer", 15)),
         ("move", Mutation::SourceIgnoresPause, Expect::Caught("single_writer", 15)),
         ("move", Mutation::TargetSkipsVerify, Expect::Masked),
-        ("move", Mutation::PublishBeforeFence, Expect::Masked),
         ("move", Mutation::ServerAdmitsNewerEpoch, Expect::Masked),
         ("failover", Mutation::ServerIgnoresLeaseExpiry, Expect::Caught("single_writer", 45)),
         ("failover", Mutation::ServerSkipsEpochCheck, Expect::Masked),
