@@ -280,9 +280,10 @@ pub struct BenchArgs {
 /// The arguments of `model`.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// The configuration (built: move, move-precopy, failover, split, merge, depose; depose:
-    /// a standby manager takes a newer leader term while the leader's move is in flight).
-    /// Required unless --all.
+    /// The configuration (built: move, move-precopy, failover, split, merge, depose,
+    /// stale-owner; depose: a standby manager takes a newer leader term while the leader's move
+    /// is in flight; stale-owner: a failover whose cut-off owner's write to the store is delayed,
+    /// with drifting clocks). Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
     /// Run every configuration unmutated and under every core mutation on its default bounds,
