@@ -238,6 +238,13 @@ impl AuthorityCore {
         sessions.chain(self.leader.map(|l| l.expires_us + 1)).collect()
     }
 
+    /// When `server`'s live session expires (µs of this authority's clock: it counts as
+    /// expired once `now` is past it); `None` for no live session. For a model checker whose
+    /// setup plays time up to a lease's end.
+    pub fn session_expires_us(&self, server: ServerId) -> Option<u64> {
+        self.sessions.get(&server).filter(|s| s.live).map(|s| s.expires_us)
+    }
+
     fn mutated(&self, m: Mutation) -> bool {
         self.mutation == Some(m) || self.also_mutation == Some(m)
     }

@@ -283,9 +283,10 @@ pub struct BenchArgs {
 #[derive(Args)]
 pub struct ModelArgs {
     /// The configuration (built: move, move-precopy, failover, split, merge, depose,
-    /// store-crash; depose: a standby manager takes a newer leader term while the leader's
-    /// move is in flight; store-crash: the store crashes with unsynced or torn writes).
-    /// Required unless --all.
+    /// stale-owner, store-crash; depose: a standby manager takes a newer leader term while the
+    /// leader's move is in flight; stale-owner: a failover whose cut-off owner's write to the
+    /// store is delayed, with drifting clocks; store-crash: the store crashes with unsynced or
+    /// torn writes). Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
     /// Run every configuration unmutated and under every core mutation on its default bounds,
@@ -344,6 +345,17 @@ pub struct ModelArgs {
     /// (default: the configuration's; 0 allowed: no duplication).
     #[arg(long)]
     pub max_dups: Option<u32>,
+    /// Delays bound: a message in flight marked slow, so time may move while it is in flight
+    /// (with urgent time, where no other message does); delivered or dropped later (default:
+    /// the configuration's, 0 in every one but `stale-owner`, 1 there; 0 allowed).
+    #[arg(long)]
+    pub max_delays: Option<u32>,
+    /// Clock drift bound, parts per million: the authority's clock runs fast by it and every
+    /// server's slow by it, the corner of the bound for leases (default: the configuration's,
+    /// 0 in every one but `stale-owner`, 50000 there; at most 500000, as the simulator's
+    /// `knobs.clock_drift_ppm`).
+    #[arg(long)]
+    pub drift_ppm: Option<u64>,
     /// Rounds of the standby manager, `manager-2` (default: the configuration's). Only
     /// `depose` has one, and needs at least 1; elsewhere only 0 is accepted.
     #[arg(long)]

@@ -37,8 +37,8 @@ pub fn model(args: ModelArgs) -> ExitCode {
     let mutation = args.mutation.as_deref().unwrap_or("none");
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} dups {} crashes {} store_crashes {} torn_writes {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_crashes, b.max_store_crashes, b.torn_writes, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
+        "bounds: depth {} states {} in_flight {} drops {} dups {} delays {} drift {} ppm crashes {} store_crashes {} torn_writes {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_delays, b.drift_ppm, b.max_crashes, b.max_store_crashes, b.torn_writes, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
     );
     let on = |x: bool| if x { "on" } else { "off" };
     let por = if b.urgent { on(b.reduce.por) } else { "n/a (applies only to urgent configurations)" };
@@ -51,7 +51,7 @@ pub fn model(args: ModelArgs) -> ExitCode {
     println!("liveness: {liveness}; heal: faults off, links restored, time up to {} ms on, rounds on the tick; confirmed by a search of the healed system (at most {} states)", model::live::HEAL_MS, model::live::CONFIRM_STATES);
     let report = match model::check_with(&config, first, also, b) {
         Ok(r) => r,
-        Err(e) if e.starts_with("--mutation") => return bad(e),
+        Err(e) if e.starts_with("--mutation") || e.starts_with("--max-delays") => return bad(e),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(3);
@@ -179,6 +179,9 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     if let Some((flag, _)) = positive.iter().find(|(_, v)| *v == Some(0)) {
         return Err(format!("{flag}: a bound of 0 explores nothing; give at least 1"));
     }
+    if let Some(ppm) = args.drift_ppm.filter(|p| *p > 500_000) {
+        return Err(format!("--drift-ppm: {ppm} is beyond 500000 (a clock at half or one and a half times the real rate; the simulator's knobs.clock_drift_ppm has the same bound)"));
+    }
     if defaults.standby_rounds > 0 && args.standby_rounds == Some(0) {
         return Err("--standby-rounds: this configuration's setup needs a standby; give at least 1".to_string());
     }
@@ -202,6 +205,8 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
         None => {}
     }
     b.max_dups = args.max_dups.unwrap_or(b.max_dups);
+    b.max_delays = args.max_delays.unwrap_or(b.max_delays);
+    b.drift_ppm = args.drift_ppm.unwrap_or(b.drift_ppm);
     b.standby_rounds = args.standby_rounds.unwrap_or(b.standby_rounds);
     b.appends = args.appends.unwrap_or(b.appends);
     b.reduce = model::Reductions { por: !args.no_por, fold: !args.no_fold, multiset: !args.no_multiset };

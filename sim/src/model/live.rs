@@ -103,6 +103,7 @@ pub fn healed(w: &World) -> World {
     let b = &mut h.bounds;
     b.max_drops = 0;
     b.max_dups = 0;
+    b.max_delays = 0;
     b.max_crashes = 0;
     b.max_cuts = 0;
     b.ticked = true;

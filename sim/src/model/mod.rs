@@ -53,6 +53,12 @@ pub enum Setup {
     /// client's appends go to server-1, whose store may crash (`Bounds::max_store_crashes`),
     /// losing or tearing what it had not synced.
     StoreCrash,
+    /// [`Setup::Failover`], then the forced prefix of a stale owner
+    /// ([`World::setup_stale_owner`]): server-1 cut off from the authority with the client's
+    /// append admitted and its write to the store delayed, the clock moved to the end of
+    /// server-1's session at the authority, and the leader's round there reassigning range 1
+    /// to server-2. The search starts with the new owner not yet opened.
+    StaleOwner,
 }
 
 /// A configuration the model checks.
@@ -78,12 +84,12 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 7] = [
+pub const CONFIGS: [Config; 8] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 120_000,
         also_runs: &[],
         judge_content: false,
@@ -92,7 +98,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 110_000,
         also_runs: &[],
         judge_content: false,
@@ -101,7 +107,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "failover",
         about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 680_000,
         also_runs: &[],
         judge_content: false,
@@ -110,7 +116,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "split",
         about: "1 range at server-1, 2 servers, the authority, the store, one leader driving an operator's split of the range at key k2 (ReshapeFlow): the left child [.., k2) stays at server-1, the right child [k2, ..) goes to server-2; 1 client with 2 appends, to k1 and k2 (one on each side)",
         setup: Setup::Split(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 210_000,
         also_runs: &SPLIT_MUTATIONS,
         judge_content: true,
@@ -119,7 +125,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "merge",
         about: "2 adjacent ranges, the left [.., k2) at server-1 and the right [k2, ..) at server-2 (made by a split in the setup), 2 servers, the authority, the store, one leader that collects load reports every round and merges the two cold neighbours onto server-1 (ReshapeFlow); 1 client with 2 appends, to k1 and k2 (one in each parent)",
         setup: Setup::Merge(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 395_000,
         also_runs: &MERGE_MUTATIONS,
         judge_content: true,
@@ -128,7 +134,7 @@ pub const CONFIGS: [Config; 7] = [
         name: "depose",
         about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2, journaled at leader term 1, with a standby manager: manager-1's round is in flight when its lease (900 ms) may end; manager-2 then takes term 2, reads the journal and drives the same move (MoveFlow) while manager-1's late calls and commits are still in flight or still sent; no client append (the data path is move's)",
         setup: Setup::Depose,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 150_000,
         also_runs: &[],
         judge_content: false,
@@ -137,10 +143,19 @@ pub const CONFIGS: [Config; 7] = [
         name: "store-crash",
         about: "1 range active at server-1, 2 servers, the authority, the store, no leader round; the store syncs as a step of its own and may crash once (memory and pending syncs lost, unsynced writes lost or, torn, a prefix of them kept), restarting from its durable records; 1 client with 2 appends to server-1",
         setup: Setup::StoreCrash,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 1_100,
         also_runs: &[],
         judge_content: true,
+    },
+    Config {
+        name: "stale-owner",
+        about: "the failover's cluster and knobs (lease 1 s, renewal 700 ms, margin 200 ms) with clocks drifting at the 5% bound's corner (the authority's fast, the servers' slow); the setup cuts server-1 off from the authority with the client's first append admitted there and its write to the store delayed, moves the clock to the end of server-1's session at the authority and plays the leader's round that reassigns range 1 to server-2; the search goes on from there (the new owner's open and fence, the delayed write, the stale owner's lease, one more delay: 2 per run), a 300 ms horizon, 2 untimed leader rounds, 1 open-loop client with 2 appends",
+        setup: Setup::StaleOwner,
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 2, drift_ppm: 50_000, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 300, rounds: 2, standby_rounds: 0, appends: 2, urgent: true, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        min_unique: 190_000,
+        also_runs: &[],
+        judge_content: false,
     },
 ];
 
@@ -265,7 +280,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         Setup::Move(strategy) => Knobs { strategy, ..base },
         Setup::Split(_) => base,
         Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
-        Setup::Failover => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
+        Setup::Failover | Setup::StaleOwner => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
         Setup::StoreCrash => base,
         // The lease (900 ms) ends before the servers' second renewal (960 ms), and their first
         // one (480 ms) comes before the leader's call in flight times out (500 ms).
@@ -289,6 +304,16 @@ pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds
 }
 
 fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
+    let mut w = base_world(config, mutation, also, bounds, track)?;
+    if config.setup == Setup::StaleOwner {
+        w.setup_stale_owner()?;
+    }
+    Ok(w)
+}
+
+/// The setup of `config` up to its recorded prefix ([`World::prefix`]): for `stale-owner`
+/// the failover's setup, which the replay starts from; for the others the whole setup.
+pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let knobs = knobs_with(config, mutation, also);
     let mut w = World::new(knobs, 2, bounds.appends, bounds);
     w.track = track;
@@ -296,7 +321,7 @@ fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<
         Setup::Move(_) => {
             w.setup_move()?;
         }
-        Setup::Failover | Setup::StoreCrash => w.setup_failover()?,
+        Setup::Failover | Setup::StoreCrash | Setup::StaleOwner => w.setup_failover()?,
         Setup::Depose => {
             w.setup_depose()?;
         }
@@ -480,8 +505,10 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         }
         per_depth[depth as usize] += 1;
         let mut actions = w.enabled();
-        if bounds.urgent && bounds.reduce.por {
-            if let Some(i) = w.net.iter().position(|p| p.answer && matches!(p.to, world::Node::Manager(_) | world::Node::Client)) {
+        // Not while a delay may still be taken: delaying the answer would let time move, and
+        // another message's delay would spend the one the answer could take.
+        if bounds.urgent && bounds.reduce.por && w.delays >= bounds.max_delays {
+            if let Some(i) = w.net.iter().position(|p| p.answer && !p.slow && matches!(p.to, world::Node::Manager(_) | world::Node::Client)) {
                 // A persistent set (Godefroid's partial-order reduction): an answer to the
                 // leader or the client, delivered or dropped, and nothing else. Sound in urgent
                 // mode: see DESIGN.md, "The model checker", Reductions.

@@ -61,6 +61,9 @@ pub struct Packet {
     /// [`Action::Duplicate`] (it names the task a server runs for it, apart from the
     /// original's).
     pub copy: u32,
+    /// Marked slow by [`Action::Delay`]: exempt from [`Bounds::urgent`] (time may move while
+    /// it is in flight), delivered or dropped later like any other.
+    pub slow: bool,
 }
 
 /// What a server flow waits for, as the server driver (`server/node.rs`) would await it.
@@ -321,6 +324,16 @@ pub struct Bounds {
     pub max_drops: u32,
     /// Requests duplicated per run ([`Action::Duplicate`]).
     pub max_dups: u32,
+    /// Messages delayed per run ([`Action::Delay`], offered only with [`Bounds::urgent`]): a
+    /// message marked slow stays in flight while time moves, where no other message does.
+    /// Without urgent time every message may already do so, and a delay would add nothing.
+    pub max_delays: u32,
+    /// Clock drift bound, parts per million (0: one exact clock). With `d` > 0 the
+    /// authority's clock runs fast by `d` and every server's slow by `d` (the managers' stay
+    /// exact): the corner of the bound where a lease holder trusts its lease longest after the
+    /// authority expired it (the simulator's `clock_drift_worst_case` for the lease's two
+    /// ends; DESIGN.md, "The model checker", says why the corner covers the bound).
+    pub drift_ppm: u64,
     /// Server crashes per run.
     pub max_crashes: u32,
     /// Store crashes per run ([`Action::StoreCrash`]): the store's memory is lost, its
@@ -417,6 +430,10 @@ pub enum Action {
     /// changes nothing (its caller takes the first answer to its token, and the other is then
     /// no one's; `World::collect_stale_answers` removes it).
     Duplicate(usize),
+    /// Mark the message at this index slow ([`Packet::slow`]): time may move while it is in
+    /// flight, as a real network holds a message across timers (at most
+    /// [`Bounds::max_delays`] per run).
+    Delay(usize),
     /// Run a server task that can go on (`timed_out`: its deadline passed, for a wait).
     Task {
         /// The server.

@@ -47,6 +47,11 @@ pub const DEPOSE_CUT_DELAY_MS: u64 = 300;
 /// `depose`: how long (ms) the cut lasts: its lease (900 ms) runs out and `manager-2` is
 /// elected at its next tick; it ends before the held messages are released.
 pub const DEPOSE_CUT_MS: u64 = 1_200;
+/// A message the model delayed ([`Action::Delay`], marked slow) is held for as long as it
+/// stayed in flight in model time, plus this (ms): two manager ticks (200 ms each) and some
+/// latency, as the simulator's leader rounds only on its tick where the model's (in
+/// `stale-owner`) may round at once, so the simulator's failover comes up to two ticks later.
+pub const SLOW_SLACK_MS: u64 = 600;
 
 /// A trigger: the last event before a step, as the scenario's `on` names it.
 type Anchor = Option<Value>;
@@ -138,7 +143,20 @@ fn entry(anchor: &Anchor, duration_ms: u64, fault: Value) -> Value {
 pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, commit: &str) -> Result<(crate::scenario::Scenario, Vec<String>), String> {
     let _forget = super::ForgetReshapes::new(&super::knobs_with(config, mutation, also));
     let mut w = super::initial_world_with(config, mutation, also, bounds, true)?;
+    // A setup's recorded prefix (`stale-owner`'s cut, append, delay, clock and failover
+    // round) is replayed as steps of its own, from the failover's setup.
+    let prefix = std::mem::take(&mut w.prefix);
+    if !prefix.is_empty() {
+        w = super::base_world(config, mutation, also, bounds, true)?;
+        // As in the setup: the prefix's clock is not bounded by the search's horizon.
+        w.bounds.horizon_ms = super::world::PREFIX_HORIZON_MS;
+    }
+    let path: Vec<Action> = prefix.iter().chain(&cx.path).cloned().collect();
+    let label = |k: usize| if k < prefix.len() { format!("setup step {}", k + 1) } else { format!("step {}", k + 1 - prefix.len()) };
     let from = w.armed_from;
+    // The model's clock after each step, and the packets marked slow (by their ids).
+    let mut times: Vec<u64> = Vec::new();
+    let mut slowed: Vec<(Node, Node, u64, bool)> = Vec::new();
     let mut steps = Vec::new();
     // Per packet (from, to, token, answer): the step that sent it and the step that ended it
     // (delivered or dropped), and whether it was dropped.
@@ -152,7 +170,12 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let lease_end_us = w.start_us + (super::DEPOSE_LEASE_MS - super::DEPOSE_RENEW_MS) * 1000;
     let mut deposed_at: Option<usize> = None;
     let managers = w.managers.len() as u32;
-    for (k, a) in cx.path.iter().enumerate() {
+    for (k, a) in path.iter().enumerate() {
+        if k == prefix.len() && k > 0 {
+            // The search starts here, as after the setup.
+            w.bounds.horizon_ms = bounds.horizon_ms;
+            w.start_us = w.now_us;
+        }
         let anchor = last_anchor(&w, w.history.len(), from);
         let leader = w.history.iter().rev().find_map(|e| match &e.what {
             What::Sys(partmap::event::Event::Leader { manager, .. }) => Some(*manager),
@@ -175,7 +198,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 if let (Node::Server(s), partmap::msg::Msg::Append { epoch, range, .. }) = (p.to, &p.msg) {
                     let row = w.authority.map().rows.get(range).cloned();
                     if row.is_none() {
-                        notes.push(format!("step {}: the model's client sent to server-{s} for {range} before the map had it (a split's child: a route the simulator's frontend takes only once the map or a hint names it)", k + 1));
+                        notes.push(format!("{}: the model's client sent to server-{s} for {range} before the map had it (a split's child: a route the simulator's frontend takes only once the map or a hint names it)", label(k)));
                     }
                     if row.as_ref().is_some_and(|r| r.epoch > *epoch) {
                         // The model's client used an older map: keep the frontend on it from
@@ -183,16 +206,21 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                         let commit_at = (from..w.history.len()).rev().find(|&j| matches!(&w.history[j].what, What::Sys(partmap::event::Event::MapCommit { .. })));
                         stale_routes.push(commit_at.and_then(|j| last_anchor(&w, j, from)));
                     } else if row.as_ref().is_some_and(|r| r.epoch < *epoch || r.owner != Some(partmap::ids::ServerId(s))) {
-                        notes.push(format!("step {}: the model's client sent to server-{s} at {epoch} ahead of the map (a route the simulator's frontend takes only once the map or a hint names it)", k + 1));
+                        notes.push(format!("{}: the model's client sent to server-{s} at {epoch} ahead of the map (a route the simulator's frontend takes only once the map or a hint names it)", label(k)));
                     }
                 }
             }
         }
         if let Action::Duplicate(i) = a {
             let p = &w.net[*i];
-            notes.push(format!("step {}: the model duplicated {} {} -> {}; not scheduled (the simulator duplicates a whole link, each copy at most 10 ms late), so the replay may not reproduce", k + 1, p.msg.kind_name(), sim_name(p.from), sim_name(p.to)));
+            notes.push(format!("{}: the model duplicated {} {} -> {}; not scheduled (the simulator duplicates a whole link, each copy at most 10 ms late), so the replay may not reproduce", label(k), p.msg.kind_name(), sim_name(p.from), sim_name(p.to)));
+        }
+        if let Action::Delay(i) = a {
+            let p = &w.net[*i];
+            slowed.push((p.from, p.to, p.token, p.answer));
         }
         w.apply(a);
+        times.push(w.now_us);
         if config.setup == Setup::Depose && matches!(a, Action::Advance) && w.now_us >= lease_end_us && deposed_at.is_none() {
             deposed_at = Some(k);
         }
@@ -215,7 +243,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         // A merge's setup is a split first; the simulator's leader then merges the two cold
         // children itself, as the model's does (the scenario's `splits` below).
         Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
-        Setup::Failover | Setup::StoreCrash => {}
+        Setup::Failover | Setup::StoreCrash | Setup::StaleOwner => {}
     }
     let end_ms = DURATION_S * 1000;
     let first_append = appends.first().map_or(n, |a| a.0);
@@ -231,7 +259,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             None => e["at_ms"] = json!(ARM_MS + DEPOSE_CUT_DELAY_MS),
         }
         schedule.push(e);
-        notes.push(format!("step {}: the clock passed the end of manager-1's lease: cut manager-1 -> lock-1 for {DEPOSE_CUT_MS} ms, {DEPOSE_CUT_DELAY_MS} ms after the event before step {} (its renewals lost)", d + 1, first.unwrap_or(d) + 1));
+        notes.push(format!("{}: the clock passed the end of manager-1's lease: cut manager-1 -> lock-1 for {DEPOSE_CUT_MS} ms, {DEPOSE_CUT_DELAY_MS} ms after the event before {} (its renewals lost)", label(d), label(first.unwrap_or(d))));
     }
     for (k, s) in steps.iter().enumerate() {
         match &s.action {
@@ -260,8 +288,14 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             if a == Node::Client || k + 1 == n {
                 continue;
             }
-            let (held, why) = match ended.get(&(a, b, token, answer)) {
+            let id = (a, b, token, answer);
+            let (held, why) = match ended.get(&id) {
                 Some((_, true)) => (end_ms, "dropped"),
+                // Delayed in the model: held for the model time it stayed in flight, and a slack.
+                end if slowed.contains(&id) => {
+                    let until = times[end.map_or(n - 1, |e| e.0)];
+                    ((until - times[k]) / 1000 + SLOW_SLACK_MS, "delayed in the model: its time in flight and a slack")
+                }
                 _ if a == Node::Manager(1) && crosses(k, &(a, b, token, answer)) => (DEPOSE_HOLD_MS, "in flight across manager-1's deposition"),
                 // The append's two hops overtake it (`step_ms`), plus the time the model's
                 // clock moved meanwhile: not a step count, which in the model is instantaneous
@@ -272,7 +306,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 _ => continue,
             };
             schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_node(a, s.leader, managers), "to": sim_node(b, s.leader, managers), "message": kind })));
-            notes.push(format!("step {}: hold {kind} {} -> {} for {held} ms ({why})", k + 1, sim_name(a), sim_name(b)));
+            notes.push(format!("{}: hold {kind} {} -> {} for {held} ms ({why})", label(k), sim_name(a), sim_name(b)));
         }
     }
     for anchor in &stale_routes {
@@ -282,7 +316,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let mut script: Vec<Value> = appends
         .iter()
         .map(|(k, anchor, key)| {
-            notes.push(format!("step {}: append {key}, sent after {}", k + 1, anchor.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
+            notes.push(format!("{}: append {key}, sent after {}", label(*k), anchor.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
             let mut e = json!({ "at_ms": ARM_MS, "key": key, "bytes": 16 });
             if let Some(on) = anchor {
                 e["on"] = on.clone();
@@ -298,12 +332,12 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     }
     let strategy = match config.setup {
         Setup::Move(s) => s,
-        Setup::Failover | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash => partmap::map::Strategy::StopAndCopy,
+        Setup::Failover | Setup::StaleOwner | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
     let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", crate::run::mutation_names(m, also)));
     let mut doc = json!({
-        "description": format!("Replay of a model counterexample: `partmap-sim model --config {}{m}` at commit {commit} found a {}-step {} violation; this schedule was derived from it (appends and held messages on the events before them), not written by hand.", config.name, n, cx.property),
+        "description": format!("Replay of a model counterexample: `partmap-sim model --config {}{m}` at commit {commit} found a {}-step {} violation; this schedule was derived from it (appends and held messages on the events before them), not written by hand.", config.name, cx.path.len(), cx.property),
         "topology": { "servers": 2, "managers": if config.setup == Setup::Depose { 2 } else { 1 }, "frontends": 1, "clients": 1, "initial_ranges": 1 },
         // The model's client is open loop unless the configuration's bounds say closed.
         "workload": { "duration_s": DURATION_S, "ops_per_s": 0.0, "keys": 1000, "script": script, "script_open_loop": !bounds.closed_loop },
@@ -313,6 +347,25 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     if config.setup == Setup::Depose {
         let k = super::knobs(config, mutation);
         doc["knobs"] = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms });
+    }
+    if config.setup == Setup::StaleOwner {
+        // The model's lease knobs, its clocks at the drift bound's corner, pinned (the
+        // authority fast, the servers slow, every other node exact, as the model's), and one
+        // attempt per append, as the model's client sends each once: a frontend's retry of
+        // the delayed append at the new owner would land first, and the store would then
+        // deduplicate the delayed write by its id instead of judging its epoch.
+        let k = super::knobs(config, mutation);
+        let mut knobs = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms, "lease_margin_ms": k.lease_margin_ms, "frontend_attempts": 1 });
+        if bounds.drift_ppm > 0 {
+            let mut pinned = serde_json::Map::new();
+            for node in [Node::Authority, Node::Store, Node::Server(1), Node::Server(2), Node::Manager(1), Node::Client] {
+                pinned.insert(sim_name(node), json!(super::world::drift_of(node, bounds.drift_ppm)));
+            }
+            knobs["clock_drift_ppm"] = json!(bounds.drift_ppm);
+            knobs["clock_drift_pinned_ppm"] = Value::Object(pinned);
+            notes.push(format!("clocks pinned at the drift bound's corner: lock-1 +{0} ppm, the servers -{0} ppm, the others exact", bounds.drift_ppm));
+        }
+        doc["knobs"] = knobs;
     }
     if let Setup::Merge(_) = config.setup {
         let k = super::knobs(config, mutation);

@@ -20,7 +20,10 @@
 //!   lease before a commit (`manager_exclusive` is not at stake); with a standby
 //!   (`depose`) every round does, as `lead_once` and `Leader::commit` do;
 //! - a call's timeout, a sleep, a wait's bound and a detached flow's patience are deadlines on
-//!   one global clock (no drift); time moves only by [`Action::Advance`], to the next deadline;
+//!   one global clock; time moves only by [`Action::Advance`], to the next deadline. With a
+//!   drift bound ([`Bounds::drift_ppm`]) each server's core and the authority's read their own
+//!   local clock (`World::local_us`), its timers set in local time and kept as global
+//!   deadlines; the managers' clocks stay exact;
 //! - the client sends each append once, to the old owner at the old epoch or the new owner at
 //!   the transfer's epoch (the two routes a frontend's map or a `Moved` hint gives), or for a
 //!   split to the parent at its epoch or the child that will hold the key at the child's
@@ -92,6 +95,8 @@ pub struct World {
     pub drops: u32,
     /// Duplications so far.
     pub dups: u32,
+    /// Delays so far ([`Action::Delay`]).
+    pub delays: u32,
     /// Crashes so far.
     pub crashes: u32,
     /// The servers cut off from the authority (in the order cut).
@@ -114,12 +119,18 @@ pub struct World {
     pub current_route: bool,
     /// The bounds.
     pub bounds: Bounds,
+    /// The actions a setup played after the failover's (`stale-owner`'s forced prefix, see
+    /// [`World::setup_stale_owner`]), in order: the replay plays them as steps of its own.
+    pub prefix: Vec<Action>,
     /// The outputs of the action being applied (not part of the state).
     outputs: Vec<String>,
 }
 
 /// Clock at the start of the setup (µs): a restart's incarnation is always above 0.
 const T0_US: u64 = 1_000_000;
+/// The horizon (ms) of a setup's recorded prefix ([`World::prefix`]), whose clock moves to a
+/// lease's end: past any the configurations reach.
+pub(super) const PREFIX_HORIZON_MS: u64 = 60_000;
 /// How long a crashed server stays down (µs).
 pub(super) const RESTART_US: u64 = 100_000;
 
@@ -128,13 +139,13 @@ impl World {
     /// `appends` appends, all at rest at time `T0_US`.
     pub fn new(knobs: Knobs, servers: u32, appends: u64, bounds: Bounds) -> World {
         let servers_n = servers;
-        let (authority, _) = AuthorityCore::recover(&knobs, &[], T0_US);
+        let (authority, _) = AuthorityCore::recover(&knobs, &[], to_local(T0_US, drift_of(Node::Authority, bounds.drift_ppm)));
         let (store, _) = StoreCore::recover(&[], knobs.store_mutation());
         let servers = (1..=servers).map(|n| ServerSlot { core: ServerCore::with_knobs(ServerId(n), knobs.clone()), tasks: Vec::new(), down_until: None, starts: 0 }).collect();
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let managers_n = if bounds.standby_rounds > 0 { 2 } else { 1 };
         let managers = (1..=managers_n).map(|candidate| Leader { candidate, epoch: 0, last_term: 0, valid_until_us: 0, lease_sent_us: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() }).collect();
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, outputs: Vec::new() }
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, delays: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, prefix: Vec::new(), outputs: Vec::new() }
     }
 
     /// The state's 128-bit fingerprint: the parts [`World::hash_parts`] feeds, as bytes into a
@@ -193,7 +204,7 @@ impl World {
             net.sort_unstable();
         }
         net.hash(h);
-        (self.drops, self.dups, self.crashes, &self.cut, self.history_hash, &self.session_hash).hash(h);
+        (self.drops, self.dups, self.delays, self.crashes, &self.cut, self.history_hash, &self.session_hash).hash(h);
         if self.store_syncs_apart() {
             // As in `write_key`: each pending sync's mark as the records it still covers.
             let d = &self.disk;
@@ -243,7 +254,7 @@ impl World {
             [one] => write!(out, "|{one:?}")?,
             many => write!(out, "|{many:?}")?,
         }
-        write!(out, "|{:?}|{}|{}|{}|{}|{:?}|{}|{:?}", self.client, net.join(";"), self.drops, self.dups, self.crashes, self.cut, self.history_hash, self.session_hash)?;
+        write!(out, "|{:?}|{}|{}|{}|{}|{}|{:?}|{}|{:?}", self.client, net.join(";"), self.drops, self.dups, self.delays, self.crashes, self.cut, self.history_hash, self.session_hash)?;
         if self.judge_managers {
             write!(out, "|{}", self.log_hash)?;
         }
@@ -327,7 +338,19 @@ impl World {
             return;
         }
         self.outputs.push(format!("{} {} -> {to}", if answer { "answer" } else { "send" }, msg.kind_name()));
-        self.net.push(Packet { to, from, token, answer, msg, copy: 0 });
+        self.net.push(Packet { to, from, token, answer, msg, copy: 0, slow: false });
+    }
+
+    /// `node`'s clock now (µs): the global clock scaled by its drift ([`drift_of`]), as the
+    /// simulator's clocks read `rate × elapsed` (`seam::clock`); the global clock itself
+    /// without drift.
+    pub fn local_us(&self, node: Node) -> u64 {
+        to_local(self.now_us, drift_of(node, self.bounds.drift_ppm))
+    }
+
+    /// The global instant (µs) at which `node`'s clock first reads `local_us` or more.
+    pub fn global_at(&self, node: Node, local_us: u64) -> u64 {
+        to_global(local_us, drift_of(node, self.bounds.drift_ppm))
     }
 
     fn server(&mut self, n: u32) -> &mut ServerSlot {
@@ -339,8 +362,11 @@ impl World {
     /// Feed `input` to server `n`'s core for task `id` (at its step `steps`) and perform the
     /// step.
     fn server_input(&mut self, n: u32, id: u64, steps: u32, reply_to: ReplyTo, input: Input) {
-        let now = self.now_us;
-        self.emitting = Some(Node::Server(n));
+        // The core reads its own clock; its timers are kept as global deadlines.
+        let me = Node::Server(n);
+        let now = self.local_us(me);
+        let at = |w: &World, ms: u64| w.global_at(me, now + ms * 1000);
+        self.emitting = Some(me);
         let step = self.server(n).core.handle(input, now);
         let steps = steps + 1;
         let mut spawned = 0;
@@ -364,15 +390,23 @@ impl World {
                     Peer::Authority => Node::Authority,
                 };
                 self.send(Node::Server(n), to, token, msg, false);
-                self.server(n).tasks.push(TaskSlot { id, task: Task::Call { token, then, deadline_us: now + timeout_ms * 1000 }, reply_to, steps });
+                let deadline_us = at(self, timeout_ms);
+                self.server(n).tasks.push(TaskSlot { id, task: Task::Call { token, then, deadline_us }, reply_to, steps });
             }
-            Next::Sleep { ms, then } => self.server(n).tasks.push(TaskSlot { id, task: Task::Sleep { then, until_us: now + ms * 1000 }, reply_to, steps }),
-            Next::Wait { wait, timeout_ms } => self.server(n).tasks.push(TaskSlot { id, task: Task::Wait { wait, deadline_us: timeout_ms.map(|ms| now + ms * 1000) }, reply_to, steps }),
+            Next::Sleep { ms, then } => {
+                let until_us = at(self, ms);
+                self.server(n).tasks.push(TaskSlot { id, task: Task::Sleep { then, until_us }, reply_to, steps })
+            }
+            Next::Wait { wait, timeout_ms } => {
+                let deadline_us = timeout_ms.map(|ms| at(self, ms));
+                self.server(n).tasks.push(TaskSlot { id, task: Task::Wait { wait, deadline_us }, reply_to, steps })
+            }
             Next::Detach { flow, patience_ms, otherwise } => {
                 let child = name(&[id, u64::from(steps), 0]);
+                let until_us = at(self, patience_ms);
                 let s = self.server(n);
                 s.tasks.push(TaskSlot { id: child, task: Task::Ready(flow), reply_to: ReplyTo::Parent(id), steps: 0 });
-                s.tasks.push(TaskSlot { id, task: Task::Detached { child, until_us: now + patience_ms * 1000, otherwise }, reply_to, steps });
+                s.tasks.push(TaskSlot { id, task: Task::Detached { child, until_us, otherwise }, reply_to, steps });
             }
         }
     }
@@ -595,7 +629,7 @@ impl World {
     // ---- the authority and the store -----------------------------------------------------
 
     fn authority_request(&mut self, p: Packet) {
-        let now = self.now_us;
+        let now = self.local_us(Node::Authority);
         self.emitting = Some(Node::Authority);
         let mut action = self.authority.handle(&p.msg, now, false);
         loop {
@@ -718,6 +752,11 @@ impl World {
             if self.dups < self.bounds.max_dups && !self.net[i].answer {
                 out.push(Action::Duplicate(i));
             }
+            // Only with urgent time: without it any message may already stay in flight while
+            // the clock moves, and the mark would change nothing but the state's key.
+            if self.bounds.urgent && self.delays < self.bounds.max_delays && !self.net[i].slow {
+                out.push(Action::Delay(i));
+            }
         }
         let now = self.now_us;
         for (i, s) in self.servers.iter().enumerate() {
@@ -784,8 +823,8 @@ impl World {
         }
         // Urgent: time waits for every message in flight and every server step that can go
         // on without it (messages are faster than any timer, as the simulator's 1 to 5 ms
-        // latencies are; a slower message is a drop or a cut).
-        let settled = !self.bounds.urgent || (self.net.is_empty() && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_) | Action::StoreSync | Action::StoreRestart) || (self.bounds.ticked && matches!(a, Action::StartRound(_)))));
+        // latencies are; a slower message is a drop, a cut, or one marked slow by a delay).
+        let settled = !self.bounds.urgent || (self.net.iter().all(|p| p.slow) && !out.iter().any(|a| matches!(a, Action::Task { timed_out: false, .. } | Action::Restart(_) | Action::StoreSync | Action::StoreRestart) || (self.bounds.ticked && matches!(a, Action::StartRound(_)))));
         if settled && self.next_deadline().is_some() {
             out.push(Action::Advance);
         }
@@ -796,14 +835,14 @@ impl World {
     /// call's timeout, a lease's end), within the horizon.
     fn next_deadline(&self) -> Option<u64> {
         let now = self.now_us;
-        let mut ds: Vec<u64> = self.authority.lease_deadlines_us();
-        for s in &self.servers {
+        let mut ds: Vec<u64> = self.authority.lease_deadlines_us().into_iter().map(|d| self.global_at(Node::Authority, d)).collect();
+        for (i, s) in self.servers.iter().enumerate() {
             if let Some(d) = s.down_until {
                 ds.push(d);
                 continue;
             }
             if s.core.session.is_some() {
-                ds.push(s.core.lease_valid_until_us);
+                ds.push(self.global_at(Node::Server(i as u32 + 1), s.core.lease_valid_until_us));
             }
             for t in &s.tasks {
                 match &t.task {
@@ -860,10 +899,16 @@ impl World {
             }
             Action::Duplicate(i) => {
                 self.dups += 1;
-                let copy = Packet { copy: self.dups, ..self.net[*i].clone() };
+                let copy = Packet { copy: self.dups, slow: false, ..self.net[*i].clone() };
                 let input = format!("duplicate {} {} -> {} (copy {})", describe(&copy.msg), copy.from, copy.to, copy.copy);
                 self.net.push(copy);
                 ("network".to_string(), input)
+            }
+            Action::Delay(i) => {
+                self.delays += 1;
+                let p = &mut self.net[*i];
+                p.slow = true;
+                ("network".to_string(), format!("delay {} {} -> {} (slow: time may move while it is in flight)", describe(&p.msg), p.from, p.to))
             }
             Action::Task { server, task, timed_out } => {
                 let input = self.run_task(*server, *task, *timed_out);
@@ -1050,6 +1095,107 @@ impl World {
             self.run_fifo();
         }
         Err(format!("the setup did not activate range 1 at server-1; map: {:?}", self.authority.map()))
+    }
+
+    /// The stale-owner configuration's setup, after [`World::setup_failover`] (range 1 active
+    /// at server-1), with no choice made, each step an action recorded in [`World::prefix`]:
+    /// server-1 is cut off from the authority; the client's first append goes to server-1,
+    /// which admits it and sends it to the store; that `store_append` is delayed (marked slow,
+    /// the run's one delay in the setup). The clock then moves from deadline to deadline (every
+    /// other message delivered in order, every server step run, no leader round) until the
+    /// authority's clock is past the end of server-1's session; at that instant the leader
+    /// starts a round (with rounds not ticked, as the configuration's, a round may start at
+    /// any instant), which finds the session expired and reassigns range 1 to server-2: the
+    /// earliest failover, where a stale owner's lease and its delayed write race the new owner.
+    /// The search starts there, with its drop, duplication and crash counts at 0, server-1
+    /// still cut, and the setup's delay counted against [`Bounds::max_delays`]. Errors: the
+    /// delay bound is 0 (naming `--max-delays`), or a step of the prefix did not happen as
+    /// described.
+    pub fn setup_stale_owner(&mut self) -> Result<(), String> {
+        if self.bounds.max_delays == 0 {
+            return Err("--max-delays: stale-owner's setup delays one message; give at least 1".to_string());
+        }
+        let rounds = self.managers[0].rounds_left;
+        self.managers[0].rounds_left = 0;
+        // The prefix's clock is not bounded by the search's horizon (which starts after it).
+        let horizon_ms = self.bounds.horizon_ms;
+        self.bounds.horizon_ms = PREFIX_HORIZON_MS;
+        self.play(Action::Cut(1));
+        let route = self.routes.iter().find(|r| r.server == 1).cloned().ok_or("stale-owner: no route to server-1")?;
+        self.play(Action::SendAppend { server: 1, range: route.range, epoch: route.epoch });
+        let i = self.net.iter().position(|p| p.from == Node::Client).ok_or("stale-owner: the client's append is not in flight")?;
+        self.play(Action::Deliver(i));
+        // Until server-1's write is in flight: every other message delivered in order, every
+        // ready step run, the clock moved when nothing else can happen (a flow may sleep
+        // before it admits).
+        let store_append = |w: &World| w.net.iter().position(|p| p.from == Node::Server(1) && matches!(p.msg, Msg::StoreAppend { .. }));
+        for _ in 0..1_000 {
+            if store_append(self).is_some() {
+                break;
+            }
+            let enabled = self.enabled();
+            let next = match self.net.iter().position(|p| !p.slow) {
+                Some(i) => Action::Deliver(i),
+                None => match enabled.into_iter().find(|a| matches!(a, Action::Task { .. } | Action::Restart(_))) {
+                    Some(a) => a,
+                    None if self.enabled().contains(&Action::Advance) => Action::Advance,
+                    None => break,
+                },
+            };
+            self.play(next);
+        }
+        let i = store_append(self).ok_or("stale-owner: server-1 sent no store_append for the client's append")?;
+        self.play(Action::Delay(i));
+        self.settle();
+        for _ in 0..1_000 {
+            let expires = self.authority.session_expires_us(ServerId(1)).ok_or("stale-owner: server-1's session is not live at the authority")?;
+            if self.local_us(Node::Authority) > expires {
+                break;
+            }
+            if !self.enabled().contains(&Action::Advance) {
+                return Err(format!("stale-owner: the clock cannot move before server-1's session ends (now {} µs)", self.now_us));
+            }
+            self.play(Action::Advance);
+            self.settle();
+        }
+        self.bounds.horizon_ms = horizon_ms;
+        self.managers[0].rounds_left = 1;
+        self.play(Action::StartRound(1));
+        self.settle();
+        let row = self.authority.map().rows.get(&RangeId(1)).cloned().ok_or("stale-owner: range 1 is not in the map")?;
+        if row.owner != Some(ServerId(2)) {
+            return Err(format!("stale-owner: the leader's round at the session's end did not reassign range 1 to server-2: {row:?}"));
+        }
+        self.managers[0].rounds_left = rounds;
+        self.start_us = self.now_us;
+        // The setup's delay counts against the run's bound (`Bounds::max_delays`).
+        self.drops = 0;
+        self.dups = 0;
+        self.crashes = 0;
+        Ok(())
+    }
+
+    /// Apply `a` as a step of the setup's recorded prefix.
+    fn play(&mut self, a: Action) {
+        self.apply(&a);
+        self.prefix.push(a);
+    }
+
+    /// Deliver every message not marked slow, in order, and run every ready server task, each a
+    /// step of the prefix, until nothing is left to do without time passing.
+    fn settle(&mut self) {
+        for _ in 0..10_000 {
+            if let Some(i) = self.net.iter().position(|p| !p.slow) {
+                self.play(Action::Deliver(i));
+                continue;
+            }
+            // A timer that has fired runs (a call's timeout too, as the driver's would).
+            match self.enabled().into_iter().find(|a| matches!(a, Action::Task { .. } | Action::Restart(_))) {
+                Some(a) => self.play(a),
+                None => return,
+            }
+        }
+        panic!("the setup did not come to rest");
     }
 
     /// Deliver every message in order, and run every ready task, until nothing is left to do
@@ -1245,6 +1391,36 @@ fn reshape_routes(map: &PartitionMap, r: &Reshape) -> Result<Vec<Route>, String>
     }
     routes.extend(r.children.iter().map(|c| Route { server: c.owner.0 .0, range: c.id.0, epoch: c.epoch.0, start: c.start.clone(), end: c.end.clone() }));
     Ok(routes)
+}
+
+/// `node`'s drift (ppm) under the bound `bound_ppm`: the authority fast by the bound, every
+/// server slow by it, the others exact (the bound's corner for leases, see [`Bounds::drift_ppm`]).
+pub fn drift_of(node: Node, bound_ppm: u64) -> i64 {
+    match node {
+        Node::Authority => bound_ppm as i64,
+        Node::Server(_) => -(bound_ppm as i64),
+        _ => 0,
+    }
+}
+
+/// A clock of drift `ppm` at global instant `global_us`: `global × (1 + ppm / 10⁶)`, rounded
+/// down (exactly `global_us` without drift).
+pub fn to_local(global_us: u64, ppm: i64) -> u64 {
+    if ppm == 0 {
+        return global_us;
+    }
+    let rate = (1_000_000 + ppm) as u128;
+    (u128::from(global_us) * rate / 1_000_000) as u64
+}
+
+/// The first global instant at which a clock of drift `ppm` reads `local_us` or more (the
+/// inverse of [`to_local`], rounded up).
+pub fn to_global(local_us: u64, ppm: i64) -> u64 {
+    if ppm == 0 {
+        return local_us;
+    }
+    let rate = (1_000_000 + ppm) as u128;
+    (u128::from(local_us) * 1_000_000).div_ceil(rate) as u64
 }
 
 /// A message in a line: its kind and the fields that tell apart its instances in a transcript.

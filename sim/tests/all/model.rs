@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL, liveness: model::Liveness::Ends }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL, liveness: model::Liveness::Ends }
 }
 
 #[test]
@@ -141,10 +141,12 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 16] = [
         (&["--config", "store-crash", "--torn-writes", "maybe"], "--torn-writes"),
         (&["--config", "move", "--torn-writes", "on"], "--torn-writes"),
         (&["--config", "move", "--no-liveness", "--liveness-every-state"], "'--no-liveness' cannot be used with '--liveness-every-state'"),
+        (&["--config", "failover", "--drift-ppm", "600000"], "--drift-ppm"),
+        (&["--config", "stale-owner", "--max-delays", "0"], "--max-delays"),
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
         (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
@@ -413,11 +415,12 @@ enum Expect {
 /// `move` for the handoff, the leader and the authority, `failover` for leases and fences,
 /// `split` for the split's flow and the map's reshape journal, `merge` for the merge's stale
 /// view, `depose` for the leader terms: the authority's lease and log, a deposed leader's
-/// commands, `store-crash` for the store's sync before its acknowledgement), caught or masked as
-/// `reports/model.md` says.
+/// commands, `store-crash` for the store's sync before its acknowledgement, `stale-owner` for
+/// the store's fence against a delayed write and the lease margin against drift), caught or
+/// masked as `reports/model.md` says.
 #[test]
 fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
-    for name in ["move", "move-precopy", "failover", "split", "merge", "depose", "store-crash"] {
+    for name in ["move", "move-precopy", "failover", "split", "merge", "depose", "store-crash", "stale-owner"] {
         let config = model::config(name).expect("built");
         let r = model::check(&config, None, config.bounds).expect("setup");
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
@@ -427,17 +430,17 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         assert!(r.live.judged > 0 && r.live.judged == r.live.live_by_schedule + r.live.live_by_search, "{name}: liveness {:?}", r.live);
     }
     let table: [(&str, Mutation, Expect); 21] = [
+        ("stale-owner", Mutation::StoreIgnoresFence, Expect::Caught("single_writer", 8)),
+        ("stale-owner", Mutation::ZeroLeaseMargin, Expect::Caught("single_writer", 2)),
+        ("stale-owner", Mutation::PublishBeforeFence, Expect::Caught("single_writer", 9)),
         ("move", Mutation::ServerSkipsAuthorityCheck, Expect::Caught("single_writer", 15)),
         ("move", Mutation::CheckThenAwaitThenAdmit, Expect::Caught("single_writer", 15)),
         ("move", Mutation::PauseSkipsDrain, Expect::Caught("single_writer", 15)),
         ("move", Mutation::SourceIgnoresPause, Expect::Caught("single_writer", 15)),
         ("move", Mutation::TargetSkipsVerify, Expect::Masked),
-        ("move", Mutation::PublishBeforeFence, Expect::Masked),
         ("move", Mutation::ServerAdmitsNewerEpoch, Expect::Masked),
         ("failover", Mutation::ServerIgnoresLeaseExpiry, Expect::Caught("single_writer", 45)),
-        ("failover", Mutation::StoreIgnoresFence, Expect::Masked),
         ("failover", Mutation::ServerSkipsEpochCheck, Expect::Masked),
-        ("failover", Mutation::ZeroLeaseMargin, Expect::Masked),
         ("failover", Mutation::ServerKeepsFencedRange, Expect::Masked),
         ("split", Mutation::RetireParentsFirst, Expect::Caught("map_tiles", 21)),
         ("split", Mutation::SplitSealsOneShort, Expect::Caught("no_lost_append", 31)),
@@ -470,15 +473,15 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
 }
 
 /// The state key is a fingerprint of the parts hashed structurally (`World::key`); the text
-/// (`World::key_text`) writes the same parts as `Debug` text. Over the first states of four
-/// configurations (with a crash, a cut, a drop, the leader's map and flows, the store's
-/// streams, its disk and a store crash), two states have one key exactly when they have one text: the key leaves no part
+/// (`World::key_text`) writes the same parts as `Debug` text. Over the first states of five
+/// configurations (with a crash, a cut, a drop, a delay, drifting clocks, the leader's map and
+/// flows, the store's streams, its disk and a store crash), two states have one key exactly when they have one text: the key leaves no part
 /// out that the text has (no two different states merged) and adds none (no one state
 /// counted twice). Only the fields fixed for a whole search (the knobs) are in neither.
 #[test]
 fn model_key_and_key_text_tell_the_same_states_apart() {
     use std::collections::{BTreeMap, VecDeque};
-    for name in ["failover", "merge", "depose", "store-crash"] {
+    for name in ["failover", "merge", "depose", "store-crash", "stale-owner"] {
         let config = model::config(name).expect("built");
         let init = model::initial(&config, None, config.bounds).expect("setup");
         let (mut by_key, mut by_text) = (BTreeMap::<u128, String>::new(), BTreeMap::<String, u128>::new());
@@ -547,4 +550,72 @@ fn model_liveness_judges_a_range_paused_with_no_flow_stuck() {
     assert!(stuck.at_end.contains("paused"), "{}", stuck.at_end);
     assert!(stuck.searched > 1 && !stuck.heal.is_empty());
     assert_eq!((judge.stats.judged, judge.stats.live_by_schedule, judge.stats.live_by_search, judge.stats.undecided), (1, 0, 0, 0));
+}
+
+/// `stale-owner` under `store-ignores-fence`: the stale owner's write, delayed in the setup
+/// across the failover, lands after the new owner's fence, a `single_writer` counterexample of
+/// 8 steps (the new owner's round: lease, state, open; its fence; the delayed write), and its
+/// replay (server-1's link to lock-1 cut, the write held for its model time in flight plus a
+/// slack, the clocks pinned at the drift corner) fails `single_writer` on seed 0.
+#[test]
+fn model_stale_owner_delayed_write_past_the_fence_replays() {
+    let cx = caught_and_replayed("stale-owner", Mutation::StoreIgnoresFence, "single_writer", 1);
+    assert!(cx.message.contains("past the fence"), "{}", cx.message);
+    assert_eq!(cx.steps.len(), 8);
+    assert!(cx.steps.last().is_some_and(|(node, input, _)| node == "store-1" && input.contains("store_append")), "{:?}", cx.steps.last());
+}
+
+/// `stale-owner` under `zero-lease-margin`: with the servers' clocks slow and the authority's
+/// fast by 5%, server-1 still trusts its lease after the authority expired it and admits an
+/// append, a `single_writer` counterexample of 2 steps; its replay fails `single_writer` on
+/// seed 0.
+#[test]
+fn model_stale_owner_zero_margin_under_drift_replays() {
+    let cx = caught_and_replayed("stale-owner", Mutation::ZeroLeaseMargin, "single_writer", 1);
+    assert!(cx.message.contains("after the authority expired its session"), "{}", cx.message);
+    assert_eq!(cx.steps.len(), 2);
+}
+
+/// Drift is what exposes `zero-lease-margin`: on `stale-owner` with no delay beyond the
+/// setup's (`--max-delays 1`, a small search), the mutation is caught with the 5% drift bound
+/// and masked (exhausted, no violation) with exact clocks; the unmutated search holds with the
+/// drift (the 200 ms margin covers 5%).
+#[test]
+fn model_zero_lease_margin_needs_drift_and_the_margin_covers_it() {
+    let config = model::config("stale-owner").expect("built");
+    let b = Bounds { max_delays: 1, ..config.bounds };
+    let drift = model::check(&config, Some(Mutation::ZeroLeaseMargin), b).expect("setup");
+    assert!(drift.violation.is_some(), "not caught with drift");
+    let exact = model::check(&config, Some(Mutation::ZeroLeaseMargin), Bounds { drift_ppm: 0, ..b }).expect("setup");
+    assert!(exact.violation.is_none() && exact.exhausted, "exact clocks: {:?}", exact.violation.map(|v| v.message));
+    let holds = model::check(&config, None, b).expect("setup");
+    assert!(holds.violation.is_none() && holds.exhausted, "unmutated: {:?}", holds.violation.map(|v| v.message));
+}
+
+/// A delay is bounded, counted in the state's key, and exempts its message from urgent time:
+/// on a small `failover` (no crash, no cut) a request marked slow leaves the clock free to
+/// move while it is in flight, where an unmarked one holds it; a second delay is not offered
+/// with a bound of 1. The drift's clock conversions are each other's inverse, rounded so that
+/// a local deadline is reached at the global instant returned.
+#[test]
+fn model_delay_is_bounded_counted_and_lets_time_move() {
+    use partmap_sim::model::world::{to_global, to_local};
+    let failover = model::config("failover").expect("built");
+    let small = Bounds { max_crashes: 0, max_cuts: 0, rounds: 3, horizon_ms: 700, max_delays: 1, ..failover.bounds };
+    let mut w = model::initial(&failover, None, small).expect("setup");
+    w.apply(&model::Action::StartRound(1));
+    assert!(!w.enabled().contains(&model::Action::Advance), "a message in flight holds urgent time");
+    let i = w.enabled().into_iter().find_map(|a| if let model::Action::Delay(i) = a { Some(i) } else { None }).expect("a message to delay");
+    let key = w.key();
+    w.apply(&model::Action::Delay(i));
+    assert!(w.net[i].slow && w.delays == 1);
+    assert_ne!(w.key(), key);
+    assert!(w.enabled().contains(&model::Action::Advance), "a slow message lets time move");
+    assert!(!w.enabled().iter().any(|a| matches!(a, model::Action::Delay(_))), "the bound is 1");
+    for ppm in [-50_000i64, 0, 50_000, 500_000] {
+        for local in [0u64, 1, 999_999, 1_952_382, 3_000_000_007] {
+            let g = to_global(local, ppm);
+            assert!(to_local(g, ppm) >= local && (g == 0 || to_local(g - 1, ppm) < local), "ppm {ppm} local {local}: global {g}");
+        }
+    }
 }
