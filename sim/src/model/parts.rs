@@ -323,6 +323,9 @@ pub struct Bounds {
     pub max_dups: u32,
     /// Server crashes per run.
     pub max_crashes: u32,
+    /// Pre-copy chunks corrupted per run ([`Action::Corrupt`]: the simulator's `corrupt`
+    /// fault on the store's link to a move target; 0: none).
+    pub max_corrupts: u32,
     /// Cuts per run: a server loses its link to the authority, both ways, for the rest of the
     /// run (every message on it lost, those in flight included).
     pub max_cuts: u32,
@@ -390,6 +393,12 @@ pub enum Action {
     /// changes nothing (its caller takes the first answer to its token, and the other is then
     /// no one's; `World::collect_stale_answers` removes it).
     Duplicate(usize),
+    /// Flip one bit of the pre-copy chunk at this index of the network (an answer of the
+    /// store to a server, `stream_read` flagged `precopy`, whose last record has a payload), as
+    /// the simulator's `corrupt` fault does to every such chunk on the store's link to a move
+    /// target ([`partmap::seam::net::corrupt_precopy`], the same function). At most
+    /// [`Bounds::max_corrupts`] per run; a chunk already flipped is not flipped back.
+    Corrupt(usize),
     /// Run a server task that can go on (`timed_out`: its deadline passed, for a wait).
     Task {
         /// The server.
