@@ -424,6 +424,27 @@ impl Rpc {
 }
 
 
+/// The `corrupt` link fault's change to a message (scenario fault `corrupt`, applied by
+/// [`Rpc`]'s sends on a link with [`LinkFault::Corrupt`]; the model checker's corrupt action
+/// calls it too): in a pre-copy chunk (`StreamRead` flagged `precopy`), one bit (0x20) of the
+/// first byte of the last record, when its payload is not empty, is flipped, in a buffer of its own
+/// (the payload is shared with the sender's). Only the move target's final check of the copy
+/// against the source's digest can tell. Returns whether a bit was flipped (`false`: not a
+/// pre-copy chunk, or no record with a payload).
+pub fn corrupt_precopy(msg: &mut Msg) -> bool {
+    let Msg::StreamRead { records, precopy: true, .. } = msg else { return false };
+    let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()) else { return false };
+    let mut bytes = r.bytes.to_vec();
+    bytes[0] ^= 0x20;
+    r.bytes = bytes.into();
+    true
+}
+
+/// Whether [`corrupt_precopy`] would flip a bit of `msg`.
+pub fn corruptible(msg: &Msg) -> bool {
+    matches!(msg, Msg::StreamRead { records, precopy: true, .. } if records.last().is_some_and(|r| !r.bytes.is_empty()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -686,25 +707,3 @@ mod tests {
         }
     }
 }
-
-/// The `corrupt` link fault's change to a message (scenario fault `corrupt`, applied by
-/// [`Rpc`]'s sends on a link with [`LinkFault::Corrupt`]; the model checker's corrupt action
-/// calls it too): in a pre-copy chunk (`StreamRead` flagged `precopy`), one bit (0x20) of the
-/// first byte of the last record, when its payload is not empty, is flipped, in a buffer of its own
-/// (the payload is shared with the sender's). Only the move target's final check of the copy
-/// against the source's digest can tell. Returns whether a bit was flipped (`false`: not a
-/// pre-copy chunk, or no record with a payload).
-pub fn corrupt_precopy(msg: &mut Msg) -> bool {
-    let Msg::StreamRead { records, precopy: true, .. } = msg else { return false };
-    let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()) else { return false };
-    let mut bytes = r.bytes.to_vec();
-    bytes[0] ^= 0x20;
-    r.bytes = bytes.into();
-    true
-}
-
-/// Whether [`corrupt_precopy`] would flip a bit of `msg`.
-pub fn corruptible(msg: &Msg) -> bool {
-    matches!(msg, Msg::StreamRead { records, precopy: true, .. } if records.last().is_some_and(|r| !r.bytes.is_empty()))
-}
-

@@ -172,7 +172,7 @@ fn bounds(args: &ModelArgs, config: &model::Config) -> Result<model::Bounds, Str
     if defaults.standby_rounds == 0 && args.standby_rounds.is_some_and(|n| n > 0) {
         return Err("--standby-rounds: this configuration has no standby manager (only depose's setup plays one)".to_string());
     }
-    if args.max_corrupts.is_some_and(|n| n > 0) && !model::precopies(&config) {
+    if args.max_corrupts.is_some_and(|n| n > 0) && !model::precopies(config) {
         return Err(format!("--max-corrupts: configuration `{}` reads no pre-copy chunk (only move-precopy and move-corrupt do); give 0", config.name));
     }
     b.max_corrupts = args.max_corrupts.unwrap_or(b.max_corrupts);

@@ -999,7 +999,8 @@ impl World {
 
     /// The `move-corrupt` configuration's setup, with no choice made: [`World::setup_move`]
     /// (the pre-copy move of range 1 to server-2 journaled), the client's first append sent
-    /// to the source at the old epoch and played in order until acknowledged, then the
+    /// to the source at the old epoch and played in order (the clock moved to the next
+    /// deadline if the admission sleeps) until acknowledged, then the
     /// leader's next round (the first of its [`Bounds::rounds`]) played in order until the
     /// store's first pre-copy chunk holding a record is in flight to a server, where the search
     /// starts. Errors: the setup did not reach the journaled move, the append was not
@@ -1012,6 +1013,15 @@ impl World {
         }
         self.apply(&Action::SendAppend { server: source.server, range: source.range, epoch: source.epoch });
         self.run_fifo();
+        // A server's admission may sleep (mutation `check-then-await-then-admit`): time moves
+        // to its end.
+        for _ in 0..8 {
+            if self.client[0].sent.as_ref().is_some_and(|s| s.1.is_some()) || self.next_deadline().is_none() {
+                break;
+            }
+            self.apply(&Action::Advance);
+            self.run_fifo();
+        }
         if !matches!(self.client[0].sent, Some((_, Some(Outcome::Ok)))) {
             return Err(format!("the move-corrupt setup's append was not acknowledged: {:?}", self.client[0].sent));
         }
