@@ -280,14 +280,8 @@ impl Rpc {
     /// [`Rpc::put_on_wire`]'s future, held by every send, stays small.
     fn divert(&self, dst: SocketAddr, tag: u64, mut envelope: Envelope) -> Option<Envelope> {
         let link = (self.ip, dst.ip());
-        if let Msg::StreamRead { records, precopy: true, .. } = &mut envelope.1 {
-            if let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()).filter(|_| self.link_faults.has(link, LinkFault::Corrupt)) {
-                // One flipped bit in the copy (the payload is shared with the sender's, so the
-                // copy gets its own buffer): only the final checksum can tell.
-                let mut bytes = r.bytes.to_vec();
-                bytes[0] ^= 0x20;
-                r.bytes = bytes.into();
-            }
+        if self.link_faults.has(link, LinkFault::Corrupt) {
+            corrupt_precopy(&mut envelope.1);
         }
         if self.link_faults.has(link, LinkFault::Duplicate) {
             let (ep, copy) = (self.ep.clone(), envelope.clone());
@@ -429,6 +423,27 @@ impl Rpc {
     }
 }
 
+
+/// The `corrupt` link fault's change to a message (scenario fault `corrupt`, applied by
+/// [`Rpc`]'s sends on a link with [`LinkFault::Corrupt`]; the model checker's corrupt action
+/// calls it too): in a pre-copy chunk (`StreamRead` flagged `precopy`), one bit (0x20) of the
+/// first byte of the last record, when its payload is not empty, is flipped, in a buffer of its own
+/// (the payload is shared with the sender's). Only the move target's final check of the copy
+/// against the source's digest can tell. Returns whether a bit was flipped (`false`: not a
+/// pre-copy chunk, or no record with a payload).
+pub fn corrupt_precopy(msg: &mut Msg) -> bool {
+    let Msg::StreamRead { records, precopy: true, .. } = msg else { return false };
+    let Some(r) = records.last_mut().filter(|r| !r.bytes.is_empty()) else { return false };
+    let mut bytes = r.bytes.to_vec();
+    bytes[0] ^= 0x20;
+    r.bytes = bytes.into();
+    true
+}
+
+/// Whether [`corrupt_precopy`] would flip a bit of `msg`.
+pub fn corruptible(msg: &Msg) -> bool {
+    matches!(msg, Msg::StreamRead { records, precopy: true, .. } if records.last().is_some_and(|r| !r.bytes.is_empty()))
+}
 
 #[cfg(test)]
 mod tests {

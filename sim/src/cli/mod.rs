@@ -341,6 +341,12 @@ pub struct ModelArgs {
     /// configuration's, on in store-crash; needs a store crash in the bounds).
     #[arg(long, value_parser = ["on", "off"])]
     pub torn_writes: Option<String>,
+    /// Corruptions bound: a pre-copy chunk in flight from the store to a server has one bit
+    /// flipped, as the simulator's `corrupt` fault does (default: the configuration's, 1 for
+    /// `move-corrupt` and 0 elsewhere; 0 allowed: none). Only the configurations with a
+    /// pre-copy move (`move-precopy`, `move-corrupt`) take more than 0; elsewhere: exit 64.
+    #[arg(long)]
+    pub max_corrupts: Option<u32>,
     /// Duplications bound: a request in flight copied, the copy delivered later as well
     /// (default: the configuration's; 0 allowed: no duplication).
     #[arg(long)]

@@ -30,15 +30,15 @@ pub fn model(args: ModelArgs) -> ExitCode {
             return bad(e);
         }
     }
-    let b = match bounds(&args, config.bounds) {
+    let b = match bounds(&args, &config) {
         Ok(b) => b,
         Err(e) => return bad(e),
     };
     let mutation = args.mutation.as_deref().unwrap_or("none");
     println!("model config={} mutation={mutation}: {}", config.name, config.about);
     println!(
-        "bounds: depth {} states {} in_flight {} drops {} dups {} delays {} drift {} ppm crashes {} store_crashes {} torn_writes {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
-        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_delays, b.drift_ppm, b.max_crashes, b.max_store_crashes, b.torn_writes, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
+        "bounds: depth {} states {} in_flight {} drops {} dups {} delays {} drift {} ppm crashes {} store_crashes {} torn_writes {} corrupts {} cuts {} horizon {} ms rounds {} standby_rounds {} appends {} urgent {} ticked {} closed_loop {}",
+        b.max_depth, b.max_states, b.max_in_flight, b.max_drops, b.max_dups, b.max_delays, b.drift_ppm, b.max_crashes, b.max_store_crashes, b.torn_writes, b.max_corrupts, b.max_cuts, b.horizon_ms, b.rounds, b.standby_rounds, b.appends, b.urgent, b.ticked, b.closed_loop
     );
     let on = |x: bool| if x { "on" } else { "off" };
     let por = if b.urgent { on(b.reduce.por) } else { "n/a (applies only to urgent configurations)" };
@@ -167,7 +167,8 @@ fn mutations(arg: Option<&str>) -> Result<(Option<partmap::config::Mutation>, Op
 }
 
 /// The configuration's bounds with the flags' overrides. `Err`: a bound of 0, naming its flag.
-fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, String> {
+fn bounds(args: &ModelArgs, config: &model::Config) -> Result<model::Bounds, String> {
+    let defaults = config.bounds;
     let mut b = defaults;
     let positive: [(&str, Option<u64>); 5] = [
         ("--max-depth", args.max_depth.map(u64::from)),
@@ -188,6 +189,10 @@ fn bounds(args: &ModelArgs, defaults: model::Bounds) -> Result<model::Bounds, St
     if defaults.standby_rounds == 0 && args.standby_rounds.is_some_and(|n| n > 0) {
         return Err("--standby-rounds: this configuration has no standby manager (only depose's setup plays one)".to_string());
     }
+    if args.max_corrupts.is_some_and(|n| n > 0) && !model::precopies(config) {
+        return Err(format!("--max-corrupts: configuration `{}` reads no pre-copy chunk (only move-precopy and move-corrupt do); give 0", config.name));
+    }
+    b.max_corrupts = args.max_corrupts.unwrap_or(b.max_corrupts);
     b.max_depth = args.max_depth.unwrap_or(b.max_depth);
     b.max_states = args.max_states.unwrap_or(b.max_states);
     b.max_in_flight = args.max_in_flight.unwrap_or(b.max_in_flight);

@@ -104,6 +104,7 @@ pub fn healed(w: &World) -> World {
     b.max_drops = 0;
     b.max_dups = 0;
     b.max_delays = 0;
+    b.max_corrupts = 0;
     b.max_crashes = 0;
     b.max_cuts = 0;
     b.ticked = true;

@@ -45,6 +45,13 @@ pub enum Setup {
     /// servers renew their sessions (`World::setup_depose`): the search may let the leader's
     /// lease end mid-flow, and the standby `manager-2` take term 2 and the journal.
     Depose,
+    /// The pre-copy move of [`Setup::Move`] journaled, the client's first append played in
+    /// order (admitted by server-1 at the old epoch, acknowledged), then the leader's next
+    /// round played in order until the store's first pre-copy chunk holding a record is in
+    /// flight to the move target (`World::setup_precopy_chunk`): the search starts where the
+    /// simulator's `corrupt` fault (store-1 to the target) can act, so that its
+    /// counterexamples stay short.
+    PreCopyChunk,
     /// Range 1 active at server-1 with both sessions live; the search may cut server-1 off
     /// (drops, a crash) and move time to the lease deadlines, so the leader fails the range
     /// over to server-2 while server-1 may still believe it owns it.
@@ -81,83 +88,108 @@ pub struct Config {
     /// Its final states (no action enabled) are also judged by `no_lost_append` on the map's
     /// view of the content ([`map_content`]).
     pub judge_content: bool,
+    /// Its final states are also judged by `no_lost_append` on the served view
+    /// ([`served_content`]: what each key's owner answers to a strong read), as the
+    /// simulator's final reads are.
+    pub judge_served: bool,
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 8] = [
+pub const CONFIGS: [Config; 9] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
         setup: Setup::Move(partmap::map::Strategy::StopAndCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 120_000,
         also_runs: &[],
         judge_content: false,
+        judge_served: false,
     },
     Config {
         name: "move-precopy",
         about: "as `move`, with a pre-copy move (two leader rounds of pre-copy before the pause)",
         setup: Setup::Move(partmap::map::Strategy::PreCopy),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 110_000,
         also_runs: &[],
         judge_content: false,
+        judge_served: false,
     },
     Config {
         name: "failover",
         about: "1 range active at server-1, 2 servers, the authority, the store, one leader rounding on its 200 ms tick; server-1 may be cut off from the authority and a server may crash, and time moves to the next deadline, so the leader fails the range over to server-2 while server-1 may still believe it owns it; 1 closed-loop client with 2 appends",
         setup: Setup::Failover,
-        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 120, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 1, max_store_crashes: 0, torn_writes: false, max_cuts: 1, horizon_ms: 1_500, rounds: 8, standby_rounds: 0, appends: 2, urgent: true, ticked: true, closed_loop: true, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 680_000,
         also_runs: &[],
         judge_content: false,
+        judge_served: false,
     },
     Config {
         name: "split",
         about: "1 range at server-1, 2 servers, the authority, the store, one leader driving an operator's split of the range at key k2 (ReshapeFlow): the left child [.., k2) stays at server-1, the right child [k2, ..) goes to server-2; 1 client with 2 appends, to k1 and k2 (one on each side)",
         setup: Setup::Split(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 210_000,
         also_runs: &SPLIT_MUTATIONS,
         judge_content: true,
+        judge_served: false,
     },
     Config {
         name: "merge",
         about: "2 adjacent ranges, the left [.., k2) at server-1 and the right [k2, ..) at server-2 (made by a split in the setup), 2 servers, the authority, the store, one leader that collects load reports every round and merges the two cold neighbours onto server-1 (ReshapeFlow); 1 client with 2 appends, to k1 and k2 (one in each parent)",
         setup: Setup::Merge(b"k2"),
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 395_000,
         also_runs: &MERGE_MUTATIONS,
         judge_content: true,
+        judge_served: false,
     },
     Config {
         name: "depose",
         about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2, journaled at leader term 1, with a standby manager: manager-1's round is in flight when its lease (900 ms) may end; manager-2 then takes term 2, reads the journal and drives the same move (MoveFlow) while manager-1's late calls and commits are still in flight or still sent; no client append (the data path is move's)",
         setup: Setup::Depose,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 450, rounds: 2, standby_rounds: 2, appends: 0, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 150_000,
         also_runs: &[],
         judge_content: false,
+        judge_served: false,
     },
     Config {
         name: "store-crash",
         about: "1 range active at server-1, 2 servers, the authority, the store, no leader round; the store syncs as a step of its own and may crash once (memory and pending syncs lost, unsynced writes lost or, torn, a prefix of them kept), restarting from its durable records; 1 client with 2 appends to server-1",
         setup: Setup::StoreCrash,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 1, torn_writes: true, max_cuts: 0, horizon_ms: 100, rounds: 0, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 1_100,
         also_runs: &[],
         judge_content: true,
+        judge_served: false,
     },
     Config {
         name: "stale-owner",
         about: "the failover's cluster and knobs (lease 1 s, renewal 700 ms, margin 200 ms) with clocks drifting at the 5% bound's corner (the authority's fast, the servers' slow); the setup cuts server-1 off from the authority with the client's first append admitted there and its write to the store delayed, moves the clock to the end of server-1's session at the authority and plays the leader's round that reassigns range 1 to server-2; the search goes on from there (the new owner's open and fence, the delayed write, the stale owner's lease, one more delay: 2 per run), a 300 ms horizon, 2 untimed leader rounds, 1 open-loop client with 2 appends",
         setup: Setup::StaleOwner,
-        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 2, drift_ppm: 50_000, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 300, rounds: 2, standby_rounds: 0, appends: 2, urgent: true, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+        bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 2, drift_ppm: 50_000, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 300, rounds: 2, standby_rounds: 0, appends: 2, urgent: true, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
         min_unique: 190_000,
         also_runs: &[],
         judge_content: false,
+        judge_served: false,
     },
+    MOVE_CORRUPT,
 ];
+
+/// `move-corrupt`: the configuration where the network may corrupt a pre-copy chunk.
+pub const MOVE_CORRUPT: Config = Config {
+    name: "move-corrupt",
+    about: "the move-precopy configuration's pre-copy move of range 1 from server-1 to server-2, after the client's one append (k1) was acknowledged by server-1; the search starts with the store's first pre-copy chunk (holding that record) in flight to server-2, and the network may flip one bit of a pre-copy chunk (the simulator's `corrupt` fault, store-1 to the move target); final states are judged on the map's and the served view",
+    setup: Setup::PreCopyChunk,
+    bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_corrupts: 1, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 1, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+    min_unique: 1,
+    also_runs: &[],
+    judge_content: true,
+    judge_served: true,
+};
 
 /// The mutations that act on merges, run by `merge` only.
 pub const MERGE_MUTATIONS: [Mutation; 3] = [Mutation::MergeFromStaleView, Mutation::RetireParentsFirst, Mutation::MapForgetsReshapes];
@@ -192,6 +224,12 @@ pub fn config(name: &str) -> Result<Config, String> {
         let names: Vec<&str> = CONFIGS.iter().map(|c| c.name).collect();
         format!("--config: unknown configuration `{name}`; built: {}", names.join(", "))
     })
+}
+
+/// Whether `config`'s move copies by pre-copy (its target reads pre-copy chunks, the
+/// messages [`Action::Corrupt`] changes): `move-precopy` and `move-corrupt`.
+pub fn precopies(config: &Config) -> bool {
+    matches!(config.setup, Setup::Move(partmap::map::Strategy::PreCopy) | Setup::PreCopyChunk)
 }
 
 /// Whether `config` runs `m`. Errors: why not (a mutation outside the cores, or in cores this
@@ -278,6 +316,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
     let base = Knobs { servers: 2, mutation, also_mutation: also, ..Knobs::default() };
     match config.setup {
         Setup::Move(strategy) => Knobs { strategy, ..base },
+        Setup::PreCopyChunk => Knobs { strategy: partmap::map::Strategy::PreCopy, ..base },
         Setup::Split(_) => base,
         Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover | Setup::StaleOwner => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
@@ -322,6 +361,9 @@ pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Opti
             w.setup_move()?;
         }
         Setup::Failover | Setup::StoreCrash | Setup::StaleOwner => w.setup_failover()?,
+        Setup::PreCopyChunk => {
+            w.setup_precopy_chunk()?;
+        }
         Setup::Depose => {
             w.setup_depose()?;
         }
@@ -443,11 +485,45 @@ pub fn map_content(w: &World) -> (crate::check::no_lost_append::Content, std::co
     (content, judged)
 }
 
-/// `no_lost_append` on [`map_content`] of a final state (the view named `map`).
-fn judge_final(w: &World, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
+/// The content each key's owner serves in `w`'s final state: per key some client appended
+/// to, the live row holding it in the authority's map, if that row is active and has an owner
+/// that is up: what a strong read of the key at the row's epoch returns from that owner's core
+/// now ([`partmap::server::ServerCore::read`] on a copy of the core: the read's own events are
+/// not kept). A refused read leaves the key unjudged, as the simulator's served view judges
+/// only the keys its final reads answered. Returns the content and the keys judged.
+pub fn served_content(w: &World) -> (crate::check::no_lost_append::Content, std::collections::BTreeSet<partmap::ids::Key>) {
+    let map = w.authority.map();
+    let mut content = crate::check::no_lost_append::Content::new();
+    let mut judged = std::collections::BTreeSet::new();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = w.client.iter().filter(|a| a.sent.is_some()).map(|a| &a.key).collect();
+    for key in keys {
+        let Some(row) = map.live_rows().into_iter().find(|r| r.contains(key)) else { continue };
+        let Some(owner) = row.owner.filter(|_| row.state == partmap::map::RangeState::Active) else { continue };
+        let Some(slot) = w.servers.get(owner.0 as usize - 1).filter(|s| s.down_until.is_none()) else { continue };
+        let mut core = slot.core.clone();
+        if let Ok(bytes) = core.read(row.id, row.epoch, key, partmap::msg::ReadLevel::Strong, w.now_us) {
+            content.insert(key.clone(), bytes.to_vec());
+            judged.insert(key.clone());
+        }
+    }
+    (content, judged)
+}
+
+/// `no_lost_append` on [`map_content`] of a final state (the view named `map`), then, with
+/// [`Config::judge_served`], on [`served_content`] (the view named `served`).
+fn judge_final(w: &World, served: bool, forget: &ForgetReshapes) -> Option<(&'static str, String)> {
     forget.off(|| {
         let (content, judged) = map_content(w);
-        crate::check::no_lost_append::check(&w.history, &content, "map", Some(&judged)).err().map(|v| ("no_lost_append", v.message))
+        if let Err(v) = crate::check::no_lost_append::check(&w.history, &content, "map", Some(&judged)) {
+            return Some(("no_lost_append", v.message));
+        }
+        if served {
+            let (content, judged) = served_content(w);
+            if let Err(v) = crate::check::no_lost_append::check(&w.history, &content, "served", Some(&judged)) {
+                return Some(("no_lost_append", v.message));
+            }
+        }
+        None
     })
 }
 
@@ -516,7 +592,7 @@ pub fn check_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
             }
         }
         if actions.is_empty() && config.judge_content {
-            if let Some((property, message)) = judge_final(&w, &forget) {
+            if let Some((property, message)) = judge_final(&w, config.judge_served, &forget) {
                 report.violation = Some(counterexample(&init, &tree, idx, None, property, message));
                 break 'search;
             }

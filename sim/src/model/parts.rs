@@ -347,6 +347,9 @@ pub struct Bounds {
     /// draws it) of the unsynced writes and tear the record after it (recovery drops it);
     /// off, a store crash loses every unsynced write (the simulator's default disk).
     pub torn_writes: bool,
+    /// Pre-copy chunks corrupted per run ([`Action::Corrupt`]: the simulator's `corrupt`
+    /// fault on the store's link to a move target; 0: none).
+    pub max_corrupts: u32,
     /// Cuts per run: a server loses its link to the authority, both ways, for the rest of the
     /// run (every message on it lost, those in flight included).
     pub max_cuts: u32,
@@ -434,6 +437,12 @@ pub enum Action {
     /// flight, as a real network holds a message across timers (at most
     /// [`Bounds::max_delays`] per run).
     Delay(usize),
+    /// Flip one bit of the pre-copy chunk at this index of the network (an answer of the
+    /// store to a server, `stream_read` flagged `precopy`, whose last record has a payload), as
+    /// the simulator's `corrupt` fault does to every such chunk on the store's link to a move
+    /// target ([`partmap::seam::net::corrupt_precopy`], the same function). At most
+    /// [`Bounds::max_corrupts`] per run; a chunk already flipped is not flipped back.
+    Corrupt(usize),
     /// Run a server task that can go on (`timed_out`: its deadline passed, for a wait).
     Task {
         /// The server.

@@ -35,6 +35,10 @@ use std::collections::BTreeMap;
 pub const ARM_MS: u64 = 1_000;
 /// The replay's workload, s.
 pub const DURATION_S: u64 = 10;
+/// `move-corrupt`: when (ms) the setup's append is sent, before the move request
+/// ([`ARM_MS`]): the range is active by then, and the append is in the stream before the
+/// move's first pre-copy chunk is read.
+pub const SETUP_APPEND_MS: u64 = 800;
 /// `depose`: how long (ms) a message of `manager-1` in flight across the model's deposition
 /// (the clock moved past the end of its lease) is held: past a lease (900 ms) from the cut and
 /// a standby's tick (200 ms), so that it arrives once `manager-2` holds term 2.
@@ -67,6 +71,8 @@ struct Step {
     leader: u32,
     /// The model's clock after the step (µs).
     now_us: u64,
+    /// For a corrupt step: the chunk's link (from, to).
+    corrupted: Option<(Node, Node)>,
 }
 
 /// A node of the model as a scenario names it: with two managers, a manager by its role when
@@ -211,6 +217,10 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 }
             }
         }
+        let corrupted = match a {
+            Action::Corrupt(i) => Some((w.net[*i].from, w.net[*i].to)),
+            _ => None,
+        };
         if let Action::Duplicate(i) = a {
             let p = &w.net[*i];
             notes.push(format!("{}: the model duplicated {} {} -> {}; not scheduled (the simulator duplicates a whole link, each copy at most 10 ms late), so the replay may not reproduce", label(k), p.msg.kind_name(), sim_name(p.from), sim_name(p.to)));
@@ -232,14 +242,14 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 sent.push((p.from, p.to, p.msg.kind_name(), p.token, p.answer));
             }
         }
-        steps.push(Step { action: a.clone(), anchor, sent, leader, now_us: w.now_us });
+        steps.push(Step { action: a.clone(), anchor, sent, leader, now_us: w.now_us, corrupted });
     }
     let n = steps.len();
     let latency_max_ms = 5u64;
     let step_ms = 2 * latency_max_ms;
     let mut schedule: Vec<Value> = Vec::new();
     match config.setup {
-        Setup::Move(_) | Setup::Depose => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
+        Setup::Move(_) | Setup::Depose | Setup::PreCopyChunk => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
         // A merge's setup is a split first; the simulator's leader then merges the two cold
         // children itself, as the model's does (the scenario's `splits` below).
         Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
@@ -275,6 +285,16 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 if *keep > 0 {
                     notes.push(format!("step {}: the model's store crash kept {keep} unsynced records (a torn write); the simulator's torn crash draws how many it keeps, and the replay runs with torn writes off (every unsynced record lost), so it may not reproduce", k + 1));
                 }
+            }
+            // The simulator's `corrupt` fault on the chunk's link, from the arming point (the
+            // move request: every pre-copy chunk of the move comes after it) to the workload's
+            // end: it flips a bit of every pre-copy chunk on that link, as the model's action
+            // does to this one. Not on the event before the step: in `move-corrupt` that is
+            // the setup's append, which the replay sends before the arming point.
+            Action::Corrupt(_) => {
+                let (from, to) = s.corrupted.unwrap_or((Node::Store, Node::Server(2)));
+                schedule.push(entry(&None, end_ms - ARM_MS, json!({ "kind": "corrupt", "from": sim_name(from), "to": sim_name(to) })));
+                notes.push(format!("step {}: corrupt {} -> {} from the move request to the workload's end (every pre-copy chunk on it)", k + 1, sim_name(from), sim_name(to)));
             }
             Action::Cut(m) => {
                 for (a, b) in [(format!("server-{m}"), "lock-1".to_string()), ("lock-1".to_string(), format!("server-{m}"))] {
@@ -324,6 +344,12 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             e
         })
         .collect();
+    if config.setup == Setup::PreCopyChunk {
+        // The setup's append, acknowledged by the source before the leader's round that
+        // pre-copies it: sent before the move request arms the schedule.
+        script.insert(0, json!({ "at_ms": SETUP_APPEND_MS, "key": "k000001", "bytes": 16 }));
+        notes.push(format!("the setup's append of k000001 at {SETUP_APPEND_MS} ms, before the move request"));
+    }
     if script.is_empty() {
         // A counterexample with no client append (a split's map commit): the workload still
         // needs one (a scenario with no rate and no script is refused); one append, late.
@@ -332,6 +358,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     }
     let strategy = match config.setup {
         Setup::Move(s) => s,
+        Setup::PreCopyChunk => partmap::map::Strategy::PreCopy,
         Setup::Failover | Setup::StaleOwner | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);

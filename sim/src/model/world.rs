@@ -99,6 +99,11 @@ pub struct World {
     pub delays: u32,
     /// Crashes so far.
     pub crashes: u32,
+    /// Pre-copy chunks corrupted so far ([`Action::Corrupt`]).
+    pub corrupts: u32,
+    /// The corrupted chunks still in flight, by (to, token, copy): one is not flipped twice
+    /// (sorted; in the key through the packets themselves, whose bytes it changed).
+    corrupted: Vec<(Node, u64, u32)>,
     /// The servers cut off from the authority (in the order cut).
     pub cut: Vec<u32>,
     /// Record who emitted each history event (`emitters`), for the replay's triggers.
@@ -145,7 +150,7 @@ impl World {
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let managers_n = if bounds.standby_rounds > 0 { 2 } else { 1 };
         let managers = (1..=managers_n).map(|candidate| Leader { candidate, epoch: 0, last_term: 0, valid_until_us: 0, lease_sent_us: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() }).collect();
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, delays: 0, crashes: 0, cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, prefix: Vec::new(), outputs: Vec::new() }
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, delays: 0, crashes: 0, corrupts: 0, corrupted: Vec::new(), cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, prefix: Vec::new(), outputs: Vec::new() }
     }
 
     /// The state's 128-bit fingerprint: the parts [`World::hash_parts`] feeds, as bytes into a
@@ -211,6 +216,7 @@ impl World {
             let syncs: Vec<(Node, u64, &partmap::store::core::Then, u64)> = d.syncs.iter().map(|s| (s.to, s.token, &s.then, s.mark.saturating_sub(d.settled))).collect();
             (&d.durable, &d.unsynced, syncs, d.down, d.crashes).hash(h);
         }
+        (self.corrupts, &self.corrupted).hash(h);
         if self.judge_managers {
             self.log_hash.hash(h);
         }
@@ -255,6 +261,7 @@ impl World {
             many => write!(out, "|{many:?}")?,
         }
         write!(out, "|{:?}|{}|{}|{}|{}|{}|{:?}|{}|{:?}", self.client, net.join(";"), self.drops, self.dups, self.delays, self.crashes, self.cut, self.history_hash, self.session_hash)?;
+        write!(out, "|{}|{:?}", self.corrupts, self.corrupted)?;
         if self.judge_managers {
             write!(out, "|{}", self.log_hash)?;
         }
@@ -757,6 +764,9 @@ impl World {
             if self.bounds.urgent && self.delays < self.bounds.max_delays && !self.net[i].slow {
                 out.push(Action::Delay(i));
             }
+            if self.corrupts < self.bounds.max_corrupts && self.corruptible(i) {
+                out.push(Action::Corrupt(i));
+            }
         }
         let now = self.now_us;
         for (i, s) in self.servers.iter().enumerate() {
@@ -910,6 +920,17 @@ impl World {
                 p.slow = true;
                 ("network".to_string(), format!("delay {} {} -> {} (slow: time may move while it is in flight)", describe(&p.msg), p.from, p.to))
             }
+            Action::Corrupt(i) => {
+                self.corrupts += 1;
+                let p = &mut self.net[*i];
+                let flipped = partmap::seam::net::corrupt_precopy(&mut p.msg);
+                debug_assert!(flipped, "enabled only on a corruptible chunk");
+                let (to, token, copy) = (p.to, p.token, p.copy);
+                let input = format!("corrupt {} {} -> {to} (one bit flipped)", describe(&p.msg), p.from);
+                self.corrupted.push((to, token, copy));
+                self.corrupted.sort_unstable();
+                ("network".to_string(), input)
+            }
             Action::Task { server, task, timed_out } => {
                 let input = self.run_task(*server, *task, *timed_out);
                 (format!("server-{server}"), input)
@@ -936,7 +957,7 @@ impl World {
                 let token = name(&[u64::MAX - 1, id.seq]);
                 self.client[i].sent = Some((token, None));
                 self.push_history(What::Invoke { op: ClientOp::Append, id, key: key.clone(), bound_ms: None });
-                let msg = Msg::Append { range: RangeId(*range), epoch: Epoch(*epoch), key, id, bytes: bytes::Bytes::from_static(b"x"), bulk: 0 };
+                let msg = Msg::Append { range: RangeId(*range), epoch: Epoch(*epoch), key, id, bytes: crate::workload::payload(id, 0).into(), bulk: 0 };
                 self.send(Node::Client, Node::Server(*server), token, msg, false);
                 ("client-1".to_string(), format!("append {}.{} to server-{server} for r{range} at e{epoch}", id.client, id.seq))
             }
@@ -1048,6 +1069,14 @@ impl World {
         text
     }
 
+    /// Whether the message at index `i` of the network is one the simulator's `corrupt` fault
+    /// would change: a pre-copy chunk from the store to a server
+    /// ([`partmap::seam::net::corruptible`]), not corrupted already.
+    fn corruptible(&self, i: usize) -> bool {
+        let p = &self.net[i];
+        p.answer && p.from == Node::Store && matches!(p.to, Node::Server(_)) && partmap::seam::net::corruptible(&p.msg) && !self.corrupted.contains(&(p.to, p.token, p.copy))
+    }
+
     /// Drop the answers no one waits for any more (their delivery would change nothing).
     fn collect_stale_answers(&mut self) {
         let servers = &self.servers;
@@ -1064,6 +1093,10 @@ impl World {
                 _ => false,
             }
         });
+        if !self.corrupted.is_empty() {
+            let net = &self.net;
+            self.corrupted.retain(|(to, token, copy)| net.iter().any(|p| p.answer && p.to == *to && p.token == *token && p.copy == *copy));
+        }
     }
 
     // ---- the setup -----------------------------------------------------------------------
@@ -1234,6 +1267,62 @@ impl World {
             let route = |server: u32, epoch: u64| Route { server, range: t.range.0, epoch, start: row.start.clone(), end: row.end.clone() };
             Ok(Some((t.clone(), vec![route(t.from.0 .0, t.from_epoch.0), route(t.to.0 .0, t.epoch.0)])))
         })
+    }
+
+    /// The `move-corrupt` configuration's setup, with no choice made: [`World::setup_move`]
+    /// (the pre-copy move of range 1 to server-2 journaled), the client's first append sent
+    /// to the source at the old epoch and played in order (the clock moved to the next
+    /// deadline if the admission sleeps) until acknowledged, then the
+    /// leader's next round (the first of its [`Bounds::rounds`]) played in order until the
+    /// store's first pre-copy chunk holding a record is in flight to a server, where the search
+    /// starts. Errors: the setup did not reach the journaled move, the append was not
+    /// acknowledged, or no such chunk was sent.
+    pub fn setup_precopy_chunk(&mut self) -> Result<Transfer, String> {
+        let t = self.setup_move()?;
+        let source = self.routes.first().cloned().ok_or("the move setup gave no route")?;
+        if self.client.is_empty() {
+            return Err("the move-corrupt setup needs a client append (appends at least 1)".to_string());
+        }
+        self.apply(&Action::SendAppend { server: source.server, range: source.range, epoch: source.epoch });
+        self.run_fifo();
+        // A server's admission may sleep (mutation `check-then-await-then-admit`): time moves
+        // to its end.
+        for _ in 0..8 {
+            if self.client[0].sent.as_ref().is_some_and(|s| s.1.is_some()) || self.next_deadline().is_none() {
+                break;
+            }
+            self.apply(&Action::Advance);
+            self.run_fifo();
+        }
+        if !matches!(self.client[0].sent, Some((_, Some(Outcome::Ok)))) {
+            return Err(format!("the move-corrupt setup's append was not acknowledged: {:?}", self.client[0].sent));
+        }
+        let rounds = self.managers[0].rounds_left;
+        self.managers[0].rounds_left = 1;
+        self.apply(&Action::StartRound(1));
+        self.managers[0].rounds_left = rounds.saturating_sub(1);
+        let chunk = |w: &World| (0..w.net.len()).any(|i| w.corruptible(i));
+        for _ in 0..10_000 {
+            if chunk(self) {
+                self.start_us = self.now_us;
+                self.drops = 0;
+                self.dups = 0;
+                self.crashes = 0;
+                self.corrupts = 0;
+                return Ok(t);
+            }
+            if !self.net.is_empty() {
+                self.apply(&Action::Deliver(0));
+                continue;
+            }
+            match self.enabled().into_iter().find(|a| matches!(a, Action::Task { timed_out: false, .. })) {
+                Some(a) => {
+                    self.apply(&a);
+                }
+                None => break,
+            }
+        }
+        Err("the move-corrupt setup's round sent no pre-copy chunk holding a record".to_string())
     }
 
     /// The depose configuration's setup, with no choice made: [`World::setup_move`] (the move

@@ -9,7 +9,7 @@ use partmap_sim::model::{self, Bounds};
 /// renewal), 3 leader rounds: the move runs to its release under every interleaving of the
 /// two appends and the cores' steps.
 fn small() -> Bounds {
-    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL, liveness: model::Liveness::Ends }
+    Bounds { max_depth: 60, max_states: 200_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 3, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: model::Reductions::ALL, liveness: model::Liveness::Ends }
 }
 
 #[test]
@@ -141,12 +141,14 @@ fn model_cli_exits_64_on_bad_input() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_partmap-sim")).arg("model").args(args).output().expect("runs");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let cases: [(&[&str], &str); 16] = [
+    let cases: [(&[&str], &str); 18] = [
         (&["--config", "store-crash", "--torn-writes", "maybe"], "--torn-writes"),
         (&["--config", "move", "--torn-writes", "on"], "--torn-writes"),
         (&["--config", "move", "--no-liveness", "--liveness-every-state"], "'--no-liveness' cannot be used with '--liveness-every-state'"),
         (&["--config", "failover", "--drift-ppm", "600000"], "--drift-ppm"),
         (&["--config", "stale-owner", "--max-delays", "0"], "--max-delays"),
+        (&["--config", "move-corrupt", "--max-corrupts", "x"], "--max-corrupts"),
+        (&["--config", "move", "--max-corrupts", "1"], "--max-corrupts"),
         (&["--config", "nope"], "unknown configuration `nope`"),
         (&["--config", "move", "--max-depth", "0"], "--max-depth"),
         (&["--config", "depose", "--max-depth", "0"], "--max-depth"),
@@ -207,6 +209,65 @@ fn model_pair_counterexample_replays_with_both_mutations() {
 fn model_counterexample_replays_in_the_simulator() {
     let cx = caught_and_replayed("move", Mutation::SourceIgnoresPause, "single_writer", 4);
     assert!(cx.steps.len() <= 15, "{} steps", cx.steps.len());
+}
+
+/// `target-skips-verify` is caught on `move-corrupt`: the network flips one bit of the
+/// pre-copy chunk (the simulator's `corrupt` fault), the target serves its copy unchecked, and
+/// the served view of the final state fails `no_lost_append` on the malformed record (24
+/// steps: after the corruption, the move's second pre-copy round, pause, finish, commit and
+/// release are all forced). Its replay (a `corrupt` fault store-1 -> server-2 from the move
+/// request) fails `no_lost_append` in the simulator on seed 0. Unmutated, with the corruption,
+/// the target's check refuses the copy and the configuration is exhausted with no violation.
+#[test]
+fn model_corrupted_precopy_chunk_catches_target_skips_verify_and_replays() {
+    let cx = caught_and_replayed("move-corrupt", Mutation::TargetSkipsVerify, "no_lost_append", 1);
+    assert!(cx.message.contains("served: key k1: malformed record `C1.1`"), "{}", cx.message);
+    assert_eq!(cx.path.first(), Some(&model::Action::Corrupt(0)));
+    assert_eq!(cx.steps.len(), 24);
+    let config = model::config("move-corrupt").expect("built");
+    let r = model::check(&config, None, config.bounds).expect("setup");
+    assert!(r.violation.is_none() && r.exhausted, "{:?}", r.violation);
+    // Without the corruption the mutation is not reached: the same run, no violation.
+    let r = model::check(&config, Some(Mutation::TargetSkipsVerify), Bounds { max_corrupts: 0, ..config.bounds }).expect("setup");
+    assert!(r.violation.is_none() && r.exhausted, "{:?}", r.violation);
+}
+
+/// The corrupt action is bounded and in the state's key: enabled only on a pre-copy chunk
+/// from the store, at most `max_corrupts` times; the corrupted state has its own key and its
+/// own key text; and over every state of `move-corrupt` (mutated or not) one key is one text.
+#[test]
+fn model_corrupt_is_bounded_and_in_the_key() {
+    let config = model::config("move-corrupt").expect("built");
+    let init = model::initial(&config, None, config.bounds).expect("setup");
+    let corrupts: Vec<_> = init.enabled().into_iter().filter(|a| matches!(a, model::Action::Corrupt(_))).collect();
+    assert_eq!(corrupts, vec![model::Action::Corrupt(0)]);
+    let mut bad = init.clone();
+    bad.apply(&corrupts[0]);
+    assert_ne!(bad.key(), init.key());
+    assert_ne!(bad.key_text(), init.key_text());
+    assert_eq!(bad.corrupts, 1);
+    assert!(!bad.enabled().iter().any(|a| matches!(a, model::Action::Corrupt(_))), "bound 1 spent");
+    let none = model::initial(&config, None, Bounds { max_corrupts: 0, ..config.bounds }).expect("setup");
+    assert!(!none.enabled().iter().any(|a| matches!(a, model::Action::Corrupt(_))));
+    for m in [None, Some(Mutation::TargetSkipsVerify)] {
+        let init = model::initial(&config, m, config.bounds).expect("setup");
+        let (mut by_key, mut by_text) = (std::collections::BTreeMap::<u128, String>::new(), std::collections::BTreeMap::<String, u128>::new());
+        let mut queue = std::collections::VecDeque::from([init]);
+        while let Some(w) = queue.pop_front() {
+            for a in w.enabled() {
+                let mut n = w.clone();
+                n.apply(&a);
+                let (key, text) = (n.key(), n.key_text());
+                let fresh = !by_key.contains_key(&key);
+                assert_eq!(by_key.entry(key).or_insert_with(|| text.clone()), &text, "one key, two texts");
+                assert_eq!(by_text.entry(text).or_insert(key), &key, "one text, two keys");
+                if fresh {
+                    queue.push_back(n);
+                }
+            }
+        }
+        assert!(by_key.len() >= 40, "{} states", by_key.len());
+    }
 }
 
 /// `check-then-await-then-admit` on `move` (15 steps: the append checked, the pause delivered
@@ -420,7 +481,7 @@ enum Expect {
 /// masked as `reports/model.md` says.
 #[test]
 fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
-    for name in ["move", "move-precopy", "failover", "split", "merge", "depose", "store-crash", "stale-owner"] {
+    for name in ["move", "move-precopy", "failover", "split", "merge", "depose", "store-crash", "stale-owner", "move-corrupt"] {
         let config = model::config(name).expect("built");
         let r = model::check(&config, None, config.bounds).expect("setup");
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
@@ -437,7 +498,7 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         ("move", Mutation::CheckThenAwaitThenAdmit, Expect::Caught("single_writer", 15)),
         ("move", Mutation::PauseSkipsDrain, Expect::Caught("single_writer", 15)),
         ("move", Mutation::SourceIgnoresPause, Expect::Caught("single_writer", 15)),
-        ("move", Mutation::TargetSkipsVerify, Expect::Masked),
+        ("move-corrupt", Mutation::TargetSkipsVerify, Expect::Caught("no_lost_append", 24)),
         ("move", Mutation::ServerAdmitsNewerEpoch, Expect::Masked),
         ("failover", Mutation::ServerIgnoresLeaseExpiry, Expect::Caught("single_writer", 45)),
         ("failover", Mutation::ServerSkipsEpochCheck, Expect::Masked),
