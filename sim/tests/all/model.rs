@@ -251,22 +251,8 @@ fn model_corrupt_is_bounded_and_in_the_key() {
     assert!(!none.enabled().iter().any(|a| matches!(a, model::Action::Corrupt(_))));
     for m in [None, Some(Mutation::TargetSkipsVerify)] {
         let init = model::initial(&config, m, config.bounds).expect("setup");
-        let (mut by_key, mut by_text) = (std::collections::BTreeMap::<u128, String>::new(), std::collections::BTreeMap::<String, u128>::new());
-        let mut queue = std::collections::VecDeque::from([init]);
-        while let Some(w) = queue.pop_front() {
-            for a in w.enabled() {
-                let mut n = w.clone();
-                n.apply(&a);
-                let (key, text) = (n.key(), n.key_text());
-                let fresh = !by_key.contains_key(&key);
-                assert_eq!(by_key.entry(key).or_insert_with(|| text.clone()), &text, "one key, two texts");
-                assert_eq!(by_text.entry(text).or_insert(key), &key, "one text, two keys");
-                if fresh {
-                    queue.push_back(n);
-                }
-            }
-        }
-        assert!(by_key.len() >= 40, "{} states", by_key.len());
+        let (states, _) = key_and_text_agree("move-corrupt", init, usize::MAX);
+        assert!(states >= 40, "{states} states");
     }
 }
 
@@ -541,30 +527,13 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
 /// counted twice). Only the fields fixed for a whole search (the knobs) are in neither.
 #[test]
 fn model_key_and_key_text_tell_the_same_states_apart() {
-    use std::collections::{BTreeMap, VecDeque};
     for name in ["failover", "merge", "depose", "store-crash", "stale-owner"] {
         let config = model::config(name).expect("built");
         let init = model::initial(&config, None, config.bounds).expect("setup");
-        let (mut by_key, mut by_text) = (BTreeMap::<u128, String>::new(), BTreeMap::<String, u128>::new());
-        let mut queue = VecDeque::from([init]);
-        let mut transitions = 0;
-        while let Some(w) = queue.pop_front() {
-            for a in w.enabled() {
-                let mut n = w.clone();
-                n.apply(&a);
-                transitions += 1;
-                let (key, text) = (n.key(), n.key_text());
-                let fresh = !by_key.contains_key(&key);
-                assert_eq!(by_key.entry(key).or_insert_with(|| text.clone()), &text, "{name}: one key, two texts");
-                assert_eq!(by_text.entry(text).or_insert(key), &key, "{name}: one text, two keys");
-                if fresh && by_key.len() < 3_000 {
-                    queue.push_back(n);
-                }
-            }
-        }
+        let (states, transitions) = key_and_text_agree(name, init, 3_000);
         // `store-crash` is exhausted at 1,180 states.
         let least = if name == "store-crash" { 1_000 } else { 3_000 };
-        assert!(by_key.len() >= least && transitions > by_key.len(), "{name}: {} states, {transitions} transitions", by_key.len());
+        assert!(states >= least && transitions > states, "{name}: {states} states, {transitions} transitions");
     }
 }
 
@@ -679,4 +648,29 @@ fn model_delay_is_bounded_counted_and_lets_time_move() {
             assert!(to_local(g, ppm) >= local && (g == 0 || to_local(g - 1, ppm) < local), "ppm {ppm} local {local}: global {g}");
         }
     }
+}
+
+/// Breadth first from `init`, expanding new states until `cap` are known: assert that every
+/// successor's key and key text determine each other (one key, one text, both ways). Returns
+/// the states known and the transitions taken.
+fn key_and_text_agree(name: &str, init: model::World, cap: usize) -> (usize, usize) {
+    use std::collections::{BTreeMap, VecDeque};
+    let (mut by_key, mut by_text) = (BTreeMap::<u128, String>::new(), BTreeMap::<String, u128>::new());
+    let mut queue = VecDeque::from([init]);
+    let mut transitions = 0;
+    while let Some(w) = queue.pop_front() {
+        for a in w.enabled() {
+            let mut n = w.clone();
+            n.apply(&a);
+            transitions += 1;
+            let (key, text) = (n.key(), n.key_text());
+            let fresh = !by_key.contains_key(&key);
+            assert_eq!(by_key.entry(key).or_insert_with(|| text.clone()), &text, "{name}: one key, two texts");
+            assert_eq!(by_text.entry(text).or_insert(key), &key, "{name}: one text, two keys");
+            if fresh && by_key.len() < cap {
+                queue.push_back(n);
+            }
+        }
+    }
+    (by_key.len(), transitions)
 }
