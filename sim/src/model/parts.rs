@@ -525,3 +525,12 @@ pub struct StoreDisk {
     /// Store crashes so far.
     pub crashes: u32,
 }
+
+impl StoreDisk {
+    /// The pending syncs as the state's key holds them: requester, token, what follows, and
+    /// the mark as the records it still covers (counted from what is settled, not the disk's
+    /// lifetime count, so two histories that settled alike share a key).
+    pub fn pending_syncs(&self) -> Vec<(Node, u64, &partmap::store::core::Then, u64)> {
+        self.syncs.iter().map(|s| (s.to, s.token, &s.then, s.mark.saturating_sub(self.settled))).collect()
+    }
+}

@@ -213,7 +213,7 @@ impl World {
         if self.store_syncs_apart() {
             // As in `write_key`: each pending sync's mark as the records it still covers.
             let d = &self.disk;
-            let syncs: Vec<(Node, u64, &partmap::store::core::Then, u64)> = d.syncs.iter().map(|s| (s.to, s.token, &s.then, s.mark.saturating_sub(d.settled))).collect();
+            let syncs = d.pending_syncs();
             (&d.durable, &d.unsynced, syncs, d.down, d.crashes).hash(h);
         }
         (self.corrupts, &self.corrupted).hash(h);
@@ -269,7 +269,7 @@ impl World {
             // The disk: durable and unsynced records, the pending syncs (each mark as the
             // records it still covers, not the disk's lifetime count), down, crashes.
             let d = &self.disk;
-            let syncs: Vec<(Node, u64, &partmap::store::core::Then, u64)> = d.syncs.iter().map(|s| (s.to, s.token, &s.then, s.mark.saturating_sub(d.settled))).collect();
+            let syncs = d.pending_syncs();
             write!(out, "|{:?}|{:?}|{syncs:?}|{}|{}", d.durable, d.unsynced, d.down, d.crashes)?;
         }
         Ok(())
