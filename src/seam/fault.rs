@@ -3,6 +3,7 @@
 //! removal, and the targeted holds waiting for the next message of a kind.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
@@ -39,8 +40,73 @@ struct FaultState {
 
 /// How many faults of each kind are on each link.
 type FaultCounts = BTreeMap<(Link, LinkFault), u32>;
-/// Per link and message kind, the holds (ms) waiting for the next message of that kind.
-type Holds = BTreeMap<(Link, &'static str), Vec<u64>>;
+/// Per link and message kind, the holds waiting for the next message of that kind.
+type Holds = BTreeMap<(Link, &'static str), Vec<Hold>>;
+
+/// How long a targeted hold keeps the message it takes: `ms` of the sender's clock, or less
+/// when its `release` comes first (a hold that ends on a protocol event, set by the harness).
+#[derive(Clone, Debug)]
+pub struct Hold {
+    /// The longest the message is held, ms.
+    pub ms: u64,
+    /// Ends the hold early when released ([`Release::release`]); `None`: held `ms`.
+    pub release: Option<Release>,
+}
+
+impl Hold {
+    /// Wait as long as the hold lasts: `ms`, or until its release if that comes first (a
+    /// release that came before the wait began ends it at once).
+    pub async fn wait(&self) {
+        match &self.release {
+            None => super::clock::sleep_ms(self.ms).await,
+            Some(release) => {
+                let mut sleep = std::pin::pin!(super::clock::sleep_ms(self.ms));
+                let mut released = std::pin::pin!(release.released());
+                std::future::poll_fn(|cx| {
+                    if released.as_mut().poll(cx).is_ready() || sleep.as_mut().poll(cx).is_ready() {
+                        std::task::Poll::Ready(())
+                    } else {
+                        std::task::Poll::Pending
+                    }
+                })
+                .await;
+            }
+        }
+    }
+}
+
+/// The early end of a [`Hold`]: the harness releases it when a protocol event comes (a
+/// scenario's `until`), and the message it holds goes on its way. Cloned handles share one
+/// release.
+#[derive(Clone, Debug, Default)]
+pub struct Release(Arc<ReleaseState>);
+
+#[derive(Debug, Default)]
+struct ReleaseState {
+    released: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Release {
+    /// End the hold now (and any wait on it to come).
+    pub fn release(&self) {
+        self.0.released.store(true, std::sync::atomic::Ordering::Relaxed);
+        // One waiter at most (the held message's task); a permit stored before it waits
+        // wakes it at once.
+        self.0.notify.notify_one();
+    }
+
+    /// Whether [`Release::release`] was called.
+    pub fn is_released(&self) -> bool {
+        self.0.released.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn released(&self) {
+        if !self.is_released() {
+            self.0.notify.notified().await;
+        }
+    }
+}
 
 impl PartialEq for LinkFaults {
     /// Equal when the same faults are in force now.
@@ -66,16 +132,21 @@ impl LinkFaults {
     /// Hold the next message of kind `kind` ([`Msg::kind_name`](crate::msg::Msg::kind_name)) sent on `link` for `hold_ms`,
     /// then deliver it (a targeted delay: "the next store append from server-1, by 8 s").
     pub fn hold_next(&self, link: Link, kind: &'static str, hold_ms: u64) {
+        self.hold_next_until(link, kind, Hold { ms: hold_ms, release: None });
+    }
+
+    /// [`LinkFaults::hold_next`] with a [`Hold`] that may end early, on its release.
+    pub fn hold_next_until(&self, link: Link, kind: &'static str, hold: Hold) {
         let mut holds = self.holds();
         let waiting = holds.entry((link, kind)).or_default();
         if waiting.is_empty() {
             self.0.in_force.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        waiting.push(hold_ms);
+        waiting.push(hold);
     }
 
     /// The hold waiting for the next message of `kind` on `link`, if any (consumed).
-    pub(super) fn take_hold(&self, link: Link, kind: &'static str) -> Option<u64> {
+    pub(super) fn take_hold(&self, link: Link, kind: &'static str) -> Option<Hold> {
         if !self.any() {
             return None;
         }

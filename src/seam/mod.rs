@@ -21,5 +21,5 @@ pub mod net;
 
 pub use clock::{clocked, now_ms, now_us, sleep_ms, sleep_us, spawn, timeout_ms};
 pub use disk::{CrashReport, Disk};
-pub use fault::{LinkFault, LinkFaults};
+pub use fault::{Hold, LinkFault, LinkFaults, Release};
 pub use net::{messages_sent, set_wire, Net, Rpc, RpcError, CONTROL_BYTES, HEADER_BYTES};

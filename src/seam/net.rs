@@ -290,10 +290,10 @@ impl Rpc {
                 let _ = ep.send_to_raw(dst, tag, copy).await;
             });
         }
-        if let Some(hold_ms) = self.link_faults.take_hold(link, envelope.1.kind_name()) {
+        if let Some(hold) = self.link_faults.take_hold(link, envelope.1.kind_name()) {
             let ep = self.ep.clone();
             spawn_in_flight(async move {
-                sleep_ms(hold_ms).await;
+                hold.wait().await;
                 crate::event::emit(crate::event::Event::HeldDelivered { from: link.0, to: link.1, msg: envelope.1.kind_name() });
                 let _ = ep.send_to_raw(dst, tag, envelope).await;
             });

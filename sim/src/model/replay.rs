@@ -65,6 +65,8 @@ struct Step {
     action: Action,
     /// The last event before the step (or `None`: none since the arming point).
     anchor: Anchor,
+    /// Its history index.
+    anchor_at: Option<usize>,
     /// Packets it sent: (from, to, kind).
     sent: Vec<(Node, Node, &'static str, u64, bool)>,
     /// The manager that held the latest leader term before the step (its `leader` event).
@@ -130,7 +132,25 @@ fn anchor_of(w: &World, i: usize, from: usize) -> Anchor {
 /// The last event before history index `end` that a trigger can name (one with an emitter),
 /// at or after `from`.
 fn last_anchor(w: &World, end: usize, from: usize) -> Anchor {
-    (from..end).rev().find_map(|i| anchor_of(w, i, from))
+    last_anchor_at(w, end, from).and_then(|i| anchor_of(w, i, from))
+}
+
+/// The history index of [`last_anchor`]'s event.
+fn last_anchor_at(w: &World, end: usize, from: usize) -> Option<usize> {
+    (from..end).rev().find(|&i| anchor_of(w, i, from).is_some())
+}
+
+/// An `until` trigger: the event at history index `release` (the last one before the step
+/// that delivered a held message), counted among its like from just after `armed` (the event
+/// the hold was armed on; `None`: the arming point `from`), as the simulator counts an
+/// `until` from the moment its fault starts. `None` when no event came between the two.
+fn until_of(w: &World, release: usize, armed: Option<usize>, from: usize) -> Anchor {
+    // No event between the arming and the delivery: nothing to release on (the hold's time
+    // stands).
+    if armed.is_some_and(|a| release <= a) {
+        return None;
+    }
+    anchor_of(w, release, armed.map_or(from, |a| a + 1))
 }
 
 /// A schedule entry at the arming point, or on `anchor`.
@@ -182,7 +202,8 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             w.bounds.horizon_ms = bounds.horizon_ms;
             w.start_us = w.now_us;
         }
-        let anchor = last_anchor(&w, w.history.len(), from);
+        let anchor_at = last_anchor_at(&w, w.history.len(), from);
+        let anchor = anchor_at.and_then(|i| anchor_of(&w, i, from));
         let leader = w.history.iter().rev().find_map(|e| match &e.what {
             What::Sys(partmap::event::Event::Leader { manager, .. }) => Some(*manager),
             _ => None,
@@ -242,7 +263,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 sent.push((p.from, p.to, p.msg.kind_name(), p.token, p.answer));
             }
         }
-        steps.push(Step { action: a.clone(), anchor, sent, leader, now_us: w.now_us, corrupted });
+        steps.push(Step { action: a.clone(), anchor, anchor_at, sent, leader, now_us: w.now_us, corrupted });
     }
     let n = steps.len();
     let latency_max_ms = 5u64;
@@ -267,6 +288,13 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         match e.get_mut("on") {
             Some(on) => on["delay_ms"] = json!(DEPOSE_CUT_DELAY_MS),
             None => e["at_ms"] = json!(ARM_MS + DEPOSE_CUT_DELAY_MS),
+        }
+        // The cut ends where the first held message of manager-1 is released (below), so
+        // that the release is not lost to it.
+        let released = depose_release(&steps, &ended, &crosses);
+        if let Some(until) = released.and_then(|r| until_of(&w, r, at.anchor_at, from)) {
+            e["until"] = until.clone();
+            notes.push(format!("{}: the cut ends on {until} (else after {DEPOSE_CUT_MS} ms)", label(d)));
         }
         schedule.push(e);
         notes.push(format!("{}: the clock passed the end of manager-1's lease: cut manager-1 -> lock-1 for {DEPOSE_CUT_MS} ms, {DEPOSE_CUT_DELAY_MS} ms after the event before {} (its renewals lost)", label(d), label(first.unwrap_or(d))));
@@ -325,8 +353,21 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 None => ((n - k) as u64 * step_ms, "in flight at the violation"),
                 _ => continue,
             };
-            schedule.push(entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_node(a, s.leader, managers), "to": sim_node(b, s.leader, managers), "message": kind })));
-            notes.push(format!("{}: hold {kind} {} -> {} for {held} ms ({why})", label(k), sim_name(a), sim_name(b)));
+            let mut e = entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_node(a, s.leader, managers), "to": sim_node(b, s.leader, managers), "message": kind }));
+            // A message of manager-1 held across its deposition and delivered in the
+            // counterexample: released on the event the model delivered it after (the new
+            // leader's election, say), not after a fixed time by which the simulator's new
+            // leader may have written the map itself.
+            let delivered = ended.get(&id).filter(|(_, dropped)| !dropped).map(|(j, _)| *j);
+            let release = delivered.filter(|_| a == Node::Manager(1) && crosses(k, &id)).and_then(|j| steps[j].anchor_at).and_then(|r| until_of(&w, r, s.anchor_at, from));
+            match release {
+                Some(until) => {
+                    notes.push(format!("{}: hold {kind} {} -> {} until {until} (else {held} ms; {why})", label(k), sim_name(a), sim_name(b)));
+                    e["until"] = until;
+                }
+                None => notes.push(format!("{}: hold {kind} {} -> {} for {held} ms ({why})", label(k), sim_name(a), sim_name(b))),
+            }
+            schedule.push(e);
         }
     }
     for anchor in &stale_routes {
@@ -401,6 +442,21 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
     let s = crate::scenario::Scenario::parse(&text, "model-replay.json")?;
     Ok((s, notes))
+}
+
+/// `depose`: the history index of the event before the step that delivered the first message
+/// of manager-1 held across its deposition (`crosses`), if the counterexample delivered one.
+fn depose_release(steps: &[Step], ended: &BTreeMap<(Node, Node, u64, bool), (usize, bool)>, crosses: &dyn Fn(usize, &(Node, Node, u64, bool)) -> bool) -> Option<usize> {
+    let mut delivered: Vec<usize> = Vec::new();
+    for (k, s) in steps.iter().enumerate() {
+        for &(a, b, _, token, answer) in &s.sent {
+            let id = (a, b, token, answer);
+            if a == Node::Manager(1) && crosses(k, &id) {
+                delivered.extend(ended.get(&id).filter(|(_, dropped)| !dropped).map(|(j, _)| *j));
+            }
+        }
+    }
+    delivered.into_iter().min().and_then(|j| steps[j].anchor_at)
 }
 
 /// Whether the simulator's first violated property `found` is the model's `property`: the

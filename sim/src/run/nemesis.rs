@@ -5,6 +5,7 @@
 //! the scenario's ranges, so some seeds are quiet and some are storms, and faults that mask each
 //! other at one fixed mix get their turn at another.
 
+use std::future::Future;
 use crate::scenario::{FaultSpec, NodeKind, Scenario};
 use crate::run::world::{Role, World};
 use madsim::rand::Rng;
@@ -87,7 +88,9 @@ pub struct Planned {
     pub at_ms: u64,
     /// The protocol event that starts the fault instead of `at_ms` (scheduled faults only).
     pub on: Option<crate::scenario::Trigger>,
-    /// How long until restart or heal, ms.
+    /// The protocol event that ends the fault before `duration_ms` (scheduled faults only).
+    pub until: Option<crate::scenario::Trigger>,
+    /// How long until restart or heal, ms (with `until`, the longest).
     pub duration_ms: u64,
     /// What.
     pub fault: Fault,
@@ -149,7 +152,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
     let duration_ms = scenario.workload.duration_s * 1000;
     let mut plan = FaultPlan::default();
     for tf in &scenario.faults.schedule {
-        plan.faults.push(Planned { on: tf.on.clone(), at_ms: tf.at_ms, duration_ms: tf.lasts_ms(), fault: Fault::from_spec(&tf.fault) });
+        plan.faults.push(Planned { on: tf.on.clone(), until: tf.until.clone(), at_ms: tf.at_ms, duration_ms: tf.lasts_ms(), fault: Fault::from_spec(&tf.fault) });
     }
     if let Some(random) = &scenario.faults.random {
         plan.crash_per_min = uniform_f(rng, random.crash_per_min);
@@ -173,7 +176,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                 break;
             }
             let node = targets[rng.gen_range(0..targets.len())].clone();
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.down_ms), fault: Fault::Crash(node) });
+            plan.faults.push(Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, random.down_ms), fault: Fault::Crash(node) });
         }
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
         for at_ms in poisson_times(rng, plan.partition_per_min, duration_ms) {
@@ -202,7 +205,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                     Fault::Duplicate(all[a].clone(), all[b].clone())
                 }
             };
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
+            plan.faults.push(Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault });
         }
     }
     if let Some(random) = &scenario.faults.random {
@@ -210,7 +213,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         let all: Vec<String> = names_by_role.values().flatten().cloned().collect();
         for at_ms in poisson_times(rng, plan.pause_per_min, duration_ms) {
             let node = all[rng.gen_range(0..all.len())].clone();
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.pause_ms), fault: Fault::Pause(node) });
+            plan.faults.push(Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, random.pause_ms), fault: Fault::Pause(node) });
         }
     }
     if let Some(random) = &scenario.faults.random {
@@ -218,7 +221,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         for at_ms in poisson_times(rng, plan.slow_disk_per_min, duration_ms) {
             let node = if rng.gen_bool(0.5) { "store-1" } else { "lock-1" };
             let extra_ms = uniform_u(rng, random.slow_disk_extra_ms);
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
+            plan.faults.push(Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::SlowDisk(node.into(), extra_ms) });
         }
     }
     // Message faults, drawn only when the scenario asks for them (so other scenarios keep
@@ -231,7 +234,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
             let a = rng.gen_range(0..all.len());
             let b = (a + rng.gen_range(1..all.len().max(2))) % all.len();
             let fault = if rng.gen_bool(0.5) || servers.is_empty() {
-                Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::Reorder(all[a].clone(), all[b].clone()) }
+                Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, random.partition_ms), fault: Fault::Reorder(all[a].clone(), all[b].clone()) }
             } else {
                 // The messages whose delay matters most: effects, fences, map writes, renewals.
                 let (from, to, kind) = match rng.gen_range(0..4) {
@@ -240,7 +243,7 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
                     2 => (servers[rng.gen_range(0..servers.len())].clone(), "lock-1".to_string(), "renew_session"),
                     _ => (all[a].clone(), all[b].clone(), "append"),
                 };
-                Planned { on: None, at_ms, duration_ms: uniform_u(rng, random.hold_ms), fault: Fault::DelayNext(from, to, kind) }
+                Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, random.hold_ms), fault: Fault::DelayNext(from, to, kind) }
             };
             plan.faults.push(fault);
         }
@@ -254,14 +257,14 @@ pub fn draw(scenario: &Scenario, names_by_role: &BTreeMap<Role, Vec<String>>, rn
         for at_ms in poisson_times(rng, plan.move_requests_per_min, duration_ms) {
             let key = crate::scenario::key_name(rng.gen_range(0..scenario.workload.keys));
             let to = servers[rng.gen_range(0..servers.len())].clone();
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: 0, fault: Fault::Request(Request::Move(String::from_utf8(key).expect("ascii"), to)) });
+            plan.faults.push(Planned { on: None, until: None, at_ms, duration_ms: 0, fault: Fault::Request(Request::Move(String::from_utf8(key).expect("ascii"), to)) });
         }
     }
     if m.drains_per_min[1] > 0.0 && !servers.is_empty() {
         plan.drains_per_min = uniform_f(rng, m.drains_per_min);
         for at_ms in poisson_times(rng, plan.drains_per_min, duration_ms) {
             let node = servers[rng.gen_range(0..servers.len())].clone();
-            plan.faults.push(Planned { on: None, at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Request(Request::Drain(node)) });
+            plan.faults.push(Planned { on: None, until: None, at_ms, duration_ms: uniform_u(rng, m.drain_ms), fault: Fault::Request(Request::Drain(node)) });
         }
     }
     if let Some(random) = scenario.faults.random.as_ref().filter(|r| r.aimed_per_min[1] > 0.0) {
@@ -370,12 +373,12 @@ fn stale_owner(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &part
     // the clients' retries (with the same ids) reach it.
     let cut_ms = uniform_u(rng, [knobs.lease_ms, knobs.lease_ms + knobs.manager_tick_ms + knobs.rpc_timeout_ms]);
     let mut out = vec![
-        Planned { at_ms, on: on.clone(), duration_ms: cut_ms, fault: Fault::OneWay(owner.to_string(), "lock-1".into()) },
-        Planned { at_ms, on: on.clone(), duration_ms: cut_ms, fault: Fault::Delay(owner.to_string(), "store-1".into()) },
+        Planned { at_ms, on: on.clone(), until: None, duration_ms: cut_ms, fault: Fault::OneWay(owner.to_string(), "lock-1".into()) },
+        Planned { at_ms, on: on.clone(), until: None, duration_ms: cut_ms, fault: Fault::Delay(owner.to_string(), "store-1".into()) },
     ];
     let fence_ms = uniform_u(rng, [knobs.lease_ms, 2 * knobs.lease_ms + knobs.rpc_timeout_ms]);
     for n in 1..=scenario.topology.servers {
-        out.push(Planned { at_ms, on: on.clone(), duration_ms: fence_ms, fault: Fault::DelayNext(format!("server-{n}"), "store-1".into(), "fence") });
+        out.push(Planned { at_ms, on: on.clone(), until: None, duration_ms: fence_ms, fault: Fault::DelayNext(format!("server-{n}"), "store-1".into(), "fence") });
     }
     out
 }
@@ -390,7 +393,7 @@ fn stale_frontend(rng: &mut impl Rng, at_ms: u64, scenario: &Scenario, knobs: &p
     let on = (below(rng, 4) > 0).then(|| crate::scenario::Trigger { event: event.into(), node: node.into(), range: None, epoch: None, count: 1 + below(rng, 2) as u32, delay_ms: 0 });
     let frontend = format!("frontend-{}", 1 + below(rng, u64::from(scenario.topology.frontends.max(1))));
     let duration_ms = uniform_u(rng, [knobs.renew_interval_ms.max(1), knobs.map_staleness_ms.max(knobs.renew_interval_ms + 1)]);
-    vec![Planned { at_ms, on, duration_ms, fault: Fault::Delay("lock-1".into(), frontend) }]
+    vec![Planned { at_ms, on, until: None, duration_ms, fault: Fault::Delay("lock-1".into(), frontend) }]
 }
 
 /// Commands that outlive their flow. Half the time every message from the leader to a role's
@@ -410,7 +413,7 @@ fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs,
         let role = ROLES[below(rng, ROLES.len() as u64) as usize];
         let on = aimed_trigger(rng, knobs, owner);
         let duration_ms = margin_ms(rng, knobs, random.partition_ms);
-        return vec![Planned { at_ms, on, duration_ms, fault: Fault::Delay("@leader".into(), role.into()) }];
+        return vec![Planned { at_ms, on, until: None, duration_ms, fault: Fault::Delay("@leader".into(), role.into()) }];
     }
     // A held pause to a move's source half the time: the move is the flow with most steps after
     // its pause (drain, finish, commit, release or abort and rollback).
@@ -431,14 +434,14 @@ fn late_commands(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs,
     let on = (below(rng, 4) > 0).then(|| crate::scenario::Trigger { event: step.0.into(), node: step.1.into(), range: None, epoch: None, count: 1, delay_ms: 0 });
     let drain_ms = 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
     let hold_ms = uniform_u(rng, [2 * drain_ms, 2 * drain_ms + drain_ms / 2 + 2 * knobs.lease_ms]);
-    let mut out = vec![Planned { at_ms, on: on.clone(), duration_ms: hold_ms, fault: Fault::DelayNext("@leader".into(), role.into(), kind) }];
+    let mut out = vec![Planned { at_ms, on: on.clone(), until: None, duration_ms: hold_ms, fault: Fault::DelayNext("@leader".into(), role.into(), kind) }];
     if (role, kind) == ("@move-source", "pause") {
         // Down when the leader, its held pause timed out, has paused the source again and asks
         // the target to finish: on the source's pause (the second one, the first being held),
         // so not before any pause left (a target lost then aborts the move with none).
         let down_ms = uniform_u(rng, [knobs.lease_ms, 2 * knobs.lease_ms]);
         let paused = crate::scenario::Trigger { event: "paused".into(), node: "@move-source".into(), range: None, epoch: None, count: 1, delay_ms: 0 };
-        out.push(Planned { at_ms, on: Some(paused), duration_ms: down_ms, fault: Fault::Crash("@move-target".into()) });
+        out.push(Planned { at_ms, on: Some(paused), until: None, duration_ms: down_ms, fault: Fault::Crash("@move-target".into()) });
     }
     out
 }
@@ -493,7 +496,7 @@ fn draw_one_aimed(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs
             Fault::DelayNext(name(from), name(to), kind)
         }
     };
-    Planned { at_ms, on, duration_ms, fault }
+    Planned { at_ms, on, until: None, duration_ms, fault }
 }
 
 /// An operator request at a time, for the operator node to send to the authority.
@@ -674,6 +677,38 @@ fn trigger_text(p: &Planned) -> String {
     format!("{} on {} by {}{filter} #{}, armed at {} ms", p.fault, on.event, on.node, on.count, p.at_ms)
 }
 
+/// Wait for trigger `on` (armed now): the event's name and the node whose event fired it.
+/// `what` names the schedule entry for the list of watches that never fired.
+async fn fired_on(on: &crate::scenario::Trigger, world: &Rc<RefCell<World>>, what: String) -> (&'static str, madsim::task::NodeId) {
+    let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
+    let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
+    let by = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+    (event, by)
+}
+
+/// Wait as long as fault `p` lasts once applied: `duration_ms`, or with `until`, until its
+/// trigger fires (counted from now; then its `delay_ms`), if that comes first.
+async fn heal_wait(p: &Planned, world: &Rc<RefCell<World>>) {
+    let Some(until) = &p.until else { return sleep_ms(p.duration_ms).await };
+    let what = format!("{} until {} by {} #{} (else {} ms)", p.fault, until.event, until.node, until.count, p.duration_ms);
+    let mut sleep = std::pin::pin!(sleep_ms(p.duration_ms));
+    let mut fired = std::pin::pin!(fired_on(until, world, what));
+    let on_event = std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready((event, by)) = fired.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some((event, by)));
+        }
+        sleep.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    if let Some((event, by)) = on_event {
+        let node = crate::fault::trigger::name_of(by).unwrap_or_else(|| until.node.clone());
+        record(What::Triggered { event, node, count: until.count, delay_ms: until.delay_ms });
+        if until.delay_ms > 0 {
+            sleep_ms(until.delay_ms).await;
+        }
+    }
+}
+
 /// Count a fault of kind `counter` that took effect, and note it as an aimed one if its plan
 /// entry named a role.
 fn took_effect(counts: &RefCell<BTreeMap<&'static str, u64>>, counter: &'static str, aimed: bool) {
@@ -720,10 +755,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
 async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
     let mut emitter = None;
     if let Some(on) = &p.on {
-        let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-        let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
-        let what = trigger_text(&p);
-        let by = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+        let (event, by) = fired_on(on, &world, trigger_text(&p)).await;
         let by = crate::fault::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
         record(What::Triggered { event, node: by.clone(), count: on.count, delay_ms: on.delay_ms });
         emitter = Some(by);
@@ -747,7 +779,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
                 return;
             }
             took_effect(&counts, counter, aimed);
-            sleep_ms(p.duration_ms).await;
+            heal_wait(&p, &world).await;
             world.borrow_mut().restart(node);
         }
         Fault::Request(_) => {
@@ -757,8 +789,18 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
         }
         Fault::DelayNext(from, to, kind) => {
             record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
-            world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
+            if p.until.is_none() {
+                world.borrow_mut().hold_next(from, to, kind, p.duration_ms);
+                took_effect(&counts, counter, aimed);
+                return;
+            }
+            // Held until the event (or `duration_ms`): the release ends the hold, whether
+            // the message is already held or not yet sent.
+            let release = partmap::seam::Release::default();
+            world.borrow_mut().hold_next_until(from, to, kind, p.duration_ms, release.clone());
             took_effect(&counts, counter, aimed);
+            heal_wait(&p, &world).await;
+            release.release();
         }
         Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
             let kind = match p.fault {
@@ -770,7 +812,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
             record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
             world.borrow_mut().fault_link(from, to, kind);
             took_effect(&counts, counter, aimed);
-            sleep_ms(p.duration_ms).await;
+            heal_wait(&p, &world).await;
             world.borrow_mut().unfault_link(from, to, kind);
             record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
         }
@@ -778,7 +820,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
             record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
             world.borrow_mut().slow_disk(node, *extra_ms);
             took_effect(&counts, counter, aimed);
-            sleep_ms(p.duration_ms).await;
+            heal_wait(&p, &world).await;
             world.borrow_mut().slow_disk(node, 0);
             record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
         }
@@ -787,7 +829,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
                 return;
             }
             took_effect(&counts, counter, aimed);
-            sleep_ms(p.duration_ms).await;
+            heal_wait(&p, &world).await;
             world.borrow_mut().resume(node);
         }
         fault => {
@@ -797,7 +839,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
                 world.borrow_mut().cut(a, b);
             }
             took_effect(&counts, counter, aimed);
-            sleep_ms(p.duration_ms).await;
+            heal_wait(&p, &world).await;
             for (a, b) in &cut {
                 world.borrow_mut().uncut(a, b);
             }

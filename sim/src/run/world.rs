@@ -179,6 +179,13 @@ impl World {
         self.link_faults.hold_next((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), kind, hold_ms);
     }
 
+    /// Hold the next message of `kind` sent from `from` to `to` for at most `hold_ms`, or
+    /// until `release` is released (a schedule entry's `until`).
+    pub fn hold_next_until(&mut self, from: &str, to: &str, kind: &'static str, hold_ms: u64, release: partmap::seam::Release) {
+        let hold = partmap::seam::Hold { ms: hold_ms, release: Some(release) };
+        self.link_faults.hold_next_until((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), kind, hold);
+    }
+
     /// Undo one [`World::fault_link`]; held messages go on their way once no hold is left.
     pub fn unfault_link(&mut self, from: &str, to: &str, fault: LinkFault) {
         self.link_faults.remove((self.nodes[from].addr.ip(), self.nodes[to].addr.ip()), fault);

@@ -393,6 +393,14 @@ pub struct TimedFault {
     /// named points): see [`Trigger`]. Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<Trigger>,
+    /// End the fault on a protocol event instead of after `duration_ms`: the crashed node
+    /// restarts, the network heals, or a `delay_next`'s held message goes on its way, when the
+    /// trigger fires (counted from the moment the fault starts; its `delay_ms` after the
+    /// event), or after `duration_ms` if that comes first. For "held until the new leader is
+    /// elected": what a model counterexample's held message waited for. Not on the
+    /// instantaneous requests. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Trigger>,
     /// The crashed node restarts, or the network heals, this long after `at_ms`.
     /// 1..=3600000; required (a missing one is reported as missing) for every kind but the
     /// instantaneous requests `move`, `split_range`, `merge_ranges` and `leader_transfer`, which must leave it out

@@ -51,6 +51,7 @@ impl Scenario {
         s.faults.schedule.push(TimedFault {
             at_ms: 0,
             on: Some(Trigger { event: "paused".into(), node: "server-1".into(), range: None, epoch: None, count: 1, delay_ms: 1 }),
+            until: Some(Trigger { event: "activated".into(), node: "server-1".into(), range: None, epoch: None, count: 1, delay_ms: 1 }),
             duration_ms: Some(1),
             fault: FaultSpec::Crash { node: "server-1".into() },
         });

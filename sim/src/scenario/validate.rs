@@ -305,7 +305,7 @@ impl Scenario {
 
     /// One entry of `faults.schedule` at `path`: its time before the workload's end `end_ms`,
     /// `duration_ms` present exactly when the fault is not an instant request, the fault itself,
-    /// and its trigger (`on`) if any.
+    /// and its triggers (`on`, `until`) if any.
     fn validate_timed_fault(&self, path: &str, timed: &TimedFault, names: &[String], end_ms: u64) -> Result<(), String> {
         if timed.at_ms >= end_ms {
             return Err(format!(
@@ -339,6 +339,12 @@ impl Scenario {
                 return Err(format!("{path}.on: operator requests are sent at at_ms; a trigger applies to faults only"));
             }
             self.validate_trigger(&format!("{path}.on"), on, names)?;
+        }
+        if let Some(until) = &timed.until {
+            if timed.fault.is_operator_request() {
+                return Err(format!("{path}.until: operator requests are not healed; `until` ends a fault only"));
+            }
+            self.validate_trigger(&format!("{path}.until"), until, names)?;
         }
         Ok(())
     }

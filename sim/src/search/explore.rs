@@ -211,7 +211,7 @@ pub(crate) fn names_by_role(s: &Scenario) -> BTreeMap<Role, Vec<String>> {
 
 /// A planned fault as the schedule entry that replays it.
 pub(crate) fn timed(p: &Planned) -> TimedFault {
-    TimedFault { at_ms: p.at_ms, on: p.on.clone(), duration_ms: (p.duration_ms != 0).then_some(p.duration_ms), fault: p.fault.spec() }
+    TimedFault { at_ms: p.at_ms, on: p.on.clone(), until: p.until.clone(), duration_ms: (p.duration_ms != 0).then_some(p.duration_ms), fault: p.fault.spec() }
 }
 
 /// The explorer: its generator, the corpus and the feature counts.
@@ -337,7 +337,7 @@ impl<'a> Explorer<'a> {
         let after_ms = 2 * knobs.lease_ms + 2 * knobs.store_timeout_ms + knobs.rpc_timeout_ms;
         let hold_ms = miss.gap_us / 1000 * self.rng.gen_range(100..=150) / 100 + self.rng.gen_range(1..=after_ms.max(2));
         let fault = crate::scenario::FaultSpec::DelayNext { from: lever.from, to: lever.to, message: lever.kind };
-        s.faults.schedule.push(TimedFault { at_ms, on: None, duration_ms: Some(hold_ms), fault });
+        s.faults.schedule.push(TimedFault { at_ms, on: None, until: None, duration_ms: Some(hold_ms), fault });
         true
     }
 
@@ -522,7 +522,7 @@ impl<'a> Explorer<'a> {
             let after = t_ms + self.rng.gen_range(0..=20);
             (after, if self.rng.gen_bool(0.5) { FaultSpec::Crash { node } } else { FaultSpec::Pause { node } })
         };
-        s.faults.schedule.push(TimedFault { at_ms: at_ms.min(self.end_ms(s).saturating_sub(1)), on: None, duration_ms: Some(d), fault });
+        s.faults.schedule.push(TimedFault { at_ms: at_ms.min(self.end_ms(s).saturating_sub(1)), on: None, until: None, duration_ms: Some(d), fault });
         true
     }
 

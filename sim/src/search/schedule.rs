@@ -19,7 +19,7 @@ pub fn from_run(report: &RunReport, opts: &RunOptions) -> Scenario {
     s.faults.random = None;
     s.moves.requests_per_min = [0.0, 0.0];
     s.moves.drains_per_min = [0.0, 0.0];
-    s.faults.schedule = report.plan.iter().map(|p| TimedFault { at_ms: p.at_ms, on: p.on.clone(), duration_ms: (p.duration_ms != 0).then_some(p.duration_ms), fault: p.fault.spec() }).collect();
+    s.faults.schedule = report.plan.iter().map(|p| TimedFault { at_ms: p.at_ms, on: p.on.clone(), until: p.until.clone(), duration_ms: (p.duration_ms != 0).then_some(p.duration_ms), fault: p.fault.spec() }).collect();
     let mutation = opts.mutation.map_or(String::new(), |m| format!(" --mutation {}", crate::run::mutation_names(m, opts.also_mutation)));
     let (faults, requests) = counts(&s);
     let scenario_flag = if opts.scenario_label.ends_with("(built-in)") { String::new() } else { format!(" --scenario {}", opts.scenario_label) };

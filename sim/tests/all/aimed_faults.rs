@@ -190,3 +190,28 @@ fn aim_open_loop_script_sends_each_append_on_its_own() {
     assert!(invoked[1].1 >= 2_000_000, "k000003 at its own time: {} µs", invoked[1].1);
     assert_eq!(report.outcome(), RunOutcome::Pass, "{:?}", report.verdicts);
 }
+
+/// A fault with `until` ends on the event, not after its `duration_ms`: the owner's next store
+/// append, held at 3 s for at most 9 s until the standby is elected (`leader` at `lock-1`,
+/// after the crashed leader's lease ran out), reaches the store within a few ms of the
+/// election; and a cut of server-3 from lock-1 with the same `until` heals at the election.
+#[test]
+fn nemesis_until_ends_a_hold_and_a_cut_on_the_event() {
+    let text = r#"{"description": "until", "topology": {"servers": 3, "managers": 2, "frontends": 1, "initial_ranges": 1},
+        "workload": {"duration_s": 14, "ops_per_s": 40, "read_fraction": 0.0},
+        "faults": {"random": null, "schedule": [
+            {"at_ms": 3000, "duration_ms": 8000, "fault": {"kind": "crash", "node": {"role": "leader"}}},
+            {"at_ms": 3000, "duration_ms": 9000, "until": {"event": "leader", "node": "lock-1"}, "fault": {"kind": "delay_next", "from": {"role": "owner", "key": "k000001"}, "to": "store-1", "message": "store_append"}},
+            {"at_ms": 3000, "duration_ms": 9000, "until": {"event": "leader", "node": "lock-1"}, "fault": {"kind": "one_way", "from": "server-3", "to": "lock-1"}}
+        ]}}"#;
+    let scenario = Scenario::parse(text, "until.json").expect("parses");
+    let opts = RunOptions { seed: 4, scenario, scenario_label: "until.json".into(), mutation: None, also_mutation: None, trace: false, echo_header: false };
+    let report = run_seed(&opts);
+    let elected = report.events.iter().find(|e| e.t_us > 3_000_000 && matches!(&e.what, What::Sys(Event::Leader { .. }))).map(|e| e.t_us).expect("the standby was elected");
+    assert!(elected < 11_000_000, "elected at {elected} us, before the holds' 9 s cap");
+    let delivered = report.events.iter().find(|e| matches!(&e.what, What::Sys(Event::HeldDelivered { msg: "store_append", .. }))).map(|e| e.t_us).expect("the held append was delivered");
+    assert!(delivered >= elected && delivered < elected + 20_000, "held append delivered at {delivered} us, the election at {elected} us");
+    let healed = report.events.iter().find(|e| matches!(&e.what, What::FaultEnd { fault } if fault.kind() == "one_way")).map(|e| e.t_us).expect("the cut healed");
+    assert!(healed >= elected && healed < elected + 20_000, "cut healed at {healed} us, the election at {elected} us");
+    assert!(report.unfired_triggers.is_empty(), "{:?}", report.unfired_triggers);
+}

@@ -350,6 +350,23 @@ fn model_depose_shared_leader_term_replays() {
     assert_eq!(cx.steps.len(), 8);
 }
 
+/// `depose`: under `authority-skips-leader-epoch` the deposed leader's pause commit, held
+/// across its deposition, lands after the standby took term 2 and before the standby wrote
+/// anything: `manager_exclusive`'s durable view, 8 steps. Its replay holds that commit (and
+/// cuts the leader's link to lock-1) `until` the election (`leader` at lock-1), as the model
+/// delivered it; held for a fixed 1.6 s instead, the simulator's new leader wrote the map
+/// first and the stale commit was refused on its version, and no seed reproduced it.
+#[test]
+fn model_depose_skipped_leader_epoch_replays_with_a_hold_released_on_the_election() {
+    let cx = caught_and_replayed("depose", Mutation::AuthoritySkipsLeaderEpoch, "manager_exclusive", 1);
+    assert_eq!(cx.steps.len(), 8);
+    let config = model::config("depose").expect("built");
+    let (s, _) = model::replay::scenario(&config, Some(Mutation::AuthoritySkipsLeaderEpoch), None, config.bounds, &cx, "test").expect("a scenario");
+    let until: Vec<_> = s.faults.schedule.iter().filter_map(|t| t.until.as_ref().map(|u| (t.fault.clone(), u.event.clone()))).collect();
+    assert_eq!(until.len(), 2, "the cut and the held commit end on the election: {until:?}");
+    assert!(until.iter().all(|(_, e)| e == "leader"), "{until:?}");
+}
+
 /// `depose`: the deposed leader's pause commit, sent while it trusted its lease and delivered
 /// after the lease ended, is refused, and under `authority-logs-refused-cas` written to the
 /// authority's log anyway: `map_tiles`' durable view (a record no commit announced), 6 steps.

@@ -617,6 +617,12 @@ fn scenario_operator_split_and_merge_requests_are_checked() {
     assert_mentions(&err, &["faults.schedule[0].duration_ms", "a `split_range` request is instantaneous"]);
     let err = rejected(&with(r#"{"at_ms": 1000, "on": {"event": "drained", "node": "server-1"}, "fault": {"kind": "merge_ranges", "left": "k000100", "right": "k000130"}}"#));
     assert_mentions(&err, &["faults.schedule[0].on", "operator requests are sent at at_ms"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 2000, "until": {"event": "drained", "node": "server-1"}, "fault": {"kind": "drain", "node": "server-1"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].until", "operator requests are not healed"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 2000, "until": {"event": "drained", "node": "server-1", "count": 0}, "fault": {"kind": "crash", "node": "server-1"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].until.count"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 2000, "until": {"event": "no_such_event", "node": "server-1"}, "fault": {"kind": "crash", "node": "server-1"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].until.event"]);
 }
 
 /// `workload.keys: 0` is reported as itself, not as too many `topology.initial_ranges` (the

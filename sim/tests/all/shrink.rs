@@ -52,7 +52,7 @@ fn a_fault_added_at_t_leaves_the_run_before_t_unchanged() {
     let t_ms = 20_000;
     let mut branched = explicit;
     let fault = partmap_sim::scenario::FaultSpec::Crash { node: "server-2".into() };
-    branched.faults.schedule.push(partmap_sim::scenario::TimedFault { at_ms: t_ms, on: None, duration_ms: Some(1500), fault });
+    branched.faults.schedule.push(partmap_sim::scenario::TimedFault { at_ms: t_ms, on: None, until: None, duration_ms: Some(1500), fault });
     branched.faults.schedule.sort_by_key(|f| f.at_ms);
     let after = run_seed(&RunOptions { scenario: branched, ..opts.clone() });
     let prefix = |r: &partmap_sim::run::RunReport| r.events.iter().filter(|e| e.t_us < t_ms * 1000).map(|e| format!("{} {:?}", e.t_us, e.what)).collect::<Vec<_>>();
