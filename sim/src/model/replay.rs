@@ -354,12 +354,14 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 _ => continue,
             };
             let mut e = entry(&s.anchor, held, json!({ "kind": "delay_next", "from": sim_node(a, s.leader, managers), "to": sim_node(b, s.leader, managers), "message": kind }));
-            // A message of manager-1 held across its deposition and delivered in the
-            // counterexample: released on the event the model delivered it after (the new
-            // leader's election, say), not after a fixed time by which the simulator's new
-            // leader may have written the map itself.
+            // A message the model delayed (marked slow), or a message of manager-1 held across
+            // its deposition, and delivered in the counterexample: released on the event the
+            // model delivered it after (the new owner's activation, the new leader's
+            // election), the time above its cap; not after a fixed time, by which the
+            // simulator may have gone past that point (the new leader written the map itself).
             let delivered = ended.get(&id).filter(|(_, dropped)| !dropped).map(|(j, _)| *j);
-            let release = delivered.filter(|_| a == Node::Manager(1) && crosses(k, &id)).and_then(|j| steps[j].anchor_at).and_then(|r| until_of(&w, r, s.anchor_at, from));
+            let on_event = slowed.contains(&id) || (a == Node::Manager(1) && crosses(k, &id));
+            let release = delivered.filter(|_| on_event).and_then(|j| steps[j].anchor_at).and_then(|r| until_of(&w, r, s.anchor_at, from));
             match release {
                 Some(until) => {
                     notes.push(format!("{}: hold {kind} {} -> {} until {until} (else {held} ms; {why})", label(k), sim_name(a), sim_name(b)));

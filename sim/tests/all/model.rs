@@ -612,6 +612,22 @@ fn model_stale_owner_delayed_write_past_the_fence_replays() {
     assert!(cx.steps.last().is_some_and(|(node, input, _)| node == "store-1" && input.contains("store_append")), "{:?}", cx.steps.last());
 }
 
+/// `stale-owner` under `publish-before-fence`: the new owner activates on a plain read before
+/// its fence, and the stale owner's delayed write lands after that activation, a
+/// `single_writer` counterexample of 9 steps. Its replay holds the write `until` the new
+/// owner's `activated`, as the model delivered it right after that step; held for its model
+/// time and a slack instead (as before `until`), the simulator failed `handoff_in_order`
+/// first (the activation before the fence), not `single_writer`, on seeds 0, 1 and 2.
+#[test]
+fn model_stale_owner_publish_before_fence_replays_with_the_write_released_on_the_activation() {
+    let cx = caught_and_replayed("stale-owner", Mutation::PublishBeforeFence, "single_writer", 1);
+    assert_eq!(cx.steps.len(), 9);
+    let config = model::config("stale-owner").expect("built");
+    let (s, _) = model::replay::scenario(&config, Some(Mutation::PublishBeforeFence), None, config.bounds, &cx, "test").expect("a scenario");
+    let until: Vec<&str> = s.faults.schedule.iter().filter_map(|t| t.until.as_ref().map(|u| u.event.as_str())).collect();
+    assert_eq!(until, ["activated"]);
+}
+
 /// `stale-owner` under `zero-lease-margin`: with the servers' clocks slow and the authority's
 /// fast by 5%, server-1 still trusts its lease after the authority expired it and admits an
 /// append, a `single_writer` counterexample of 2 steps; its replay fails `single_writer` on
