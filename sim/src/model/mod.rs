@@ -209,7 +209,7 @@ pub const MOVE_ABORT: Config = Config {
     about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2; the setup delays the leader's first pause to server-1 past its call's timeout (2.5 s), then the next round pauses the source again and its finish to the target is dropped, so the move aborts; the search starts there: 3 leader rounds on its 200 ms tick roll the move back (the planner reassigns range 1 to server-1 at a newer epoch, then opens it) while the first pause is still in flight (it may arrive at any step), a 900 ms horizon, one drop, one more delay; no client append (each would lengthen every path to a final state, where liveness is judged, by its send and answer; the liveness probe asks the owner's core for an append)",
     setup: Setup::MoveAbort,
     bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 2, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 900, rounds: 3, standby_rounds: 0, appends: 0, urgent: true, ticked: true, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
-    min_unique: 1,
+    min_unique: 1_700,
     also_runs: &[],
     judge_content: false,
     judge_served: false,
