@@ -66,6 +66,12 @@ pub enum Setup {
     /// server-1's session at the authority, and the leader's round there reassigning range 1
     /// to server-2. The search starts with the new owner not yet opened.
     StaleOwner,
+    /// The stop-and-copy move of [`Setup::Move`] journaled, then the forced prefix of an
+    /// aborted move ([`World::setup_move_abort`]): the leader's first pause of range 1 delayed
+    /// in the network past its call's timeout, the next round's pause answered and its finish
+    /// to the target dropped, the move aborted (`AbortMove` journaled). The search starts with
+    /// the move not yet rolled back and the first pause still in flight to the source.
+    MoveAbort,
 }
 
 /// A configuration the model checks.
@@ -95,7 +101,7 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 9] = [
+pub const CONFIGS: [Config; 10] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
@@ -177,6 +183,7 @@ pub const CONFIGS: [Config; 9] = [
         judge_served: false,
     },
     MOVE_CORRUPT,
+    MOVE_ABORT,
 ];
 
 /// `move-corrupt`: the configuration where the network may corrupt a pre-copy chunk.
@@ -190,6 +197,29 @@ pub const MOVE_CORRUPT: Config = Config {
     judge_content: true,
     judge_served: true,
 };
+
+/// `move-abort`: the configuration where a move aborts with its first pause still in flight.
+/// Its leases are long (10 s, renewed every 4.4 s: [`MOVE_ABORT_LEASE_MS`]) so that no
+/// session renewal comes within its prefix or its search: the setup's clock moves 3.45 s (the
+/// pause's timeout, 2.5 s, a tick, the finish's timeout, 750 ms) and the search's horizon is
+/// 900 ms (the rollback's rounds on the leader's 200 ms tick, as the simulator's, and a call's
+/// timeout of 500 ms).
+pub const MOVE_ABORT: Config = Config {
+    name: "move-abort",
+    about: "the move configuration's stop-and-copy move of range 1 from server-1 to server-2; the setup delays the leader's first pause to server-1 past its call's timeout (2.5 s), then the next round pauses the source again and its finish to the target is dropped, so the move aborts; the search starts there: 3 leader rounds on its 200 ms tick roll the move back (the planner reassigns range 1 to server-1 at a newer epoch, then opens it) while the first pause is still in flight (it may arrive at any step), a 900 ms horizon, one drop, one more delay; no client append (each would lengthen every path to a final state, where liveness is judged, by its send and answer; the liveness probe asks the owner's core for an append)",
+    setup: Setup::MoveAbort,
+    bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 1, max_dups: 0, max_delays: 2, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 900, rounds: 3, standby_rounds: 0, appends: 0, urgent: true, ticked: true, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+    min_unique: 1_700,
+    also_runs: &[],
+    judge_content: false,
+    judge_served: false,
+};
+
+/// `move-abort`'s lease (ms): the leader's and the servers' sessions'.
+pub const MOVE_ABORT_LEASE_MS: u64 = 10_000;
+/// `move-abort`'s session renewal interval (ms): under the simulator's bound for it with
+/// the default `map_staleness_ms` (5 s, less the request timeout).
+pub const MOVE_ABORT_RENEW_MS: u64 = 4_400;
 
 /// The mutations that act on merges, run by `merge` only.
 pub const MERGE_MUTATIONS: [Mutation; 3] = [Mutation::MergeFromStaleView, Mutation::RetireParentsFirst, Mutation::MapForgetsReshapes];
@@ -320,6 +350,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         Setup::Split(_) => base,
         Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover | Setup::StaleOwner => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
+        Setup::MoveAbort => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: MOVE_ABORT_LEASE_MS, renew_interval_ms: MOVE_ABORT_RENEW_MS, ..base },
         Setup::StoreCrash => base,
         // The lease (900 ms) ends before the servers' second renewal (960 ms), and their first
         // one (480 ms) comes before the leader's call in flight times out (500 ms).
@@ -347,17 +378,21 @@ fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<
     if config.setup == Setup::StaleOwner {
         w.setup_stale_owner()?;
     }
+    if config.setup == Setup::MoveAbort {
+        w.setup_move_abort()?;
+    }
     Ok(w)
 }
 
 /// The setup of `config` up to its recorded prefix ([`World::prefix`]): for `stale-owner`
-/// the failover's setup, which the replay starts from; for the others the whole setup.
+/// the failover's setup, for `move-abort` the move's, which the replay starts from; for the
+/// others the whole setup.
 pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let knobs = knobs_with(config, mutation, also);
     let mut w = World::new(knobs, 2, bounds.appends, bounds);
     w.track = track;
     match config.setup {
-        Setup::Move(_) => {
+        Setup::Move(_) | Setup::MoveAbort => {
             w.setup_move()?;
         }
         Setup::Failover | Setup::StoreCrash | Setup::StaleOwner => w.setup_failover()?,

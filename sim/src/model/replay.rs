@@ -170,8 +170,12 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let _forget = super::ForgetReshapes::new(&super::knobs_with(config, mutation, also));
     let mut w = super::initial_world_with(config, mutation, also, bounds, true)?;
     // A setup's recorded prefix (`stale-owner`'s cut, append, delay, clock and failover
-    // round) is replayed as steps of its own, from the failover's setup.
+    // round; `move-abort`'s two rounds, the delay and the drop) is replayed as steps of its
+    // own, from the setup before it (the failover's; the move's).
     let prefix = std::mem::take(&mut w.prefix);
+    // Where the search starts: each manager's round budget and the fault counts the setup
+    // left (a setup sets them apart from its steps), restored once the prefix is played.
+    let searched = (w.managers.iter().map(|m| m.rounds_left).collect::<Vec<_>>(), w.drops, w.dups, w.crashes);
     if !prefix.is_empty() {
         w = super::base_world(config, mutation, also, bounds, true)?;
         // As in the setup: the prefix's clock is not bounded by the search's horizon.
@@ -201,6 +205,10 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             // The search starts here, as after the setup.
             w.bounds.horizon_ms = bounds.horizon_ms;
             w.start_us = w.now_us;
+            for (m, rounds) in w.managers.iter_mut().zip(&searched.0) {
+                m.rounds_left = *rounds;
+            }
+            (w.drops, w.dups, w.crashes) = (searched.1, searched.2, searched.3);
         }
         let anchor_at = last_anchor_at(&w, w.history.len(), from);
         let anchor = anchor_at.and_then(|i| anchor_of(&w, i, from));
@@ -270,7 +278,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let step_ms = 2 * latency_max_ms;
     let mut schedule: Vec<Value> = Vec::new();
     match config.setup {
-        Setup::Move(_) | Setup::Depose | Setup::PreCopyChunk => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
+        Setup::Move(_) | Setup::Depose | Setup::PreCopyChunk | Setup::MoveAbort => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "move", "key": "k000001", "to": "server-2" } })),
         // A merge's setup is a split first; the simulator's leader then merges the two cold
         // children itself, as the model's does (the scenario's `splits` below).
         Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
@@ -402,7 +410,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let strategy = match config.setup {
         Setup::Move(s) => s,
         Setup::PreCopyChunk => partmap::map::Strategy::PreCopy,
-        Setup::Failover | Setup::StaleOwner | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash => partmap::map::Strategy::StopAndCopy,
+        Setup::Failover | Setup::StaleOwner | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash | Setup::MoveAbort => partmap::map::Strategy::StopAndCopy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
     let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", crate::run::mutation_names(m, also)));
@@ -414,7 +422,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         "moves": { "strategy": strategy },
         "faults": { "random": null, "schedule": schedule },
     });
-    if config.setup == Setup::Depose {
+    if matches!(config.setup, Setup::Depose | Setup::MoveAbort) {
         let k = super::knobs(config, mutation);
         doc["knobs"] = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms });
     }

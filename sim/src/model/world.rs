@@ -1325,6 +1325,97 @@ impl World {
         Err("the move-corrupt setup's round sent no pre-copy chunk holding a record".to_string())
     }
 
+    /// The `move-abort` configuration's setup, after [`World::setup_move`] (the stop-and-copy
+    /// move of range 1 from server-1 to server-2 journaled), with no choice made, each step an
+    /// action recorded in [`World::prefix`]: the leader's next round runs in order (its lease,
+    /// the state, the target's check, `PauseMove` journaled) until its pause of range 1 at the
+    /// old epoch is in flight to server-1; that pause is delayed (marked slow, the run's one
+    /// delay in the setup); the clock moves to the call's timeout and the round ends with the
+    /// pause unanswered (the flow tries again next round). On the leader's next tick its next
+    /// round pauses the source again (paused and drained: answered) and sends the target the
+    /// finish, which the network drops; the clock moves to the finish's timeout, the flow aborts
+    /// the move (the target did not answer: `AbortMove` journaled) and the round ends. The
+    /// search starts there, as the simulator's `stale-pause.json` stands before its rollback:
+    /// the move aborted and not yet rolled back (the planner's `Assign` back to the source, at
+    /// a newer epoch, then its open), the first pause still in flight; its drop, duplication
+    /// and crash counts at 0, the setup's delay counted against [`Bounds::max_delays`]; the
+    /// client's routes are the move's (the source at the old epoch, the target at the
+    /// transfer's) and the owner in the current map. Errors: the delay bound is 0 (naming
+    /// `--max-delays`), or a step of the prefix did not happen as described.
+    pub fn setup_move_abort(&mut self) -> Result<(), String> {
+        if self.bounds.max_delays == 0 {
+            return Err("--max-delays: move-abort's setup delays one message (the leader's first pause); give at least 1".to_string());
+        }
+        let rounds = self.managers[0].rounds_left;
+        // The prefix's clock is not bounded by the search's horizon (which starts after it).
+        let horizon_ms = self.bounds.horizon_ms;
+        self.bounds.horizon_ms = PREFIX_HORIZON_MS;
+        self.managers[0].rounds_left = 1;
+        self.play(Action::StartRound(1));
+        let to = |server: u32, kind: &'static str| move |w: &World| w.net.iter().position(|p| p.from == Node::Manager(1) && p.to == Node::Server(server) && !p.slow && p.msg.kind_name() == kind);
+        let pause = self.play_until("the leader's pause of range 1 in flight to server-1", to(1, "pause"))?;
+        self.play(Action::Delay(pause));
+        self.play_until("the end of the leader's first round (its pause timed out)", |w| (!w.managers[0].busy).then_some(0))?;
+        self.managers[0].rounds_left = 1;
+        for _ in 0..100 {
+            if self.enabled().contains(&Action::StartRound(1)) {
+                break;
+            }
+            if !self.enabled().contains(&Action::Advance) {
+                return Err(format!("move-abort: the clock cannot move to the leader's next tick (now {} µs)", self.now_us));
+            }
+            self.play(Action::Advance);
+        }
+        self.play(Action::StartRound(1));
+        let finish = self.play_until("the leader's finish of the move in flight to server-2", to(2, "finish_move"))?;
+        self.play(Action::Drop(finish));
+        self.play_until("the end of the leader's second round (its finish timed out)", |w| (!w.managers[0].busy).then_some(0))?;
+        let t = self.authority.map().transfers.get(&RangeId(1)).cloned().ok_or("move-abort: the move of range 1 is not in the journal")?;
+        if !matches!(t.phase, partmap::map::TransferPhase::Aborted(_)) {
+            return Err(format!("move-abort: the leader's second round did not abort the move: {t:?}"));
+        }
+        if !self.net.iter().any(|p| p.slow && p.to == Node::Server(1) && matches!(p.msg, Msg::Pause { .. })) {
+            return Err("move-abort: the leader's first pause is no longer in flight".to_string());
+        }
+        self.bounds.horizon_ms = horizon_ms;
+        self.managers[0].rounds_left = rounds;
+        // The client may also use a fresh map: after the rollback, the source at its new epoch.
+        self.current_route = true;
+        self.start_us = self.now_us;
+        // The setup's delay counts against the run's bound (`Bounds::max_delays`).
+        self.drops = 0;
+        self.dups = 0;
+        self.crashes = 0;
+        Ok(())
+    }
+
+    /// Play steps of the setup's recorded prefix until `found` names something (returned):
+    /// deliver the first message not marked slow, else run a server task that can go on, else
+    /// time out the leader's call, else a server's call or wait, else move the clock. Errors:
+    /// nothing is left to do (naming `what`).
+    fn play_until(&mut self, what: &str, found: impl Fn(&World) -> Option<usize>) -> Result<usize, String> {
+        for _ in 0..10_000 {
+            if let Some(i) = found(self) {
+                return Ok(i);
+            }
+            if let Some(i) = self.net.iter().position(|p| !p.slow) {
+                self.play(Action::Deliver(i));
+                continue;
+            }
+            let enabled = self.enabled();
+            let pick = |want: fn(&Action) -> bool| enabled.iter().find(|a| want(a)).cloned();
+            let next = pick(|a| matches!(a, Action::Task { timed_out: false, .. }))
+                .or_else(|| pick(|a| matches!(a, Action::LeaderTimeout(_))))
+                .or_else(|| pick(|a| matches!(a, Action::Task { timed_out: true, .. })))
+                .or_else(|| pick(|a| matches!(a, Action::Advance)));
+            match next {
+                Some(a) => self.play(a),
+                None => return Err(format!("move-abort's setup: nothing left to do before {what} (now {} µs)", self.now_us)),
+            }
+        }
+        Err(format!("move-abort's setup did not reach {what}"))
+    }
+
     /// The depose configuration's setup, with no choice made: [`World::setup_move`] (the move
     /// of range 1 to server-2 journaled by `manager-1` at leader term 1, at time 0), then
     /// `manager-1` starts its next round at time 0 (the first of its [`Bounds::rounds`]): the
