@@ -10,7 +10,8 @@
 //! looks, so only the history shows it.
 //!
 //! The clause: once server `S` paused range `r` at epoch `e` (a `paused` event) and while it
-//! still holds it (no `dropped` of `r` by `S`, no crash of `S` since), the map current at the
+//! still holds it (no `dropped` of `r` by `S`, no crash of `S` since; an `activated` of `r` at
+//! `e` does not end it: a pause that lands during an open survives the activation), the map current at the
 //! authority must not, for longer than [`bound_ms`], name `S` the owner of live range `r` at
 //! epoch `e` with no journal entry (a move, split or merge, in any phase) naming `r`. The time
 //! counts only while no fault touches `S`, a manager or the authority (`lock-1`), and no leader
@@ -92,7 +93,12 @@ fn stretches(events: &[Event]) -> Vec<Stretch> {
                 let since = flowless(map, server.0, range.0, epoch.0).then_some(t);
                 held.insert(key, Held { epoch: epoch.0, paused_us: t, flowless_since: since });
             }
-            What::Sys(Sys::Dropped { server, range, .. } | Sys::Activated { server, range, .. }) => {
+            // A pause ends only when the server lets the range go (a reopen, a commit, a
+            // refused load or fence: each a `dropped`) or crashes. Not at an `activated`: a
+            // pause that lands while the range is loading (between an open's fence and its
+            // activation) stays on the row it activates (`ServerCore::pause` marks a loading
+            // row paused, and only a reopen clears it), so the range activates paused.
+            What::Sys(Sys::Dropped { server, range, .. }) => {
                 if let Some(mut h) = held.remove(&(server.0, range.0)) {
                     close(&mut out, (server.0, range.0), &mut h, t);
                 }

@@ -106,12 +106,14 @@ fn replay(args: &ModelArgs, config: &model::Config, b: model::Bounds, cx: &model
     let flag = mutation.map_or(String::new(), |m| format!(" --mutation {}", partmap_sim::run::mutation_names(m, also)));
     match r.seed {
         Some(seed) => {
-            println!("replay: {}: fails again ({}) on seed {seed}", r.path.display(), cx.property);
+            let also: Vec<&String> = r.found.last().into_iter().flatten().filter(|p| !partmap_sim::model::replay::same_failure(cx.property, p)).collect();
+            let also = if also.is_empty() { String::new() } else { format!("; also {}", also.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")) };
+            println!("replay: {}: fails again ({}{also}) on seed {seed}", r.path.display(), cx.property);
             println!("repro: partmap-sim run --seed {seed} --scenario {}{flag}", r.path.display());
         }
         None if r.tried == 0 => println!("replay: {} written, not run (--replay-seeds 0)", r.path.display()),
         None => {
-            let found: Vec<String> = r.found.iter().enumerate().map(|(s, p)| format!("seed {s}: {}", p.as_deref().unwrap_or("passes"))).collect();
+            let found: Vec<String> = r.found.iter().enumerate().map(|(s, p)| format!("seed {s}: {}", if p.is_empty() { "passes".to_string() } else { p.join(", ") })).collect();
             println!("replay: {}: NOT REPRODUCED on seeds 0..{} ({})", r.path.display(), r.tried, found.join(", "));
             println!("repro (does not reproduce): partmap-sim run --seed 0 --scenario {}{flag}", r.path.display());
         }

@@ -77,4 +77,31 @@ mod tests {
         assert_eq!(longest_clear(0, 10, &[(0, 10)]), (0, 0));
         assert_eq!(bound_ms(2000, 200, 500), 4400);
     }
+
+    /// The late pause lands while the rollback's reopen is loading (after its fence, before its
+    /// activation at epoch 3): the server core keeps a loading row's pause through the
+    /// activation, so the range activates paused and stays stuck. The `activated` at epoch 3
+    /// does not end the pause (it did before `move-abort`'s replay showed the blind spot); a
+    /// `dropped` (a reopen) still does.
+    #[test]
+    fn stuck_range_a_pause_during_the_open_survives_the_activation() {
+        let history = |after_activation: Option<Event>| {
+            let mut h = vec![
+                commit(1, 1_000_000, moving()),
+                paused(1_100_000, 1, 1, 1),
+                commit(1, 2_000_000, map_of(3, &[(1, "", None, 1, 3, "preparing")])),
+                at(2_100_000, Sys::Dropped { server: ServerId(1), range: RangeId(1), epoch: Epoch(1), reason: "reopened at 3 from offset 0".into() }),
+                paused(2_150_000, 1, 1, 3),
+                at(2_160_000, Sys::Activated { server: ServerId(1), range: RangeId(1), epoch: Epoch(3), records: 0, stream: 0 }),
+                commit(1, 2_200_000, map_of(4, &[(1, "", None, 1, 3, "active")])),
+            ];
+            h.extend(after_activation);
+            h.push(at(9_000_000, Sys::Renewed { server: ServerId(1), session: 1, ok: true, valid_until_ms: 0 }));
+            h
+        };
+        let err = check(&history(None), 4400, 2000).expect_err("activated paused, stuck");
+        assert!(err.contains("server-1 paused r1 at epoch 3 at 2.150000s"), "{err}");
+        let reopened = at(2_300_000, Sys::Dropped { server: ServerId(1), range: RangeId(1), epoch: Epoch(3), reason: "reopened at 5 from offset 0".into() });
+        check(&history(Some(reopened)), 4400, 2000).expect("a reopen ends the pause");
+    }
 }
