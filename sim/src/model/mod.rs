@@ -66,6 +66,14 @@ pub enum Setup {
     /// server-1's session at the authority, and the leader's round there reassigning range 1
     /// to server-2. The search starts with the new owner not yet opened.
     StaleOwner,
+    /// [`Setup::Merge`]'s merge journaled (`BeginMerge`, not yet paused), then an operator's
+    /// request to move the left parent (the range holding `k1`) to server-2, taken by the
+    /// authority (`RequestMove`), then the forced prefix of the leader's next round
+    /// ([`World::setup_merge_move`]): its lease, its state and its load reports played in
+    /// order up to the last report's answer, in flight. The search starts where the planner
+    /// is about to read a map with the merge journaled and the move requested: the request must
+    /// wait (the left parent is in flight) and end moot when the merge retires it.
+    MergeMove(&'static [u8]),
 }
 
 /// A configuration the model checks.
@@ -95,7 +103,7 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 9] = [
+pub const CONFIGS: [Config; 10] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
@@ -177,6 +185,7 @@ pub const CONFIGS: [Config; 9] = [
         judge_served: false,
     },
     MOVE_CORRUPT,
+    MERGE_MOVE,
 ];
 
 /// `move-corrupt`: the configuration where the network may corrupt a pre-copy chunk.
@@ -191,7 +200,20 @@ pub const MOVE_CORRUPT: Config = Config {
     judge_served: true,
 };
 
-/// The mutations that act on merges, run by `merge` only.
+/// `merge-move`: a move requested while a merge is journaled (the simulator's
+/// `scenarios/move-during-merge.json` in the model's shape).
+pub const MERGE_MOVE: Config = Config {
+    name: "merge-move",
+    about: "the merge configuration's cluster and knobs, its merge of the two cold neighbours journaled (not yet paused), then an operator's request to move the left parent (holding k1) to server-2; the search starts in the leader's next round with its load reports in (the planner must leave the request waiting while the parent is in flight; the merge then retires it and the request is moot); 2 leader rounds in all, no drop, 1 client with 2 appends, to k1 and k2",
+    setup: Setup::MergeMove(b"k2"),
+    bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+    min_unique: 125_000,
+    also_runs: &MERGE_MUTATIONS,
+    judge_content: true,
+    judge_served: false,
+};
+
+/// The mutations that act on merges, run by `merge` and `merge-move`.
 pub const MERGE_MUTATIONS: [Mutation; 3] = [Mutation::MergeFromStaleView, Mutation::RetireParentsFirst, Mutation::MapForgetsReshapes];
 
 /// The mutations that act on splits, run by `split` only.
@@ -241,9 +263,9 @@ pub fn runs(config: &Config, m: Mutation) -> Result<(), String> {
     let why = match m {
         Mutation::NewLeaderIgnoresJournal => "it lives in the manager's async driver (`lead_once`), not in a core",
         Mutation::FreshIdOnRetry => "it lives in the frontend core, which no configuration built drives yet",
-        Mutation::MergeFromStaleView => "it acts on merges: configuration `merge` runs it",
+        Mutation::MergeFromStaleView => "it acts on merges: configurations `merge` and `merge-move` run it",
         Mutation::SplitSealsOneShort => "it acts on splits: configuration `split` runs it",
-        Mutation::RetireParentsFirst | Mutation::MapForgetsReshapes => "it acts on splits and merges: configurations `split` and `merge` run it",
+        Mutation::RetireParentsFirst | Mutation::MapForgetsReshapes => "it acts on splits and merges: configurations `split`, `merge` and `merge-move` run it",
         _ => "the configuration does not drive the core it lives in",
     };
     Err(format!("--mutation {}: not run by configuration `{}`: {why}", m.name(), config.name))
@@ -318,7 +340,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         Setup::Move(strategy) => Knobs { strategy, ..base },
         Setup::PreCopyChunk => Knobs { strategy: partmap::map::Strategy::PreCopy, ..base },
         Setup::Split(_) => base,
-        Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
+        Setup::Merge(_) | Setup::MergeMove(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover | Setup::StaleOwner => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
         Setup::StoreCrash => base,
         // The lease (900 ms) ends before the servers' second renewal (960 ms), and their first
@@ -344,14 +366,17 @@ pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds
 
 fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let mut w = base_world(config, mutation, also, bounds, track)?;
-    if config.setup == Setup::StaleOwner {
-        w.setup_stale_owner()?;
+    match config.setup {
+        Setup::StaleOwner => w.setup_stale_owner()?,
+        Setup::MergeMove(_) => w.setup_merge_move()?,
+        _ => {}
     }
     Ok(w)
 }
 
 /// The setup of `config` up to its recorded prefix ([`World::prefix`]): for `stale-owner`
-/// the failover's setup, which the replay starts from; for the others the whole setup.
+/// the failover's setup, for `merge-move` the merge journaled and the move requested, which
+/// the replay starts from; for the others the whole setup.
 pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let knobs = knobs_with(config, mutation, also);
     let mut w = World::new(knobs, 2, bounds.appends, bounds);
@@ -372,6 +397,9 @@ pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Opti
         }
         Setup::Merge(at) => {
             w.setup_merge(at)?;
+        }
+        Setup::MergeMove(at) => {
+            w.setup_merge_request_move(at)?;
         }
     }
     Ok(w)
