@@ -116,13 +116,17 @@ fn model_refuses_unknown_configs_and_mutations_outside_the_cores() {
     assert!(model::runs(&config, Mutation::SourceIgnoresPause).is_ok());
     // The mutations that act on splits run on `split`, those on merges on `merge`.
     let e = model::runs(&config, Mutation::RetireParentsFirst).unwrap_err();
-    assert!(e.contains("configurations `split` and `merge` run it"), "{e}");
+    assert!(e.contains("configurations `split`, `merge` and `merge-move` run it"), "{e}");
     let split = model::config("split").expect("built");
     for m in model::SPLIT_MUTATIONS {
         assert!(model::runs(&split, m).is_ok(), "{}", m.name());
     }
     let e = model::runs(&split, Mutation::MergeFromStaleView).unwrap_err();
-    assert!(e.contains("configuration `merge` runs it"), "{e}");
+    assert!(e.contains("configurations `merge` and `merge-move` run it"), "{e}");
+    let merge_move = model::config("merge-move").expect("built");
+    for m in model::MERGE_MUTATIONS {
+        assert!(model::runs(&merge_move, m).is_ok(), "{}", m.name());
+    }
     let depose = model::config("depose").expect("built");
     let e = model::runs(&depose, Mutation::NewLeaderIgnoresJournal).unwrap_err();
     assert!(e.contains("not in a core"), "{e}");
