@@ -283,11 +283,12 @@ pub struct BenchArgs {
 #[derive(Args)]
 pub struct ModelArgs {
     /// The configuration (built: move, move-precopy, failover, split, merge, depose,
-    /// stale-owner, store-crash, move-corrupt, move-abort; depose: a standby manager takes a
-    /// newer leader term while the leader's move is in flight; stale-owner: a failover whose
-    /// cut-off owner's write to the store is delayed, with drifting clocks; store-crash: the
-    /// store crashes with unsynced or torn writes; move-abort: a move aborted with its first
-    /// pause still in flight, then rolled back). Required unless --all.
+    /// stale-owner, store-crash, move-corrupt, move-abort, merge-move; depose: a standby manager
+    /// takes a newer leader term while the leader's move is in flight; stale-owner: a failover
+    /// whose cut-off owner's write to the store is delayed, with drifting clocks; store-crash:
+    /// the store crashes with unsynced or torn writes; move-abort: a move aborted with its first
+    /// pause still in flight, then rolled back; merge-move: an operator's move of a merge parent
+    /// requested while the merge is journaled). Required unless --all.
     #[arg(long)]
     pub config: Option<String>,
     /// Run every configuration unmutated and under every core mutation on its default bounds,

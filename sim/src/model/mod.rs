@@ -72,6 +72,14 @@ pub enum Setup {
     /// to the target dropped, the move aborted (`AbortMove` journaled). The search starts with
     /// the move not yet rolled back and the first pause still in flight to the source.
     MoveAbort,
+    /// [`Setup::Merge`]'s merge journaled (`BeginMerge`, not yet paused), then an operator's
+    /// request to move the left parent (the range holding `k1`) to server-2, taken by the
+    /// authority (`RequestMove`), then the forced prefix of the leader's next round
+    /// ([`World::setup_merge_move`]): its lease, its state and its load reports played in
+    /// order up to the last report's answer, in flight. The search starts where the planner
+    /// is about to read a map with the merge journaled and the move requested: the request must
+    /// wait (the left parent is in flight) and end moot when the merge retires it.
+    MergeMove(&'static [u8]),
 }
 
 /// A configuration the model checks.
@@ -101,7 +109,7 @@ pub struct Config {
 }
 
 /// Every configuration built.
-pub const CONFIGS: [Config; 10] = [
+pub const CONFIGS: [Config; 11] = [
     Config {
         name: "move",
         about: "1 range, 2 servers, the authority, the store, one leader driving a planned stop-and-copy move of the range from server-1 to server-2 (MoveFlow), 1 client with 2 appends",
@@ -184,6 +192,7 @@ pub const CONFIGS: [Config; 10] = [
     },
     MOVE_CORRUPT,
     MOVE_ABORT,
+    MERGE_MOVE,
 ];
 
 /// `move-corrupt`: the configuration where the network may corrupt a pre-copy chunk.
@@ -221,7 +230,20 @@ pub const MOVE_ABORT_LEASE_MS: u64 = 10_000;
 /// the default `map_staleness_ms` (5 s, less the request timeout).
 pub const MOVE_ABORT_RENEW_MS: u64 = 4_400;
 
-/// The mutations that act on merges, run by `merge` only.
+/// `merge-move`: a move requested while a merge is journaled (the simulator's
+/// `scenarios/move-during-merge.json` in the model's shape).
+pub const MERGE_MOVE: Config = Config {
+    name: "merge-move",
+    about: "the merge configuration's cluster and knobs, its merge of the two cold neighbours journaled (not yet paused), then an operator's request to move the left parent (holding k1) to server-2; the search starts in the leader's next round with its load reports in (the planner must leave the request waiting while the parent is in flight; the merge then retires it and the request is moot); 2 leader rounds in all, no drop, 1 client with 2 appends, to k1 and k2",
+    setup: Setup::MergeMove(b"k2"),
+    bounds: Bounds { max_depth: 60, max_states: 2_000_000, max_in_flight: 6, max_drops: 0, max_dups: 0, max_delays: 0, drift_ppm: 0, max_corrupts: 0, max_crashes: 0, max_store_crashes: 0, torn_writes: false, max_cuts: 0, horizon_ms: 100, rounds: 2, standby_rounds: 0, appends: 2, urgent: false, ticked: false, closed_loop: false, reduce: Reductions::ALL, liveness: Liveness::Ends },
+    min_unique: 125_000,
+    also_runs: &MERGE_MUTATIONS,
+    judge_content: true,
+    judge_served: false,
+};
+
+/// The mutations that act on merges, run by `merge` and `merge-move`.
 pub const MERGE_MUTATIONS: [Mutation; 3] = [Mutation::MergeFromStaleView, Mutation::RetireParentsFirst, Mutation::MapForgetsReshapes];
 
 /// The mutations that act on splits, run by `split` only.
@@ -271,9 +293,9 @@ pub fn runs(config: &Config, m: Mutation) -> Result<(), String> {
     let why = match m {
         Mutation::NewLeaderIgnoresJournal => "it lives in the manager's async driver (`lead_once`), not in a core",
         Mutation::FreshIdOnRetry => "it lives in the frontend core, which no configuration built drives yet",
-        Mutation::MergeFromStaleView => "it acts on merges: configuration `merge` runs it",
+        Mutation::MergeFromStaleView => "it acts on merges: configurations `merge` and `merge-move` run it",
         Mutation::SplitSealsOneShort => "it acts on splits: configuration `split` runs it",
-        Mutation::RetireParentsFirst | Mutation::MapForgetsReshapes => "it acts on splits and merges: configurations `split` and `merge` run it",
+        Mutation::RetireParentsFirst | Mutation::MapForgetsReshapes => "it acts on splits and merges: configurations `split`, `merge` and `merge-move` run it",
         _ => "the configuration does not drive the core it lives in",
     };
     Err(format!("--mutation {}: not run by configuration `{}`: {why}", m.name(), config.name))
@@ -348,7 +370,7 @@ pub fn knobs_with(config: &Config, mutation: Option<Mutation>, also: Option<Muta
         Setup::Move(strategy) => Knobs { strategy, ..base },
         Setup::PreCopyChunk => Knobs { strategy: partmap::map::Strategy::PreCopy, ..base },
         Setup::Split(_) => base,
-        Setup::Merge(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
+        Setup::Merge(_) | Setup::MergeMove(_) => Knobs { merge_ops_per_s: 1_000.0, merge_hysteresis_ms: 0, ..base },
         Setup::Failover | Setup::StaleOwner => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: 1_000, renew_interval_ms: 700, ..base },
         Setup::MoveAbort => Knobs { strategy: partmap::map::Strategy::StopAndCopy, lease_ms: MOVE_ABORT_LEASE_MS, renew_interval_ms: MOVE_ABORT_RENEW_MS, ..base },
         Setup::StoreCrash => base,
@@ -375,18 +397,18 @@ pub fn initial_world(config: &Config, mutation: Option<Mutation>, bounds: Bounds
 
 fn initial_world_with(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let mut w = base_world(config, mutation, also, bounds, track)?;
-    if config.setup == Setup::StaleOwner {
-        w.setup_stale_owner()?;
-    }
-    if config.setup == Setup::MoveAbort {
-        w.setup_move_abort()?;
+    match config.setup {
+        Setup::StaleOwner => w.setup_stale_owner()?,
+        Setup::MergeMove(_) => w.setup_merge_move()?,
+        Setup::MoveAbort => w.setup_move_abort()?,
+        _ => {}
     }
     Ok(w)
 }
 
 /// The setup of `config` up to its recorded prefix ([`World::prefix`]): for `stale-owner`
-/// the failover's setup, for `move-abort` the move's, which the replay starts from; for the
-/// others the whole setup.
+/// the failover's setup, for `move-abort` the move's, for `merge-move` the merge journaled and
+/// the move requested, which the replay starts from; for the others the whole setup.
 pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: Bounds, track: bool) -> Result<World, String> {
     let knobs = knobs_with(config, mutation, also);
     let mut w = World::new(knobs, 2, bounds.appends, bounds);
@@ -407,6 +429,9 @@ pub(crate) fn base_world(config: &Config, mutation: Option<Mutation>, also: Opti
         }
         Setup::Merge(at) => {
             w.setup_merge(at)?;
+        }
+        Setup::MergeMove(at) => {
+            w.setup_merge_request_move(at)?;
         }
     }
     Ok(w)

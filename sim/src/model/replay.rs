@@ -57,6 +57,12 @@ pub const DEPOSE_CUT_MS: u64 = 1_200;
 /// `stale-owner`) may round at once, so the simulator's failover comes up to two ticks later.
 pub const SLOW_SLACK_MS: u64 = 600;
 
+/// `merge-move`: when (ms) the operator's move of the left parent's key is sent: after the
+/// simulator's leader journaled the merge (its split at [`ARM_MS`], three rounds of it, then
+/// the merge's `BeginMerge`, at about 1,650 ms on seeds 0 and 1) and before its next round
+/// plans (about 1,870 ms), the window where the model's request lands.
+pub const MERGE_MOVE_REQUEST_MS: u64 = 1_750;
+
 /// A trigger: the last event before a step, as the scenario's `on` names it.
 type Anchor = Option<Value>;
 
@@ -181,6 +187,8 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         // As in the setup: the prefix's clock is not bounded by the search's horizon.
         w.bounds.horizon_ms = super::world::PREFIX_HORIZON_MS;
     }
+    // The world the path starts from (`merge-move`: its operator request is read from it).
+    let base = w.clone();
     let path: Vec<Action> = prefix.iter().chain(&cx.path).cloned().collect();
     let label = |k: usize| if k < prefix.len() { format!("setup step {}", k + 1) } else { format!("step {}", k + 1 - prefix.len()) };
     let from = w.armed_from;
@@ -226,7 +234,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
                 // A split's or merge's appends keep their keys (each side of the split key matters); a
                 // move's are named in delivery order.
                 let key = match (config.setup, &p.msg) {
-                    (Setup::Split(_) | Setup::Merge(_), partmap::msg::Msg::Append { key, .. }) => sim_key(key),
+                    (Setup::Split(_) | Setup::Merge(_) | Setup::MergeMove(_), partmap::msg::Msg::Append { key, .. }) => sim_key(key),
                     _ => format!("k{:06}", appends.len() + 1),
                 };
                 appends.push((k, anchor.clone(), key));
@@ -282,6 +290,18 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         // A merge's setup is a split first; the simulator's leader then merges the two cold
         // children itself, as the model's does (the scenario's `splits` below).
         Setup::Split(at) | Setup::Merge(at) => schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } })),
+        // The merge's split, then the operator's move of the left parent's key once the merge
+        // is journaled: on the last event before the model's request (the merge's map commit).
+        Setup::MergeMove(at) => {
+            schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } }));
+            let to = base.authority.map().move_requests.values().next().map_or(2, |s| s.0);
+            // An operator's request is sent at a time (a trigger applies to faults only): at
+            // `MERGE_MOVE_REQUEST_MS`, between the simulator's merge journaled and its leader's
+            // next plan, as the model's request is after the model's `BeginMerge` commit.
+            let after = base.move_requested_at.and_then(|i| last_anchor(&base, i, base.armed_from));
+            schedule.push(json!({ "at_ms": MERGE_MOVE_REQUEST_MS, "fault": { "kind": "move", "key": "k000001", "to": format!("server-{to}") } }));
+            notes.push(format!("the operator's move of k000001 to server-{to} at {MERGE_MOVE_REQUEST_MS} ms (in the model: after {})", after.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
+        }
         Setup::Failover | Setup::StoreCrash | Setup::StaleOwner => {}
     }
     let end_ms = DURATION_S * 1000;
@@ -411,6 +431,8 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         Setup::Move(s) => s,
         Setup::PreCopyChunk => partmap::map::Strategy::PreCopy,
         Setup::Failover | Setup::StaleOwner | Setup::Split(_) | Setup::Merge(_) | Setup::Depose | Setup::StoreCrash | Setup::MoveAbort => partmap::map::Strategy::StopAndCopy,
+        // Its move is the planner's, with the knobs' strategy.
+        Setup::MergeMove(_) => super::knobs(config, mutation).strategy,
     };
     let strategy = partmap::map::Strategy::ALL.iter().find(|(x, _)| *x == strategy).map_or("pre-copy", |(_, name)| *name);
     let m = mutation.map_or(String::new(), |m| format!(" --mutation {}", crate::run::mutation_names(m, also)));
@@ -445,7 +467,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         }
         doc["knobs"] = knobs;
     }
-    if let Setup::Merge(_) = config.setup {
+    if let Setup::Merge(_) | Setup::MergeMove(_) = config.setup {
         let k = super::knobs(config, mutation);
         doc["splits"] = json!({ "merge_ops_per_s": k.merge_ops_per_s, "merge_hysteresis_ms": k.merge_hysteresis_ms });
     }

@@ -119,6 +119,10 @@ pub struct World {
     /// The history index where the replay's triggers are armed: the operator's move request
     /// (move configurations) or the end of the setup (failover).
     pub armed_from: usize,
+    /// `merge-move`: the history's length when the operator's move request was sent (after
+    /// the merge was journaled), whose last event before it the replay arms the request on.
+    /// Fixed for the search: not in the key.
+    pub move_requested_at: Option<usize>,
     /// The client may also send to the owner, at its epoch, of the range holding the key in
     /// the authority's current map (a frontend's fresh map), besides `routes`.
     pub current_route: bool,
@@ -150,7 +154,7 @@ impl World {
         let client = (1..=appends).map(|seq| ClientAppend { id: OpId { client: 1, seq }, key: format!("k{seq}").into_bytes(), sent: None }).collect();
         let managers_n = if bounds.standby_rounds > 0 { 2 } else { 1 };
         let managers = (1..=managers_n).map(|candidate| Leader { candidate, epoch: 0, last_term: 0, valid_until_us: 0, lease_sent_us: 0, version: 0, rounds_left: 0, busy: false, pending: None, map: None, opens: VecDeque::new(), moves: VecDeque::new(), reshapes: VecDeque::new(), flow: None, calls: 0, next_round_us: 0, planning: None, load_asks: VecDeque::new(), loads: BTreeMap::new() }).collect();
-        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, delays: 0, crashes: 0, corrupts: 0, corrupted: Vec::new(), cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, unanchored: 0..0, bounds, prefix: Vec::new(), outputs: Vec::new() }
+        World { now_us: T0_US, start_us: T0_US, knobs, authority, store, disk: StoreDisk::default(), servers, managers, lock_log: Vec::new(), log_hash: 0, judge_managers: managers_n > 1, client, routes: Vec::new(), net: Vec::new(), history: Vec::new(), history_hash: 0, session_hash: vec![0; servers_n as usize], drops: 0, dups: 0, delays: 0, crashes: 0, corrupts: 0, corrupted: Vec::new(), cut: Vec::new(), current_route: false, track: false, emitters: Vec::new(), emitting: None, armed_from: 0, move_requested_at: None, unanchored: 0..0, bounds, prefix: Vec::new(), outputs: Vec::new() }
     }
 
     /// The state's 128-bit fingerprint: the parts [`World::hash_parts`] feeds, as bytes into a
@@ -1510,6 +1514,58 @@ impl World {
     /// the journaled merge.
     pub fn setup_merge(&mut self, at: &[u8]) -> Result<Reshape, String> {
         self.setup_reshape(at, partmap::map::ReshapeKind::Merge)
+    }
+
+    /// The `merge-move` configuration's setup up to its recorded prefix, with no choice made:
+    /// [`World::setup_merge`] (the merge journaled, not yet paused), then the operator asks
+    /// the authority to move the merge's left parent (holding the client's first key) to the
+    /// other server (`RequestMove`), played in order with no leader round. Errors: the setup
+    /// did not reach the journaled merge, or the authority did not take the request.
+    pub fn setup_merge_request_move(&mut self, at: &[u8]) -> Result<Reshape, String> {
+        let r = self.setup_merge(at)?;
+        let (left, _) = *r.parents.first().ok_or("the merge has no parent")?;
+        let owner = self.authority.map().rows.get(&left).and_then(|row| row.owner).ok_or("the merge's left parent has no owner")?;
+        let to = ServerId(if owner.0 == 1 { 2 } else { 1 });
+        self.move_requested_at = Some(self.history.len());
+        let token = name(&[u64::MAX - 3]);
+        self.send(Node::Operator, Node::Authority, token, Msg::Admin { ops: vec![MapOp::RequestMove { range: left, to }] }, false);
+        self.run_fifo();
+        let map = self.authority.map();
+        if map.move_requests.get(&left) != Some(&to) || !map.reshapes.values().any(|x| x.phase == partmap::map::TransferPhase::Copying) {
+            return Err(format!("the merge-move setup: the move request of {left} to {to} was not taken with the merge journaled; map: {map:?}"));
+        }
+        self.start_us = self.now_us;
+        Ok(r)
+    }
+
+    /// The `merge-move` configuration's forced prefix, after
+    /// [`World::setup_merge_request_move`], each step an action recorded in [`World::prefix`]:
+    /// the leader starts its next round (the first of its [`Bounds::rounds`]) and it is played
+    /// in order (its lease, its state, each server's load report) until the last load report's
+    /// answer is in flight to the leader, whose delivery makes the round plan on a map with the
+    /// merge journaled and the move requested. With no choice made in it the prefix is the same
+    /// under every mutation; the search starts there. Errors: the round did not get there.
+    pub fn setup_merge_move(&mut self) -> Result<(), String> {
+        let rounds = self.managers[0].rounds_left;
+        if rounds == 0 {
+            return Err("--rounds: merge-move's setup starts a leader round; give at least 1".to_string());
+        }
+        self.play(Action::StartRound(1));
+        let last_report = |w: &World| {
+            let l = &w.managers[0];
+            l.load_asks.is_empty() && matches!(l.pending, Some((_, _, Awaiting::Load))) && w.net.len() == 1 && w.net[0].to == Node::Manager(1)
+        };
+        for _ in 0..100 {
+            if last_report(self) {
+                self.start_us = self.now_us;
+                return Ok(());
+            }
+            if self.net.is_empty() {
+                break;
+            }
+            self.play(Action::Deliver(0));
+        }
+        Err(format!("the merge-move setup's round did not reach its last load report (in flight: {:?})", self.net.iter().map(|p| describe(&p.msg)).collect::<Vec<_>>()))
     }
 
     /// The split's and merge's setup: the operator's split of range 1 at `at`, until a

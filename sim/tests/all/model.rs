@@ -116,13 +116,17 @@ fn model_refuses_unknown_configs_and_mutations_outside_the_cores() {
     assert!(model::runs(&config, Mutation::SourceIgnoresPause).is_ok());
     // The mutations that act on splits run on `split`, those on merges on `merge`.
     let e = model::runs(&config, Mutation::RetireParentsFirst).unwrap_err();
-    assert!(e.contains("configurations `split` and `merge` run it"), "{e}");
+    assert!(e.contains("configurations `split`, `merge` and `merge-move` run it"), "{e}");
     let split = model::config("split").expect("built");
     for m in model::SPLIT_MUTATIONS {
         assert!(model::runs(&split, m).is_ok(), "{}", m.name());
     }
     let e = model::runs(&split, Mutation::MergeFromStaleView).unwrap_err();
-    assert!(e.contains("configuration `merge` runs it"), "{e}");
+    assert!(e.contains("configurations `merge` and `merge-move` run it"), "{e}");
+    let merge_move = model::config("merge-move").expect("built");
+    for m in model::MERGE_MUTATIONS {
+        assert!(model::runs(&merge_move, m).is_ok(), "{}", m.name());
+    }
     let depose = model::config("depose").expect("built");
     let e = model::runs(&depose, Mutation::NewLeaderIgnoresJournal).unwrap_err();
     assert!(e.contains("not in a core"), "{e}");
@@ -536,14 +540,16 @@ enum Expect {
 /// states), and every core mutation on its configuration (the one whose cores it breaks:
 /// `move` for the handoff, the leader and the authority, `failover` for a failed-over owner's
 /// fenced range and its epochs, `split` for the split's flow and the map's reshape journal,
-/// `merge` for the merge's stale view, `depose` for the leader terms: the authority's lease and
+/// `merge` for the merge's stale view, `merge-move` for the planner reading the reshape
+/// journal (a move requested during a merge), `move-abort` for a command's epoch (a pause
+/// delayed past its aborted move), `depose` for the leader terms: the authority's lease and
 /// log, a deposed leader's commands, `store-crash` for the store's sync before its
 /// acknowledgement, `stale-owner` for the store's fence against a delayed write, the lease
 /// margin against drift and a server's own lease expiry: 2 steps there, where `failover`
 /// needed 45), caught or masked as `reports/model.md` says.
 #[test]
 fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
-    for name in ["move", "move-precopy", "failover", "split", "merge", "depose", "store-crash", "stale-owner", "move-corrupt", "move-abort"] {
+    for name in ["move", "move-precopy", "failover", "split", "merge", "depose", "store-crash", "stale-owner", "move-corrupt", "move-abort", "merge-move"] {
         let config = model::config(name).expect("built");
         let r = model::check(&config, None, config.bounds).expect("setup");
         assert!(r.violation.is_none(), "{name}: {:?}", r.violation);
@@ -567,7 +573,7 @@ fn model_ci_every_configuration_and_every_core_mutation_on_its_configuration() {
         ("failover", Mutation::ServerKeepsFencedRange, Expect::Masked),
         ("split", Mutation::RetireParentsFirst, Expect::Caught("map_tiles", 21)),
         ("split", Mutation::SplitSealsOneShort, Expect::Caught("no_lost_append", 31)),
-        ("split", Mutation::MapForgetsReshapes, Expect::Masked),
+        ("merge-move", Mutation::MapForgetsReshapes, Expect::Caught("map_tiles", 33)),
         ("merge", Mutation::MergeFromStaleView, Expect::Caught("no_lost_append", 36)),
         ("depose", Mutation::AuthoritySkipsLeaderEpoch, Expect::Caught("manager_exclusive", 8)),
         ("depose", Mutation::AuthoritySharesLeaderTerm, Expect::Caught("manager_exclusive", 8)),
@@ -765,4 +771,28 @@ fn key_and_text_agree(name: &str, init: model::World, cap: usize) -> (usize, usi
         }
     }
     (by_key.len(), transitions)
+}
+
+
+/// `map-forgets-reshapes` is caught on `merge-move` (the simulator's
+/// `scenarios/move-during-merge.json` in the model's shape): the search starts with the merge
+/// journaled (not paused) and the operator's move of its left parent r2 requested; the mutated
+/// planner, which no longer sees r2 in the merge, begins the move (`BeginMove`, the first
+/// commit); the next round's move flow pre-copies once (not ready), then the merge flow pauses,
+/// seals and retires r2 under the move, and `map_tiles` fails on the journal at the merge's
+/// commit, 33 steps after the setup. Its replay fails `map_tiles` the same way on seed 0.
+/// Unmutated the request waits (the CI test: exhausted with no violation).
+#[test]
+fn model_merge_move_catches_map_forgets_reshapes_and_replays() {
+    let config = model::config("merge-move").expect("built");
+    let init = model::initial(&config, None, config.bounds).expect("setup");
+    let map = init.authority.map();
+    assert_eq!(map.move_requests.keys().map(|r| r.0).collect::<Vec<_>>(), vec![2], "the move of r2 requested");
+    assert!(map.reshapes.values().any(|r| r.parents.iter().any(|(p, _)| p.0 == 2) && r.phase == partmap::map::TransferPhase::Copying), "the merge of r2 journaled, not paused");
+    let cx = caught_and_replayed("merge-move", Mutation::MapForgetsReshapes, "map_tiles", 1);
+    assert!(cx.message.contains("the journal holds a move of r2 to server-2, which is retired"), "{}", cx.message);
+    assert_eq!(cx.steps.len(), 33);
+    let commits: Vec<&String> = cx.steps.iter().map(|(_, input, _)| input).filter(|i| i.contains("request cas_map")).collect();
+    assert!(commits.first().is_some_and(|i| i.contains("BeginMove")), "{commits:?}");
+    assert!(commits.last().is_some_and(|i| i.contains("CommitReshape")), "{commits:?}");
 }
