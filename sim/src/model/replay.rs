@@ -168,11 +168,9 @@ fn entry(anchor: &Anchor, duration_ms: u64, fault: Value) -> Value {
     e
 }
 
-/// The counterexample `cx` of `config` under `mutation` (and `also`, a second one on at once)
-/// as a scenario (JSON), with the notes
-/// on what it approximates. Errors: the setup failed, or the scenario does not parse (a bug
-/// here).
-pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, commit: &str) -> Result<(crate::scenario::Scenario, Vec<String>), String> {
+/// The counterexample's path played again from the setup (its recorded prefix first), with
+/// what the translation reads of each step. Errors: the setup failed.
+fn walk(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample) -> Result<Walk, String> {
     let _forget = super::ForgetReshapes::new(&super::knobs_with(config, mutation, also));
     let mut w = super::initial_world_with(config, mutation, also, bounds, true)?;
     // A setup's recorded prefix (`stale-owner`'s cut, append, delay, clock and failover
@@ -190,16 +188,16 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     // The world the path starts from (`merge-move`: its operator request is read from it).
     let base = w.clone();
     let path: Vec<Action> = prefix.iter().chain(&cx.path).cloned().collect();
-    let label = |k: usize| if k < prefix.len() { format!("setup step {}", k + 1) } else { format!("step {}", k + 1 - prefix.len()) };
+    let label = |k: usize| step_label(k, prefix.len());
     let from = w.armed_from;
     // The model's clock after each step, and the packets marked slow (by their ids).
     let mut times: Vec<u64> = Vec::new();
-    let mut slowed: Vec<(Node, Node, u64, bool)> = Vec::new();
+    let mut slowed: Vec<PacketId> = Vec::new();
     let mut steps = Vec::new();
     // Per packet (from, to, token, answer): the step that sent it and the step that ended it
     // (delivered or dropped), and whether it was dropped.
-    let mut sent_at: BTreeMap<(Node, Node, u64, bool), usize> = BTreeMap::new();
-    let mut ended: BTreeMap<(Node, Node, u64, bool), (usize, bool)> = BTreeMap::new();
+    let mut sent_at: BTreeMap<PacketId, usize> = BTreeMap::new();
+    let mut ended: BTreeMap<PacketId, (usize, bool)> = BTreeMap::new();
     let mut appends: Vec<(usize, Anchor, String)> = Vec::new();
     let mut stale_routes: Vec<Anchor> = Vec::new();
     let mut notes = Vec::new();
@@ -225,7 +223,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             _ => None,
         });
         let leader = leader.unwrap_or(1);
-        let before: Vec<(Node, Node, u64, bool)> = w.net.iter().map(|p| (p.from, p.to, p.token, p.answer)).collect();
+        let before: Vec<PacketId> = w.net.iter().map(|p| (p.from, p.to, p.token, p.answer)).collect();
         if let Action::Deliver(i) | Action::Drop(i) = a {
             let p = &w.net[*i];
             let id = (p.from, p.to, p.token, p.answer);
@@ -281,6 +279,60 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         }
         steps.push(Step { action: a.clone(), anchor, anchor_at, sent, leader, now_us: w.now_us, corrupted });
     }
+    Ok(Walk { prefix_len: prefix.len(), from, base, steps, times, slowed, ended, appends, stale_routes, notes, deposed_at, managers, w })
+}
+
+/// A step's name in the notes: `setup step K` within a recorded prefix of `prefix_len`
+/// steps, `step K` after it.
+fn step_label(k: usize, prefix_len: usize) -> String {
+    if k < prefix_len {
+        format!("setup step {}", k + 1)
+    } else {
+        format!("step {}", k + 1 - prefix_len)
+    }
+}
+
+/// What [`walk`] read of the counterexample.
+struct Walk {
+    /// Steps of the setup's recorded prefix at the path's start.
+    prefix_len: usize,
+    /// The history index the schedule arms at (triggers count from it).
+    from: usize,
+    /// The world the path starts from.
+    base: World,
+    /// Each step of the path.
+    steps: Vec<Step>,
+    /// The model's clock after each step, µs.
+    times: Vec<u64>,
+    /// The packets the model marked slow.
+    slowed: Vec<PacketId>,
+    /// Per packet: the step that ended it (delivered or dropped) and whether it was dropped.
+    ended: BTreeMap<PacketId, (usize, bool)>,
+    /// Each client append delivered: its step, the event before it, its key in the simulator.
+    appends: Vec<(usize, Anchor, String)>,
+    /// Anchors from which the frontend's map answers are held (an append to an old owner).
+    stale_routes: Vec<Anchor>,
+    /// What the translation approximated so far.
+    notes: Vec<String>,
+    /// `depose`: the step that moved the clock past the end of manager-1's lease.
+    deposed_at: Option<usize>,
+    /// Managers in the configuration.
+    managers: u32,
+    /// The world after the whole path.
+    w: World,
+}
+
+/// A packet of the model network by its identity: (from, to, token, answer).
+type PacketId = (Node, Node, u64, bool);
+
+/// The scenario's `faults.schedule` for the walked counterexample: the configuration's
+/// operator requests, the deposition's cut, each step's crash, cut or corruption, each message
+/// held (`delay_next`, `until` the event the model delivered it after where that is known),
+/// and the frontend's map answers held where an append went to an older owner; each noted in
+/// `walk.notes`.
+fn schedule(config: &Config, walk: &mut Walk) -> Vec<Value> {
+    let Walk { prefix_len, from, ref base, ref steps, ref times, ref slowed, ref ended, ref appends, ref stale_routes, ref mut notes, deposed_at, managers, ref w } = *walk;
+    let label = |k: usize| step_label(k, prefix_len);
     let n = steps.len();
     let latency_max_ms = 5u64;
     let step_ms = 2 * latency_max_ms;
@@ -298,7 +350,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             // An operator's request is sent at a time (a trigger applies to faults only): at
             // `MERGE_MOVE_REQUEST_MS`, between the simulator's merge journaled and its leader's
             // next plan, as the model's request is after the model's `BeginMerge` commit.
-            let after = base.move_requested_at.and_then(|i| last_anchor(&base, i, base.armed_from));
+            let after = base.move_requested_at.and_then(|i| last_anchor(base, i, base.armed_from));
             schedule.push(json!({ "at_ms": MERGE_MOVE_REQUEST_MS, "fault": { "kind": "move", "key": "k000001", "to": format!("server-{to}") } }));
             notes.push(format!("the operator's move of k000001 to server-{to} at {MERGE_MOVE_REQUEST_MS} ms (in the model: after {})", after.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
         }
@@ -308,7 +360,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     let first_append = appends.first().map_or(n, |a| a.0);
     // `depose`: the first step (before the deposition) that sent a message of manager-1 still
     // in flight at it; the cut of manager-1's link to lock-1 is armed on the event before it.
-    let crosses = |k: usize, id: &(Node, Node, u64, bool)| deposed_at.is_some_and(|d| k < d && ended.get(id).is_none_or(|(j, _)| *j > d));
+    let crosses = |k: usize, id: &PacketId| deposed_at.is_some_and(|d| k < d && ended.get(id).is_none_or(|(j, _)| *j > d));
     if let Some(d) = deposed_at {
         let first = steps.iter().enumerate().find_map(|(k, s)| s.sent.iter().any(|&(a, b, _, t, ans)| a == Node::Manager(1) && crosses(k, &(a, b, t, ans))).then_some(k));
         let at = &steps[first.unwrap_or(d)];
@@ -319,8 +371,8 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         }
         // The cut ends where the first held message of manager-1 is released (below), so
         // that the release is not lost to it.
-        let released = depose_release(&steps, &ended, &crosses);
-        if let Some(until) = released.and_then(|r| until_of(&w, r, at.anchor_at, from)) {
+        let released = depose_release(steps, ended, &crosses);
+        if let Some(until) = released.and_then(|r| until_of(w, r, at.anchor_at, from)) {
             e["until"] = until.clone();
             notes.push(format!("{}: the cut ends on {until} (else after {DEPOSE_CUT_MS} ms)", label(d)));
         }
@@ -389,7 +441,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             // simulator may have gone past that point (the new leader written the map itself).
             let delivered = ended.get(&id).filter(|(_, dropped)| !dropped).map(|(j, _)| *j);
             let on_event = slowed.contains(&id) || (a == Node::Manager(1) && crosses(k, &id));
-            let release = delivered.filter(|_| on_event).and_then(|j| steps[j].anchor_at).and_then(|r| until_of(&w, r, s.anchor_at, from));
+            let release = delivered.filter(|_| on_event).and_then(|j| steps[j].anchor_at).and_then(|r| until_of(w, r, s.anchor_at, from));
             match release {
                 Some(until) => {
                     notes.push(format!("{}: hold {kind} {} -> {} until {until} (else {held} ms; {why})", label(k), sim_name(a), sim_name(b)));
@@ -400,10 +452,23 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
             schedule.push(e);
         }
     }
-    for anchor in &stale_routes {
+    for anchor in stale_routes {
         schedule.push(entry(anchor, 2 * 400, json!({ "kind": "delay", "from": "lock-1", "to": "frontend-1" })));
         notes.push("a client append went to an owner older than the current map: hold the frontend's map answers for 800 ms".to_string());
     }
+    schedule
+}
+
+/// The counterexample `cx` of `config` under `mutation` (and `also`, a second one on at once)
+/// as a scenario (JSON), with the notes on what it approximates. Errors: the setup failed, or
+/// the scenario does not parse (a bug here).
+pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutation>, bounds: super::Bounds, cx: &Counterexample, commit: &str) -> Result<(crate::scenario::Scenario, Vec<String>), String> {
+    let walk = walk(config, mutation, also, bounds, cx)?;
+    let mut walk = walk;
+    let schedule = schedule(config, &mut walk);
+    let Walk { prefix_len, appends, mut notes, .. } = walk;
+    let label = |k: usize| step_label(k, prefix_len);
+    let end_ms = DURATION_S * 1000;
     let mut script: Vec<Value> = appends
         .iter()
         .map(|(k, anchor, key)| {
@@ -444,27 +509,7 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
         "moves": { "strategy": strategy },
         "faults": { "random": null, "schedule": schedule },
     });
-    if matches!(config.setup, Setup::Depose | Setup::MoveAbort) {
-        let k = super::knobs(config, mutation);
-        doc["knobs"] = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms });
-    }
-    if config.setup == Setup::StaleOwner {
-        // The model's lease knobs, its clocks at the drift bound's corner, pinned (the
-        // authority fast, the servers slow, every other node exact, as the model's), and one
-        // attempt per append, as the model's client sends each once: a frontend's retry of
-        // the delayed append at the new owner would land first, and the store would then
-        // deduplicate the delayed write by its id instead of judging its epoch.
-        let k = super::knobs(config, mutation);
-        let mut knobs = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms, "lease_margin_ms": k.lease_margin_ms, "frontend_attempts": 1 });
-        if bounds.drift_ppm > 0 {
-            let mut pinned = serde_json::Map::new();
-            for node in [Node::Authority, Node::Store, Node::Server(1), Node::Server(2), Node::Manager(1), Node::Client] {
-                pinned.insert(sim_name(node), json!(super::world::drift_of(node, bounds.drift_ppm)));
-            }
-            knobs["clock_drift_ppm"] = json!(bounds.drift_ppm);
-            knobs["clock_drift_pinned_ppm"] = Value::Object(pinned);
-            notes.push(format!("clocks pinned at the drift bound's corner: lock-1 +{0} ppm, the servers -{0} ppm, the others exact", bounds.drift_ppm));
-        }
+    if let Some(knobs) = knobs_doc(config, mutation, bounds, &mut notes) {
         doc["knobs"] = knobs;
     }
     if let Setup::Merge(_) | Setup::MergeMove(_) = config.setup {
@@ -476,9 +521,38 @@ pub fn scenario(config: &Config, mutation: Option<Mutation>, also: Option<Mutati
     Ok((s, notes))
 }
 
+/// The scenario's `knobs` for `config`, where it needs the model's: `depose`'s and
+/// `move-abort`'s leases; `stale-owner`'s leases, its clocks pinned at the drift bound's corner
+/// (noted in `notes`) and one attempt per append. `None`: the defaults.
+fn knobs_doc(config: &Config, mutation: Option<Mutation>, bounds: super::Bounds, notes: &mut Vec<String>) -> Option<Value> {
+    let k = super::knobs(config, mutation);
+    if matches!(config.setup, Setup::Depose | Setup::MoveAbort) {
+        return Some(json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms }));
+    }
+    if config.setup == Setup::StaleOwner {
+        // The model's lease knobs, its clocks at the drift bound's corner, pinned (the
+        // authority fast, the servers slow, every other node exact, as the model's), and one
+        // attempt per append, as the model's client sends each once: a frontend's retry of
+        // the delayed append at the new owner would land first, and the store would then
+        // deduplicate the delayed write by its id instead of judging its epoch.
+        let mut knobs = json!({ "lease_ms": k.lease_ms, "renew_interval_ms": k.renew_interval_ms, "lease_margin_ms": k.lease_margin_ms, "frontend_attempts": 1 });
+        if bounds.drift_ppm > 0 {
+            let mut pinned = serde_json::Map::new();
+            for node in [Node::Authority, Node::Store, Node::Server(1), Node::Server(2), Node::Manager(1), Node::Client] {
+                pinned.insert(sim_name(node), json!(super::world::drift_of(node, bounds.drift_ppm)));
+            }
+            knobs["clock_drift_ppm"] = json!(bounds.drift_ppm);
+            knobs["clock_drift_pinned_ppm"] = Value::Object(pinned);
+            notes.push(format!("clocks pinned at the drift bound's corner: lock-1 +{0} ppm, the servers -{0} ppm, the others exact", bounds.drift_ppm));
+        }
+        return Some(knobs);
+    }
+    None
+}
+
 /// `depose`: the history index of the event before the step that delivered the first message
 /// of manager-1 held across its deposition (`crosses`), if the counterexample delivered one.
-fn depose_release(steps: &[Step], ended: &BTreeMap<(Node, Node, u64, bool), (usize, bool)>, crosses: &dyn Fn(usize, &(Node, Node, u64, bool)) -> bool) -> Option<usize> {
+fn depose_release(steps: &[Step], ended: &BTreeMap<PacketId, (usize, bool)>, crosses: &dyn Fn(usize, &PacketId) -> bool) -> Option<usize> {
     let mut delivered: Vec<usize> = Vec::new();
     for (k, s) in steps.iter().enumerate() {
         for &(a, b, _, token, answer) in &s.sent {
