@@ -57,10 +57,11 @@ pub const DEPOSE_CUT_MS: u64 = 1_200;
 /// `stale-owner`) may round at once, so the simulator's failover comes up to two ticks later.
 pub const SLOW_SLACK_MS: u64 = 600;
 
-/// `merge-move`: when (ms) the operator's move of the left parent's key is sent: after the
-/// simulator's leader journaled the merge (its split at [`ARM_MS`], three rounds of it, then
-/// the merge's `BeginMerge`, at about 1,650 ms on seeds 0 and 1) and before its next round
-/// plans (about 1,870 ms), the window where the model's request lands.
+/// `merge-move`: when (ms) the operator's move of the left parent's key is sent if the model's
+/// request had no event before it to trigger on (it has: the merge's `BeginMerge` commit):
+/// after the simulator's leader journaled the merge (its split at [`ARM_MS`], three rounds of
+/// it, then the merge's `BeginMerge`, at about 1,650 ms on seeds 0 and 1) and before its next
+/// round plans (about 1,870 ms), the window where the model's request lands.
 pub const MERGE_MOVE_REQUEST_MS: u64 = 1_750;
 
 /// A trigger: the last event before a step, as the scenario's `on` names it.
@@ -347,12 +348,20 @@ fn schedule(config: &Config, walk: &mut Walk) -> Vec<Value> {
         Setup::MergeMove(at) => {
             schedule.push(json!({ "at_ms": ARM_MS, "fault": { "kind": "split_range", "at": sim_key(at) } }));
             let to = base.authority.map().move_requests.values().next().map_or(2, |s| s.0);
-            // An operator's request is sent at a time (a trigger applies to faults only): at
-            // `MERGE_MOVE_REQUEST_MS`, between the simulator's merge journaled and its leader's
-            // next plan, as the model's request is after the model's `BeginMerge` commit.
+            // On the last event before the model's request (the merge's `BeginMerge` commit):
+            // between the simulator's merge journaled and its leader's next plan, as the
+            // model's request is. With no such event, at `MERGE_MOVE_REQUEST_MS`.
             let after = base.move_requested_at.and_then(|i| last_anchor(base, i, base.armed_from));
-            schedule.push(json!({ "at_ms": MERGE_MOVE_REQUEST_MS, "fault": { "kind": "move", "key": "k000001", "to": format!("server-{to}") } }));
-            notes.push(format!("the operator's move of k000001 to server-{to} at {MERGE_MOVE_REQUEST_MS} ms (in the model: after {})", after.as_ref().map_or("the arming point".to_string(), |a| a.to_string())));
+            let mut e = json!({ "at_ms": MERGE_MOVE_REQUEST_MS, "fault": { "kind": "move", "key": "k000001", "to": format!("server-{to}") } });
+            match &after {
+                Some(on) => {
+                    e["at_ms"] = json!(ARM_MS);
+                    e["on"] = on.clone();
+                    notes.push(format!("the operator's move of k000001 to server-{to}, sent after {on}"));
+                }
+                None => notes.push(format!("the operator's move of k000001 to server-{to} at {MERGE_MOVE_REQUEST_MS} ms (no event before the model's request)")),
+            }
+            schedule.push(e);
         }
         Setup::Failover | Setup::StoreCrash | Setup::StaleOwner => {}
     }

@@ -499,6 +499,20 @@ fn draw_one_aimed(rng: &mut impl Rng, at_ms: u64, knobs: &partmap::config::Knobs
     Planned { at_ms, on, until: None, duration_ms, fault }
 }
 
+/// One request for the operator node: sent at `at_ms` or, with `on`, once that trigger
+/// (armed at `at_ms`) fires.
+#[derive(Clone, Debug)]
+pub struct OperatorStep {
+    /// When it is sent (with `on`: when the trigger is armed), ms of simulated time.
+    pub at_ms: u64,
+    /// The protocol event it waits for, if any (a scenario entry's `on`).
+    pub on: Option<crate::scenario::Trigger>,
+    /// What it asks.
+    pub action: OperatorAction,
+    /// The schedule entry's request, for the history.
+    pub request: Fault,
+}
+
 /// An operator request at a time, for the operator node to send to the authority.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OperatorAction {
@@ -535,23 +549,25 @@ pub enum OperatorAction {
 impl FaultPlan {
     /// The operator requests of the plan as `(at_ms, action)`, sorted: a drain becomes a
     /// start and an end.
-    pub fn operator_actions(&self) -> Vec<(u64, OperatorAction, Fault)> {
+    pub fn operator_actions(&self) -> Vec<OperatorStep> {
         let server = |name: &str| name.strip_prefix("server-").and_then(|n| n.parse().ok()).expect("validated server name");
         let mut out = Vec::new();
         for p in &self.faults {
+            let step = |at_ms: u64, action: OperatorAction| OperatorStep { at_ms, on: p.on.clone(), action, request: p.fault.clone() };
             match &p.fault {
-                Fault::Request(Request::Move(key, to)) => out.push((p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) }, p.fault.clone())),
-                Fault::Request(Request::Split(at)) => out.push((p.at_ms, OperatorAction::Split { at: at.clone().into_bytes() }, p.fault.clone())),
-                Fault::Request(Request::Merge(left, right)) => out.push((p.at_ms, OperatorAction::Merge { left: left.clone().into_bytes(), right: right.clone().into_bytes() }, p.fault.clone())),
-                Fault::Request(Request::LeaderTransfer) => out.push((p.at_ms, OperatorAction::LeaderTransfer, p.fault.clone())),
+                Fault::Request(Request::Move(key, to)) => out.push(step(p.at_ms, OperatorAction::Move { key: key.clone().into_bytes(), to: server(to) })),
+                Fault::Request(Request::Split(at)) => out.push(step(p.at_ms, OperatorAction::Split { at: at.clone().into_bytes() })),
+                Fault::Request(Request::Merge(left, right)) => out.push(step(p.at_ms, OperatorAction::Merge { left: left.clone().into_bytes(), right: right.clone().into_bytes() })),
+                Fault::Request(Request::LeaderTransfer) => out.push(step(p.at_ms, OperatorAction::LeaderTransfer)),
+                // A drain takes no trigger (validated): it ends `duration_ms` after `at_ms`.
                 Fault::Request(Request::Drain(node)) => {
-                    out.push((p.at_ms, OperatorAction::Drain { server: server(node), on: true }, p.fault.clone()));
-                    out.push((p.at_ms + p.duration_ms, OperatorAction::Drain { server: server(node), on: false }, p.fault.clone()));
+                    out.push(step(p.at_ms, OperatorAction::Drain { server: server(node), on: true }));
+                    out.push(step(p.at_ms + p.duration_ms, OperatorAction::Drain { server: server(node), on: false }));
                 }
                 _ => {}
             }
         }
-        out.sort_by_key(|(t, ..)| *t);
+        out.sort_by_key(|o| o.at_ms);
         out
     }
 }
@@ -566,25 +582,59 @@ fn links(world: &World, fault: &Fault) -> Vec<(String, String)> {
 }
 
 /// The operator node (`operator`, not faulted): send each request of `actions` to the authority
-/// at its time, retrying (500 ms apart, at most [`OPERATOR_ATTEMPTS`] attempts) while the
+/// at its time, one after another in the order of their times (a request with a trigger is
+/// sent once its trigger fires, armed at its time, apart from the others), retrying (500 ms apart, at most [`OPERATOR_ATTEMPTS`] attempts) while the
 /// authority does not answer or refuses the request (e.g. before the leader bootstrapped the
 /// map, or while a range is busy). A move, split or merge names keys; the operator looks up
 /// their ranges in the map first, at every attempt. Each request's verdict goes into the
 /// history ([`What::OperatorVerdict`]): accepted, or refused with the last reason.
-pub async fn operator(actions: Vec<(u64, OperatorAction, Fault)>, knobs: partmap::config::Knobs) {
+pub async fn operator(actions: Vec<OperatorStep>, knobs: partmap::config::Knobs) {
     let rpc = partmap::seam::Rpc::bind(partmap::config::operator_addr(), &crate::workload::client_net(&knobs)).await;
-    for (at_ms, action, request) in actions {
+    // A request with a trigger: armed at its own time and sent when the trigger fires,
+    // whatever the requests before it are doing (a task of its own, spawned first; only for
+    // these: a run without triggered requests spawns nothing new, and keeps its trace).
+    let (triggered, timed): (Vec<OperatorStep>, Vec<OperatorStep>) = actions.into_iter().partition(|a| a.on.is_some());
+    let triggered: Vec<_> = triggered.into_iter().map(|step| partmap::seam::spawn(triggered_request(rpc.clone(), knobs.clone(), step))).collect();
+    for step in timed {
         let now = partmap::seam::now_ms();
-        if at_ms > now {
-            sleep_ms(at_ms - now).await;
+        if step.at_ms > now {
+            sleep_ms(step.at_ms - now).await;
         }
-        let (attempts, verdict) = operator_request(&rpc, &knobs, &action).await;
-        let (op, refused) = match verdict {
-            Ok(op) => (op, None),
-            Err(reason) => (String::new(), Some(reason)),
-        };
-        record(What::OperatorVerdict { request: Box::new(request), op, attempts, refused });
+        send_request(&rpc, &knobs, step.action, step.request).await;
     }
+    // The node's tasks live as long as this one: wait for the triggered requests.
+    for t in triggered {
+        let _ = t.await;
+    }
+}
+
+/// An operator request with a trigger (`on`): armed at its `at_ms`, sent once the trigger fires
+/// (and its `delay_ms`).
+async fn triggered_request(rpc: std::rc::Rc<partmap::seam::Rpc>, knobs: partmap::config::Knobs, step: OperatorStep) {
+    let OperatorStep { at_ms, on, action, request } = step;
+    let Some(on) = on else { return };
+    let now = partmap::seam::now_ms();
+    if at_ms > now {
+        sleep_ms(at_ms - now).await;
+    }
+    let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
+    let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
+    let what = format!("{request} on {} by {} #{}, armed at {at_ms} ms", on.event, on.node, on.count);
+    crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+    if on.delay_ms > 0 {
+        sleep_ms(on.delay_ms).await;
+    }
+    send_request(&rpc, &knobs, action, request).await;
+}
+
+/// Send `action` (see [`operator_request`]) and put its verdict in the history.
+async fn send_request(rpc: &partmap::seam::Rpc, knobs: &partmap::config::Knobs, action: OperatorAction, request: Fault) {
+    let (attempts, verdict) = operator_request(rpc, knobs, &action).await;
+    let (op, refused) = match verdict {
+        Ok(op) => (op, None),
+        Err(reason) => (String::new(), Some(reason)),
+    };
+    record(What::OperatorVerdict { request: Box::new(request), op, attempts, refused });
 }
 
 /// Send one operator request (see [`operator`]): `(attempts, Ok(the op sent, readable))` once

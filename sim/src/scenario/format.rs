@@ -390,7 +390,8 @@ pub struct TimedFault {
     #[serde(default)]
     pub at_ms: u64,
     /// Fire on a protocol event instead of at `at_ms` (FoundationDB-style fault injection at
-    /// named points): see [`Trigger`]. Default none.
+    /// named points): see [`Trigger`]. An operator's move, split, merge or leader transfer
+    /// is then sent when it fires (not a drain). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<Trigger>,
     /// End the fault on a protocol event instead of after `duration_ms`: the crashed node

@@ -335,8 +335,8 @@ impl Scenario {
             return Err(format!("{path}.fault: a `move` request, but moves.max_concurrent is 0, so no move ever starts and it would be accepted and never run; raise moves.max_concurrent or drop the request"));
         }
         if let Some(on) = &timed.on {
-            if timed.fault.is_operator_request() {
-                return Err(format!("{path}.on: operator requests are sent at at_ms; a trigger applies to faults only"));
+            if matches!(timed.fault, FaultSpec::Drain { .. }) {
+                return Err(format!("{path}.on: a drain runs from at_ms for duration_ms; a trigger applies to faults and to the move, split_range, merge_ranges and leader_transfer requests"));
             }
             self.validate_trigger(&format!("{path}.on"), on, names)?;
         }

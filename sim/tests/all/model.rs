@@ -780,7 +780,8 @@ fn key_and_text_agree(name: &str, init: model::World, cap: usize) -> (usize, usi
 /// planner, which no longer sees r2 in the merge, begins the move (`BeginMove`, the first
 /// commit); the next round's move flow pre-copies once (not ready), then the merge flow pauses,
 /// seals and retires r2 under the move, and `map_tiles` fails on the journal at the merge's
-/// commit, 33 steps after the setup. Its replay fails `map_tiles` the same way on seed 0.
+/// commit, 33 steps after the setup. Its replay (the operator's move sent on the merge's
+/// `BeginMerge` commit, a trigger) fails `map_tiles` the same way on seed 0.
 /// Unmutated the request waits (the CI test: exhausted with no violation).
 #[test]
 fn model_merge_move_catches_map_forgets_reshapes_and_replays() {
@@ -795,4 +796,9 @@ fn model_merge_move_catches_map_forgets_reshapes_and_replays() {
     let commits: Vec<&String> = cx.steps.iter().map(|(_, input, _)| input).filter(|i| i.contains("request cas_map")).collect();
     assert!(commits.first().is_some_and(|i| i.contains("BeginMove")), "{commits:?}");
     assert!(commits.last().is_some_and(|i| i.contains("CommitReshape")), "{commits:?}");
+    // The operator's move is sent on the event before the model's request (the merge's
+    // `BeginMerge` commit at lock-1), not at a time calibrated on the simulator's rounds.
+    let (scenario, _) = model::replay::scenario(&config, Some(Mutation::MapForgetsReshapes), None, config.bounds, &cx, "test").expect("a scenario");
+    let request = scenario.faults.schedule.iter().find(|t| matches!(t.fault, partmap_sim::scenario::FaultSpec::Move { .. })).expect("the move request");
+    assert!(request.on.as_ref().is_some_and(|on| on.event == "map_commit" && on.node == "lock-1"), "{request:?}");
 }

@@ -615,8 +615,8 @@ fn scenario_operator_split_and_merge_requests_are_checked() {
     assert_mentions(&err, &["right"]);
     let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 500, "fault": {"kind": "split_range", "at": "k000300"}}"#));
     assert_mentions(&err, &["faults.schedule[0].duration_ms", "a `split_range` request is instantaneous"]);
-    let err = rejected(&with(r#"{"at_ms": 1000, "on": {"event": "drained", "node": "server-1"}, "fault": {"kind": "merge_ranges", "left": "k000100", "right": "k000130"}}"#));
-    assert_mentions(&err, &["faults.schedule[0].on", "operator requests are sent at at_ms"]);
+    let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 2000, "on": {"event": "drained", "node": "server-1"}, "fault": {"kind": "drain", "node": "server-1"}}"#));
+    assert_mentions(&err, &["faults.schedule[0].on", "a drain runs from at_ms for duration_ms"]);
     let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 2000, "until": {"event": "drained", "node": "server-1"}, "fault": {"kind": "drain", "node": "server-1"}}"#));
     assert_mentions(&err, &["faults.schedule[0].until", "operator requests are not healed"]);
     let err = rejected(&with(r#"{"at_ms": 1000, "duration_ms": 2000, "until": {"event": "drained", "node": "server-1", "count": 0}, "fault": {"kind": "crash", "node": "server-1"}}"#));
