@@ -617,10 +617,8 @@ async fn triggered_request(rpc: std::rc::Rc<partmap::seam::Rpc>, knobs: partmap:
     if at_ms > now {
         sleep_ms(at_ms - now).await;
     }
-    let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-    let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
     let what = format!("{request} on {} by {} #{}, armed at {at_ms} ms", on.event, on.node, on.count);
-    crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
+    fired_on(&on, what).await;
     if on.delay_ms > 0 {
         sleep_ms(on.delay_ms).await;
     }
@@ -729,20 +727,20 @@ fn trigger_text(p: &Planned) -> String {
 
 /// Wait for trigger `on` (armed now): the event's name and the node whose event fired it.
 /// `what` names the schedule entry for the list of watches that never fired.
-async fn fired_on(on: &crate::scenario::Trigger, world: &Rc<RefCell<World>>, what: String) -> (&'static str, madsim::task::NodeId) {
+async fn fired_on(on: &crate::scenario::Trigger, what: String) -> (&'static str, madsim::task::NodeId) {
     let event = partmap::event::Event::NAMES.iter().find(|n| **n == on.event).expect("validated event name");
-    let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(world.borrow().nodes[&on.node].id) };
+    let node = if crate::fault::aim::is_aimed(&on.node) { Err(on.node.as_str()) } else { Ok(crate::fault::trigger::id_of(&on.node).expect("validated node name")) };
     let by = crate::fault::trigger::fired(crate::fault::trigger::Wait { event, node, range: on.range, epoch: on.epoch, count: on.count, what }).await;
     (event, by)
 }
 
 /// Wait as long as fault `p` lasts once applied: `duration_ms`, or with `until`, until its
 /// trigger fires (counted from now; then its `delay_ms`), if that comes first.
-async fn heal_wait(p: &Planned, world: &Rc<RefCell<World>>) {
+async fn heal_wait(p: &Planned) {
     let Some(until) = &p.until else { return sleep_ms(p.duration_ms).await };
     let what = format!("{} until {} by {} #{} (else {} ms)", p.fault, until.event, until.node, until.count, p.duration_ms);
     let mut sleep = std::pin::pin!(sleep_ms(p.duration_ms));
-    let mut fired = std::pin::pin!(fired_on(until, world, what));
+    let mut fired = std::pin::pin!(fired_on(until, what));
     let on_event = std::future::poll_fn(|cx| {
         if let std::task::Poll::Ready((event, by)) = fired.as_mut().poll(cx) {
             return std::task::Poll::Ready(Some((event, by)));
@@ -805,7 +803,7 @@ pub fn spawn(node: &madsim::runtime::NodeHandle, world: Rc<RefCell<World>>, plan
 async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeMap<&'static str, u64>>>) {
     let mut emitter = None;
     if let Some(on) = &p.on {
-        let (event, by) = fired_on(on, &world, trigger_text(&p)).await;
+        let (event, by) = fired_on(on, trigger_text(&p)).await;
         let by = crate::fault::trigger::name_of(by).unwrap_or_else(|| on.node.clone());
         record(What::Triggered { event, node: by.clone(), count: on.count, delay_ms: on.delay_ms });
         emitter = Some(by);
@@ -829,7 +827,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
                 return;
             }
             took_effect(&counts, counter, aimed);
-            heal_wait(&p, &world).await;
+            heal_wait(&p).await;
             world.borrow_mut().restart(node);
         }
         Fault::Request(_) => {
@@ -849,7 +847,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
             let release = partmap::seam::Release::default();
             world.borrow_mut().hold_next_until(from, to, kind, p.duration_ms, release.clone());
             took_effect(&counts, counter, aimed);
-            heal_wait(&p, &world).await;
+            heal_wait(&p).await;
             release.release();
         }
         Fault::Delay(from, to) | Fault::Duplicate(from, to) | Fault::Corrupt(from, to) | Fault::Reorder(from, to) => {
@@ -862,7 +860,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
             record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
             world.borrow_mut().fault_link(from, to, kind);
             took_effect(&counts, counter, aimed);
-            heal_wait(&p, &world).await;
+            heal_wait(&p).await;
             world.borrow_mut().unfault_link(from, to, kind);
             record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
         }
@@ -870,7 +868,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
             record(What::Fault { fault: Box::new(p.fault.clone()), duration_ms: p.duration_ms, crash: None });
             world.borrow_mut().slow_disk(node, *extra_ms);
             took_effect(&counts, counter, aimed);
-            heal_wait(&p, &world).await;
+            heal_wait(&p).await;
             world.borrow_mut().slow_disk(node, 0);
             record(What::FaultEnd { fault: Box::new(p.fault.clone()) });
         }
@@ -879,7 +877,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
                 return;
             }
             took_effect(&counts, counter, aimed);
-            heal_wait(&p, &world).await;
+            heal_wait(&p).await;
             world.borrow_mut().resume(node);
         }
         fault => {
@@ -889,7 +887,7 @@ async fn inject(p: Planned, world: Rc<RefCell<World>>, counts: Rc<RefCell<BTreeM
                 world.borrow_mut().cut(a, b);
             }
             took_effect(&counts, counter, aimed);
-            heal_wait(&p, &world).await;
+            heal_wait(&p).await;
             for (a, b) in &cut {
                 world.borrow_mut().uncut(a, b);
             }
