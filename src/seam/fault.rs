@@ -3,7 +3,6 @@
 //! removal, and the targeted holds waiting for the next message of a kind.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
@@ -60,16 +59,7 @@ impl Hold {
         match &self.release {
             None => super::clock::sleep_ms(self.ms).await,
             Some(release) => {
-                let mut sleep = std::pin::pin!(super::clock::sleep_ms(self.ms));
-                let mut released = std::pin::pin!(release.released());
-                std::future::poll_fn(|cx| {
-                    if released.as_mut().poll(cx).is_ready() || sleep.as_mut().poll(cx).is_ready() {
-                        std::task::Poll::Ready(())
-                    } else {
-                        std::task::Poll::Pending
-                    }
-                })
-                .await;
+                let _ = super::clock::timeout_ms(self.ms, release.released()).await;
             }
         }
     }

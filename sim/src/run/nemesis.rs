@@ -5,7 +5,6 @@
 //! the scenario's ranges, so some seeds are quiet and some are storms, and faults that mask each
 //! other at one fixed mix get their turn at another.
 
-use std::future::Future;
 use crate::scenario::{FaultSpec, NodeKind, Scenario};
 use crate::run::world::{Role, World};
 use madsim::rand::Rng;
@@ -547,8 +546,8 @@ pub enum OperatorAction {
 }
 
 impl FaultPlan {
-    /// The operator requests of the plan as `(at_ms, action)`, sorted: a drain becomes a
-    /// start and an end.
+    /// The operator requests of the plan, sorted by `at_ms`: a drain becomes a start and an
+    /// end.
     pub fn operator_actions(&self) -> Vec<OperatorStep> {
         let server = |name: &str| name.strip_prefix("server-").and_then(|n| n.parse().ok()).expect("validated server name");
         let mut out = Vec::new();
@@ -739,16 +738,7 @@ async fn fired_on(on: &crate::scenario::Trigger, what: String) -> (&'static str,
 async fn heal_wait(p: &Planned) {
     let Some(until) = &p.until else { return sleep_ms(p.duration_ms).await };
     let what = format!("{} until {} by {} #{} (else {} ms)", p.fault, until.event, until.node, until.count, p.duration_ms);
-    let mut sleep = std::pin::pin!(sleep_ms(p.duration_ms));
-    let mut fired = std::pin::pin!(fired_on(until, what));
-    let on_event = std::future::poll_fn(|cx| {
-        if let std::task::Poll::Ready((event, by)) = fired.as_mut().poll(cx) {
-            return std::task::Poll::Ready(Some((event, by)));
-        }
-        sleep.as_mut().poll(cx).map(|()| None)
-    })
-    .await;
-    if let Some((event, by)) = on_event {
+    if let Some((event, by)) = partmap::seam::timeout_ms(p.duration_ms, fired_on(until, what)).await {
         let node = crate::fault::trigger::name_of(by).unwrap_or_else(|| until.node.clone());
         record(What::Triggered { event, node, count: until.count, delay_ms: until.delay_ms });
         if until.delay_ms > 0 {

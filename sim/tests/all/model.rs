@@ -196,6 +196,14 @@ fn caught_and_replayed_with(config: &str, (mutation, also): (Mutation, Option<Mu
     cx
 }
 
+/// The events the replay scenario of `cx` (on `config` under `mutation`) ends its faults on
+/// (`until`), in schedule order.
+fn replay_until_events(config: &str, mutation: Mutation, cx: &model::Counterexample) -> Vec<String> {
+    let config = model::config(config).expect("built");
+    let (s, _) = model::replay::scenario(&config, Some(mutation), None, config.bounds, cx, "test").expect("a scenario");
+    s.faults.schedule.iter().filter_map(|t| t.until.as_ref().map(|u| u.event.clone())).collect()
+}
+
 /// A pair's counterexample replays with both mutations on in the simulator too:
 /// `server-keeps-fenced-range` (which no run catches alone) with `source-ignores-pause` on
 /// `move` fails `single_writer` in 13 steps, and its replay, run with both, fails it on seed 0.
@@ -365,11 +373,8 @@ fn model_depose_shared_leader_term_replays() {
 fn model_depose_skipped_leader_epoch_replays_with_a_hold_released_on_the_election() {
     let cx = caught_and_replayed("depose", Mutation::AuthoritySkipsLeaderEpoch, "manager_exclusive", 1);
     assert_eq!(cx.steps.len(), 8);
-    let config = model::config("depose").expect("built");
-    let (s, _) = model::replay::scenario(&config, Some(Mutation::AuthoritySkipsLeaderEpoch), None, config.bounds, &cx, "test").expect("a scenario");
-    let until: Vec<_> = s.faults.schedule.iter().filter_map(|t| t.until.as_ref().map(|u| (t.fault.clone(), u.event.clone()))).collect();
-    assert_eq!(until.len(), 2, "the cut and the held commit end on the election: {until:?}");
-    assert!(until.iter().all(|(_, e)| e == "leader"), "{until:?}");
+    let until = replay_until_events("depose", Mutation::AuthoritySkipsLeaderEpoch, &cx);
+    assert_eq!(until, ["leader", "leader"], "the cut and the held commit end on the election");
 }
 
 /// `depose`: the deposed leader's pause commit, sent while it trusted its lease and delivered
@@ -687,10 +692,7 @@ fn model_stale_owner_delayed_write_past_the_fence_replays() {
 fn model_stale_owner_publish_before_fence_replays_with_the_write_released_on_the_activation() {
     let cx = caught_and_replayed("stale-owner", Mutation::PublishBeforeFence, "single_writer", 1);
     assert_eq!(cx.steps.len(), 9);
-    let config = model::config("stale-owner").expect("built");
-    let (s, _) = model::replay::scenario(&config, Some(Mutation::PublishBeforeFence), None, config.bounds, &cx, "test").expect("a scenario");
-    let until: Vec<&str> = s.faults.schedule.iter().filter_map(|t| t.until.as_ref().map(|u| u.event.as_str())).collect();
-    assert_eq!(until, ["activated"]);
+    assert_eq!(replay_until_events("stale-owner", Mutation::PublishBeforeFence, &cx), ["activated"]);
 }
 
 /// `stale-owner` under `zero-lease-margin`: with the servers' clocks slow and the authority's
